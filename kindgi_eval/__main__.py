@@ -1,0 +1,5 @@
+"""`python -m kindgi_eval` is `kindgi-eval`."""
+
+from kindgi_eval.cli import main
+
+main()
