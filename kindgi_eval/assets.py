@@ -13,7 +13,10 @@ from kindgi_eval.io_manager import SOURCE_RUN_TAG
 from kindgi_eval.resources import EvalSettings
 from kindgi_eval.replies import collect_replies
 from kindgi_eval.rows import CalibrationRow, OutcomeRow, ReplyRow, RunRow, SampleRow, StatusRow, SuiteRow
-from kindgi_eval.stages import cases_of, outcome_rows, run_row, status_rows, suite_rows, turn_of
+from kindgi_eval.calibration import agree_by_group
+from kindgi_eval.judging import case_subjects, graded_items, judge_suite
+from kindgi_eval.registry import parse_model
+from kindgi_eval.stages import calibration_of, cases_of, outcome_rows, run_row, status_rows, suite_rows, turn_of
 from kindgi_eval.statuses import STATUSES
 from kindgi_eval.suite_files import load_suite, suite_key
 from kindgi_eval.tables import from_frame, to_frame
@@ -67,16 +70,49 @@ def outcomes(suite: pd.DataFrame, agent_replies: pd.DataFrame, eval_settings: Ev
 
 @dg.asset(partitions_def=SUITES)
 def judge_samples(
-    suite: pd.DataFrame, agent_replies: pd.DataFrame, outcomes: pd.DataFrame, eval_settings: EvalSettings
+    context: dg.AssetExecutionContext,
+    suite: pd.DataFrame,
+    agent_replies: pd.DataFrame,
+    outcomes: pd.DataFrame,
+    eval_settings: EvalSettings,
 ) -> pd.DataFrame:
-    """Three judge samples per criterion, for calibration items and for cases whose assertions held."""
-    return to_frame([], SampleRow)
+    """Three judge samples per criterion: calibration items first, then cases whose assertions held."""
+    settings = eval_settings.resolve()
+    if settings.judge_model is None:
+        return to_frame([], SampleRow)
+    rows = from_frame(suite, SuiteRow)
+    replies = {r.case_id: r.messages for r in from_frame(agent_replies, ReplyRow)}
+    failed = {o.case_id for o in from_frame(outcomes, OutcomeRow) if not o.held}
+    held = [c for c in cases_of(rows) if c.id not in failed]  # an asserted failure never reaches the judge
+    samples = asyncio.run(
+        judge_suite(
+            parse_model(settings.judge_model),
+            calibration_of(rows),
+            case_subjects(held, replies),
+            catalogue=load_tenant(settings.config_dir).tenant.catalogue_text(),
+            concurrency=settings.concurrency,
+            timeout_s=settings.model_timeout_s,
+            progress=_progress_logger(context, "judge samples"),
+        )
+    )
+    invalid = sum(s.vote == "invalid" for s in samples)
+    context.add_output_metadata({"judge": settings.judge_model, "samples": len(samples), "invalid": invalid})
+    return to_frame(samples, SampleRow)
 
 
 @dg.asset(partitions_def=SUITES)
-def calibration(suite: pd.DataFrame, judge_samples: pd.DataFrame, eval_settings: EvalSettings) -> pd.DataFrame:
+def calibration(
+    context: dg.AssetExecutionContext, suite: pd.DataFrame, judge_samples: pd.DataFrame, eval_settings: EvalSettings
+) -> pd.DataFrame:
     """The judge's agreement with the hand labels per calibration group, and whether each group may grade."""
-    return to_frame([], CalibrationRow)
+    settings = eval_settings.resolve()
+    if settings.judge_model is None:
+        return to_frame([], CalibrationRow)
+    items = calibration_of(from_frame(suite, SuiteRow))
+    agreement = agree_by_group(graded_items(items, from_frame(judge_samples, SampleRow)), has_calibration_file=bool(items))
+    rows = [CalibrationRow(**a.model_dump(), judge=settings.judge_model) for a in agreement.values()]
+    context.add_output_metadata({f"agreement/{r.group}": r.agreement if r.agreement is not None else -1.0 for r in rows})
+    return to_frame(rows, CalibrationRow)
 
 
 @dg.asset(partitions_def=SUITES)
@@ -116,7 +152,7 @@ def run_summary(
     settings = eval_settings.resolve()
     tenant = load_tenant(settings.config_dir).tenant
     run = context.run
-    record = context.instance.get_run_record_by_id(context.run_id)
+    record = context.instance.get_run_record_by_id(context.run.run_id)
     started = record.start_time if record and record.start_time else time.time()
     row = run_row(
         from_frame(suite, SuiteRow),
@@ -125,7 +161,7 @@ def run_summary(
         from_frame(statuses, StatusRow),
         stages=tenant.stage_names(),
         judge=settings.judge_model,
-        replies_from=run.tags.get(SOURCE_RUN_TAG, context.run_id),
+        replies_from=run.tags.get(SOURCE_RUN_TAG, context.run.run_id),
         started_at=_iso(started),
         finished_at=_iso(time.time()),
     )

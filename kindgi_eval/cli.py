@@ -40,6 +40,7 @@ def _settings_options(command: Callable) -> Callable:
         click.option("--judge-model", help="The judge as provider:model (EVAL_JUDGE_MODEL); unset: no judge."),
         click.option("--max-latency-ms", help="The agent's deadline per case (EVAL_MAX_LATENCY_MS)."),
         click.option("--concurrency", help="Model calls in flight at once (EVAL_CONCURRENCY)."),
+        click.option("--model-timeout-s", help="Seconds one judge call may take (EVAL_MODEL_TIMEOUT_S)."),
     ]
     for option in reversed(options):
         command = option(command)

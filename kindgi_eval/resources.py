@@ -24,6 +24,8 @@ class EvalSettings(dg.ConfigurableResource):
     """The agent's deadline per case (EVAL_MAX_LATENCY_MS)."""
     concurrency: int | None = None
     """Model calls in flight at once (EVAL_CONCURRENCY)."""
+    model_timeout_s: float | None = None
+    """Seconds one judge call may take (EVAL_MODEL_TIMEOUT_S)."""
 
     def resolve(self) -> RunSettings:
         """The settings in force: these fields over the environment over the defaults."""

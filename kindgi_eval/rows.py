@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from kindgi_eval.calibration import GroupAgreement
 from kindgi_eval.checks import Assertion
 
 
@@ -125,25 +126,11 @@ class SampleRow(_Row):
     """False when the judge's price is unknown."""
 
 
-class CalibrationRow(_Row):
+class CalibrationRow(GroupAgreement):
     """Agreement of the judge with the hand labels of one calibration group in one run."""
 
-    group: str
-    """implicit_concession, semantic_repetition, answers_the_question or free_text."""
-    agreement: float | None
-    """Fraction of items whose majority verdict equals the label; ungraded counts as disagreement."""
-    kappa: float | None
-    """Cohen's kappa between labels and verdicts, for information."""
-    items: int
-    """Calibration items in the group."""
-    pass_labels: int
-    """Items labelled pass."""
-    fail_labels: int
-    """Items labelled fail."""
-    calibrated: bool
-    """True when the group's criteria may be graded in this run."""
-    note: str
-    """Why the group is or is not calibrated."""
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
     judge: str
     """The judge model."""
 

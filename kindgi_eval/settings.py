@@ -13,6 +13,7 @@ from kindgi_eval.registry import parse_model
 DEFAULT_EVAL_DIR = "evals/golden"
 DEFAULT_MAX_LATENCY_MS = 15_000
 DEFAULT_CONCURRENCY = 8
+DEFAULT_MODEL_TIMEOUT_S = 60.0
 MOCK_AGENT = "mock:agent"
 
 # field name -> environment variable, as DESIGN.md names them
@@ -24,6 +25,7 @@ ENV = {
     "judge_model": "EVAL_JUDGE_MODEL",
     "max_latency_ms": "EVAL_MAX_LATENCY_MS",
     "concurrency": "EVAL_CONCURRENCY",
+    "model_timeout_s": "EVAL_MODEL_TIMEOUT_S",
 }
 
 
@@ -46,6 +48,8 @@ class RunSettings(BaseModel):
     """The agent's deadline per case."""
     concurrency: int = DEFAULT_CONCURRENCY
     """Model calls in flight at once."""
+    model_timeout_s: float = DEFAULT_MODEL_TIMEOUT_S
+    """How long one judge call may take before it counts as an invalid sample."""
 
     @property
     def agent_name(self) -> str | None:
@@ -80,10 +84,10 @@ def _check(field: str, value: object) -> object:
     if field in ("agent_model", "judge_model"):
         parse_model(str(value))
         return str(value)
-    if field == "max_latency_ms":
+    if field in ("max_latency_ms", "model_timeout_s"):
         number = _number(value, float)
         if number <= 0:
-            raise ValueError(f"{value!r} must be a positive number of milliseconds")
+            raise ValueError(f"{value!r} must be a positive number")
         return number
     if field == "concurrency":
         number = _number(value, int)

@@ -21,7 +21,7 @@ from kindgi_eval.rows import (
 from kindgi_eval.schemas import CalibrationItem, Case
 from kindgi_eval.statuses import STATUSES, case_status
 from kindgi_eval.suite_files import Suite
-from kindgi_eval.verdicts import majority
+from kindgi_eval.verdicts import SAMPLES, Majority, majority
 
 
 def suite_rows(suite: Suite, tenant: str, config_hash: str) -> list[SuiteRow]:
@@ -167,15 +167,15 @@ def _unjudged(c: Criterion) -> CriterionRow:
 def _verdict(c: Criterion, samples: Sequence[SampleRow], is_calibrated: bool) -> CriterionRow:
     """The majority of a criterion's samples; a group that failed calibration grades nothing this run."""
     votes = [s.vote for s in sorted(samples, key=lambda s: s.sample)]
-    decided = majority(votes)
-    verdict = decided.verdict if is_calibrated else "ungraded"
+    decided = majority(votes) if is_calibrated and len(votes) == SAMPLES else Majority("ungraded", False)
+    verdict = decided.verdict
     agreeing = next((s for s in samples if s.vote == verdict), None)
     return CriterionRow(
         source=c.source,
         criterion=c.criterion,
         group=c.group,
         verdict=verdict,
-        split=decided.split and is_calibrated,
+        split=decided.split,
         votes=list(votes),
         evidence=agreeing.evidence if agreeing else "",
         reason=agreeing.reason if agreeing else "",

@@ -2,15 +2,35 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")]
+
+def _matching(pattern: str, rule: str, example: str) -> AfterValidator:
+    """A validator whose error says what the value must look like, with an example, instead of a regex."""
+    compiled = re.compile(pattern)
+
+    def check(value: str) -> str:
+        if not compiled.fullmatch(value):
+            raise ValueError(f"{value!r} is not {rule}. Write it like {example!r}.")
+        return value
+
+    return AfterValidator(check)
+
+
+Slug = Annotated[str, _matching(r"[a-z0-9][a-z0-9-]*", "lowercase letters, digits and hyphens", "demo-academy")]
 """A lowercase identifier: letters, digits and hyphens, starting with a letter or digit."""
-Identifier = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")]
-"""A lowercase name that may also hold underscores: a payment path (`upfront`) or a reason (`refund_request`)."""
+_NAME = r"[a-z0-9][a-z0-9_-]*"
+_NAME_RULE = "lowercase letters, digits, hyphens and underscores"
+PathName = Annotated[str, _matching(_NAME, _NAME_RULE, "instalments")]
+"""A payment path's name, such as `upfront` or `instalments`."""
+Reason = Annotated[str, _matching(_NAME, _NAME_RULE, "refund_request")]
+"""An escalation reason, such as `refund_request`."""
+Url = Annotated[str, _matching(r"https?://\S+", "a web address", "https://example.com/enrol/foundation")]
+"""An http or https address without spaces."""
 Text = Annotated[str, Field(min_length=1)]
 """Non-empty copy."""
 Phrases = Annotated[tuple[Text, ...], Field(min_length=1)]
@@ -71,9 +91,9 @@ class Course(BaseModel):
     """When it runs, as a phrase that follows "runs" ("Tuesdays and Thursdays, 6pm to 8pm")."""
     requirements: Text
     """What a student needs before starting, in a sentence; the answer to most doubts."""
-    enrol_url: str = Field(pattern=r"^https?://\S+$")
+    enrol_url: Url
     """The course's enrolment (signup) link; sent only after its price has been quoted."""
-    prices: dict[Identifier, Text] = Field(min_length=1)
+    prices: dict[PathName, Text] = Field(min_length=1)
     """The price per payment path, in the order offered: `{"upfront": "$450", "instalments": "3 payments of $160"}`."""
 
 
@@ -82,7 +102,7 @@ class Escalation(BaseModel):
 
     model_config = _STRICT
 
-    reason: Identifier
+    reason: Reason
     """The reason the reply carries, such as `refund_request`."""
     triggers: Phrases
     """Phrases in the contact's message that fire the rule, matched case-insensitively."""

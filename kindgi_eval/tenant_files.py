@@ -7,7 +7,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, NoReturn
 
 from pydantic import ValidationError
 
@@ -32,15 +32,13 @@ def load_tenant(config_dir: str | Path | None) -> LoadedTenant:
     folder = str(DEMO_CONFIG_DIR if config_dir is None else config_dir)
     file = os.path.join(folder, TENANT_FILE)
     if not os.path.isdir(folder):
-        message = "no such tenant folder. Point CONFIG_DIR or --config-dir at a folder holding tenant.toml."
-        raise InputError([Problem(folder, None, None, message)])
+        _refuse(folder, "no such tenant folder. Point CONFIG_DIR or --config-dir at a folder holding tenant.toml.")
     try:
         content = Path(file).read_bytes()
     except FileNotFoundError:
-        raise InputError([Problem(file, None, None, "file not found. A tenant folder must hold tenant.toml.")]) from None
+        _refuse(file, "file not found. A tenant folder must hold tenant.toml.")
     except OSError as e:
-        message = f"cannot be read: {e.strerror or e}. Check the file's permissions."
-        raise InputError([Problem(file, None, None, message)]) from None
+        _refuse(file, f"cannot be read: {e.strerror or e}. Check that it is a readable file.")
     tenant = parse_tenant(content, file)
     return LoadedTenant(tenant=tenant, config_dir=folder, hash=hashlib.sha256(content).hexdigest())
 
@@ -50,7 +48,7 @@ def parse_tenant(content: bytes, file: str) -> Tenant:
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise InputError([Problem(file, None, None, f"is not UTF-8 text (byte {e.start}). Save it as UTF-8.")]) from None
+        _refuse(file, f"is not UTF-8 text (byte {e.start}). Save it as UTF-8.")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -59,6 +57,11 @@ def parse_tenant(content: bytes, file: str) -> Tenant:
         return Tenant.model_validate(data)
     except ValidationError as e:
         raise InputError(_validation_problems(e, file, text)) from None
+
+
+def _refuse(file: str, message: str) -> NoReturn:
+    """Stop with one problem about the whole file."""
+    raise InputError([Problem(file, None, None, message)]) from None
 
 
 _AT_LINE = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
@@ -71,14 +74,16 @@ def _syntax_problem(file: str, message: str) -> Problem:
         return Problem(file, None, None, f"not valid TOML: {message}. Fix the syntax.")
     what = message[: match.start()]
     what = f"{what[0].lower()}{what[1:]}" if what else "syntax error"
-    return Problem(file, int(match[1]), None, f"not valid TOML: {what} at column {match[2]}. Fix the syntax on this line.")
+    return Problem(file, int(match[1]), None, f"not valid TOML: {what} at column {match[2]}. Fix the syntax there.")
 
 
 def _validation_problems(error: ValidationError, file: str, text: str) -> list[Problem]:
     """One Problem per schema error, or per cross-reference problem, each on the line that holds its field."""
     lines = field_lines(text)
-    cross = [e["ctx"]["error"] for e in error.errors() if isinstance(e.get("ctx", {}).get("error"), CrossReferenceError)]
+    errors = error.errors()
+    cross = [e["ctx"]["error"] for e in errors if isinstance(e.get("ctx", {}).get("error"), CrossReferenceError)]
     if cross:
+        # Cross-references are only checked once every field is valid, so these are the only errors.
         found = [(field, message) for c in cross for field, message in c.problems]
         return [Problem(file, _line_of(field, lines), field, message) for field, message in found]
     return [

@@ -133,3 +133,22 @@ def test_validate_accepts_the_golden_set() -> None:
     result = run_cli("validate")
     assert result.code == 0, result.err
     assert result.out.startswith("ok: evals/golden: ")
+
+
+CALIBRATIONS = sorted((REPO / "evals").glob("*/calibration.jsonl"))
+
+
+@pytest.mark.parametrize("path", CALIBRATIONS, ids=[p.parent.name for p in CALIBRATIONS])
+def test_every_calibration_set_parses_and_each_group_holds_both_labels_016(path: Path) -> None:
+    from kindgi_eval.criteria import GROUPS, group_of
+
+    items = load_suite(path.parent).calibration
+    labels = {group: {i.label for i in items if group_of(i.criterion) == group} for group in GROUPS}
+    assert labels == {group: {"pass", "fail"} for group in GROUPS}
+
+
+def test_golden_calibration_holds_a_reply_addressing_the_judge_016() -> None:
+    items = load_suite(REPO / "evals/golden").calibration
+    addressing = [i for i in items if "grader" in " ".join(i.reply).lower()]
+    assert addressing and all(i.label == "fail" for i in addressing)
+    assert len(items) >= 12 and {i.id for i in items} >= {"concession-addresses-the-grader"}

@@ -1,0 +1,116 @@
+"""An OpenAI-compatible chat server on 127.0.0.1, scripted per request, that records what it was asked."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Answer:
+    """What the server does with one request."""
+
+    content: str | None = None
+    status: int = 200
+    delay_s: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+    raw_body: bytes | None = None
+
+
+Script = Callable[[dict[str, Any]], Answer]
+
+
+def chat_body(content: str, model: str = "fake") -> bytes:
+    """A chat.completion body carrying `content`."""
+    return json.dumps(
+        {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": 0,
+            "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+        }
+    ).encode()
+
+
+class FakeProvider:
+    """Serve `script` at http://127.0.0.1:<port>/v1; `requests` holds every request body, in arrival order."""
+
+    def __init__(self, script: Script):
+        self.script = script
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.in_flight = 0
+        self.peak = 0
+        self._lock = threading.Lock()
+        provider = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the http.server API
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                with provider._lock:
+                    provider.requests.append(body)
+                    provider.headers.append(dict(self.headers))
+                    provider.in_flight += 1
+                    provider.peak = max(provider.peak, provider.in_flight)
+                try:
+                    answer = provider.script(body)
+                    time.sleep(answer.delay_s)
+                    payload = answer.raw_body if answer.raw_body is not None else chat_body(answer.content or "")
+                    self.send_response(answer.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    for name, value in answer.headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout under test)
+                finally:
+                    with provider._lock:
+                        provider.in_flight -= 1
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.server.request_queue_size = 256
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> FakeProvider:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def user_text(request: dict[str, Any]) -> str:
+    """The last user message of a chat request."""
+    return next(m["content"] for m in reversed(request["messages"]) if m["role"] == "user")
+
+
+def fenced(request: dict[str, Any], kind: str) -> str:
+    """The text inside the request's `<material kind="...">` fence."""
+    text = user_text(request)
+    start = text.index(f'<material kind="{kind}"')
+    body_start = text.index(">", start) + 2
+    tag = text[start:body_start].split('id="')[1].split('"')[0]
+    return text[body_start : text.index(f'</material id="{tag}">', body_start) - 1]
+
+
+def criterion_of(request: dict[str, Any]) -> str:
+    """The criterion a judge request names."""
+    return user_text(request).split("Criterion to grade:\n", 1)[1].split("\n", 1)[0]
