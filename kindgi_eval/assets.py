@@ -10,10 +10,12 @@ import pandas as pd
 
 from kindgi_eval.agents import make_agent
 from kindgi_eval.io_manager import SOURCE_RUN_TAG
+from kindgi_eval.lineage import code_version
 from kindgi_eval.resources import EvalSettings
 from kindgi_eval.replies import collect_replies
 from kindgi_eval.rows import CalibrationRow, OutcomeRow, ReplyRow, RunRow, SampleRow, StatusRow, SuiteRow
 from kindgi_eval.calibration import agree_by_group
+from kindgi_eval.judge_prompt import template_hash
 from kindgi_eval.judging import case_subjects, graded_items, judge_suite
 from kindgi_eval.registry import parse_model
 from kindgi_eval.stages import calibration_of, cases_of, outcome_rows, run_row, status_rows, suite_rows, turn_of
@@ -161,6 +163,8 @@ def run_summary(
         from_frame(statuses, StatusRow),
         stages=tenant.stage_names(),
         judge=settings.judge_model,
+        judge_prompt_hash=template_hash() if settings.judge_model else None,
+        code_version=code_version(),
         replies_from=run.tags.get(SOURCE_RUN_TAG, context.run.run_id),
         started_at=_iso(started),
         finished_at=_iso(time.time()),

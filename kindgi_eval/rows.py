@@ -196,6 +196,10 @@ class RunRow(_Row):
     """The agent as provider:model or URL."""
     judge: str | None
     """The judge model, or None."""
+    judge_prompt_hash: str | None
+    """Hash of the judge's prompt template, or None without a judge."""
+    code_version: str
+    """The kindgi-eval version and a hash of its source."""
     replies_from: str
     """The run whose replies were judged: this run, or the source of a replay."""
     started_at: str

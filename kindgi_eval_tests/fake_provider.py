@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -52,6 +54,18 @@ class FakeProvider:
         provider = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as real providers do
+
+            def do_GET(self) -> None:  # noqa: N802 - the http.server API
+                """`/stats`: what the server saw, for a client in another process."""
+                with provider._lock:
+                    payload = json.dumps({"requests": len(provider.requests), "peak": provider.peak}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
             def do_POST(self) -> None:  # noqa: N802 - the http.server API
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 with provider._lock:
@@ -91,6 +105,17 @@ class FakeProvider:
     def __enter__(self) -> FakeProvider:
         self.thread.start()
         return self
+
+    def serve_in_child(self) -> multiprocessing.Process:
+        """Serve from a forked process instead, so the server does not share the client's interpreter lock."""
+        child = multiprocessing.get_context("fork").Process(target=self.server.serve_forever, daemon=True)
+        child.start()
+        return child
+
+    def stats(self) -> dict[str, int]:
+        """Requests seen and peak concurrency, asked over HTTP (works when serving from a child process)."""
+        with urllib.request.urlopen(self.base_url.removesuffix("/v1") + "/stats", timeout=5) as response:
+            return json.loads(response.read())
 
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
