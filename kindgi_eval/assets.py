@@ -1,4 +1,8 @@
-"""The asset chain: suite -> agent_replies -> outcomes -> judge_samples -> calibration -> statuses -> run_summary."""
+"""The asset chain: suite -> agent_replies -> outcomes -> judge_samples -> calibration -> statuses -> run_summary.
+
+Every asset is one stored table (`<store>/<asset>/suite=<partition>/run_id=<run>/data.parquet`) and one DuckDB view
+of `kindgi-eval sql`; each resolves its settings for its partition (the tenants file, or the CLI's pinned settings).
+"""
 
 
 import asyncio
@@ -9,17 +13,19 @@ import dagster as dg
 import pandas as pd
 
 from kindgi_eval.agents import make_agent
-from kindgi_eval.io_manager import SOURCE_RUN_TAG
+from kindgi_eval.io_manager import source_run
 from kindgi_eval.lineage import code_version
 from kindgi_eval.resources import EvalSettings
 from kindgi_eval.replies import collect_replies
 from kindgi_eval.rows import CalibrationRow, OutcomeRow, ReplyRow, RunRow, SampleRow, StatusRow, SuiteRow
+from kindgi_eval.settings import RunSettings
 from kindgi_eval.calibration import agree_by_group
+from kindgi_eval.errors import InputError
 from kindgi_eval.judge_prompt import template_hash
 from kindgi_eval.judging import case_subjects, graded_items, judge_suite
 from kindgi_eval.registry import parse_model
-from kindgi_eval.stages import calibration_of, cases_of, outcome_rows, run_row, status_rows, suite_rows, turn_of
-from kindgi_eval.statuses import STATUSES
+from kindgi_eval.stages import cases_of, outcome_rows, run_row, status_rows, suite_rows, turn_of
+from kindgi_eval.statuses import FAILING, STATUSES
 from kindgi_eval.suite_files import load_suite, suite_key
 from kindgi_eval.tables import from_frame, to_frame
 from kindgi_eval.tenant_files import load_tenant
@@ -29,23 +35,36 @@ SUITES = dg.DynamicPartitionsDefinition(name="suites")
 
 @dg.asset(partitions_def=SUITES)
 def suite(context: dg.AssetExecutionContext, eval_settings: EvalSettings) -> pd.DataFrame:
-    """Parsed cases and calibration items of one tenant suite, with the suite's and the tenant's content hashes."""
-    settings = eval_settings.resolve()
-    loaded = load_tenant(settings.config_dir)
-    parsed = load_suite(settings.eval_dir)
+    """Parsed cases and calibration items of one tenant suite, with the suite's and the tenant's content hashes.
+
+    One row per case (`kind = 'case'`) and per calibration item, each kept whole as JSON in `body`.
+    Query: `kindgi-eval sql "SELECT id, kind, text, review FROM cases WHERE suite = '<partition>'"`.
+    """
+    settings = _settings(context, eval_settings)
+    loaded = _inputs(lambda: load_tenant(settings.config_dir))
+    parsed = _inputs(lambda: load_suite(settings.eval_dir))
     key = suite_key(loaded.tenant.tenant, settings.eval_dir)
     if key != context.partition_key:
-        raise dg.Failure(f"partition {context.partition_key} was asked for, but the settings name suite {key}")
-    context.add_output_metadata({"suite_hash": parsed.hash, "cases": len(parsed.cases)})
+        raise dg.Failure(
+            f"partition {context.partition_key} was asked for, but the suite is {key} "
+            f"(tenant {loaded.tenant.tenant!r} in {loaded.config_dir}/tenant.toml, suite folder {settings.eval_dir}). "
+            "A tenants file entry's name must equal its tenant.toml's tenant."
+        )
+    context.add_output_metadata(
+        {"suite_hash": parsed.hash, "config_hash": loaded.hash, "cases": len(parsed.cases), "calibration_items": len(parsed.calibration)}
+    )
     return to_frame(suite_rows(parsed, loaded.tenant.tenant, loaded.hash), SuiteRow)
 
 
 @dg.asset(partitions_def=SUITES)
 def agent_replies(context: dg.AssetExecutionContext, suite: pd.DataFrame, eval_settings: EvalSettings) -> pd.DataFrame:
-    """One reply per case (messages, escalation, latency, tokens, cost, error); the only stage that pays the agent."""
-    settings = eval_settings.resolve()
-    tenant = load_tenant(settings.config_dir).tenant
-    agent = make_agent(settings, tenant)
+    """One reply per case (messages, escalation, latency, tokens, cost, error); the only stage that pays the agent.
+
+    Query: `kindgi-eval sql "SELECT case_id, messages, escalate, latency_ms, cost_usd, error FROM replies WHERE suite = '<partition>'"`.
+    """
+    settings = _settings(context, eval_settings)
+    tenant = _inputs(lambda: load_tenant(settings.config_dir)).tenant
+    agent = _inputs(lambda: make_agent(settings, tenant))
     cases = cases_of(from_frame(suite, SuiteRow))
     rows = asyncio.run(
         collect_replies(
@@ -56,17 +75,30 @@ def agent_replies(context: dg.AssetExecutionContext, suite: pd.DataFrame, eval_s
             progress=_progress_logger(context, "agent replies"),
         )
     )
-    context.add_output_metadata({"agent": agent.name, "errors": sum(r.error is not None for r in rows)})
+    context.add_output_metadata(
+        {
+            "agent": agent.name,
+            "errors": sum(r.error is not None for r in rows),
+            "agent_usd": float(sum(r.cost_usd for r in rows)),
+            "latency_ms_max": float(max((r.latency_ms for r in rows), default=0.0)),
+        }
+    )
     return to_frame(rows, ReplyRow)
 
 
 @dg.asset(partitions_def=SUITES)
-def outcomes(suite: pd.DataFrame, agent_replies: pd.DataFrame, eval_settings: EvalSettings) -> pd.DataFrame:
-    """Every deterministic assertion of every case: which held, which failed and why (spec 009)."""
-    settings = eval_settings.resolve()
+def outcomes(
+    context: dg.AssetExecutionContext, suite: pd.DataFrame, agent_replies: pd.DataFrame, eval_settings: EvalSettings
+) -> pd.DataFrame:
+    """Every deterministic assertion of every case: which held, which failed and why (spec 009).
+
+    Query: `kindgi-eval sql "SELECT case_id, assertion, detail FROM outcomes WHERE NOT held"`.
+    """
+    settings = _settings(context, eval_settings)
     rows = outcome_rows(
         cases_of(from_frame(suite, SuiteRow)), from_frame(agent_replies, ReplyRow), settings.max_latency_ms
     )
+    context.add_output_metadata({"assertions": len(rows), "failed_assertions": sum(not r.held for r in rows)})
     return to_frame(rows, OutcomeRow)
 
 
@@ -78,8 +110,12 @@ def judge_samples(
     outcomes: pd.DataFrame,
     eval_settings: EvalSettings,
 ) -> pd.DataFrame:
-    """Three judge samples per criterion: calibration items first, then cases whose assertions held."""
-    settings = eval_settings.resolve()
+    """Three judge samples per criterion: calibration items first, then cases whose assertions held.
+
+    Each sample's vote, quoted evidence, reason and raw answer; empty without a judge.
+    Query: `kindgi-eval sql "SELECT subject_id, criterion, sample, vote, evidence, reason FROM judge_samples WHERE vote = 'invalid'"`.
+    """
+    settings = _settings(context, eval_settings)
     if settings.judge_model is None:
         return to_frame([], SampleRow)
     rows = from_frame(suite, SuiteRow)
@@ -89,7 +125,7 @@ def judge_samples(
     samples = asyncio.run(
         judge_suite(
             parse_model(settings.judge_model),
-            calibration_of(rows),
+            load_suite(settings.eval_dir).calibration,
             case_subjects(held, replies),
             catalogue=load_tenant(settings.config_dir).tenant.catalogue_text(),
             concurrency=settings.concurrency,
@@ -98,22 +134,34 @@ def judge_samples(
         )
     )
     invalid = sum(s.vote == "invalid" for s in samples)
-    context.add_output_metadata({"judge": settings.judge_model, "samples": len(samples), "invalid": invalid})
+    context.add_output_metadata(
+        {
+            "judge": settings.judge_model,
+            "samples": len(samples),
+            "invalid": invalid,
+            "judge_usd": float(sum(s.cost_usd for s in samples)),
+        }
+    )
     return to_frame(samples, SampleRow)
 
 
 @dg.asset(partitions_def=SUITES)
 def calibration(
-    context: dg.AssetExecutionContext, suite: pd.DataFrame, judge_samples: pd.DataFrame, eval_settings: EvalSettings
+    context: dg.AssetExecutionContext, judge_samples: pd.DataFrame, eval_settings: EvalSettings
 ) -> pd.DataFrame:
-    """The judge's agreement with the hand labels per calibration group, and whether each group may grade."""
-    settings = eval_settings.resolve()
+    """The judge's agreement with the hand labels per calibration group, and whether each group may grade.
+
+    One row per group (agreement, kappa, labels, calibrated, note); empty without a judge.
+    Query: `kindgi-eval sql "SELECT run_id, \"group\", agreement, calibrated, note FROM calibration"`.
+    """
+    settings = _settings(context, eval_settings)
     if settings.judge_model is None:
+        context.add_output_metadata({"judge": "none", "calibrated_groups": 0})
         return to_frame([], CalibrationRow)
-    items = calibration_of(from_frame(suite, SuiteRow))
-    agreement = agree_by_group(graded_items(items, from_frame(judge_samples, SampleRow)), has_calibration_file=bool(items))
+    graded = graded_items(from_frame(judge_samples, SampleRow))
+    agreement = agree_by_group(graded, has_calibration_file=bool(graded))
     rows = [CalibrationRow(**a.model_dump(), judge=settings.judge_model) for a in agreement.values()]
-    context.add_output_metadata({f"agreement/{r.group}": r.agreement if r.agreement is not None else -1.0 for r in rows})
+    context.add_output_metadata(calibration_metadata(rows))
     return to_frame(rows, CalibrationRow)
 
 
@@ -127,8 +175,13 @@ def statuses(
     calibration: pd.DataFrame,
     eval_settings: EvalSettings,
 ) -> pd.DataFrame:
-    """One status per case: passed, failed, judged-fail, judged-pass or reviewed, with criteria verdicts."""
-    settings = eval_settings.resolve()
+    """One status per case: passed, failed, judged-fail, judged-pass or reviewed, with criteria verdicts.
+
+    Each case's failures, reply and every criterion's verdict, votes, quoted evidence and reason; the metadata
+    counts the five statuses and the costs, and tables the judged-fail and split verdicts and the failed cases.
+    Query: `kindgi-eval sql "SELECT run_id, case_id, status, failures FROM statuses WHERE status IN ('failed', 'judged-fail')"`.
+    """
+    settings = _settings(context, eval_settings)
     rows = status_rows(
         cases_of(from_frame(suite, SuiteRow)),
         from_frame(agent_replies, ReplyRow),
@@ -137,7 +190,9 @@ def statuses(
         from_frame(calibration, CalibrationRow),
         judged=settings.judge_model is not None,
     )
-    context.add_output_metadata({status: sum(r.status == status for r in rows) for status in STATUSES})
+    replies = from_frame(agent_replies, ReplyRow)
+    samples = from_frame(judge_samples, SampleRow)
+    context.add_output_metadata(statuses_metadata(rows, replies, samples))
     return to_frame(rows, StatusRow)
 
 
@@ -150,9 +205,12 @@ def run_summary(
     statuses: pd.DataFrame,
     eval_settings: EvalSettings,
 ) -> pd.DataFrame:
-    """The run in one row: lineage, counts per status, costs and funnel coverage; the `runs` view."""
-    settings = eval_settings.resolve()
-    tenant = load_tenant(settings.config_dir).tenant
+    """The run in one row: lineage, counts per status, costs and funnel coverage; the `runs` view.
+
+    Query: `kindgi-eval sql "SELECT run_id, suite, started_at, passed, failed, judged_fail, agent_usd, judge_usd FROM runs ORDER BY started_at"`.
+    """
+    settings = _settings(context, eval_settings)
+    tenant = _inputs(lambda: load_tenant(settings.config_dir)).tenant
     run = context.run
     record = context.instance.get_run_record_by_id(context.run.run_id)
     started = record.start_time if record and record.start_time else time.time()
@@ -165,11 +223,133 @@ def run_summary(
         judge=settings.judge_model,
         judge_prompt_hash=template_hash() if settings.judge_model else None,
         code_version=code_version(),
-        replies_from=run.tags.get(SOURCE_RUN_TAG, context.run.run_id),
+        replies_from=source_run(context.instance, dg.AssetKey("agent_replies"), context.partition_key, run),
         started_at=_iso(started),
         finished_at=_iso(time.time()),
     )
     return to_frame([row], RunRow)
+
+
+def _settings(context: dg.AssetExecutionContext, eval_settings: EvalSettings) -> RunSettings:
+    """This partition's settings; a problem with them fails the step with the problem's words, not a traceback."""
+    return _inputs(lambda: eval_settings.for_partition(context.partition_key))
+
+
+def _inputs(read):
+    """`read()`, with an InputError turned into a Dagster Failure that lists every problem."""
+    try:
+        return read()
+    except InputError as e:
+        raise dg.Failure(description="\n".join(str(p) for p in e.problems)) from None
+
+
+VERDICT_COLUMNS = dg.TableSchema(
+    columns=[
+        dg.TableColumn("case", "string", description="The case id."),
+        dg.TableColumn("status", "string", description="The case's status."),
+        dg.TableColumn("criterion", "string", description="The criterion judged."),
+        dg.TableColumn("verdict", "string", description="The majority verdict."),
+        dg.TableColumn("split", "bool", description="True when the verdict stands 2-1."),
+        dg.TableColumn("votes", "string", description="The three samples' votes."),
+        dg.TableColumn("evidence", "string", description="The span of the reply the judge quoted."),
+        dg.TableColumn("reason", "string", description="The judge's reason."),
+    ]
+)
+FAILED_COLUMNS = dg.TableSchema(
+    columns=[
+        dg.TableColumn("case", "string", description="The case id."),
+        dg.TableColumn("failures", "string", description="The assertions that failed, one per line."),
+        dg.TableColumn("error", "string", description="The agent's error, if any."),
+    ]
+)
+CALIBRATION_COLUMNS = dg.TableSchema(
+    columns=[
+        dg.TableColumn("group", "string"),
+        dg.TableColumn("items", "int"),
+        dg.TableColumn("pass_labels", "int"),
+        dg.TableColumn("fail_labels", "int"),
+        dg.TableColumn("agreement", "float", description="Empty when the group has no items."),
+        dg.TableColumn("kappa", "float"),
+        dg.TableColumn("calibrated", "bool"),
+        dg.TableColumn("note", "string"),
+    ]
+)
+
+
+def verdict_records(rows: list[StatusRow]) -> list[dg.TableRecord]:
+    """Every failed criterion of a judged-fail case and every split verdict, as the UI's table shows them."""
+    return [
+        dg.TableRecord(
+            {
+                "case": r.case_id,
+                "status": r.status,
+                "criterion": c.criterion,
+                "verdict": c.verdict,
+                "split": bool(c.split),
+                "votes": ", ".join(c.votes),
+                "evidence": c.evidence,
+                "reason": c.reason,
+            }
+        )
+        for r in rows
+        for c in r.criteria
+        if c.split or (r.status == "judged-fail" and c.verdict == "fail")
+    ]
+
+
+def failed_records(rows: list[StatusRow]) -> list[dg.TableRecord]:
+    """Every failed case with its failures."""
+    return [
+        dg.TableRecord({"case": r.case_id, "failures": "\n".join(r.failures), "error": r.error or ""})
+        for r in rows
+        if r.status == "failed"
+    ]
+
+
+def statuses_metadata(rows: list[StatusRow], replies: list[ReplyRow], samples: list[SampleRow]) -> dict[str, object]:
+    """What the UI shows of a `statuses` materialisation: numbers it plots night over night, and two tables."""
+    verdicts = verdict_records(rows)
+    failed = failed_records(rows)
+    metadata: dict[str, object] = {status: int(sum(r.status == status for r in rows)) for status in STATUSES}
+    metadata.update(
+        {
+            "cases": len(rows),
+            "failing": int(sum(r.status in FAILING for r in rows)),
+            "split_verdicts": int(sum(c.split for r in rows for c in r.criteria)),
+            "agent_usd": float(sum(r.cost_usd for r in replies)),
+            "judge_usd": float(sum(s.cost_usd for s in samples)),
+            "judged_fail_and_split_verdicts": dg.MetadataValue.table(verdicts, schema=VERDICT_COLUMNS),
+            "failed_cases": dg.MetadataValue.table(failed, schema=FAILED_COLUMNS),
+        }
+    )
+    return metadata
+
+
+def calibration_metadata(rows: list[CalibrationRow]) -> dict[str, object]:
+    """Agreement per group as numbers the UI plots, the count of groups that may grade, and the whole table."""
+    metadata: dict[str, object] = {
+        f"agreement/{r.group}": float(r.agreement) for r in rows if r.agreement is not None
+    }
+    metadata["calibrated_groups"] = int(sum(r.calibrated for r in rows))
+    metadata["groups"] = dg.MetadataValue.table(
+        [
+            dg.TableRecord(
+                {
+                    "group": r.group,
+                    "items": int(r.items),
+                    "pass_labels": int(r.pass_labels),
+                    "fail_labels": int(r.fail_labels),
+                    "agreement": float(r.agreement) if r.agreement is not None else None,
+                    "kappa": float(r.kappa) if r.kappa is not None else None,
+                    "calibrated": bool(r.calibrated),
+                    "note": r.note,
+                }
+            )
+            for r in rows
+        ],
+        schema=CALIBRATION_COLUMNS,
+    )
+    return metadata
 
 
 def _iso(timestamp: float) -> str:

@@ -87,6 +87,48 @@ def run(mock: bool, json_path: str | None, **flags: str | None) -> None:
     sys.exit(_report(home, key, run_id, json_path))
 
 
+@main.command()
+@click.option("--from", "source", required=True, metavar="RUN_ID", help="The run whose stored replies are re-judged.")
+@click.option("--judge-model", help="The judge as provider:model (EVAL_JUDGE_MODEL).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the summary as JSON here.")
+@click.option("--eval-dir", help="Where calibration.jsonl is read now; default the source run's suite folder.")
+@click.option("--config-dir", help="Tenant configuration folder (CONFIG_DIR); default the demo tenant.")
+@click.option("--concurrency", help="Model calls in flight at once (EVAL_CONCURRENCY).")
+@click.option("--model-timeout-s", help="Seconds one judge call may take (EVAL_MODEL_TIMEOUT_S).")
+@_input_errors
+def replay(source: str, json_path: str | None, **flags: str | None) -> None:
+    """Re-judge the stored replies of RUN_ID: no agent call, a new run id, calibration as the file is now."""
+    from kindgi_eval.settings import resolve_settings
+    from kindgi_eval.store import find_table, read_rows, run_partition, runtime_home, store_root
+    from kindgi_eval.suite_files import load_suite
+    from kindgi_eval.tenant_files import load_tenant
+
+    home = runtime_home()
+    root = store_root(home)
+    key = run_partition(root, source)
+    if key is None:
+        raise InputError([Problem("--from", None, None, f"no run {source!r} in the store at {root}. List runs with: kindgi-eval sql \"SELECT run_id, suite, finished_at FROM runs\"")])
+    missing = [a for a in ("suite", "agent_replies", "outcomes") if find_table(root, a, key, source) is None]
+    if missing:
+        raise InputError([Problem("--from", None, None, f"run {source} has no stored {', '.join(missing)} (pruned?), so there are no replies to re-judge.")])
+    (original,) = read_rows(root, "run_summary", key, source)
+    settings = resolve_settings({"eval_dir": original.eval_dir, **flags, "agent_model": None, "agent_url": None})
+    if settings.judge_model is None:
+        raise InputError([Problem("--judge-model", None, None, "a replay needs a judge. Pass --judge-model or set EVAL_JUDGE_MODEL.")])
+    load_tenant(settings.config_dir)
+    load_suite(settings.eval_dir)
+    _check_json_path(json_path)
+
+    from kindgi_eval.runs import RunFailed, open_instance, replay_chain
+
+    try:
+        run_id = replay_chain(open_instance(home), home, settings, key, source)
+    except RunFailed as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(EXIT_FAILED)
+    sys.exit(_report(home, key, run_id, json_path))
+
+
 def _check_json_path(json_path: str | None) -> None:
     if json_path and not Path(json_path).absolute().parent.is_dir():
         raise InputError([Problem(json_path, None, None, "its folder does not exist. Create it or pick another --json path.")])
@@ -98,7 +140,10 @@ def _report(home: Path, key: str, run_id: str, json_path: str | None) -> int:
     from kindgi_eval.statuses import FAILING
     from kindgi_eval.store import read_rows, store_root
 
+    from kindgi_eval.views import export_database
+
     root = store_root(home)
+    export_database(root)
     (run,) = read_rows(root, "run_summary", key, run_id)
     statuses = read_rows(root, "statuses", key, run_id)
     calibration = read_rows(root, "calibration", key, run_id)
@@ -156,4 +201,69 @@ def sql(query: str, fmt: str) -> None:
             click.echo(json.dumps(rows, indent=2, default=str, ensure_ascii=False))
             return
         frame = relation.df()
-        click.echo(frame.to_csv(index=False) if fmt == "csv" else frame.to_string(index=False), nl=fmt != "csv")
+        click.echo(frame.to_csv(index=False) if fmt == "csv" else frame.to_string(index=False, na_rep="NULL"), nl=fmt != "csv")
+
+
+@main.command()
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option("--json", "as_json", is_flag=True, help="Print the difference as JSON.")
+@_input_errors
+def diff(run_a: str, run_b: str, as_json: bool) -> None:
+    """What changed from RUN_A to RUN_B: statuses, criteria verdicts, calibration and cost."""
+    from kindgi_eval.diff import diff_runs, render_diff
+    from kindgi_eval.store import store_root
+
+    root = store_root()
+    a, b = _stored_run(root, run_a, "RUN_A"), _stored_run(root, run_b, "RUN_B")
+    difference = diff_runs(a, b)
+    if as_json:
+        click.echo(difference.model_dump_json(indent=2))
+    else:
+        click.echo(render_diff(difference, a.run, b.run), nl=False)
+
+
+def _stored_run(root: Path, run_id: str, name: str):
+    from kindgi_eval.diff import StoredRun
+    from kindgi_eval.store import read_rows, run_partition
+
+    key = run_partition(root, run_id)
+    if key is None:
+        raise InputError([Problem(name, None, None, f"no run {run_id!r} in the store at {root}.")])
+    (run,) = read_rows(root, "run_summary", key, run_id)
+    return StoredRun(
+        run_id=run_id,
+        run=run,
+        statuses=read_rows(root, "statuses", key, run_id),
+        calibration=read_rows(root, "calibration", key, run_id),
+        replies=read_rows(root, "agent_replies", key, run.replies_from),
+    )
+
+
+@main.command()
+@click.option("--keep-days", type=click.IntRange(min=0), required=True, help="Keep runs that started this many days ago or later.")
+@click.option("--dry-run", is_flag=True, help="Say what would be removed, and remove nothing.")
+@_input_errors
+def prune(keep_days: int, dry_run: bool) -> None:
+    """Remove runs older than --keep-days from the store and the Dagster instance; replay sources stay."""
+    from datetime import UTC, datetime
+
+    from kindgi_eval.prune import plan_prune, remove_runs, stored_runs
+    from kindgi_eval.store import runtime_home, store_root
+    from kindgi_eval.views import export_database
+
+    home = runtime_home()
+    root = store_root(home)
+    plan = plan_prune(stored_runs(root), keep_days, datetime.now(UTC).date())
+    verb = "would remove" if dry_run else "removed"
+    click.echo(f"{verb} {len(plan.removed)} runs; kept {len(plan.spared)} older runs whose replies a kept replay uses")
+    if dry_run or not plan.removed:
+        return
+    from kindgi_eval.runs import open_instance
+
+    remove_runs(root, plan.removed)
+    instance = open_instance(home)
+    for run_id in plan.removed:
+        if instance.has_run(run_id):
+            instance.delete_run(run_id)
+    export_database(root)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
@@ -9,14 +10,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kindgi_eval.store import TABLE_OF, store_root, table_path, write_atomically
+from kindgi_eval.store import TABLE_OF, find_table, store_root, table_path, write_atomically
 from kindgi_eval.tables import arrow_schema
 
 SOURCE_RUN_TAG = "kindgi/replies_from"
 
 
 class ParquetStore(dg.ConfigurableIOManager):
-    """Every output lands at `<store>/<asset>/suite=<key>/run_id=<run>/data.parquet`, written once."""
+    """Every output lands at `<store>/<asset>/suite=<key>/date=<day>/run_id=<run>/data.parquet`, written once."""
 
     home: str | None = None
     """The runtime folder; unset means `$KINDGI_HOME`, else `./.kindgi`."""
@@ -26,29 +27,41 @@ class ParquetStore(dg.ConfigurableIOManager):
 
     def handle_output(self, context: dg.OutputContext, obj: pd.DataFrame) -> None:
         asset = context.asset_key.path[-1]
-        path = table_path(self._root(), asset, context.partition_key, context.run_id)
+        run = context.step_context.dagster_run
+        path = table_path(self._root(), asset, context.partition_key, run_day(context.step_context.instance, run.run_id), run.run_id)
         table = pa.Table.from_pandas(obj, schema=arrow_schema(TABLE_OF[asset].row), preserve_index=False)
         write_atomically(table, path)
         context.add_output_metadata({"path": dg.MetadataValue.path(str(path)), "dagster/row_count": len(obj)})
 
     def load_input(self, context: dg.InputContext) -> pd.DataFrame:
-        return pq.read_table(self._upstream_path(context)).to_pandas()
-
-    def _upstream_path(self, context: dg.InputContext) -> Path:
-        """This run's table if it wrote one; else the replay source's; else the latest materialisation's."""
         asset = context.asset_key.path[-1]
         partition = context.asset_partition_key
         run = context.step_context.dagster_run
-        here = table_path(self._root(), asset, partition, run.run_id)
-        if here.exists():
-            return here
-        source = run.tags.get(SOURCE_RUN_TAG)
-        if source:
-            return table_path(self._root(), asset, partition, source)
-        records = context.instance.fetch_materializations(
-            dg.AssetRecordsFilter(asset_key=context.asset_key, asset_partitions=[partition]), limit=1
-        ).records
-        if not records:
-            raise FileNotFoundError(f"{asset} has never been materialised for suite {partition}")
-        materialization = records[0].asset_materialization
-        return Path(materialization.metadata["path"].value)  # type: ignore[union-attr]
+        path = find_table(self._root(), asset, partition, run.run_id)
+        if path is None:  # not made by this run: a replay's source, or the latest materialisation
+            source = source_run(context.instance, context.asset_key, partition, run)
+            path = find_table(self._root(), asset, partition, source)
+            if path is None:
+                raise FileNotFoundError(f"run {source} stored no {asset} for suite {partition}; it may have been pruned")
+        return pq.read_table(path).to_pandas()
+
+
+def run_day(instance: dg.DagsterInstance, run_id: str) -> str:
+    """The UTC day a run started, the same for every asset it writes even across midnight."""
+    record = instance.get_run_record_by_id(run_id)
+    started = record.start_time if record and record.start_time else None
+    moment = datetime.fromtimestamp(started, UTC) if started else datetime.now(UTC)
+    return moment.date().isoformat()
+
+
+def source_run(instance: dg.DagsterInstance, asset_key: dg.AssetKey, partition: str, run: dg.DagsterRun) -> str:
+    """The run whose table of `asset_key` this run reads: a replay's tagged source, else the latest materialisation."""
+    tagged = run.tags.get(SOURCE_RUN_TAG)
+    if tagged:
+        return tagged
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=asset_key, asset_partitions=[partition]), limit=1
+    ).records
+    if not records:
+        raise FileNotFoundError(f"{asset_key.to_user_string()} has never been materialised for suite {partition}")
+    return records[0].run_id

@@ -14,7 +14,7 @@ from kindgi_eval.judge_prompt import judge_messages
 from kindgi_eval.models import complete
 from kindgi_eval.registry import ModelRef
 from kindgi_eval.rows import SampleRow
-from kindgi_eval.schemas import CalibrationItem, Case, Turn
+from kindgi_eval.schemas import CalibrationItem, Case, Label, Turn
 from kindgi_eval.verdicts import SAMPLES, majority, read_sample
 
 Progress = Callable[[int, int], None]
@@ -30,6 +30,7 @@ class Subject(NamedTuple):
     text: str
     nudge: bool
     reply: tuple[str, ...]
+    label: Label | None = None
 
 
 def case_subjects(cases: Sequence[Case], replies: Mapping[str, Sequence[str]]) -> list[Subject]:
@@ -47,7 +48,7 @@ def calibration_subjects(items: Sequence[CalibrationItem]) -> list[Subject]:
     for item in items:
         group = group_of(item.criterion)
         criterion = Criterion("review" if group == "free_text" else "rubric", item.criterion, group)
-        subjects.append(Subject("calibration", item.id, criterion, item.history, item.text, False, item.reply))
+        subjects.append(Subject("calibration", item.id, criterion, item.history, item.text, False, item.reply, item.label))
     return subjects
 
 
@@ -105,6 +106,7 @@ async def _sample(
         criterion=subject.criterion.criterion,
         group=subject.criterion.group,
         sample=number,
+        label=subject.label,
         vote=sample.vote,
         evidence=sample.evidence,
         reason=sample.reason,
@@ -119,17 +121,18 @@ async def _sample(
     )
 
 
-def graded_items(items: Sequence[CalibrationItem], samples: Sequence[SampleRow]) -> list[Graded]:
-    """Each calibration item's hand label beside the judge's majority verdict on it."""
-    votes: dict[str, list[SampleRow]] = defaultdict(list)
+def graded_items(samples: Sequence[SampleRow]) -> list[Graded]:
+    """Each calibration item's hand label beside the judge's majority verdict on it, in the order sampled."""
+    by_item: dict[str, list[SampleRow]] = defaultdict(list)
     for s in samples:
         if s.subject == "calibration":
-            votes[s.subject_id].append(s)
+            by_item[s.subject_id].append(s)
     graded = []
-    for item in items:
-        ordered = [s.vote for s in sorted(votes[item.id], key=lambda s: s.sample)]
-        verdict = majority(ordered).verdict if len(ordered) == SAMPLES else "ungraded"
-        graded.append(Graded(group_of(item.criterion), item.label, verdict))
+    for item_samples in by_item.values():
+        first = item_samples[0]
+        votes = [s.vote for s in sorted(item_samples, key=lambda s: s.sample)]
+        verdict = majority(votes).verdict if len(votes) == SAMPLES else "ungraded"
+        graded.append(Graded(first.group, first.label, verdict))  # type: ignore[arg-type]
     return graded
 
 
@@ -147,6 +150,6 @@ async def judge_suite(
     slots = asyncio.Semaphore(concurrency)
     kwargs = dict(catalogue=catalogue, slots=slots, timeout_s=timeout_s, progress=progress)
     samples = await sample_all(judge, calibration_subjects(calibration), **kwargs)
-    agreement = agree_by_group(graded_items(calibration, samples), has_calibration_file=bool(calibration))
+    agreement = agree_by_group(graded_items(samples), has_calibration_file=bool(calibration))
     earned = {group for group, a in agreement.items() if a.calibrated}
     return samples + await sample_all(judge, [s for s in cases if s.criterion.group in earned], **kwargs)

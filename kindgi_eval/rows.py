@@ -102,6 +102,8 @@ class SampleRow(_Row):
     """The calibration group it counts in."""
     sample: int
     """1, 2 or 3."""
+    label: Literal["pass", "fail"] | None
+    """A calibration item's hand label; None for a case."""
     vote: Literal["pass", "fail", "invalid"]
     """The sample's vote; invalid counts toward neither side."""
     evidence: str

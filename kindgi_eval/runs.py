@@ -10,7 +10,7 @@ from pathlib import Path
 import dagster as dg
 
 from kindgi_eval.assets import CHAIN, SUITES
-from kindgi_eval.io_manager import ParquetStore
+from kindgi_eval.io_manager import SOURCE_RUN_TAG, ParquetStore
 from kindgi_eval.resources import EvalSettings
 from kindgi_eval.settings import RunSettings
 
@@ -58,3 +58,11 @@ def run_chain(
         detail = failures[0].event_specific_data.error.message.strip() if failures else "see the Dagster run's logs"  # type: ignore[union-attr]
         raise RunFailed(f"run {result.run_id} did not complete: {detail}")
     return result.run_id
+
+
+REPLAYED = ["judge_samples", "calibration", "statuses", "run_summary"]
+
+
+def replay_chain(instance: dg.DagsterInstance, home: Path, settings: RunSettings, key: str, source: str) -> str:
+    """Materialise only the judged stages, reading `source`'s stored suite, replies and outcomes: no agent call."""
+    return run_chain(instance, home, settings, key, selection=REPLAYED, tags={SOURCE_RUN_TAG: source})

@@ -24,6 +24,7 @@ from kindgi_eval.rows import (
 HOME_ENV = "KINDGI_HOME"
 DEFAULT_HOME = ".kindgi"
 PARTITION_COLUMN = "suite"
+DATE_COLUMN = "date"
 RUN_COLUMN = "run_id"
 
 
@@ -58,9 +59,25 @@ def store_root(home: Path | None = None) -> Path:
     return (home or runtime_home()) / "store"
 
 
-def table_path(root: Path, asset: str, partition: str, run_id: str) -> Path:
-    """`<root>/<asset>/suite=<partition>/run_id=<run>/data.parquet`: hive-style, so DuckDB prunes by both."""
-    return root / asset / f"{PARTITION_COLUMN}={partition}" / f"{RUN_COLUMN}={run_id}" / "data.parquet"
+def table_path(root: Path, asset: str, partition: str, day: str, run_id: str) -> Path:
+    """`<root>/<asset>/suite=<key>/date=<YYYY-MM-DD>/run_id=<run>/data.parquet`: hive-style, so DuckDB prunes
+    by suite, by the day the run started and by run."""
+    return (
+        root / asset / f"{PARTITION_COLUMN}={partition}" / f"{DATE_COLUMN}={day}" / f"{RUN_COLUMN}={run_id}" / "data.parquet"
+    )
+
+
+def find_table(root: Path, asset: str, partition: str, run_id: str) -> Path | None:
+    """The file one run wrote for one asset, whatever day it ran; None if it wrote none."""
+    folder = root / asset / f"{PARTITION_COLUMN}={partition}"
+    return next(folder.glob(f"{DATE_COLUMN}=*/{RUN_COLUMN}={run_id}/data.parquet"), None)
+
+
+def run_partition(root: Path, run_id: str) -> str | None:
+    """The partition (tenant suite) of a stored run, from its run summary's folder; None if no such run."""
+    for path in root.glob(f"run_summary/*/*/{RUN_COLUMN}={run_id}/data.parquet"):
+        return path.parent.parent.parent.name.removeprefix(f"{PARTITION_COLUMN}=")
+    return None
 
 
 def write_atomically(table: pa.Table, path: Path) -> None:
@@ -81,5 +98,8 @@ def write_atomically(table: pa.Table, path: Path) -> None:
 def read_rows(root: Path, asset: str, partition: str, run_id: str) -> list:
     """The rows one run stored for one asset."""
     model = TABLE_OF[asset].row
-    table = pq.read_table(table_path(root, asset, partition, run_id), schema=None)
+    path = find_table(root, asset, partition, run_id)
+    if path is None:
+        raise FileNotFoundError(f"run {run_id} stored no {asset} for suite {partition}")
+    table = pq.read_table(path)
     return [model.model_validate(r) for r in table.to_pylist()]

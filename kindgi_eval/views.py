@@ -1,7 +1,8 @@
-"""DuckDB over the Parquet store: one view per stored table, each carrying `suite` and `run_id`."""
+"""DuckDB over the Parquet store: one view per stored table, each carrying `suite`, `date` and `run_id`."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -9,36 +10,65 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from kindgi_eval.store import PARTITION_COLUMN, RUN_COLUMN, TABLES, Table
+from kindgi_eval.store import DATE_COLUMN, PARTITION_COLUMN, RUN_COLUMN, TABLES, Table
 from kindgi_eval.tables import arrow_schema
+
+DATABASE_FILE = "kindgi.duckdb"
+_HIVE = (PARTITION_COLUMN, DATE_COLUMN, RUN_COLUMN)
+_SQL_TYPES = {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN"}
+
+
+def sql_type(arrow_type: pa.DataType) -> str:
+    """The DuckDB type of an Arrow type used by the row models."""
+    if pa.types.is_list(arrow_type):
+        return f"{sql_type(arrow_type.value_type)}[]"
+    if pa.types.is_struct(arrow_type):
+        return "STRUCT(" + ", ".join(f'"{f.name}" {sql_type(f.type)}' for f in arrow_type) + ")"
+    return _SQL_TYPES[arrow_type]
 
 
 def view_sql(table: Table, root: Path) -> str:
-    """The view over every run's file of one table; hive folders give `suite` and `run_id`, kept as text."""
-    glob = str(root / table.asset / "*" / "*" / "data.parquet").replace("'", "''")
+    """The view over every run's file of one table; with no file yet, an empty view with the same columns."""
+    if next((root / table.asset).glob("*/*/*/data.parquet"), None) is None:
+        columns = [f'CAST(NULL AS {sql_type(f.type)}) AS "{f.name}"' for f in arrow_schema(table.row)]
+        columns += [f'CAST(NULL AS VARCHAR) AS "{name}"' for name in _HIVE]
+        return f"CREATE OR REPLACE VIEW {table.view} AS SELECT {', '.join(columns)} WHERE false"
+    glob = str(root.absolute() / table.asset / "*" / "*" / "*" / "data.parquet").replace("'", "''")
     return (
         f"CREATE OR REPLACE VIEW {table.view} AS SELECT * FROM read_parquet('{glob}', "
         "hive_partitioning = true, hive_types_autocast = false, union_by_name = true)"
     )
 
 
-def _empty(table: Table) -> pa.Table:
-    schema = arrow_schema(table.row)
-    schema = schema.append(pa.field(PARTITION_COLUMN, pa.string())).append(pa.field(RUN_COLUMN, pa.string()))
-    return schema.empty_table()
+def define_views(con: duckdb.DuckDBPyConnection, root: Path) -> None:
+    """Create or replace every view on a connection."""
+    for table in TABLES:
+        con.execute(view_sql(table, root))
 
 
 @contextmanager
 def connect(root: Path) -> Iterator[duckdb.DuckDBPyConnection]:
-    """An in-memory DuckDB with every view defined; a table with no file yet is an empty view of its columns."""
+    """An in-memory DuckDB with every view defined over the store as it is now."""
     con = duckdb.connect()
     try:
-        for table in TABLES:
-            if next((root / table.asset).glob("*/*/data.parquet"), None) is not None:
-                con.execute(view_sql(table, root))
-            else:
-                con.register(f"empty_{table.view}", _empty(table))
-                con.execute(f"CREATE VIEW {table.view} AS SELECT * FROM empty_{table.view}")
+        define_views(con, root)
         yield con
     finally:
         con.close()
+
+
+def export_database(root: Path) -> Path:
+    """Write `<store>/kindgi.duckdb`, holding the views, for the duckdb shell or any DuckDB client.
+
+    It is built beside the old file and renamed over it, so a reader never sees a half-written database."""
+    root.mkdir(parents=True, exist_ok=True)
+    target = root / DATABASE_FILE
+    tmp = root / f".{DATABASE_FILE}.tmp"
+    tmp.unlink(missing_ok=True)
+    con = duckdb.connect(str(tmp))
+    try:
+        define_views(con, root)
+    finally:
+        con.close()
+    os.replace(tmp, target)
+    return target

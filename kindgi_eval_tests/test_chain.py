@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
@@ -10,7 +11,7 @@ import dagster as dg
 from kindgi_eval.assets import CHAIN
 from kindgi_eval.runs import open_instance, run_chain
 from kindgi_eval.settings import RunSettings
-from kindgi_eval.store import table_path
+from kindgi_eval.store import find_table
 
 from .conftest import GOLDEN, run_cli
 
@@ -32,7 +33,7 @@ def test_chain_materialises_every_stage_and_sql_spans_two_runs(home) -> None:
     for asset in CHAIN:
         name = asset.key.to_user_string()
         for run_id in (first, second):  # each run keeps its own file: history is never overwritten
-            assert table_path(home.store, name, KEY, run_id).is_file()
+            assert find_table(home.store, name, KEY, run_id) is not None
         latest = instance.fetch_materializations(
             dg.AssetRecordsFilter(asset_key=asset.key, asset_partitions=[KEY]), limit=1
         ).records[0]
@@ -48,13 +49,14 @@ def test_chain_materialises_every_stage_and_sql_spans_two_runs(home) -> None:
 def test_views_carry_run_id_and_partition(home) -> None:
     instance = open_instance(home.root)
     run_id = run_chain(instance, home.root, RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent"), KEY)
+    today = datetime.now(UTC).date().isoformat()
     for view in ("runs", "cases", "replies", "outcomes", "judge_samples", "calibration", "statuses"):
-        result = run_cli("sql", f"SELECT DISTINCT run_id, suite FROM {view}", "--format", "csv")
+        result = run_cli("sql", f"SELECT DISTINCT run_id, suite, date FROM {view}", "--format", "csv")
         assert result.code == 0, result.err
         if view in ("judge_samples", "calibration"):  # no judge: empty tables, but the columns are there
-            assert result.out.strip() == "run_id,suite"
+            assert result.out.strip() == "run_id,suite,date"
         else:
-            assert result.out.splitlines() == ["run_id,suite", f"{run_id},{KEY}"]
+            assert result.out.splitlines() == ["run_id,suite,date", f"{run_id},{KEY},{today}"]
 
 
 def test_sql_on_an_empty_store_gives_empty_views(home) -> None:

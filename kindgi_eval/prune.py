@@ -1,0 +1,53 @@
+"""Retention: removing runs older than a cutoff from the store and the Dagster instance, sparing replay sources."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import date, timedelta
+from pathlib import Path
+from typing import NamedTuple
+
+from kindgi_eval.store import DATE_COLUMN, RUN_COLUMN, TABLES
+from kindgi_eval.views import connect
+
+
+class StoredRunRef(NamedTuple):
+    """Where a run sits in time and whose replies it judged."""
+
+    run_id: str
+    day: str
+    replies_from: str
+
+
+class Pruned(NamedTuple):
+    """What a prune removed and what it kept although old."""
+
+    removed: list[str]
+    spared: list[str]
+
+
+def plan_prune(runs: list[StoredRunRef], keep_days: int, today: date) -> Pruned:
+    """Runs that started before `today - keep_days` go, unless a kept run judged their replies (pure)."""
+    cutoff = (today - timedelta(days=keep_days)).isoformat()
+    kept = [r for r in runs if r.day >= cutoff]
+    needed = {r.replies_from for r in kept}
+    old = [r.run_id for r in runs if r.day < cutoff]
+    return Pruned(removed=[r for r in old if r not in needed], spared=[r for r in old if r in needed])
+
+
+def stored_runs(root: Path) -> list[StoredRunRef]:
+    """Every run the store holds a summary of."""
+    with connect(root) as con:
+        rows = con.sql(f"SELECT {RUN_COLUMN}, {DATE_COLUMN}, replies_from FROM runs").fetchall()
+    return [StoredRunRef(*row) for row in rows]
+
+
+def remove_runs(root: Path, run_ids: list[str]) -> None:
+    """Delete every table those runs wrote, and the day folders left empty."""
+    doomed = set(run_ids)
+    for table in TABLES:
+        for folder in (root / table.asset).glob(f"*/*/{RUN_COLUMN}=*"):
+            if folder.name.removeprefix(f"{RUN_COLUMN}=") in doomed:
+                shutil.rmtree(folder)
+                if not any(folder.parent.iterdir()):
+                    folder.parent.rmdir()

@@ -1,0 +1,160 @@
+"""Run history: replay over stored replies, run-to-run diffs, the exported database, and retention."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from kindgi_eval.prune import StoredRunRef, plan_prune
+from kindgi_eval.store import find_table
+
+from .conftest import GOLDEN, files_under, run_cli
+
+KEY = "demo-academy.golden"
+
+
+def run_id_of(result) -> str:
+    """The run id `run`/`replay` reports on standard error."""
+    line = next(line for line in result.err.splitlines() if line.startswith("run "))
+    return line.split()[1]
+
+
+def sql_json(query: str) -> list[dict]:
+    result = run_cli("sql", query, "--format", "json")
+    assert result.code == 0, result.err
+    return json.loads(result.out)
+
+
+def test_replay_rejudges_stored_replies_without_the_agent(home) -> None:
+    first = run_cli("run", "--mock")
+    assert first.code == 0, first.err
+    source = run_id_of(first)
+    before = {p: p.read_bytes() for p in files_under(home.store) if "kindgi.duckdb" not in p.name}
+    replayed = run_cli("replay", "--from", source, "--judge-model", "mock:judge")
+    assert replayed.code == 0, replayed.err
+    new = run_id_of(replayed)
+    assert new != source
+    # the source run is untouched: every file it had is byte for byte the same
+    assert all(p.read_bytes() == content for p, content in before.items())
+    # zero agent calls: the replay wrote no replies, suite or outcomes of its own
+    for asset in ("suite", "agent_replies", "outcomes"):
+        assert find_table(home.store, asset, KEY, new) is None
+    (row,) = sql_json(f"SELECT run_id, replies_from, judge, judge_prompt_hash FROM runs WHERE run_id = '{new}'")
+    assert row["replies_from"] == source and row["judge"] == "mock:judge" and len(row["judge_prompt_hash"]) == 64
+    # statuses follow the new judge: calibration now exists for the replay and refuses mock:judge
+    groups = sql_json(f"SELECT \"group\", calibrated FROM calibration WHERE run_id = '{new}'")
+    assert len(groups) == 4 and not any(g["calibrated"] for g in groups)
+    assert "criteria ungraded" in replayed.out
+
+
+def test_replay_of_an_unknown_or_pruned_run_is_a_clear_error(home) -> None:
+    result = run_cli("replay", "--from", "no-such-run", "--judge-model", "mock:judge")
+    assert result.code == 2
+    assert result.err.startswith("error: --from: no run 'no-such-run' in the store")
+    source = run_id_of(run_cli("run", "--mock"))
+    shutil.rmtree(find_table(home.store, "agent_replies", KEY, source).parent)
+    result = run_cli("replay", "--from", source, "--judge-model", "mock:judge")
+    assert result.code == 2
+    assert f"run {source} has no stored agent_replies (pruned?)" in result.err
+
+
+def test_replay_needs_a_judge(home) -> None:
+    source = run_id_of(run_cli("run", "--mock"))
+    result = run_cli("replay", "--from", source)
+    assert result.code == 2 and "a replay needs a judge" in result.err
+
+
+def test_diff_of_a_run_and_its_replay_reports_same_replies(home) -> None:
+    source = run_id_of(run_cli("run", "--mock"))
+    new = run_id_of(run_cli("replay", "--from", source, "--judge-model", "mock:judge"))
+    result = run_cli("diff", source, new, "--json")
+    assert result.code == 0, result.err
+    difference = json.loads(result.out)
+    assert difference["same_replies"] is True
+    assert difference["statuses"] == [] and difference["criteria"] == []  # mock:judge is refused: nothing graded
+    assert [g["calibrated_b"] for g in difference["calibration"]] == [False] * 4
+    text = run_cli("diff", source, new).out
+    assert "Replies: the same, so every change below is the judge's, not the agent's" in text
+
+
+def test_diff_of_two_agent_runs_reports_changed_cases(home, tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    config.mkdir()
+    demo = (Path(__file__).parents[1] / "kindgi_eval/demo_tenant/tenant.toml").read_text()
+    (config / "tenant.toml").write_text(demo.replace('upfront = "$450"', 'upfront = "$475"'))
+    before = run_id_of(run_cli("run", "--mock"))
+    after_run = run_cli("run", "--mock", "--config-dir", str(config))
+    assert after_run.code == 1  # the golden set holds the $450 price
+    after = run_id_of(after_run)
+    difference = json.loads(run_cli("diff", before, after, "--json").out)
+    assert difference["same_replies"] is False
+    changed = {c["case_id"]: (c["a"], c["b"]) for c in difference["statuses"]}
+    assert changed and all(b == "failed" for _, b in changed.values())
+    assert "price-path-upfront" in changed
+    assert "Replies: different" in run_cli("diff", before, after).out
+
+
+def test_exported_database_opens_in_a_plain_duckdb_client(home) -> None:
+    run_id = run_id_of(run_cli("run", "--mock"))
+    with duckdb.connect(str(home.store / "kindgi.duckdb"), read_only=True) as con:
+        ((count,),) = con.execute(f"SELECT count(*) FROM statuses WHERE run_id = '{run_id}'").fetchall()
+        views = {r[0] for r in con.sql("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    assert count == 35
+    assert views == {"runs", "cases", "replies", "outcomes", "judge_samples", "calibration", "statuses"}
+
+
+def runs(*specs: tuple[str, str, str]) -> list[StoredRunRef]:
+    return [StoredRunRef(*s) for s in specs]
+
+
+@pytest.mark.parametrize(
+    ("stored", "removed", "spared"),
+    [
+        # an old run goes; a new run stays
+        (runs(("old", "2026-01-01", "old"), ("new", "2026-11-29", "new")), ["old"], []),
+        # an old run whose replies a kept replay judged is spared
+        (runs(("old", "2026-01-01", "old"), ("replay", "2026-11-29", "old")), [], ["old"]),
+        # an old replay of an old run: both go
+        (runs(("old", "2026-01-01", "old"), ("replay", "2026-01-02", "old")), ["old", "replay"], []),
+        # exactly on the cutoff day is kept
+        (runs(("edge", "2026-10-31", "edge"),), [], []),
+    ],
+)
+def test_plan_prune(stored, removed, spared) -> None:
+    plan = plan_prune(stored, keep_days=30, today=date(2026, 11, 30))
+    assert (plan.removed, plan.spared) == (removed, spared)
+
+
+def test_views_answer_the_same_for_kept_runs_after_prune(home) -> None:
+    old = run_id_of(run_cli("run", "--mock"))
+    source = run_id_of(run_cli("run", "--mock"))
+    kept = run_id_of(run_cli("run", "--mock"))
+    # age the first two runs by a year, as if they had run then
+    for run_id in (old, source):
+        for path in home.store.glob(f"*/*/*/run_id={run_id}"):
+            target = path.parent.parent / "date=2025-11-01" / path.name
+            target.parent.mkdir(exist_ok=True)
+            path.rename(target)
+            if not any(path.parent.iterdir()):
+                path.parent.rmdir()
+    replay = run_id_of(run_cli("replay", "--from", source, "--judge-model", "mock:judge"))
+    queries = [
+        "SELECT run_id, case_id, status, failures FROM statuses WHERE run_id IN ('{k}', '{r}') ORDER BY ALL",
+        "SELECT run_id, replies_from, passed, reviewed FROM runs WHERE run_id IN ('{k}', '{r}') ORDER BY ALL",
+        "SELECT run_id, \"group\", agreement FROM calibration ORDER BY ALL",
+    ]
+    before = [sql_json(q.format(k=kept, r=replay)) for q in queries]
+    result = run_cli("prune", "--keep-days", "30")
+    assert result.code == 0, result.err
+    assert result.out == "removed 1 runs; kept 1 older runs whose replies a kept replay uses\n"
+    assert [sql_json(q.format(k=kept, r=replay)) for q in queries] == before
+    remaining = {r["run_id"] for r in sql_json("SELECT run_id FROM runs")}
+    assert remaining == {source, kept, replay}
+    assert not list(home.store.glob(f"*/*/*/run_id={old}"))
+    # the replay of the spared source still works after the prune
+    assert run_cli("replay", "--from", source, "--judge-model", "mock:judge").code == 0
