@@ -187,7 +187,7 @@ def sql(query: str, fmt: str) -> None:
     import duckdb
 
     from kindgi_eval.store import store_root
-    from kindgi_eval.views import connect
+    from kindgi_eval.views import connect, format_rows
 
     with connect(store_root()) as con:
         try:
@@ -196,13 +196,8 @@ def sql(query: str, fmt: str) -> None:
             raise InputError([Problem("query", None, None, str(e).splitlines()[0])]) from None
         if relation is None:
             return
-        if fmt == "json":
-            rows = [dict(zip(relation.columns, r, strict=True)) for r in relation.fetchall()]
-            click.echo(json.dumps(rows, indent=2, default=str, ensure_ascii=False))
-            return
-        frame = relation.df()
-        click.echo(frame.to_csv(index=False) if fmt == "csv" else frame.to_string(index=False, na_rep="NULL"), nl=fmt != "csv")
-
+        columns, rows = relation.columns, relation.fetchall()
+        click.echo(format_rows(columns, rows, fmt), nl=False)
 
 @main.command()
 @click.argument("run_a")

@@ -6,11 +6,13 @@ import types
 import typing
 from collections.abc import Iterable
 from functools import cache
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-import pandas as pd
 import pyarrow as pa
 from pydantic import BaseModel
+
+if TYPE_CHECKING:  # pandas is only handled through Arrow here, so the query path need not import it
+    import pandas as pd
 
 Row = TypeVar("Row", bound=BaseModel)
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
+from kindgi_eval.report import safe
 from kindgi_eval.store import DATE_COLUMN, PARTITION_COLUMN, RUN_COLUMN, TABLES, Table
 from kindgi_eval.tables import arrow_schema
 
@@ -72,3 +76,21 @@ def export_database(root: Path) -> Path:
         con.close()
     os.replace(tmp, target)
     return target
+
+
+def format_rows(columns: Sequence[str], rows: Sequence[tuple], fmt: str) -> str:
+    """Query results as an aligned text table, CSV, or a JSON list of objects (NULL is shown as NULL or null)."""
+    if fmt == "json":
+        return json.dumps([dict(zip(columns, r, strict=True)) for r in rows], indent=2, default=str, ensure_ascii=False) + "\n"
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(["" if v is None else v for v in r] for r in rows)
+        return out.getvalue()
+    cells = [[safe("NULL" if v is None else str(v)) for v in r] for r in rows]
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+    return "\n".join(lines) + f"\n({len(rows)} row{'s' if len(rows) != 1 else ''})\n"
