@@ -37,12 +37,12 @@ QUERIES = {
         "AND status IN ('failed', 'judged-fail') GROUP BY suite ORDER BY suite"
     ),
     "split verdicts of one run": (
-        "SELECT case_id, c.criterion, c.votes, c.evidence, c.reason FROM statuses, unnest(criteria) AS t(c) "
-        "WHERE run_id = '{run_id}' AND c.split"
+        "SELECT case_id, c.criterion, c.votes, c.evidence, c.reason FROM "
+        "(SELECT case_id, unnest(criteria) AS c FROM statuses WHERE run_id = '{run_id}') WHERE c.split"
     ),
     "a criterion's verdict history": (
-        "SELECT date, run_id, c.verdict, c.split FROM statuses, unnest(criteria) AS t(c) "
-        "WHERE suite = 'tenant-07.nightly' AND case_id = 'case-0042' AND c.criterion = 'implicit_concession' "
+        "SELECT date, run_id, c.verdict, c.split FROM (SELECT date, run_id, unnest(criteria) AS c FROM statuses "
+        "WHERE suite = 'tenant-07.nightly' AND case_id = 'case-0042') WHERE c.criterion = 'implicit_concession' "
         "ORDER BY date"
     ),
 }

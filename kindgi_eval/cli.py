@@ -61,14 +61,14 @@ def run(mock: bool, json_path: str | None, **flags: str | None) -> None:
     """Evaluate one suite: print every reply, each failure, and the summary."""
     from kindgi_eval.agents import make_agent
     from kindgi_eval.settings import MOCK_AGENT, resolve_settings
-    from kindgi_eval.suite_files import load_suite, suite_key
+    from kindgi_eval.suite_files import suite_key
     from kindgi_eval.tenant_files import load_tenant
 
     settings = resolve_settings(flags)
     if mock:
         settings = settings.model_copy(update={"agent_model": MOCK_AGENT, "agent_url": None})
     loaded = load_tenant(settings.config_dir)
-    load_suite(settings.eval_dir)
+    _checked_suite(settings.eval_dir, loaded)
     make_agent(settings, loaded.tenant)
     _check_json_path(json_path)
     if settings.judge_model and settings.judge_model == settings.agent_model:
@@ -100,7 +100,6 @@ def replay(source: str, json_path: str | None, **flags: str | None) -> None:
     """Re-judge the stored replies of RUN_ID: no agent call, a new run id, calibration as the file is now."""
     from kindgi_eval.settings import resolve_settings
     from kindgi_eval.store import find_table, read_rows, run_partition, runtime_home, store_root
-    from kindgi_eval.suite_files import load_suite
     from kindgi_eval.tenant_files import load_tenant
 
     home = runtime_home()
@@ -115,8 +114,7 @@ def replay(source: str, json_path: str | None, **flags: str | None) -> None:
     settings = resolve_settings({"eval_dir": original.eval_dir, **flags, "agent_model": None, "agent_url": None})
     if settings.judge_model is None:
         raise InputError([Problem("--judge-model", None, None, "a replay needs a judge. Pass --judge-model or set EVAL_JUDGE_MODEL.")])
-    load_tenant(settings.config_dir)
-    load_suite(settings.eval_dir)
+    _checked_suite(settings.eval_dir, load_tenant(settings.config_dir))
     _check_json_path(json_path)
 
     from kindgi_eval.runs import RunFailed, open_instance, replay_chain
@@ -127,6 +125,19 @@ def replay(source: str, json_path: str | None, **flags: str | None) -> None:
         click.echo(f"error: {e}", err=True)
         sys.exit(EXIT_FAILED)
     sys.exit(_report(home, key, run_id, json_path))
+
+
+def _checked_suite(eval_dir: str, loaded):
+    """The suite, parsed and checked against the tenant it runs for; InputError lists every problem."""
+    from kindgi_eval.suite_files import load_suite, problems_against_tenant
+
+    suite = load_suite(eval_dir)
+    tenant = loaded.tenant
+    courses = [c.id for c in tenant.courses]
+    problems = problems_against_tenant(suite, tenant.stage_names(), courses, f"the tenant configuration {loaded.config_dir}")
+    if problems:
+        raise InputError(problems)
+    return suite
 
 
 def _check_json_path(json_path: str | None) -> None:
@@ -159,17 +170,20 @@ def _report(home: Path, key: str, run_id: str, json_path: str | None) -> int:
 
 @main.command()
 @click.argument("dirs", nargs=-1)
+@click.option("--config-dir", help="Tenant configuration the cases must match (CONFIG_DIR); default the demo tenant.")
 @_input_errors
-def validate(dirs: tuple[str, ...]) -> None:
-    """Parse suites and calibration sets; report every problem, exit 2 if any."""
+def validate(dirs: tuple[str, ...], config_dir: str | None) -> None:
+    """Parse suites and calibration sets, and check cases against the tenant; report every problem, exit 2 if any."""
     from kindgi_eval.settings import resolve_settings
-    from kindgi_eval.suite_files import load_suite
+    from kindgi_eval.tenant_files import load_tenant
 
-    folders = dirs or (resolve_settings({}).eval_dir,)
+    settings = resolve_settings({"config_dir": config_dir})
+    loaded = load_tenant(settings.config_dir)
+    folders = dirs or (settings.eval_dir,)
     problems: list[Problem] = []
     for folder in folders:
         try:
-            suite = load_suite(folder)
+            suite = _checked_suite(folder, loaded)
         except InputError as e:
             problems += e.problems
             continue
@@ -189,7 +203,7 @@ def sql(query: str, fmt: str) -> None:
     from kindgi_eval.store import store_root
     from kindgi_eval.views import connect, format_rows
 
-    with connect(store_root()) as con:
+    with connect(store_root(), query) as con:
         try:
             relation = con.sql(query)
         except duckdb.Error as e:

@@ -37,8 +37,9 @@ def plan_prune(runs: list[StoredRunRef], keep_days: int, today: date) -> Pruned:
 
 def stored_runs(root: Path) -> list[StoredRunRef]:
     """Every run the store holds a summary of."""
-    with connect(root) as con:
-        rows = con.sql(f"SELECT {RUN_COLUMN}, {DATE_COLUMN}, replies_from FROM runs").fetchall()
+    query = f"SELECT {RUN_COLUMN}, {DATE_COLUMN}, replies_from FROM runs"
+    with connect(root, query) as con:
+        rows = con.execute(query).fetchall()
     return [StoredRunRef(*row) for row in rows]
 
 

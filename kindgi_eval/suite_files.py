@@ -6,6 +6,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
+from collections.abc import Sequence
 from typing import NamedTuple, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -120,3 +121,20 @@ def suite_key(tenant: str, eval_dir: str | Path) -> str:
     """The partition key of a tenant suite: `<tenant>.<suite folder name>`, e.g. `demo-academy.golden`."""
     name = re.sub(r"[^a-z0-9_-]+", "-", Path(eval_dir).absolute().name.lower()).strip("-") or "suite"
     return f"{tenant}.{name}"
+
+
+def problems_against_tenant(suite: Suite, stages: Sequence[str], courses: Sequence[str], config: str) -> list[Problem]:
+    """Cases naming a funnel stage or course the tenant configuration does not have: a typo there would
+    silently leave a stage uncovered."""
+    problems = []
+    path = str(Path(suite.eval_dir) / CASES_FILE)
+    for case, line in zip(suite.cases, suite.case_lines, strict=True):
+        if case.contact is None:
+            continue
+        if case.contact.funnel_stage is not None and case.contact.funnel_stage not in stages:
+            known = ", ".join(stages)
+            problems.append(Problem(path, line, "contact.funnel_stage", f"{case.contact.funnel_stage!r} is not a funnel stage of {config} (stages: {known})."))
+        if case.contact.course is not None and case.contact.course not in courses:
+            known = ", ".join(courses)
+            problems.append(Problem(path, line, "contact.course", f"{case.contact.course!r} is not a course of {config} (courses: {known})."))
+    return problems

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,22 +41,30 @@ def view_sql(table: Table, root: Path) -> str:
     glob = str(root.absolute() / table.asset / "*" / "*" / "*" / "data.parquet").replace("'", "''")
     return (
         f"CREATE OR REPLACE VIEW {table.view} AS SELECT * FROM read_parquet('{glob}', "
-        "hive_partitioning = true, hive_types_autocast = false, union_by_name = true)"
+        "hive_partitioning = true, hive_types_autocast = false)"
     )
 
 
-def define_views(con: duckdb.DuckDBPyConnection, root: Path) -> None:
-    """Create or replace every view on a connection."""
-    for table in TABLES:
+def define_views(con: duckdb.DuckDBPyConnection, root: Path, tables: Sequence[Table] = TABLES) -> None:
+    """Create or replace the views of `tables` (all by default) on a connection."""
+    for table in tables:
         con.execute(view_sql(table, root))
 
 
+def views_named(query: str) -> list[Table]:
+    """The tables whose views a query names; all of them when it names none (e.g. to list the views).
+
+    Defining a view lists its files, so a query pays only for the views it uses."""
+    named = [t for t in TABLES if re.search(rf"\b{t.view}\b", query, re.IGNORECASE)]
+    return named or list(TABLES)
+
+
 @contextmanager
-def connect(root: Path) -> Iterator[duckdb.DuckDBPyConnection]:
-    """An in-memory DuckDB with every view defined over the store as it is now."""
+def connect(root: Path, query: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """An in-memory DuckDB with the views over the store as it is now: those `query` names, or all."""
     con = duckdb.connect()
     try:
-        define_views(con, root)
+        define_views(con, root, views_named(query) if query else TABLES)
         yield con
     finally:
         con.close()

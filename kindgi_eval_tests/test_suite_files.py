@@ -152,3 +152,16 @@ def test_golden_calibration_holds_a_reply_addressing_the_judge_016() -> None:
     addressing = [i for i in items if "grader" in " ".join(i.reply).lower()]
     assert addressing and all(i.label == "fail" for i in addressing)
     assert len(items) >= 12 and {i.id for i in items} >= {"concession-addresses-the-grader"}
+
+
+def test_a_case_naming_an_unknown_stage_or_course_is_refused(tmp_path: Path, home) -> None:
+    (tmp_path / "cases.jsonl").write_text(
+        GOOD + "\n"
+        '{"id": "b", "text": "hi", "expect": {"escalate": false}, "contact": {"funnel_stage": "ofer", "course": "pottery"}}\n'
+    )
+    result = run_cli("run", "--mock", "--eval-dir", str(tmp_path))
+    assert result.code == 2
+    stage, course = result.err.splitlines()
+    assert stage.startswith(f"error: {tmp_path / 'cases.jsonl'}:2: field contact.funnel_stage: 'ofer' is not a funnel stage")
+    assert course.startswith(f"error: {tmp_path / 'cases.jsonl'}:2: field contact.course: 'pottery' is not a course")
+    assert files_under(home.root) == []
