@@ -99,7 +99,7 @@ def run(mock: bool, json_path: str | None, **flags: str | None) -> None:
 def replay(source: str, json_path: str | None, **flags: str | None) -> None:
     """Re-judge the stored replies of RUN_ID: no agent call, a new run id, calibration as the file is now."""
     from kindgi_eval.settings import resolve_settings
-    from kindgi_eval.store import find_table, read_rows, run_partition, runtime_home, store_root
+    from kindgi_eval.store import read_rows, read_table, run_partition, runtime_home, store_root
     from kindgi_eval.tenant_files import load_tenant
 
     home = runtime_home()
@@ -107,7 +107,7 @@ def replay(source: str, json_path: str | None, **flags: str | None) -> None:
     key = run_partition(root, source)
     if key is None:
         raise InputError([Problem("--from", None, None, f"no run {source!r} in the store at {root}. List runs with: kindgi-eval sql \"SELECT run_id, suite, finished_at FROM runs\"")])
-    missing = [a for a in ("suite", "agent_replies", "outcomes") if find_table(root, a, key, source) is None]
+    missing = [a for a in ("suite", "agent_replies", "outcomes") if read_table(root, a, key, source) is None]
     if missing:
         raise InputError([Problem("--from", None, None, f"run {source} has no stored {', '.join(missing)} (pruned?), so there are no replies to re-judge.")])
     (original,) = read_rows(root, "run_summary", key, source)
@@ -276,3 +276,24 @@ def prune(keep_days: int, dry_run: bool) -> None:
         if instance.has_run(run_id):
             instance.delete_run(run_id)
     export_database(root)
+
+
+@main.command()
+@click.option("--before", metavar="YYYY-MM", help="Compact the months before this one; default the current month.")
+@_input_errors
+def compact(before: str | None) -> None:
+    """Merge each closed month's run files into one file per table: fast queries over long histories."""
+    import re
+    from datetime import UTC, datetime
+
+    from kindgi_eval.compaction import compact as compact_store
+    from kindgi_eval.store import store_root
+    from kindgi_eval.views import export_database
+
+    month = before or datetime.now(UTC).strftime("%Y-%m")
+    if not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", month):
+        raise InputError([Problem("--before", None, None, f"{month!r} is not a month; write YYYY-MM, e.g. 2026-11.")])
+    root = store_root()
+    done = compact_store(root, month)
+    export_database(root)
+    click.echo(f"compacted {done.runs} runs of {len(done.months)} months ({', '.join(done.months) or 'none'})")

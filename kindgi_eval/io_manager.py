@@ -8,9 +8,8 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from kindgi_eval.store import TABLE_OF, find_table, store_root, table_path, write_atomically
+from kindgi_eval.store import TABLE_OF, read_table, store_root, table_path, write_atomically
 from kindgi_eval.tables import arrow_schema
 
 SOURCE_RUN_TAG = "kindgi/replies_from"
@@ -37,13 +36,13 @@ class ParquetStore(dg.ConfigurableIOManager):
         asset = context.asset_key.path[-1]
         partition = context.asset_partition_key
         run = context.step_context.dagster_run
-        path = find_table(self._root(), asset, partition, run.run_id)
-        if path is None:  # not made by this run: a replay's source, or the latest materialisation
+        table = read_table(self._root(), asset, partition, run.run_id)
+        if table is None:  # not made by this run: a replay's source, or the latest materialisation
             source = source_run(context.instance, context.asset_key, partition, run)
-            path = find_table(self._root(), asset, partition, source)
-            if path is None:
+            table = read_table(self._root(), asset, partition, source)
+            if table is None:
                 raise FileNotFoundError(f"run {source} stored no {asset} for suite {partition}; it may have been pruned")
-        return pq.read_table(path).to_pandas()
+        return table.to_pandas()
 
 
 def run_day(instance: dg.DagsterInstance, run_id: str) -> str:

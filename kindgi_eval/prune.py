@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 from datetime import date, timedelta
 from pathlib import Path
 from typing import NamedTuple
 
-from kindgi_eval.store import DATE_COLUMN, RUN_COLUMN, TABLES
+from kindgi_eval.compaction import drop_from_months, hive_values, remove_run_folder
+from kindgi_eval.store import DATE_COLUMN, RUN_COLUMN, RUN_FILES, TABLES
 from kindgi_eval.views import connect
 
 
@@ -44,11 +44,10 @@ def stored_runs(root: Path) -> list[StoredRunRef]:
 
 
 def remove_runs(root: Path, run_ids: list[str]) -> None:
-    """Delete every table those runs wrote, and the day folders left empty."""
+    """Delete every table those runs wrote, from their own folders and from compacted months."""
     doomed = set(run_ids)
     for table in TABLES:
-        for folder in (root / table.asset).glob(f"*/*/{RUN_COLUMN}=*"):
-            if folder.name.removeprefix(f"{RUN_COLUMN}=") in doomed:
-                shutil.rmtree(folder)
-                if not any(folder.parent.iterdir()):
-                    folder.parent.rmdir()
+        for path in (root / table.asset).glob(RUN_FILES):
+            if hive_values(path)[RUN_COLUMN] in doomed:
+                remove_run_folder(path.parent)
+    drop_from_months(root, doomed)

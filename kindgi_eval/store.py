@@ -20,12 +20,17 @@ from kindgi_eval.rows import (
     StatusRow,
     SuiteRow,
 )
+from kindgi_eval.tables import arrow_schema
 
 HOME_ENV = "KINDGI_HOME"
 DEFAULT_HOME = ".kindgi"
 PARTITION_COLUMN = "suite"
 DATE_COLUMN = "date"
 RUN_COLUMN = "run_id"
+MONTH_COLUMN = "month"
+HIVE_COLUMNS = (PARTITION_COLUMN, DATE_COLUMN, RUN_COLUMN)
+RUN_FILES = f"{PARTITION_COLUMN}=*/{DATE_COLUMN}=*/{RUN_COLUMN}=*/data.parquet"
+MONTH_FILES = f"{MONTH_COLUMN}=*/data.parquet"
 
 
 class Table(NamedTuple):
@@ -73,11 +78,41 @@ def find_table(root: Path, asset: str, partition: str, run_id: str) -> Path | No
     return next(folder.glob(f"{DATE_COLUMN}=*/{RUN_COLUMN}={run_id}/data.parquet"), None)
 
 
+def month_path(root: Path, asset: str, month: str) -> Path:
+    """`<root>/<asset>/month=<YYYY-MM>/data.parquet`: one month of runs compacted into one file, with the
+    hive columns `suite`, `date` and `run_id` stored as real columns and rows sorted by them."""
+    return root / asset / f"{MONTH_COLUMN}={month}" / "data.parquet"
+
+
+def _compacted_rows(root: Path, asset: str, run_id: str, partition: str | None = None) -> pa.Table | None:
+    """The rows of one run in the compacted month files (hive columns kept); None if no month file holds it."""
+    found = []
+    for path in sorted((root / asset).glob(MONTH_FILES)):
+        condition = [(RUN_COLUMN, "=", run_id)] + ([(PARTITION_COLUMN, "=", partition)] if partition else [])
+        table = pq.read_table(path, filters=condition)
+        if table.num_rows:
+            found.append(table)
+    return pa.concat_tables(found) if found else None
+
+
 def run_partition(root: Path, run_id: str) -> str | None:
-    """The partition (tenant suite) of a stored run, from its run summary's folder; None if no such run."""
+    """The partition (tenant suite) of a stored run, from its run summary; None if no such run."""
     for path in root.glob(f"run_summary/*/*/{RUN_COLUMN}={run_id}/data.parquet"):
         return path.parent.parent.parent.name.removeprefix(f"{PARTITION_COLUMN}=")
-    return None
+    compacted = _compacted_rows(root, "run_summary", run_id)
+    return compacted.column(PARTITION_COLUMN)[0].as_py() if compacted else None
+
+
+def read_table(root: Path, asset: str, partition: str, run_id: str) -> pa.Table | None:
+    """One run's table of one asset, from its own file or a compacted month; None if the store has no such run."""
+    path = find_table(root, asset, partition, run_id)
+    if path is not None:
+        return pq.read_table(path)
+    if _compacted_rows(root, "run_summary", run_id, partition) is None:
+        return None  # every run stores a summary: without one, the run is not here
+    schema = arrow_schema(TABLE_OF[asset].row)
+    rows = _compacted_rows(root, asset, run_id, partition)
+    return rows.drop_columns(list(HIVE_COLUMNS)).select(schema.names) if rows else schema.empty_table()
 
 
 def write_atomically(table: pa.Table, path: Path) -> None:
@@ -98,8 +133,7 @@ def write_atomically(table: pa.Table, path: Path) -> None:
 def read_rows(root: Path, asset: str, partition: str, run_id: str) -> list:
     """The rows one run stored for one asset."""
     model = TABLE_OF[asset].row
-    path = find_table(root, asset, partition, run_id)
-    if path is None:
+    table = read_table(root, asset, partition, run_id)
+    if table is None:
         raise FileNotFoundError(f"run {run_id} stored no {asset} for suite {partition}")
-    table = pq.read_table(path)
     return [model.model_validate(r) for r in table.to_pylist()]

@@ -15,11 +15,10 @@ import duckdb
 import pyarrow as pa
 
 from kindgi_eval.report import safe
-from kindgi_eval.store import DATE_COLUMN, PARTITION_COLUMN, RUN_COLUMN, TABLES, Table
+from kindgi_eval.store import HIVE_COLUMNS, MONTH_FILES, RUN_FILES, TABLES, Table
 from kindgi_eval.tables import arrow_schema
 
 DATABASE_FILE = "kindgi.duckdb"
-_HIVE = (PARTITION_COLUMN, DATE_COLUMN, RUN_COLUMN)
 _SQL_TYPES = {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN"}
 
 
@@ -33,16 +32,24 @@ def sql_type(arrow_type: pa.DataType) -> str:
 
 
 def view_sql(table: Table, root: Path) -> str:
-    """The view over every run's file of one table; with no file yet, an empty view with the same columns."""
-    if next((root / table.asset).glob("*/*/*/data.parquet"), None) is None:
+    """The view over every run of one table: the runs' own files and the compacted months, whichever exist;
+    with neither, an empty view with the same columns."""
+    folder = root.absolute() / table.asset
+    sources = []
+    if next(folder.glob(RUN_FILES), None) is not None:
+        sources.append(f"read_parquet('{_quoted(folder / RUN_FILES)}', hive_partitioning = true, hive_types_autocast = false)")
+    if next(folder.glob(MONTH_FILES), None) is not None:
+        sources.append(f"read_parquet('{_quoted(folder / MONTH_FILES)}', hive_partitioning = false)")
+    if not sources:
         columns = [f'CAST(NULL AS {sql_type(f.type)}) AS "{f.name}"' for f in arrow_schema(table.row)]
-        columns += [f'CAST(NULL AS VARCHAR) AS "{name}"' for name in _HIVE]
+        columns += [f'CAST(NULL AS VARCHAR) AS "{name}"' for name in HIVE_COLUMNS]
         return f"CREATE OR REPLACE VIEW {table.view} AS SELECT {', '.join(columns)} WHERE false"
-    glob = str(root.absolute() / table.asset / "*" / "*" / "*" / "data.parquet").replace("'", "''")
-    return (
-        f"CREATE OR REPLACE VIEW {table.view} AS SELECT * FROM read_parquet('{glob}', "
-        "hive_partitioning = true, hive_types_autocast = false)"
-    )
+    body = " UNION ALL BY NAME ".join(f"SELECT * FROM {source}" for source in sources)
+    return f"CREATE OR REPLACE VIEW {table.view} AS {body}"
+
+
+def _quoted(path: Path) -> str:
+    return str(path).replace("'", "''")
 
 
 def define_views(con: duckdb.DuckDBPyConnection, root: Path, tables: Sequence[Table] = TABLES) -> None:

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from kindgi_eval.prune import StoredRunRef, plan_prune
-from kindgi_eval.store import find_table
+from kindgi_eval.store import find_table, month_path
 
 from .conftest import GOLDEN, files_under, run_cli
 
@@ -108,6 +108,17 @@ def test_exported_database_opens_in_a_plain_duckdb_client(home) -> None:
     assert views == {"runs", "cases", "replies", "outcomes", "judge_samples", "calibration", "statuses"}
 
 
+def age_runs(store: Path, run_ids: list[str], day: str) -> None:
+    """Move runs' files to another day's folders, as if they had run then."""
+    for run_id in run_ids:
+        for path in store.glob(f"*/*/*/run_id={run_id}"):
+            target = path.parent.parent / f"date={day}" / path.name
+            target.parent.mkdir(exist_ok=True)
+            path.rename(target)
+            if not any(path.parent.iterdir()):
+                path.parent.rmdir()
+
+
 def runs(*specs: tuple[str, str, str]) -> list[StoredRunRef]:
     return [StoredRunRef(*s) for s in specs]
 
@@ -134,14 +145,7 @@ def test_views_answer_the_same_for_kept_runs_after_prune(home) -> None:
     old = run_id_of(run_cli("run", "--mock"))
     source = run_id_of(run_cli("run", "--mock"))
     kept = run_id_of(run_cli("run", "--mock"))
-    # age the first two runs by a year, as if they had run then
-    for run_id in (old, source):
-        for path in home.store.glob(f"*/*/*/run_id={run_id}"):
-            target = path.parent.parent / "date=2025-11-01" / path.name
-            target.parent.mkdir(exist_ok=True)
-            path.rename(target)
-            if not any(path.parent.iterdir()):
-                path.parent.rmdir()
+    age_runs(home.store, [old, source], "2025-11-01")
     replay = run_id_of(run_cli("replay", "--from", source, "--judge-model", "mock:judge"))
     queries = [
         "SELECT run_id, case_id, status, failures FROM statuses WHERE run_id IN ('{k}', '{r}') ORDER BY ALL",
@@ -158,3 +162,58 @@ def test_views_answer_the_same_for_kept_runs_after_prune(home) -> None:
     assert not list(home.store.glob(f"*/*/*/run_id={old}"))
     # the replay of the spared source still works after the prune
     assert run_cli("replay", "--from", source, "--judge-model", "mock:judge").code == 0
+
+
+ANSWERS = [
+    "SELECT run_id, date, case_id, status, failures, criteria FROM statuses ORDER BY ALL",
+    "SELECT run_id, date, replies_from, passed, reviewed, judge FROM runs ORDER BY ALL",
+    "SELECT run_id, subject_id, criterion, sample, vote FROM judge_samples ORDER BY ALL",
+    "SELECT run_id, case_id, assertion, held FROM outcomes ORDER BY ALL",
+]
+
+
+def test_compaction_keeps_every_answer_and_every_run_usable(home) -> None:
+    first = run_id_of(run_cli("run", "--mock"))
+    second = run_id_of(run_cli("replay", "--from", first, "--judge-model", "mock:judge"))
+    recent = run_id_of(run_cli("run", "--mock"))
+    age_runs(home.store, [first, second], "2025-10-07")
+    before = [sql_json(q) for q in ANSWERS]
+    result = run_cli("compact")
+    assert result.code == 0, result.err
+    assert result.out == "compacted 2 runs of 1 months (2025-10)\n"
+    assert [sql_json(q) for q in ANSWERS] == before
+    assert month_path(home.store, "statuses", "2025-10").is_file()
+    assert not list(home.store.glob(f"*/*/*/run_id={first}")) and list(home.store.glob(f"*/*/*/run_id={recent}"))
+    # a compacted run is still a run: it can be replayed and compared
+    assert run_cli("replay", "--from", first, "--judge-model", "mock:judge").code == 0
+    assert json.loads(run_cli("diff", first, second, "--json").out)["same_replies"] is True
+    assert run_cli("compact").out == "compacted 0 runs of 0 months (none)\n"
+
+
+def test_a_killed_compaction_loses_nothing(home, tmp_path: Path) -> None:
+    old = run_id_of(run_cli("run", "--mock"))
+    age_runs(home.store, [old], "2025-10-07")
+    before = [sql_json(q) for q in ANSWERS]
+    saved = tmp_path / "saved"
+    shutil.copytree(home.store, saved)
+    assert run_cli("compact").code == 0
+    # as if killed after writing the month files but before removing the run folders
+    for path in saved.glob("*/suite=*"):
+        shutil.copytree(path, home.store / path.parent.name / path.name)
+    assert run_cli("compact").out == "compacted 1 runs of 1 months (2025-10)\n"
+    assert [sql_json(q) for q in ANSWERS] == before
+
+
+def test_prune_removes_compacted_runs_too(home) -> None:
+    old = run_id_of(run_cli("run", "--mock"))
+    kept = run_id_of(run_cli("run", "--mock"))
+    age_runs(home.store, [old], "2025-10-07")
+    run_cli("compact")
+    assert run_cli("prune", "--keep-days", "30").out.startswith("removed 1 runs")
+    assert {r["run_id"] for r in sql_json("SELECT DISTINCT run_id FROM statuses")} == {kept}
+    assert not month_path(home.store, "statuses", "2025-10").exists()
+
+
+def test_compact_refuses_a_malformed_month(home) -> None:
+    result = run_cli("compact", "--before", "2025-13")
+    assert result.code == 2 and "is not a month; write YYYY-MM" in result.err
