@@ -1,6 +1,7 @@
 """Store size and query time over a long history: nightly runs of many tenant suites, generated straight into
 the store's layout (every table of every run, typed by the row models), then the README's three queries
-timed through `kindgi-eval sql`, at 1, 3 and 12 months of history.
+timed through `kindgi-eval sql`, at 1, 3 and 12 months of history, each time after `kindgi-eval compact`
+(closed months merged into one file per table; the current month stays one file per run).
 
     .venv/bin/python benchmarks/history.py [--suites 50] [--cases 200] [--months 1 3 12]
 
@@ -175,6 +176,11 @@ def main() -> None:
             print(f"\n{months} months: {days} nights x {args.suites} suites = {days * args.suites} runs, "
                   f"{days * args.suites * args.cases:,} status rows, {days * args.suites * args.cases * 9:,} judge samples; "
                   f"store {size_mb(root):.0f} MB (generated in {time.perf_counter() - started:.0f} s so far)")
+            compacting = time.perf_counter()
+            done = subprocess.run([str(CLI), "compact"], env=env, capture_output=True, text=True, check=True)
+            files = sum(1 for _ in root.rglob("*.parquet"))
+            print(f"  {done.stdout.strip()} in {time.perf_counter() - compacting:.0f} s; "
+                  f"store now {size_mb(root):.0f} MB in {files:,} files")
             for name, sql in QUERIES.items():
                 cold, warm = time_query(sql.format(run_id=run_id), env)
                 print(f"  {name}: {warm:.2f} s warm, {cold:.2f} s cold (whole `kindgi-eval sql` process)")
