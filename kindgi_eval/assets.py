@@ -1,7 +1,7 @@
 """The asset chain: suite -> agent_replies -> outcomes -> judge_samples -> calibration -> statuses -> run_summary.
 
-Every asset is one stored table (`<store>/<asset>/suite=<partition>/run_id=<run>/data.parquet`) and one DuckDB view
-of `kindgi-eval sql`; each resolves its settings for its partition (the tenants file, or the CLI's pinned settings).
+Every asset is one Parquet table per run in the store (its layout is store.table_path's) and one DuckDB view of
+`kindgi-eval sql`; each resolves its settings for its partition (the tenants file, or the CLI's pinned settings).
 """
 
 
@@ -25,10 +25,10 @@ from kindgi_eval.judge_prompt import template_hash
 from kindgi_eval.judging import case_subjects, graded_items, judge_suite
 from kindgi_eval.registry import parse_model
 from kindgi_eval.stages import cases_of, outcome_rows, run_row, status_rows, suite_rows, turn_of
-from kindgi_eval.statuses import FAILING, STATUSES
 from kindgi_eval.suite_files import load_suite, suite_key
 from kindgi_eval.tables import from_frame, to_frame
 from kindgi_eval.tenant_files import load_tenant
+from kindgi_eval.ui_metadata import calibration_metadata, statuses_metadata
 
 SUITES = dg.DynamicPartitionsDefinition(name="suites")
 
@@ -152,7 +152,7 @@ def calibration(
     """The judge's agreement with the hand labels per calibration group, and whether each group may grade.
 
     One row per group (agreement, kappa, labels, calibrated, note); empty without a judge.
-    Query: `kindgi-eval sql "SELECT run_id, \"group\", agreement, calibrated, note FROM calibration"`.
+    Query: `kindgi-eval sql 'SELECT run_id, "group", agreement, calibrated, note FROM calibration'`.
     """
     settings = _settings(context, eval_settings)
     if settings.judge_model is None:
@@ -241,115 +241,6 @@ def _inputs(read):
         return read()
     except InputError as e:
         raise dg.Failure(description="\n".join(str(p) for p in e.problems)) from None
-
-
-VERDICT_COLUMNS = dg.TableSchema(
-    columns=[
-        dg.TableColumn("case", "string", description="The case id."),
-        dg.TableColumn("status", "string", description="The case's status."),
-        dg.TableColumn("criterion", "string", description="The criterion judged."),
-        dg.TableColumn("verdict", "string", description="The majority verdict."),
-        dg.TableColumn("split", "bool", description="True when the verdict stands 2-1."),
-        dg.TableColumn("votes", "string", description="The three samples' votes."),
-        dg.TableColumn("evidence", "string", description="The span of the reply the judge quoted."),
-        dg.TableColumn("reason", "string", description="The judge's reason."),
-    ]
-)
-FAILED_COLUMNS = dg.TableSchema(
-    columns=[
-        dg.TableColumn("case", "string", description="The case id."),
-        dg.TableColumn("failures", "string", description="The assertions that failed, one per line."),
-        dg.TableColumn("error", "string", description="The agent's error, if any."),
-    ]
-)
-CALIBRATION_COLUMNS = dg.TableSchema(
-    columns=[
-        dg.TableColumn("group", "string"),
-        dg.TableColumn("items", "int"),
-        dg.TableColumn("pass_labels", "int"),
-        dg.TableColumn("fail_labels", "int"),
-        dg.TableColumn("agreement", "float", description="Empty when the group has no items."),
-        dg.TableColumn("kappa", "float"),
-        dg.TableColumn("calibrated", "bool"),
-        dg.TableColumn("note", "string"),
-    ]
-)
-
-
-def verdict_records(rows: list[StatusRow]) -> list[dg.TableRecord]:
-    """Every failed criterion of a judged-fail case and every split verdict, as the UI's table shows them."""
-    return [
-        dg.TableRecord(
-            {
-                "case": r.case_id,
-                "status": r.status,
-                "criterion": c.criterion,
-                "verdict": c.verdict,
-                "split": bool(c.split),
-                "votes": ", ".join(c.votes),
-                "evidence": c.evidence,
-                "reason": c.reason,
-            }
-        )
-        for r in rows
-        for c in r.criteria
-        if c.split or (r.status == "judged-fail" and c.verdict == "fail")
-    ]
-
-
-def failed_records(rows: list[StatusRow]) -> list[dg.TableRecord]:
-    """Every failed case with its failures."""
-    return [
-        dg.TableRecord({"case": r.case_id, "failures": "\n".join(r.failures), "error": r.error or ""})
-        for r in rows
-        if r.status == "failed"
-    ]
-
-
-def statuses_metadata(rows: list[StatusRow], replies: list[ReplyRow], samples: list[SampleRow]) -> dict[str, object]:
-    """What the UI shows of a `statuses` materialisation: numbers it plots night over night, and two tables."""
-    verdicts = verdict_records(rows)
-    failed = failed_records(rows)
-    metadata: dict[str, object] = {status: int(sum(r.status == status for r in rows)) for status in STATUSES}
-    metadata.update(
-        {
-            "cases": len(rows),
-            "failing": int(sum(r.status in FAILING for r in rows)),
-            "split_verdicts": int(sum(c.split for r in rows for c in r.criteria)),
-            "agent_usd": float(sum(r.cost_usd for r in replies)),
-            "judge_usd": float(sum(s.cost_usd for s in samples)),
-            "judged_fail_and_split_verdicts": dg.MetadataValue.table(verdicts, schema=VERDICT_COLUMNS),
-            "failed_cases": dg.MetadataValue.table(failed, schema=FAILED_COLUMNS),
-        }
-    )
-    return metadata
-
-
-def calibration_metadata(rows: list[CalibrationRow]) -> dict[str, object]:
-    """Agreement per group as numbers the UI plots, the count of groups that may grade, and the whole table."""
-    metadata: dict[str, object] = {
-        f"agreement/{r.group}": float(r.agreement) for r in rows if r.agreement is not None
-    }
-    metadata["calibrated_groups"] = int(sum(r.calibrated for r in rows))
-    metadata["groups"] = dg.MetadataValue.table(
-        [
-            dg.TableRecord(
-                {
-                    "group": r.group,
-                    "items": int(r.items),
-                    "pass_labels": int(r.pass_labels),
-                    "fail_labels": int(r.fail_labels),
-                    "agreement": float(r.agreement) if r.agreement is not None else None,
-                    "kappa": float(r.kappa) if r.kappa is not None else None,
-                    "calibrated": bool(r.calibrated),
-                    "note": r.note,
-                }
-            )
-            for r in rows
-        ],
-        schema=CALIBRATION_COLUMNS,
-    )
-    return metadata
 
 
 def _iso(timestamp: float) -> str:
