@@ -8,10 +8,14 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from kindgi_eval.errors import InputError, Problem
+
+if TYPE_CHECKING:
+    from kindgi_eval.store import StorePath
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
 
@@ -232,7 +236,7 @@ def diff(run_a: str, run_b: str, as_json: bool) -> None:
         click.echo(render_diff(difference, a.run, b.run), nl=False)
 
 
-def _stored_run(root: Path, run_id: str, name: str):
+def _stored_run(root: StorePath, run_id: str, name: str):
     from kindgi_eval.diff import StoredRun
     from kindgi_eval.store import read_rows, run_partition
 

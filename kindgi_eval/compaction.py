@@ -3,16 +3,11 @@ runs is a few dozen files to list rather than a hundred thousand."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from collections import defaultdict
-from pathlib import Path
 from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from kindgi_eval.store import (
     DATE_COLUMN,
@@ -22,7 +17,11 @@ from kindgi_eval.store import (
     RUN_COLUMN,
     RUN_FILES,
     TABLES,
+    StorePath,
     month_path,
+    put_parquet,
+    read_parquet,
+    remove_folder,
 )
 
 ROW_GROUP_ROWS = 100_000
@@ -35,7 +34,7 @@ class Compacted(NamedTuple):
     months: list[str]
 
 
-def hive_values(path: Path) -> dict[str, str]:
+def hive_values(path: StorePath) -> dict[str, str]:
     """`suite`, `date` and `run_id` of a run file, from its folders."""
     parts = path.parent.parts[-3:]
     return {name: part.removeprefix(f"{name}=") for name, part in zip(HIVE_COLUMNS, parts, strict=True)}
@@ -48,20 +47,7 @@ def with_hive_columns(table: pa.Table, values: dict[str, str]) -> pa.Table:
     return table
 
 
-def replace_atomically(table: pa.Table, path: Path) -> None:
-    """Write a month file through a hidden temporary file and rename it over the old one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp, row_group_size=ROW_GROUP_ROWS)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def compact(root: Path, before_month: str) -> Compacted:
+def compact(root: StorePath, before_month: str) -> Compacted:
     """Merge the run files of every month before `before_month` (YYYY-MM) into that month's file per asset.
 
     The month file is written first and the run files removed after, so a killed compaction loses nothing: at
@@ -69,47 +55,48 @@ def compact(root: Path, before_month: str) -> Compacted:
     runs: set[str] = set()
     months: set[str] = set()
     for table in TABLES:
-        by_month: dict[str, list[Path]] = defaultdict(list)
+        by_month: dict[str, list[StorePath]] = defaultdict(list)
         for path in (root / table.asset).glob(RUN_FILES):
             month = hive_values(path)[DATE_COLUMN][:7]
             if month < before_month:
                 by_month[month].append(path)
         for month, paths in sorted(by_month.items()):
             target = month_path(root, table.asset, month)
-            old = pq.read_table(target) if target.exists() else None
+            old = read_parquet(target) if target.exists() else None
             held = set(old.column(RUN_COLUMN).to_pylist()) if old is not None else set()
             parts = [old] if old is not None else []
             for path in paths:
                 values = hive_values(path)
                 if values[RUN_COLUMN] not in held:
-                    parts.append(with_hive_columns(pq.read_table(path), values))
+                    parts.append(with_hive_columns(read_parquet(path), values))
                 runs.add(values[RUN_COLUMN])
             merged = pa.concat_tables(parts).sort_by([(c, "ascending") for c in HIVE_COLUMNS])
-            replace_atomically(merged, target)
+            put_parquet(merged, target, row_group_size=ROW_GROUP_ROWS)
             for path in paths:
                 remove_run_folder(path.parent)
             months.add(month)
     return Compacted(runs=len(runs), months=sorted(months))
 
 
-def drop_from_months(root: Path, run_ids: set[str]) -> None:
+def drop_from_months(root: StorePath, run_ids: set[str]) -> None:
     """Rewrite every month file without the given runs (a month left empty is removed)."""
     for table in TABLES:
         for path in (root / table.asset).glob(MONTH_FILES):
-            held = pq.read_table(path)
+            held = read_parquet(path)
             keep = pc.invert(pc.is_in(held.column(RUN_COLUMN), pa.array(sorted(run_ids), pa.string())))
             if pc.all(keep).as_py():
                 continue
             kept = held.filter(keep)
             if kept.num_rows:
-                replace_atomically(kept, path)
+                put_parquet(kept, path, row_group_size=ROW_GROUP_ROWS)
             else:
-                shutil.rmtree(path.parent)
+                remove_folder(path.parent)
 
 
-def remove_run_folder(folder: Path) -> None:
+def remove_run_folder(folder: StorePath) -> None:
     """Delete a run's folder, then its day and suite folders if that left them empty."""
-    shutil.rmtree(folder)
+    remove_folder(folder)
     for parent in (folder.parent, folder.parent.parent):
-        if parent.name.startswith((f"{DATE_COLUMN}=", f"{PARTITION_COLUMN}=")) and not any(parent.iterdir()):
+        # on an object store a folder is only a prefix of keys: with its last key gone, it is gone too
+        if parent.name.startswith((f"{DATE_COLUMN}=", f"{PARTITION_COLUMN}=")) and parent.exists() and not any(parent.iterdir()):
             parent.rmdir()

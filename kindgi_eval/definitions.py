@@ -14,7 +14,7 @@ defs = dg.Definitions(
     jobs=[evaluate_suite],
     schedules=[nightly_suites],
     sensors=[suite_changes],
-    # Settings come per partition from the tenants file (KINDGI_TENANTS); the store from KINDGI_HOME.
+    # Settings come per partition from the tenants file (KINDGI_TENANTS); the store from KINDGI_STORE, else KINDGI_HOME.
     resources={"io_manager": ParquetStore(), "eval_settings": EvalSettings()},
     # One process per run, not per step: the steps share the run's Parquet files and litellm's import (~4 s).
     executor=dg.in_process_executor,

@@ -9,7 +9,7 @@ import dagster as dg
 import pandas as pd
 import pyarrow as pa
 
-from kindgi_eval.store import TABLE_OF, read_table, store_root, table_path, write_atomically
+from kindgi_eval.store import TABLE_OF, StorePath, read_table, store_root, table_path, write_atomically
 from kindgi_eval.tables import arrow_schema
 
 SOURCE_RUN_TAG = "kindgi/replies_from"
@@ -19,9 +19,10 @@ class ParquetStore(dg.ConfigurableIOManager):
     """Every output lands at `<store>/<asset>/suite=<key>/date=<day>/run_id=<run>/data.parquet`, written once."""
 
     home: str | None = None
-    """The runtime folder; unset means `$KINDGI_HOME`, else `./.kindgi`."""
+    """The runtime folder; unset means `$KINDGI_HOME`, else `./.kindgi`. The store is `<home>/store`, or
+    `$KINDGI_STORE` (a folder or a URL) when that is set."""
 
-    def _root(self) -> Path:
+    def _root(self) -> StorePath:
         return store_root(Path(self.home).absolute() if self.home else None)
 
     def handle_output(self, context: dg.OutputContext, obj: pd.DataFrame) -> None:

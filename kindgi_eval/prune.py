@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from datetime import date, timedelta
-from pathlib import Path
 from typing import NamedTuple
 
 from kindgi_eval.compaction import drop_from_months, hive_values, remove_run_folder
-from kindgi_eval.store import DATE_COLUMN, RUN_COLUMN, RUN_FILES, TABLES
+from kindgi_eval.store import DATE_COLUMN, RUN_COLUMN, RUN_FILES, TABLES, StorePath
 from kindgi_eval.views import connect
 
 
@@ -35,7 +34,7 @@ def plan_prune(runs: list[StoredRunRef], keep_days: int, today: date) -> Pruned:
     return Pruned(removed=[r for r in old if r not in needed], spared=[r for r in old if r in needed])
 
 
-def stored_runs(root: Path) -> list[StoredRunRef]:
+def stored_runs(root: StorePath) -> list[StoredRunRef]:
     """Every run the store holds a summary of."""
     query = f"SELECT {RUN_COLUMN}, {DATE_COLUMN}, replies_from FROM runs"
     with connect(root, query) as con:
@@ -43,7 +42,7 @@ def stored_runs(root: Path) -> list[StoredRunRef]:
     return [StoredRunRef(*row) for row in rows]
 
 
-def remove_runs(root: Path, run_ids: list[str]) -> None:
+def remove_runs(root: StorePath, run_ids: list[str]) -> None:
     """Delete every table those runs wrote, from their own folders and from compacted months."""
     doomed = set(run_ids)
     for table in TABLES:

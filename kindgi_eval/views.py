@@ -13,9 +13,10 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+from upath import UPath
 
 from kindgi_eval.report import safe
-from kindgi_eval.store import HIVE_COLUMNS, MONTH_FILES, RUN_FILES, TABLES, Table
+from kindgi_eval.store import HIVE_COLUMNS, MONTH_FILES, RUN_FILES, TABLES, StorePath, Table, runtime_home
 from kindgi_eval.tables import arrow_schema
 
 DATABASE_FILE = "kindgi.duckdb"
@@ -31,7 +32,7 @@ def sql_type(arrow_type: pa.DataType) -> str:
     return _SQL_TYPES[arrow_type]
 
 
-def view_sql(table: Table, root: Path) -> str:
+def view_sql(table: Table, root: StorePath) -> str:
     """The view over every run of one table: the runs' own files and the compacted months, whichever exist;
     with neither, an empty view with the same columns."""
     folder = root.absolute() / table.asset
@@ -48,11 +49,11 @@ def view_sql(table: Table, root: Path) -> str:
     return f"CREATE OR REPLACE VIEW {table.view} AS {body}"
 
 
-def _quoted(path: Path) -> str:
+def _quoted(path: StorePath) -> str:
     return str(path).replace("'", "''")
 
 
-def define_views(con: duckdb.DuckDBPyConnection, root: Path, tables: Sequence[Table] = TABLES) -> None:
+def define_views(con: duckdb.DuckDBPyConnection, root: StorePath, tables: Sequence[Table] = TABLES) -> None:
     """Create or replace the views of `tables` (all by default) on a connection."""
     for table in tables:
         con.execute(view_sql(table, root))
@@ -66,10 +67,19 @@ def views_named(query: str) -> list[Table]:
     return named or list(TABLES)
 
 
+def open_database(root: StorePath, database: str = ":memory:") -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection that can read the store. A store at a URL is read through its fsspec filesystem,
+    registered with DuckDB (which then routes even `file://` through it), since DuckDB's own httpfs may be absent."""
+    con = duckdb.connect(database)
+    if isinstance(root, UPath):
+        con.register_filesystem(root.fs)
+    return con
+
+
 @contextmanager
-def connect(root: Path, query: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+def connect(root: StorePath, query: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
     """An in-memory DuckDB with the views over the store as it is now: those `query` names, or all."""
-    con = duckdb.connect()
+    con = open_database(root)
     try:
         define_views(con, root, views_named(query) if query else TABLES)
         yield con
@@ -77,15 +87,18 @@ def connect(root: Path, query: str | None = None) -> Iterator[duckdb.DuckDBPyCon
         con.close()
 
 
-def export_database(root: Path) -> Path:
-    """Write `<store>/kindgi.duckdb`, holding the views, for the duckdb shell or any DuckDB client.
+def export_database(root: StorePath) -> Path:
+    """Write `kindgi.duckdb`, holding the views, for the duckdb shell or any DuckDB client: in a local store, beside
+    its tables; for a store at a URL, in the runtime folder, since a database file must be local. Its views name the
+    store's files by URL, which a client reads itself (`file://` natively, `s3://` and `gs://` through httpfs).
 
     It is built beside the old file and renamed over it, so a reader never sees a half-written database."""
-    root.mkdir(parents=True, exist_ok=True)
-    target = root / DATABASE_FILE
-    tmp = root / f".{DATABASE_FILE}.tmp"
+    folder = runtime_home() if isinstance(root, UPath) else root
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / DATABASE_FILE
+    tmp = folder / f".{DATABASE_FILE}.tmp"
     tmp.unlink(missing_ok=True)
-    con = duckdb.connect(str(tmp))
+    con = open_database(root, str(tmp))
     try:
         define_views(con, root)
     finally:

@@ -29,7 +29,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
     root = tmp_path / "kindgi-home"
     monkeypatch.setenv("KINDGI_HOME", str(root))
     monkeypatch.setenv("DAGSTER_HOME", str(root / "dagster"))
-    for var in ("EVAL_DIR", "CONFIG_DIR", "AGENT_MODEL", "AGENT_URL", "EVAL_JUDGE_MODEL", "EVAL_MAX_LATENCY_MS", "EVAL_CONCURRENCY"):
+    for var in ("KINDGI_STORE", "EVAL_DIR", "CONFIG_DIR", "AGENT_MODEL", "AGENT_URL", "EVAL_JUDGE_MODEL", "EVAL_MAX_LATENCY_MS", "EVAL_CONCURRENCY"):
         monkeypatch.delenv(var, raising=False)
     return Home(root, root / "store", root / "dagster")
 
