@@ -9,6 +9,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from kindgi_eval.asset_checks import CHECKS
 from kindgi_eval.assets import CHAIN, SUITES
 from kindgi_eval.io_manager import SOURCE_RUN_TAG, ParquetStore
 from kindgi_eval.resources import EvalSettings
@@ -44,7 +45,7 @@ def run_chain(
     """Materialise the chain (or a selection of it) for one suite partition; the Dagster run id."""
     instance.add_dynamic_partitions(SUITES.name, [key])
     result = dg.materialize(
-        CHAIN,
+        [*CHAIN, *CHECKS],  # the checks too, so a run from the command line shows them in the UI
         selection=selection,
         instance=instance,
         partition_key=key,
