@@ -44,7 +44,7 @@ def _settings_options(command: Callable) -> Callable:
         click.option("--judge-model", help="The judge as provider:model (EVAL_JUDGE_MODEL); unset: no judge."),
         click.option("--max-latency-ms", help="The agent's deadline per case (EVAL_MAX_LATENCY_MS)."),
         click.option("--concurrency", help="Model calls in flight at once (EVAL_CONCURRENCY)."),
-        click.option("--model-timeout-s", help="Seconds one judge call may take (EVAL_MODEL_TIMEOUT_S)."),
+        click.option("--model-timeout-s", help="Seconds one model call may take, retries included (EVAL_MODEL_TIMEOUT_S)."),
     ]
     for option in reversed(options):
         command = option(command)
@@ -98,7 +98,7 @@ def run(mock: bool, json_path: str | None, **flags: str | None) -> None:
 @click.option("--eval-dir", help="Where calibration.jsonl is read now; default the source run's suite folder.")
 @click.option("--config-dir", help="Tenant configuration folder (CONFIG_DIR); default the demo tenant.")
 @click.option("--concurrency", help="Model calls in flight at once (EVAL_CONCURRENCY).")
-@click.option("--model-timeout-s", help="Seconds one judge call may take (EVAL_MODEL_TIMEOUT_S).")
+@click.option("--model-timeout-s", help="Seconds one model call may take, retries included (EVAL_MODEL_TIMEOUT_S).")
 @_input_errors
 def replay(source: str, json_path: str | None, **flags: str | None) -> None:
     """Re-judge the stored replies of RUN_ID: no agent call, a new run id, calibration as the file is now."""

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from kindgi_eval.agent import AgentAnswer, AgentReply, AgentTurn, Usage
+from kindgi_eval.guardrails import escalation_reply, triggered_escalation
 from kindgi_eval.schemas import Turn
-from kindgi_eval.tenant import Course, Escalation, Prohibition, Tenant
+from kindgi_eval.tenant import Course, Prohibition, Tenant
 
 # Where an instruction aimed at the agent starts; it and the rest of the message are dropped before reading intent.
 INJECTION_MARKERS = (
@@ -86,9 +87,9 @@ class MockAgent:
 
     def reply(self, turn: AgentTurn) -> AgentReply:
         """The reply to one turn: an escalation in the tenant's own words, or messages in its format."""
+        if (rule := triggered_escalation(self.tenant, turn)) is not None:
+            return escalation_reply(rule)
         seen = self._read(turn)
-        if not turn.nudge and (rule := self._escalation(turn.text, seen.stage)) is not None:
-            return AgentReply(messages=(rule.message,), escalate=True, reason=rule.reason)
         body = self._follow_up(seen) if turn.nudge else self._respond(seen)
         question = None if _is_opening_flow(turn.history, self.tenant) else self._closing_question(seen, body)
         return AgentReply(messages=_pack(body.paragraphs, question, self.tenant.format.max_lines), escalate=False)
@@ -119,20 +120,6 @@ class MockAgent:
         for turn in reversed(history):
             if named := self._courses_in(turn.text.lower()):
                 return named[0]
-        return None
-
-    def _escalation(self, text: str, stage: int) -> Escalation | None:
-        """The first rule whose trigger the contact wrote, once the contact has reached its stage.
-
-        The whole message is searched, injected instruction included: a refund request wrapped in an
-        injection is still a refund request, and escalating fails closed (C6).
-        """
-        lowered = text.lower()
-        for rule in self.tenant.escalations:
-            if rule.after_stage is not None and stage < (self.tenant.stage_index(rule.after_stage) or 0):
-                continue
-            if any(trigger.lower() in lowered for trigger in rule.triggers):
-                return rule
         return None
 
     def _closing_question(self, seen: _Turn, body: _Body) -> str | None:

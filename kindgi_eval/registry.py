@@ -1,19 +1,26 @@
-"""The model registry: `provider:model` names, checked, and mapped to litellm's `provider/model`."""
+"""The model registry: `provider:model` names, checked, and mapped to litellm's `provider/model`.
+
+`mock:*` names resolve offline (the demo agent and the mock judge); every other name is handed to litellm,
+which reads the provider's credentials and base URL from its usual environment variables.
+"""
 
 from __future__ import annotations
 
 import re
 from typing import NamedTuple
 
-_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]*")
+_PROVIDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]*")
 _MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-/:@]*")
+_FIX = "write provider:model, e.g. openai:gpt-4o-mini or mock:agent"
 
 
 class ModelRef(NamedTuple):
     """A model named as `provider:model`."""
 
     provider: str
+    """Who serves it, as litellm names providers: `openai`, `anthropic`, `ollama`, ... or `mock`."""
     model: str
+    """The provider's own name for the model; may itself hold `/`, `:` or `@` (`ollama:llama3:8b`)."""
 
     @property
     def is_mock(self) -> bool:
@@ -29,11 +36,28 @@ class ModelRef(NamedTuple):
         return f"{self.provider}:{self.model}"
 
 
+def _problem(name: str) -> str | None:
+    """What is wrong with a name that has a colon, in words, or None when it is a well-formed `provider:model`."""
+    provider, _, model = name.partition(":")
+    if any(c.isspace() for c in name):
+        return "it contains whitespace"
+    if not provider:
+        return "the provider before ':' is empty"
+    if not model:
+        return "the model after ':' is empty"
+    if not _PROVIDER.fullmatch(provider):
+        return f"the provider {provider!r} may hold only letters, digits, '.', '_' and '-'"
+    if not _MODEL.fullmatch(model):
+        return f"the model {model!r} must start with a letter or digit and hold only letters, digits and . _ - / : @"
+    return None
+
+
 def parse_model(name: str) -> ModelRef:
-    """`openai:gpt-4o-mini` as a ModelRef; ValueError with the fix for anything else."""
-    provider, sep, model = name.partition(":")
-    if not sep or not _PART.fullmatch(provider) or not _MODEL.fullmatch(model):
-        raise ValueError(
-            f"{name!r} is not a model name; write provider:model, e.g. openai:gpt-4o-mini or mock:agent"
-        )
+    """`openai:gpt-4o-mini` as a ModelRef; ValueError saying what is wrong and how to write it otherwise."""
+    if ":" not in name:  # `gpt4`: the plain message says it best
+        raise ValueError(f"{name!r} is not a model name; {_FIX}")
+    problem = _problem(name)
+    if problem is not None:
+        raise ValueError(f"{name!r} is not a model name ({problem}); {_FIX}")
+    provider, _, model = name.partition(":")
     return ModelRef(provider, model)

@@ -1,4 +1,9 @@
-"""Asking the agent every case, a bounded number at a time, timing each answer and keeping every error."""
+"""Asking the agent every case, a bounded number at a time, timing each answer and keeping every error.
+
+The deadline is raced. A reply that comes after the deadline, but within as long again, is kept with its
+real latency and no error, so every assertion is checked on it and the `latency` one fails; a reply that has
+not come by then is cancelled and the case fails as an agent error. Either way a late case fails (C6).
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,27 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 
-from kindgi_eval.agent import Agent, AgentTurn
+from kindgi_eval.agent import Agent, AgentTurn, Usage
+from kindgi_eval.models import ModelCallError, scrub
 from kindgi_eval.rows import ReplyRow
 
 Progress = Callable[[int, int], None]
+
+LATE_REPLY_GRACE = 1.0
+"""How much longer than the deadline a late reply is waited for, as a multiple of the deadline."""
+
+
+class ReplyError(Exception):
+    """The agent answered, but not with a reply that can be used; the case fails with this as its error.
+
+    `raw` is what the agent actually sent (a model's output, an HTTP body), kept for the person reading the
+    failure; `usage` is what producing it cost, which was paid all the same.
+    """
+
+    def __init__(self, message: str, *, raw: str | None = None, usage: Usage | None = None):
+        super().__init__(message)
+        self.raw = raw
+        self.usage = usage or Usage()
 
 
 async def collect_replies(
@@ -38,13 +60,22 @@ async def collect_replies(
 
 async def _ask(agent: Agent, turn: AgentTurn, deadline_ms: float) -> ReplyRow:
     started = time.perf_counter()
+    hard_stop_ms = deadline_ms * (1 + LATE_REPLY_GRACE)
     try:
-        answer = await asyncio.wait_for(agent.answer(turn), timeout=deadline_ms / 1000)
+        async with asyncio.timeout(hard_stop_ms / 1000):  # in this task: no extra task per case to schedule
+            answer = await agent.answer(turn)
     except TimeoutError:
-        return _failed(turn, agent, deadline_ms, f"no reply within the {deadline_ms:.0f} ms deadline")
+        error = (
+            f"no reply within {hard_stop_ms:.0f} ms: the {deadline_ms:.0f} ms deadline, "
+            "and as long again for a late reply"
+        )
+        return _failed(turn, agent, _since(started), error)
+    except ReplyError as e:
+        return _failed(turn, agent, _since(started), str(e), raw=e.raw, usage=e.usage)
+    except ModelCallError as e:
+        return _failed(turn, agent, _since(started), str(e))
     except Exception as e:  # an agent's failure fails its case, never the run
-        return _failed(turn, agent, (time.perf_counter() - started) * 1000, f"{type(e).__name__}: {e}")
-    latency_ms = (time.perf_counter() - started) * 1000
+        return _failed(turn, agent, _since(started), f"{type(e).__name__}: {e}")
     reply, usage = answer.reply, answer.usage
     return ReplyRow(
         case_id=turn.case_id,
@@ -52,7 +83,7 @@ async def _ask(agent: Agent, turn: AgentTurn, deadline_ms: float) -> ReplyRow:
         messages=list(reply.messages),
         escalate=reply.escalate,
         reason=reply.reason,
-        latency_ms=latency_ms,
+        latency_ms=_since(started),
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,
         cost_usd=usage.cost_usd,
@@ -62,7 +93,15 @@ async def _ask(agent: Agent, turn: AgentTurn, deadline_ms: float) -> ReplyRow:
     )
 
 
-def _failed(turn: AgentTurn, agent: Agent, latency_ms: float, error: str, raw: str | None = None) -> ReplyRow:
+def _since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
+
+
+def _failed(
+    turn: AgentTurn, agent: Agent, latency_ms: float, error: str, raw: str | None = None, usage: Usage | None = None
+) -> ReplyRow:
+    """A case without a usable reply; the error and raw output scrubbed of credentials before they are stored."""
+    usage = usage or Usage()
     return ReplyRow(
         case_id=turn.case_id,
         agent=agent.name,
@@ -70,10 +109,10 @@ def _failed(turn: AgentTurn, agent: Agent, latency_ms: float, error: str, raw: s
         escalate=None,
         reason=None,
         latency_ms=latency_ms,
-        prompt_tokens=0,
-        completion_tokens=0,
-        cost_usd=0.0,
-        cost_known=True,
-        error=error,
-        raw=raw,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        cost_usd=usage.cost_usd,
+        cost_known=usage.cost_known,
+        error=scrub(error),
+        raw=scrub(raw) if raw is not None else None,
     )

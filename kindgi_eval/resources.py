@@ -35,7 +35,7 @@ class EvalSettings(dg.ConfigurableResource):
     concurrency: int | None = None
     """Model calls in flight at once (EVAL_CONCURRENCY)."""
     model_timeout_s: float | None = None
-    """Seconds one judge call may take (EVAL_MODEL_TIMEOUT_S)."""
+    """Seconds one model call, agent's or judge's, may take with its retries (EVAL_MODEL_TIMEOUT_S)."""
 
     tenants_file: str | None = None
     """The tenants file declaring every tenant suite (KINDGI_TENANTS); unset: the demo tenant's golden suite."""

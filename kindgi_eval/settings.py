@@ -49,7 +49,7 @@ class RunSettings(BaseModel):
     concurrency: int = DEFAULT_CONCURRENCY
     """Model calls in flight at once."""
     model_timeout_s: float = DEFAULT_MODEL_TIMEOUT_S
-    """How long one judge call may take before it counts as an invalid sample."""
+    """How long one model call, the agent's or the judge's, may take with its retries."""
 
     @property
     def agent_name(self) -> str | None:

@@ -73,7 +73,7 @@ class TenantEntry(BaseModel):
     concurrency: int | None = None
     """Model calls in flight at once within one run; unset: EVAL_CONCURRENCY, else the default."""
     model_timeout_s: float | None = None
-    """Seconds one judge call may take; unset: EVAL_MODEL_TIMEOUT_S, else the default."""
+    """Seconds one model call may take, retries included; unset: EVAL_MODEL_TIMEOUT_S, else the default."""
 
 
 class TenantSuite(NamedTuple):

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import pytest
+
 
 @dataclass
 class Answer:
@@ -139,3 +141,36 @@ def fenced(request: dict[str, Any], kind: str) -> str:
 def criterion_of(request: dict[str, Any]) -> str:
     """The criterion a judge request names."""
     return user_text(request).split("Criterion to grade:\n", 1)[1].split("\n", 1)[0]
+
+
+@pytest.fixture
+def provider_env(monkeypatch: pytest.MonkeyPatch):
+    """Start fake servers and point litellm's OpenAI client at the latest, with a fake key; stop them after."""
+    from kindgi_eval.models import forget_clients
+
+    started: list[FakeProvider] = []
+
+    def start(script: Script) -> FakeProvider:
+        forget_clients()  # litellm caches clients per process, and circuits remember failures; start clean
+        server = FakeProvider(script).__enter__()
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.__exit__(None, None, None)
+    forget_clients()
+
+
+def scripted(*answers: Answer) -> Script:
+    """A script answering requests with `answers` in turn, the last one for every request after."""
+    lock = threading.Lock()
+    queue = list(answers)
+
+    def script(request: dict[str, Any]) -> Answer:
+        with lock:
+            return queue.pop(0) if len(queue) > 1 else queue[0]
+
+    return script
