@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -39,6 +40,7 @@ CHROMIUM_FLAGS = [
 ]
 DAGSTER = Path(sys.executable).parent / "dagster"
 KEY = "alpha.night"
+SPLIT_VOTES = r"fail, fail, pass|fail, pass, fail|pass, fail, fail"
 STARTUP_S = 120
 RUN_S = 180
 
@@ -227,7 +229,9 @@ def test_statuses_page_shows_the_split_verdict_in_chromium(night: FakeProvider, 
         try:
             page = browser.new_page(viewport={"width": 1600, "height": 1400})
             page.goto(f"{dev.url}/assets/statuses", wait_until="domcontentloaded", timeout=60_000)
-            row = page.locator("tr", has_text="review-split").filter(has_text="fail, fail, pass")
+            # the votes are listed by sample number, and which sample the scripted judge answered `pass` depends on
+            # the order its three concurrent requests arrived in
+            row = page.locator("tr", has_text="review-split").filter(has_text=re.compile(SPLIT_VOTES))
             row.first.wait_for(timeout=60_000)
             assert evidence in row.first.inner_text()
             page.get_by_text("Latest check results").wait_for(timeout=30_000)  # the status panel has loaded too
