@@ -20,6 +20,8 @@ from kindgi_eval.views import connect, export_database
 from .conftest import GOLDEN, files_under, run_cli
 from .test_history import ANSWERS, age_runs, run_id_of, sql_json
 
+GOLDEN_CASES = sum(1 for line in (GOLDEN / "cases.jsonl").read_text().splitlines() if line.strip())
+
 KEY = "demo-academy.golden"
 PER_RUN = "SELECT run_id, count(*) AS n FROM statuses GROUP BY run_id ORDER BY run_id"
 
@@ -68,7 +70,7 @@ def test_a_non_local_store_is_written_queried_compacted_and_pruned_through_fsspe
     with pytest.raises(FileExistsError):  # never overwritten, on an object store too
         write_atomically(pa.table({"x": [1]}), find_table(memory_store, "statuses", KEY, first))
     with connect(memory_store, PER_RUN) as con:  # DuckDB reads memory:// only through the registered filesystem
-        assert con.execute(PER_RUN).fetchall() == sorted([(first, 35), (second, 35)])
+        assert con.execute(PER_RUN).fetchall() == sorted([(first, GOLDEN_CASES), (second, GOLDEN_CASES)])
     with duckdb.connect() as con, pytest.raises(duckdb.Error):  # without the registration, DuckDB finds nothing there
         con.execute(f"SELECT * FROM read_parquet('{memory_store}/statuses/*/*/*/data.parquet')")
 
@@ -76,10 +78,10 @@ def test_a_non_local_store_is_written_queried_compacted_and_pruned_through_fsspe
     assert done.runs == 2
     (month,) = done.months
     assert month_path(memory_store, "statuses", month).exists() and find_table(memory_store, "statuses", KEY, first) is None
-    assert len(read_rows(memory_store, "statuses", KEY, first)) == 35  # a compacted run is read from its month
+    assert len(read_rows(memory_store, "statuses", KEY, first)) == GOLDEN_CASES  # a compacted run is read from its month
     remove_runs(memory_store, [first])
     with connect(memory_store, PER_RUN) as con:
-        assert con.execute(PER_RUN).fetchall() == [(second, 35)]
+        assert con.execute(PER_RUN).fetchall() == [(second, GOLDEN_CASES)]
     remove_runs(memory_store, [second])
     assert not month_path(memory_store, "statuses", month).exists()  # a month left empty is removed
 
@@ -102,7 +104,7 @@ def test_the_cli_runs_replays_queries_compacts_and_prunes_a_store_at_a_file_url(
     assert f"stored under {file_url_store.as_uri()}" in first.err
     assert find_table(file_url_store, "statuses", KEY, source) is not None
     assert not home.store.exists()
-    assert sql_json(PER_RUN) == [{"run_id": source, "n": 35}]
+    assert sql_json(PER_RUN) == [{"run_id": source, "n": GOLDEN_CASES}]
 
     replayed = run_cli("replay", "--from", source, "--judge-model", "mock:judge")
     assert replayed.code == 0, replayed.err
@@ -111,7 +113,7 @@ def test_the_cli_runs_replays_queries_compacts_and_prunes_a_store_at_a_file_url(
 
     # the exported database sits in the runtime folder; a plain DuckDB client reads its file:// views itself
     with duckdb.connect(str(home.root / "kindgi.duckdb"), read_only=True) as con:
-        assert con.execute(PER_RUN).fetchall() == sorted([(source, 35), (replay, 35)])
+        assert con.execute(PER_RUN).fetchall() == sorted([(source, GOLDEN_CASES), (replay, GOLDEN_CASES)])
 
     age_runs(file_url_store, [source, replay], "2025-10-07")
     before = [sql_json(q) for q in ANSWERS]
@@ -123,5 +125,5 @@ def test_the_cli_runs_replays_queries_compacts_and_prunes_a_store_at_a_file_url(
     kept = run_id_of(run_cli("run", "--mock"))
     pruned = run_cli("prune", "--keep-days", "30")
     assert pruned.out == "removed 2 runs; kept 0 older runs whose replies a kept replay uses\n", pruned.err
-    assert sql_json(PER_RUN) == [{"run_id": kept, "n": 35}]
+    assert sql_json(PER_RUN) == [{"run_id": kept, "n": GOLDEN_CASES}]
     assert not month_path(file_url_store, "statuses", "2025-10").exists()
