@@ -33,6 +33,7 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--delay", type=float, default=0.2)
+    parser.add_argument("--model", default="bench-judge", help="model name the server is asked for (priced or not)")
     args = parser.parse_args()
 
     golden = load_suite(REPO / "evals/golden")
@@ -58,7 +59,7 @@ def main() -> None:
         started, cpu_started = time.perf_counter(), time.process_time()
         samples = asyncio.run(
             judge_suite(
-                parse_model("openai:bench-judge"),
+                parse_model(f"openai:{args.model}"),
                 golden.calibration,
                 case_subjects(cases, replies),
                 catalogue=tenant.catalogue_text(),
