@@ -122,19 +122,7 @@ def summary_json(
                 "escalate": s.escalate,
                 "reason": s.reason,
                 "latency_ms": s.latency_ms,
-                "criteria": [
-                    {
-                        "source": c.source,
-                        "criterion": c.criterion,
-                        "group": c.group,
-                        "verdict": c.verdict,
-                        "split": c.split,
-                        "votes": c.votes,
-                        "evidence": c.evidence,
-                        "reason": c.reason,
-                    }
-                    for c in s.criteria
-                ],
+                "criteria": [c.model_dump() for c in s.criteria],  # source, criterion, group, verdict, split, votes, evidence, reason
             }
             for s in statuses
         ],

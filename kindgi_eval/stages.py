@@ -18,7 +18,7 @@ from kindgi_eval.rows import (
     StatusRow,
     SuiteRow,
 )
-from kindgi_eval.schemas import CalibrationItem, Case
+from kindgi_eval.schemas import Case
 from kindgi_eval.statuses import STATUSES, case_status
 from kindgi_eval.suite_files import Suite
 from kindgi_eval.verdicts import SAMPLES, Majority, majority
@@ -63,11 +63,6 @@ def suite_rows(suite: Suite, tenant: str, config_hash: str) -> list[SuiteRow]:
 def cases_of(rows: Sequence[SuiteRow]) -> list[Case]:
     """The cases of a stored suite, in file order."""
     return [Case.model_validate_json(r.body) for r in rows if r.kind == "case"]
-
-
-def calibration_of(rows: Sequence[SuiteRow]) -> list[CalibrationItem]:
-    """The calibration items of a stored suite, in file order."""
-    return [CalibrationItem.model_validate_json(r.body) for r in rows if r.kind == "calibration"]
 
 
 def turn_of(case: Case, tenant: str) -> AgentTurn:
