@@ -15,7 +15,8 @@ from kindgi_eval.models import complete
 from kindgi_eval.registry import ModelRef
 from kindgi_eval.rows import SampleRow
 from kindgi_eval.schemas import CalibrationItem, Case, Label, Turn
-from kindgi_eval.verdicts import SAMPLES, majority, read_sample
+from kindgi_eval.stages import decide
+from kindgi_eval.verdicts import SAMPLES, read_sample
 
 Progress = Callable[[int, int], None]
 
@@ -130,9 +131,7 @@ def graded_items(samples: Sequence[SampleRow]) -> list[Graded]:
     graded = []
     for item_samples in by_item.values():
         first = item_samples[0]
-        votes = [s.vote for s in sorted(item_samples, key=lambda s: s.sample)]
-        verdict = majority(votes).verdict if len(votes) == SAMPLES else "ungraded"
-        graded.append(Graded(first.group, first.label, verdict))  # type: ignore[arg-type]
+        graded.append(Graded(first.group, first.label, decide(item_samples)[1].verdict))  # type: ignore[arg-type]
     return graded
 
 

@@ -159,10 +159,17 @@ def _unjudged(c: Criterion) -> CriterionRow:
     )
 
 
+def decide(samples: Sequence[SampleRow]) -> tuple[list[str], Majority]:
+    """The votes of one criterion's samples in sample order, and their majority; fewer than SAMPLES is ungraded."""
+    votes = [s.vote for s in sorted(samples, key=lambda s: s.sample)]
+    return votes, majority(votes) if len(votes) == SAMPLES else Majority("ungraded", False)
+
+
 def _verdict(c: Criterion, samples: Sequence[SampleRow], is_calibrated: bool) -> CriterionRow:
     """The majority of a criterion's samples; a group that failed calibration grades nothing this run."""
-    votes = [s.vote for s in sorted(samples, key=lambda s: s.sample)]
-    decided = majority(votes) if is_calibrated and len(votes) == SAMPLES else Majority("ungraded", False)
+    votes, decided = decide(samples)
+    if not is_calibrated:
+        decided = Majority("ungraded", False)
     verdict = decided.verdict
     agreeing = next((s for s in samples if s.vote == verdict), None)
     return CriterionRow(
