@@ -8,24 +8,24 @@ Every asset is one Parquet table per run in the store (its layout is store.table
 import asyncio
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import dagster as dg
 import pandas as pd
 
-from kindgi_eval.agents import make_agent
+from kindgi_eval.agents import judge_ref, make_agent
 from kindgi_eval.io_manager import source_run
 from kindgi_eval.lineage import code_version
 from kindgi_eval.resources import EvalSettings
 from kindgi_eval.replies import collect_replies
 from kindgi_eval.rows import CalibrationRow, OutcomeRow, ReplyRow, RunRow, SampleRow, StatusRow, SuiteRow
 from kindgi_eval.settings import RunSettings
-from kindgi_eval.calibration import agree_by_group
+from kindgi_eval.calibration import CalibrationFile, agree_by_group
 from kindgi_eval.errors import InputError
 from kindgi_eval.judge_prompt import template_hash
 from kindgi_eval.judging import case_subjects, graded_items, judge_suite
-from kindgi_eval.registry import parse_model
 from kindgi_eval.stages import cases_of, outcome_rows, run_row, status_rows, suite_rows, turn_of
-from kindgi_eval.suite_files import load_suite, suite_key
+from kindgi_eval.suite_files import CALIBRATION_FILE, load_suite, suite_key
 from kindgi_eval.tables import from_frame, to_frame
 from kindgi_eval.tenant_files import load_tenant
 from kindgi_eval.ui_metadata import calibration_metadata, statuses_metadata
@@ -118,14 +118,16 @@ def judge_samples(
     settings = _settings(context, eval_settings)
     if settings.judge_model is None:
         return to_frame([], SampleRow)
+    judge = _inputs(lambda: judge_ref(settings))
     rows = from_frame(suite, SuiteRow)
     replies = {r.case_id: r.messages for r in from_frame(agent_replies, ReplyRow)}
     failed = {o.case_id for o in from_frame(outcomes, OutcomeRow) if not o.held}
     held = [c for c in cases_of(rows) if c.id not in failed]  # an asserted failure never reaches the judge
+    calibration_set = _inputs(lambda: load_suite(settings.eval_dir))
     samples = asyncio.run(
         judge_suite(
-            parse_model(settings.judge_model),
-            load_suite(settings.eval_dir).calibration,
+            judge,
+            calibration_set.calibration,
             case_subjects(held, replies),
             catalogue=load_tenant(settings.config_dir).tenant.catalogue_text(),
             concurrency=settings.concurrency,
@@ -159,7 +161,7 @@ def calibration(
         context.add_output_metadata({"judge": "none", "calibrated_groups": 0})
         return to_frame([], CalibrationRow)
     graded = graded_items(from_frame(judge_samples, SampleRow))
-    agreement = agree_by_group(graded, has_calibration_file=bool(graded))
+    agreement = agree_by_group(graded, calibration_file=_calibration_file(settings, graded))
     rows = [CalibrationRow(**a.model_dump(), judge=settings.judge_model) for a in agreement.values()]
     context.add_output_metadata(calibration_metadata(rows))
     return to_frame(rows, CalibrationRow)
@@ -228,6 +230,13 @@ def run_summary(
         finished_at=_iso(time.time()),
     )
     return to_frame([row], RunRow)
+
+
+def _calibration_file(settings: RunSettings, graded: list) -> CalibrationFile:
+    """Whether the judged suite folder has a calibration file with items, an empty one, or none."""
+    if graded:
+        return "items"
+    return "empty" if (Path(settings.eval_dir) / CALIBRATION_FILE).is_file() else "absent"
 
 
 def _settings(context: dg.AssetExecutionContext, eval_settings: EvalSettings) -> RunSettings:

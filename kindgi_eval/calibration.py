@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from kindgi_eval.criteria import GROUPS, Group
 from kindgi_eval.schemas import Label
 from kindgi_eval.verdicts import FinalVerdict
+
+CalibrationFile = Literal["absent", "empty", "items"]
+"""What the suite folder holds for calibration: no calibration.jsonl, one without items, or one with items."""
 
 THRESHOLD = 1.0
 """Agreement a group needs to be graded: unanimous until a real calibration run is recorded in the README."""
@@ -51,11 +54,11 @@ class Graded(NamedTuple):
 
 
 def agree_by_group(
-    graded: Sequence[Graded], *, threshold: float = THRESHOLD, has_calibration_file: bool = True
+    graded: Sequence[Graded], *, threshold: float = THRESHOLD, calibration_file: CalibrationFile = "items"
 ) -> dict[Group, GroupAgreement]:
     """Agreement for every group, in GROUPS order; a group grades only with both labels and enough agreement."""
     return {
-        group: _agree(group, [item for item in graded if item.group == group], threshold, has_calibration_file)
+        group: _agree(group, [item for item in graded if item.group == group], threshold, calibration_file)
         for group in GROUPS
     }
 
@@ -78,14 +81,16 @@ def cohen_kappa(labels: Sequence[str], verdicts: Sequence[str]) -> float | None:
     return (n * agreed - by_chance) / (n * n - by_chance)
 
 
-def _agree(group: Group, items: list[Graded], threshold: float, has_calibration_file: bool) -> GroupAgreement:
+def _agree(group: Group, items: list[Graded], threshold: float, calibration_file: CalibrationFile) -> GroupAgreement:
     labels = [item.label for item in items]
     verdicts = [item.verdict for item in items]
     agreed = sum(label == verdict for label, verdict in zip(labels, verdicts))
     passes, fails = labels.count("pass"), labels.count("fail")
     calibrated = False
-    if not has_calibration_file:
+    if calibration_file == "absent":
         note = "No calibration file beside the suite, so the judge grades nothing here."
+    elif calibration_file == "empty":
+        note = "The calibration file beside the suite holds no items, so the judge grades nothing here."
     elif not items:
         note = "No calibration items; the group needs at least one pass and one fail item."
     elif not passes:

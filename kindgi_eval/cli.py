@@ -35,45 +35,79 @@ def _input_errors(command: Callable) -> Callable:
     return wrapper
 
 
-def _settings_options(command: Callable) -> Callable:
-    options = [
-        click.option("--eval-dir", help="Suite folder (EVAL_DIR); default evals/golden."),
-        click.option("--config-dir", help="Tenant configuration folder (CONFIG_DIR); default the demo tenant."),
-        click.option("--agent-model", help="The agent as provider:model (AGENT_MODEL)."),
-        click.option("--agent-url", help="An agent served over HTTP (AGENT_URL); wins over --agent-model."),
-        click.option("--judge-model", help="The judge as provider:model (EVAL_JUDGE_MODEL); unset: no judge."),
-        click.option("--max-latency-ms", help="The agent's deadline per case (EVAL_MAX_LATENCY_MS)."),
-        click.option("--concurrency", help="Model calls in flight at once (EVAL_CONCURRENCY)."),
-        click.option("--model-timeout-s", help="Seconds one model call may take, retries included (EVAL_MODEL_TIMEOUT_S)."),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
+def _setting_option(field: str) -> Callable:
+    """The option of one run setting, with its type, range, variable and default from the settings table."""
+    from kindgi_eval.settings import SETTING
+
+    s = SETTING[field]
+    types = {
+        "int": click.IntRange(s.low, s.high),
+        "float": click.FloatRange(min=s.low, min_open=s.low_open),
+        "folder": click.Path(file_okay=False),
+        "model": str,
+        "url": str,
+    }
+    metavars = {"model": "PROVIDER:MODEL", "url": "URL"}
+    default = "unset" if s.default is None else f"{s.default:g}" if isinstance(s.default, float) else str(s.default)
+    return click.option(
+        s.flag, type=types[s.kind], metavar=metavars.get(s.kind), help=f"{s.help} [env: {s.var}; default: {default}]"
+    )
 
 
-@click.group()
+def _settings_options(*fields: str) -> Callable:
+    """The options of the named run settings, in the settings table's order."""
+    from kindgi_eval.settings import SETTINGS
+
+    def decorate(command: Callable) -> Callable:
+        for s in reversed(SETTINGS):
+            if s.field in fields:
+                command = _setting_option(s.field)(command)
+        return command
+
+    return decorate
+
+
+RUN_SETTINGS = (
+    "eval_dir", "config_dir", "agent_model", "agent_url", "judge_model", "max_latency_ms", "concurrency", "model_timeout_s",
+)
+REPLAY_SETTINGS = ("eval_dir", "config_dir", "judge_model", "concurrency", "model_timeout_s")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120})
+@click.version_option(package_name="kindgi-eval", prog_name="kindgi-eval")
 def main() -> None:
-    """Evaluate a tenant's conversational sales agent against its suite."""
+    """Evaluate a tenant's conversational sales agent against its suite.
+
+    Each flag overrides its environment variable, which overrides the default.
+    """
 
 
-@main.command()
-@click.option("--mock", is_flag=True, help="Use the offline demo agent (mock:agent).")
+@main.command(short_help="Evaluate one suite against the agent.")
+@click.option("--mock", is_flag=True, help="Use the offline demo agent (mock:agent), whatever AGENT_URL or AGENT_MODEL say.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the summary as JSON here.")
-@_settings_options
+@_settings_options(*RUN_SETTINGS)
 @_input_errors
-def run(mock: bool, json_path: str | None, **flags: str | None) -> None:
-    """Evaluate one suite: print every reply, each failure, and the summary."""
-    from kindgi_eval.agents import make_agent
-    from kindgi_eval.settings import MOCK_AGENT, resolve_settings
+def run(mock: bool, json_path: str | None, **flags: object) -> None:
+    """Evaluate one suite: print every reply, each failure, and the summary.
+
+    Exit status: 0 nothing failed, 1 a case failed or judged-fail, 2 bad input.
+
+    \b
+    Example:
+      kindgi-eval run --mock --judge-model mock:judge --json out/summary.json
+    """
+    from kindgi_eval.agents import judge_ref, make_agent
+    from kindgi_eval.settings import resolve_settings
     from kindgi_eval.suite_files import suite_key
     from kindgi_eval.tenant_files import load_tenant
 
-    settings = resolve_settings(flags)
-    if mock:
-        settings = settings.model_copy(update={"agent_model": MOCK_AGENT, "agent_url": None})
+    if mock and (flags.get("agent_model") or flags.get("agent_url")):
+        raise InputError([Problem("--mock", None, None, "names the offline demo agent, and --agent-model or --agent-url names another. Pass one of them.")])
+    settings = resolve_settings(flags, mock=mock)
     loaded = load_tenant(settings.config_dir)
     _checked_suite(settings.eval_dir, loaded)
     make_agent(settings, loaded.tenant)
+    judge_ref(settings)
     _check_json_path(json_path)
     if settings.judge_model and settings.judge_model == settings.agent_model:
         click.echo(f"warning: the judge is the agent's own model ({settings.judge_model}); it may favour its own replies.", err=True)
@@ -91,17 +125,22 @@ def run(mock: bool, json_path: str | None, **flags: str | None) -> None:
     sys.exit(_report(home, key, run_id, json_path))
 
 
-@main.command()
+@main.command(short_help="Re-judge a run's stored replies with another judge.")
 @click.option("--from", "source", required=True, metavar="RUN_ID", help="The run whose stored replies are re-judged.")
-@click.option("--judge-model", help="The judge as provider:model (EVAL_JUDGE_MODEL).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the summary as JSON here.")
-@click.option("--eval-dir", help="Where calibration.jsonl is read now; default the source run's suite folder.")
-@click.option("--config-dir", help="Tenant configuration folder (CONFIG_DIR); default the demo tenant.")
-@click.option("--concurrency", help="Model calls in flight at once (EVAL_CONCURRENCY).")
-@click.option("--model-timeout-s", help="Seconds one model call may take, retries included (EVAL_MODEL_TIMEOUT_S).")
+@_settings_options(*REPLAY_SETTINGS)
 @_input_errors
-def replay(source: str, json_path: str | None, **flags: str | None) -> None:
-    """Re-judge the stored replies of RUN_ID: no agent call, a new run id, calibration as the file is now."""
+def replay(source: str, json_path: str | None, **flags: object) -> None:
+    """Re-judge the stored replies of RUN_ID: no agent call, a new run id, calibration as the file is now.
+
+    Calibration is read from calibration.jsonl in the source run's suite folder (EVAL_DIR is not consulted),
+    or in --eval-dir when given.
+
+    \b
+    Example:
+      kindgi-eval replay --from 1f2e3d4c-... --judge-model openai:gpt-4o
+    """
+    from kindgi_eval.agents import judge_ref
     from kindgi_eval.settings import resolve_settings
     from kindgi_eval.store import read_rows, read_table, run_partition, runtime_home, store_root
     from kindgi_eval.tenant_files import load_tenant
@@ -115,10 +154,18 @@ def replay(source: str, json_path: str | None, **flags: str | None) -> None:
     if missing:
         raise InputError([Problem("--from", None, None, f"run {source} has no stored {', '.join(missing)} (pruned?), so there are no replies to re-judge.")])
     (original,) = read_rows(root, "run_summary", key, source)
-    settings = resolve_settings({"eval_dir": original.eval_dir, **flags, "agent_model": None, "agent_url": None})
+    # The suite folder is the source run's unless --eval-dir says otherwise; a replay asks no agent.
+    flags = {**flags, "eval_dir": flags.get("eval_dir") or original.eval_dir}
+    not_read = ("EVAL_DIR", "AGENT_MODEL", "AGENT_URL")
+    settings = resolve_settings(flags, {var: value for var, value in os.environ.items() if var not in not_read})
     if settings.judge_model is None:
         raise InputError([Problem("--judge-model", None, None, "a replay needs a judge. Pass --judge-model or set EVAL_JUDGE_MODEL.")])
-    _checked_suite(settings.eval_dir, load_tenant(settings.config_dir))
+    judge_ref(settings)
+    loaded = load_tenant(settings.config_dir)
+    if loaded.tenant.tenant != original.tenant:
+        raise InputError([Problem("--config-dir", None, None, f"run {source} evaluated tenant {original.tenant!r}, but the tenant configuration "
+                                  f"{loaded.config_dir} is {loaded.tenant.tenant!r}. Pass --config-dir with {original.tenant!r}'s configuration folder.")])
+    _checked_suite(settings.eval_dir, loaded)
     _check_json_path(json_path)
 
     from kindgi_eval.runs import RunFailed, open_instance, replay_chain
@@ -132,16 +179,13 @@ def replay(source: str, json_path: str | None, **flags: str | None) -> None:
 
 
 def _checked_suite(eval_dir: str, loaded):
-    """The suite, parsed and checked against the tenant it runs for; InputError lists every problem."""
-    from kindgi_eval.suite_files import load_suite, problems_against_tenant
+    """The suite, parsed and checked against the tenant it runs for in one pass; InputError lists every
+    problem, schema and tenant alike, in line order per file."""
+    from kindgi_eval.suite_files import TenantNames, load_suite
 
-    suite = load_suite(eval_dir)
     tenant = loaded.tenant
-    courses = [c.id for c in tenant.courses]
-    problems = problems_against_tenant(suite, tenant.stage_names(), courses, f"the tenant configuration {loaded.config_dir}")
-    if problems:
-        raise InputError(problems)
-    return suite
+    names = TenantNames(tenant.stage_names(), tuple(c.id for c in tenant.courses), f"the tenant configuration {loaded.config_dir}")
+    return load_suite(eval_dir, names)
 
 
 def _check_json_path(json_path: str | None) -> None:
@@ -172,12 +216,19 @@ def _report(home: Path, key: str, run_id: str, json_path: str | None) -> int:
     return EXIT_FAILED if any(s.status in FAILING for s in statuses) else EXIT_OK
 
 
-@main.command()
+@main.command(short_help="Check suites and calibration sets; run nothing.")
 @click.argument("dirs", nargs=-1)
-@click.option("--config-dir", help="Tenant configuration the cases must match (CONFIG_DIR); default the demo tenant.")
+@_settings_options("config_dir")
 @_input_errors
 def validate(dirs: tuple[str, ...], config_dir: str | None) -> None:
-    """Parse suites and calibration sets, and check cases against the tenant; report every problem, exit 2 if any."""
+    """Parse suites and calibration sets, and check cases against the tenant; report every problem, exit 2 if any.
+
+    With no DIRS, the suite folder of EVAL_DIR (default evals/golden) is checked.
+
+    \b
+    Example:
+      kindgi-eval validate evals/golden ../acme/evals/pricing --config-dir ../acme/config
+    """
     from kindgi_eval.settings import resolve_settings
     from kindgi_eval.tenant_files import load_tenant
 
@@ -196,53 +247,133 @@ def validate(dirs: tuple[str, ...], config_dir: str | None) -> None:
         raise InputError(problems)
 
 
-@main.command()
+@main.command(short_help="Query the store with DuckDB.")
 @click.argument("query")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @_input_errors
 def sql(query: str, fmt: str) -> None:
-    """Query the store with DuckDB: views runs, cases, replies, outcomes, judge_samples, calibration, statuses."""
+    """Query the store with DuckDB: views runs, cases, replies, outcomes, judge_samples, calibration, statuses.
+
+    \b
+    Example:
+      kindgi-eval sql "SELECT case_id, status FROM statuses WHERE status = 'failed'" --format csv
+    """
     import duckdb
 
+    from kindgi_eval.report import safe
     from kindgi_eval.store import store_root
     from kindgi_eval.views import connect, format_rows
 
     with connect(store_root(), query) as con:
         try:
-            relation = con.sql(query)
+            result = con.execute(query)  # not con.sql: its errors lose DuckDB's `LINE 1:` pointer
+            if result is None or result.description is None:
+                return
+            columns, rows = [d[0] for d in result.description], result.fetchall()
         except duckdb.Error as e:
-            raise InputError([Problem("query", None, None, str(e).splitlines()[0])]) from None
-        if relation is None:
-            return
-        columns, rows = relation.columns, relation.fetchall()
-        click.echo(format_rows(columns, rows, fmt), nl=False)
+            # DuckDB's whole message, as it gives it: the error, its hint (`Did you mean "runs"?`), the `LINE 1:` line
+            # and its `^` pointer. It may quote stored values, which can be model output: made harmless for a terminal.
+            raise InputError([Problem("query", None, None, safe(str(e).strip()))]) from None
+    click.echo(format_rows(columns, rows, fmt), nl=False)
 
-@main.command()
-@click.argument("run_a")
-@click.argument("run_b")
+@main.command(short_help="What changed between two runs.")
+@click.argument("run_a", required=False)
+@click.argument("run_b", required=False)
+@click.option("--suite", metavar="KEY", help="Compare this suite's latest run (B) with the one before it (A), by start time.")
 @click.option("--json", "as_json", is_flag=True, help="Print the difference as JSON.")
+@click.option(
+    "--exit-code",
+    is_flag=True,
+    help="Exit 1 when a case got worse (passed, judged-pass or reviewed in A; failed or judged-fail in B), "
+    "else 0. A case that is not in A never counts as worse, even when it fails in B.",
+)
 @_input_errors
-def diff(run_a: str, run_b: str, as_json: bool) -> None:
-    """What changed from RUN_A to RUN_B: statuses, criteria verdicts, calibration and cost."""
-    from kindgi_eval.diff import diff_runs, render_diff
+def diff(run_a: str | None, run_b: str | None, suite: str | None, as_json: bool, exit_code: bool) -> None:
+    """What changed from RUN_A to RUN_B: statuses, criteria verdicts, calibration and cost.
+
+    RUN_A and RUN_B are run ids, or any prefix that names one run, such as the eight characters the Dagster UI
+    shows. With --suite instead, A and B are the suite's last two runs.
+
+    \b
+    Examples:
+      kindgi-eval diff 3f9c2a1e 8d04b7c5
+      kindgi-eval diff --suite demo-academy.golden --exit-code
+    """
+    from kindgi_eval.diff import diff_runs, got_worse, render_diff
     from kindgi_eval.store import store_root
 
+    if suite is not None and (run_a is not None or run_b is not None):
+        raise click.UsageError("give either RUN_A and RUN_B or --suite, not both.")
+    if suite is None and (run_a is None or run_b is None):
+        raise click.UsageError("give RUN_A and RUN_B (run ids or unique prefixes), or --suite KEY.")
     root = store_root()
-    a, b = _stored_run(root, run_a, "RUN_A"), _stored_run(root, run_b, "RUN_B")
+    if suite is not None:
+        ref_a, ref_b = _latest_two(root, suite)
+    else:
+        ref_a, ref_b = _runs_named(root, {"RUN_A": run_a, "RUN_B": run_b})
+    a, b = _stored_run(root, ref_a), _stored_run(root, ref_b)
     difference = diff_runs(a, b)
     if as_json:
         click.echo(difference.model_dump_json(indent=2))
     else:
         click.echo(render_diff(difference, a.run, b.run), nl=False)
+    if exit_code and got_worse(difference):
+        sys.exit(EXIT_FAILED)
 
 
-def _stored_run(root: StorePath, run_id: str, name: str):
+def _runs_named(root: StorePath, prefixes: dict[str, str]) -> list:
+    """The stored run (its `store.RunKey`) each argument names by run id or unique prefix; InputError lists every
+    argument that names no run or several."""
+    from kindgi_eval.diff import matching_run_ids
+    from kindgi_eval.store import run_keys
+
+    stored = {k.run_id: k for k in run_keys(root)}
+    found, problems = [], []
+    for name, prefix in prefixes.items():
+        matches = matching_run_ids(prefix, stored)
+        if not prefix:
+            message = "an empty run id names no run; give a run id or its first characters."
+            problems.append(Problem(name, None, None, message))
+        elif not matches:
+            hint = 'List runs with: kindgi-eval sql "SELECT run_id, suite, started_at FROM runs ORDER BY started_at"'
+            problems.append(Problem(name, None, None, f"no run {prefix!r} in the store at {root}. {hint}"))
+        elif len(matches) > 1:
+            listed = "; ".join(f"{i} ({stored[i].partition}, {stored[i].day})" for i in matches)
+            message = f"{prefix!r} begins {len(matches)} run ids: {listed}. Give more characters of the one you mean."
+            problems.append(Problem(name, None, None, message))
+        else:
+            found.append(stored[matches[0]])
+    if problems:
+        raise InputError(problems)
+    return found
+
+
+def _latest_two(root: StorePath, suite: str):
+    """The suite's run before its latest and its latest, by start time; InputError when it has fewer than two."""
+    from kindgi_eval.diff import latest_pair
+    from kindgi_eval.store import read_rows, run_keys
+
+    keys = run_keys(root, suite)
+    if len(keys) < 2:
+        known = sorted({k.partition for k in run_keys(root)}) if not keys else []
+        also = f" Suites with runs: {', '.join(known)}." if known else ""
+        runs = "run" if len(keys) == 1 else "runs"
+        message = f"suite {suite!r} has {len(keys)} {runs} in the store at {root}; comparing needs two.{also}"
+        raise InputError([Problem("--suite", None, None, message)])
+    # a run's day is the UTC day it started, so the latest two start on or after the second-latest day: only
+    # those runs' summaries are read, not a year of nightly ones
+    since = sorted((k.day for k in keys), reverse=True)[1]
+    recent = {k.run_id: k for k in keys if k.day >= since}
+    pair = latest_pair({i: read_rows(root, "run_summary", suite, i)[0] for i in recent})
+    return recent[pair.a], recent[pair.b]
+
+
+def _stored_run(root: StorePath, ref):
+    """Everything a diff compares of one stored run, `ref` being its `store.RunKey`."""
     from kindgi_eval.diff import StoredRun
-    from kindgi_eval.store import read_rows, run_partition
+    from kindgi_eval.store import read_rows
 
-    key = run_partition(root, run_id)
-    if key is None:
-        raise InputError([Problem(name, None, None, f"no run {run_id!r} in the store at {root}.")])
+    run_id, key = ref.run_id, ref.partition
     (run,) = read_rows(root, "run_summary", key, run_id)
     return StoredRun(
         run_id=run_id,
@@ -253,12 +384,17 @@ def _stored_run(root: StorePath, run_id: str, name: str):
     )
 
 
-@main.command()
+@main.command(short_help="Forget runs older than some days.")
 @click.option("--keep-days", type=click.IntRange(min=0), required=True, help="Keep runs that started this many days ago or later.")
 @click.option("--dry-run", is_flag=True, help="Say what would be removed, and remove nothing.")
 @_input_errors
 def prune(keep_days: int, dry_run: bool) -> None:
-    """Remove runs older than --keep-days from the store and the Dagster instance; replay sources stay."""
+    """Remove runs older than --keep-days from the store and the Dagster instance; replay sources stay.
+
+    \b
+    Example:
+      kindgi-eval prune --keep-days 90 --dry-run
+    """
     from datetime import UTC, datetime
 
     from kindgi_eval.prune import plan_prune, remove_runs, stored_runs
@@ -282,11 +418,16 @@ def prune(keep_days: int, dry_run: bool) -> None:
     export_database(root)
 
 
-@main.command()
+@main.command(short_help="Merge closed months into one file per table.")
 @click.option("--before", metavar="YYYY-MM", help="Compact the months before this one; default the current month.")
 @_input_errors
 def compact(before: str | None) -> None:
-    """Merge each closed month's run files into one file per table: fast queries over long histories."""
+    """Merge each closed month's run files into one file per table: fast queries over long histories.
+
+    \b
+    Example:
+      kindgi-eval compact --before 2026-11
+    """
     import re
     from datetime import UTC, datetime
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
 from pydantic import BaseModel, ConfigDict
 
 from kindgi_eval.criteria import GROUPS
 from kindgi_eval.report import safe
 from kindgi_eval.rows import CalibrationRow, ReplyRow, RunRow, StatusRow
+from kindgi_eval.statuses import FAILING, Status
 
 
 class StoredRun(BaseModel):
@@ -25,10 +29,12 @@ class StatusChange(BaseModel):
     """A case whose status differs."""
 
     case_id: str
-    a: str | None
+    a: Status | None
     """Status in run A; None when the case is not in it."""
-    b: str | None
+    b: Status | None
     """Status in run B; None when the case is not in it."""
+    worse: bool
+    """True when the case got worse (see `is_worse`): what `diff --exit-code` exits 1 for."""
 
 
 class CriterionChange(BaseModel):
@@ -79,10 +85,9 @@ def diff_runs(a: StoredRun, b: StoredRun) -> RunDiff:
     status_a = {s.case_id: s for s in a.statuses}
     status_b = {s.case_id: s for s in b.statuses}
     ids = list(status_a) + [i for i in status_b if i not in status_a]
+    pairs = {i: (_status(status_a.get(i)), _status(status_b.get(i))) for i in ids}
     statuses = [
-        StatusChange(case_id=i, a=_status(status_a.get(i)), b=_status(status_b.get(i)))
-        for i in ids
-        if _status(status_a.get(i)) != _status(status_b.get(i))
+        StatusChange(case_id=i, a=sa, b=sb, worse=is_worse(sa, sb)) for i, (sa, sb) in pairs.items() if sa != sb
     ]
     criteria = []
     for i in ids:
@@ -126,8 +131,54 @@ def diff_runs(a: StoredRun, b: StoredRun) -> RunDiff:
     )
 
 
-def _status(row: StatusRow | None) -> str | None:
+def _status(row: StatusRow | None) -> Status | None:
     return row.status if row else None
+
+
+def is_worse(a: Status | None, b: Status | None) -> bool:
+    """Whether a case got worse from run A to run B: from passed, judged-pass or reviewed to failed or judged-fail.
+
+    None is a case absent from that run. A case only in B is never worse, even when it fails: nothing that worked
+    broke (its run's own exit status reports it). A case gone from B is not worse either, and a failing case that
+    fails another way (failed to judged-fail) was already failing."""
+    return a is not None and a not in FAILING and b in FAILING
+
+
+def got_worse(d: RunDiff) -> list[StatusChange]:
+    """The cases that got worse from A to B; `diff --exit-code` exits 1 when there is one."""
+    return [c for c in d.statuses if c.worse]
+
+
+def matching_run_ids(prefix: str, run_ids: Iterable[str]) -> list[str]:
+    """The run ids that `prefix` names, sorted: the one it equals, else every one it begins.
+
+    One match is the run; none is an unknown run; several make the prefix ambiguous. Any length is accepted, as
+    a prefix that stops being unique when more runs are stored then fails loudly instead of naming another run.
+    The empty prefix names nothing (it would begin every id)."""
+    if not prefix:
+        return []
+    ids = set(run_ids)
+    if prefix in ids:
+        return [prefix]
+    return sorted(i for i in ids if i.startswith(prefix))
+
+
+class RunPair(NamedTuple):
+    """Two runs to compare: A before, B after."""
+
+    a: str
+    b: str
+
+
+def latest_pair(runs: Mapping[str, RunRow]) -> RunPair:
+    """The latest run (B) and the one before it (A), by start time, of at least two runs keyed by run id.
+
+    Start times are stored to the second, so a tie goes to the one that finished later, then to the run id, so
+    the choice never depends on the order the store listed them."""
+    if len(runs) < 2:
+        raise ValueError(f"comparing needs two runs, got {len(runs)}")
+    ordered = sorted(runs, key=lambda i: (runs[i].started_at, runs[i].finished_at, i))
+    return RunPair(ordered[-2], ordered[-1])
 
 
 def render_diff(d: RunDiff, a: RunRow, b: RunRow) -> str:
@@ -141,7 +192,9 @@ def render_diff(d: RunDiff, a: RunRow, b: RunRow) -> str:
         "",
         f"Status changes: {len(d.statuses)}",
     ]
-    lines += [f"  {safe(c.case_id)}: {c.a or 'absent'} -> {c.b or 'absent'}" for c in d.statuses]
+    lines += [
+        f"  {safe(c.case_id)}: {c.a or 'absent'} -> {c.b or 'absent'}{' (worse)' if c.worse else ''}" for c in d.statuses
+    ]
     lines.append(f"Criterion changes: {len(d.criteria)}")
     for c in d.criteria:
         lines.append(f"  {safe(c.case_id)} [{c.source}] {safe(c.criterion)}: {c.a} -> {c.b}")

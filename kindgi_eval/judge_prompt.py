@@ -21,7 +21,8 @@ Answer with one JSON object and nothing else:
 - verdict: "fail" when the reply breaks the criterion, else "pass".
 - evidence: on "fail", copy the exact words of the reply that break the criterion, character for character; \
 on "pass" it may be "".
-- reason: one sentence saying why."""
+- reason: one sentence saying why.
+All three keys are required and each value is a string; an answer without one is not counted."""
 
 
 def criterion_text(source: str, criterion: str) -> str:

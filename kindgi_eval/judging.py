@@ -149,6 +149,6 @@ async def judge_suite(
     slots = asyncio.Semaphore(concurrency)
     kwargs = dict(catalogue=catalogue, slots=slots, timeout_s=timeout_s, progress=progress)
     samples = await sample_all(judge, calibration_subjects(calibration), **kwargs)
-    agreement = agree_by_group(graded_items(samples), has_calibration_file=bool(calibration))
+    agreement = agree_by_group(graded_items(samples))
     earned = {group for group, a in agreement.items() if a.calibrated}
     return samples + await sample_all(judge, [s for s in cases if s.criterion.group in earned], **kwargs)

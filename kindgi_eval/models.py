@@ -26,11 +26,10 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Literal, NamedTuple
 
 from kindgi_eval.agent import Usage
-from kindgi_eval.registry import ModelRef
+from kindgi_eval.registry import ModelRef, Role
 
 MOCK_JUDGE_ANSWER = '{"verdict": "pass", "evidence": "", "reason": "mock:judge passes everything."}'
 
-Role = Literal["agent", "judge"]
 FaultKind = Literal["rate_limit", "server", "timeout", "input"]
 
 log = logging.getLogger(__name__)
@@ -255,6 +254,11 @@ def _litellm():
         logging.getLogger("LiteLLM").setLevel(logging.ERROR)
         _loaded = litellm
     return _loaded
+
+
+def provider_names() -> frozenset[str]:
+    """Every provider name litellm routes (`openai`, `anthropic`, `ollama`, ...); imports litellm."""
+    return frozenset(str(getattr(p, "value", p)) for p in _litellm().provider_list)
 
 
 def prepare(ref: ModelRef) -> None:

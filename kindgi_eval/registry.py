@@ -7,11 +7,17 @@ which reads the provider's credentials and base URL from its usual environment v
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from collections.abc import Collection
+from typing import Literal, NamedTuple
 
 _PROVIDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]*")
 _MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-/:@]*")
 _FIX = "write provider:model, e.g. openai:gpt-4o-mini or mock:agent"
+
+Role = Literal["agent", "judge"]
+MOCK_MODELS: dict[Role, str] = {"agent": "mock:agent", "judge": "mock:judge"}
+"""The offline model of each role: the demo agent, and the judge that passes everything."""
+PROVIDERS_DOC = "https://docs.litellm.ai/docs/providers"
 
 
 class ModelRef(NamedTuple):
@@ -61,3 +67,22 @@ def parse_model(name: str) -> ModelRef:
         raise ValueError(f"{name!r} is not a model name ({problem}); {_FIX}")
     provider, _, model = name.partition(":")
     return ModelRef(provider, model)
+
+
+def checked_model(name: str, role: Role, *, known_provider: Collection[str] | None) -> ModelRef:
+    """`name` as a ModelRef fit for `role`; ValueError saying what is wrong and what to write instead.
+
+    A `mock:` name must be the offline model of that role. Any other provider must be one of
+    `known_provider` (litellm's provider names), unless that is None (not looked up yet).
+    """
+    ref = parse_model(name)
+    if ref.is_mock:
+        if str(ref) != MOCK_MODELS[role]:
+            offline = ", ".join(f"{model} ({each})" for each, model in MOCK_MODELS.items())
+            raise ValueError(f"{str(ref)!r} is not an offline {role}; the offline {role} is {MOCK_MODELS[role]}. Offline models: {offline}.")
+    elif known_provider is not None and ref.provider not in known_provider:
+        raise ValueError(
+            f"{ref.provider!r} in {str(ref)!r} is not a provider litellm knows. Write one of litellm's provider names "
+            f"(openai, anthropic, ollama, ...; the list: {PROVIDERS_DOC}), e.g. openai:gpt-4o-mini."
+        )
+    return ref

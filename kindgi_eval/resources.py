@@ -5,18 +5,18 @@ from __future__ import annotations
 import dagster as dg
 
 from kindgi_eval.errors import InputError, Problem
-from kindgi_eval.settings import ENV, RunSettings, resolve_settings
+from kindgi_eval.settings import SETTINGS, RunSettings
 from kindgi_eval.tenants import TENANTS_ENV, load_tenants
 
-OVERRIDABLE = ("agent_model", "agent_url", "judge_model", "max_latency_ms", "concurrency", "model_timeout_s")
+OVERRIDABLE = tuple(s.field for s in SETTINGS if s.per_tenant)
 """Fields a launchpad may set for a tenant suite's run (a replay sets judge_model); its folders come from the tenants file."""
 
 
 class EvalSettings(dg.ConfigurableResource):
     """Suite, tenant, agent and judge for a run.
 
-    Pinned (the CLI, through `of`): every field is the run's, a field left unset falls back to its environment
-    variable. Otherwise (`dagster dev`, the schedule, the sensor): the partition's tenant suite is looked up in the
+    Pinned (the CLI, the schedule and the sensor, through `of`): the fields are the run's settings, resolved
+    already, and are used exactly as they are; nothing is read from the environment again. Otherwise (`dagster dev`, the schedule, the sensor): the partition's tenant suite is looked up in the
     tenants file, and a field set here (in the launchpad) overrides that tenant's agent, judge or tuning.
     """
 
@@ -42,14 +42,10 @@ class EvalSettings(dg.ConfigurableResource):
     pinned: bool = False
     """True when the settings were resolved already and hold for any partition (the CLI's runs)."""
 
-    def resolve(self) -> RunSettings:
-        """The settings in force: these fields over the environment over the defaults."""
-        return resolve_settings({field: getattr(self, field) for field in ENV})
-
     def for_partition(self, key: str) -> RunSettings:
         """The settings of one partition's run: pinned ones as they are, else its tenant suite's from the tenants file."""
         if self.pinned:
-            return self.resolve()
+            return RunSettings(**{s.field: getattr(self, s.field) for s in SETTINGS if getattr(self, s.field) is not None})
         for field in ("eval_dir", "config_dir"):
             if getattr(self, field) is not None:
                 raise InputError(
@@ -62,4 +58,9 @@ class EvalSettings(dg.ConfigurableResource):
     @classmethod
     def of(cls, settings: RunSettings) -> EvalSettings:
         """A resource pinned to already-resolved settings, as the CLI passes them."""
-        return cls(**settings.model_dump(), pinned=True)
+        return cls(**pinned_config(settings))
+
+
+def pinned_config(settings: RunSettings) -> dict[str, object]:
+    """The resource's config for a run of already-resolved settings (a schedule's or sensor's run request)."""
+    return {**settings.model_dump(), "pinned": True}

@@ -9,6 +9,7 @@ import dagster as dg
 
 from kindgi_eval.assets import CHAIN, SUITES
 from kindgi_eval.errors import InputError, Problem
+from kindgi_eval.resources import pinned_config
 from kindgi_eval.suite_files import load_suite
 from kindgi_eval.tenants import TenantSuite, load_tenants
 
@@ -54,7 +55,13 @@ def schedule_timezone(environ: dict[str, str] | None = None) -> str:
 
 def nightly_requests(suites: tuple[TenantSuite, ...], day: str) -> list[dg.RunRequest]:
     """One run request per tenant suite, keyed by suite and day so a tick retried never runs a suite twice."""
-    return [dg.RunRequest(run_key=f"{s.key}@{day}", partition_key=s.key, tags=s.tags()) for s in suites]
+    return [run_request(s, f"{s.key}@{day}") for s in suites]
+
+
+def run_request(declared: TenantSuite, run_key: str) -> dg.RunRequest:
+    """A run of one tenant suite with its settings resolved now, at the tick, and pinned for the whole run."""
+    config = {"resources": {"eval_settings": {"config": pinned_config(declared.settings())}}}
+    return dg.RunRequest(run_key=run_key, partition_key=declared.key, tags=declared.tags(), run_config=config)
 
 
 def _add_partitions(instance: dg.DagsterInstance, keys: list[str]) -> None:
@@ -121,7 +128,7 @@ def suite_changes(context: dg.SensorEvaluationContext) -> dg.SensorResult:
             # Keyed by the new hash and the materialisation it replaces: a change is run once, and changing back
             # to an older content after a newer one was run is a change again.
             run_key = f"{declared.key}@{current[:16]}@{event or 'never'}"
-            requests.append(dg.RunRequest(run_key=run_key, partition_key=declared.key, tags=declared.tags()))
+            requests.append(run_request(declared, run_key))
     new = [r.partition_key for r in requests if not context.instance.has_dynamic_partition(SUITES.name, r.partition_key)]
     skip = None if requests else ("No suite changed" + (f"; not parsed: {', '.join(unreadable)}" if unreadable else "") + ".")
     return dg.SensorResult(

@@ -130,13 +130,16 @@ class CalibrationItem(BaseModel):
 
 
 class Verdict(BaseModel):
-    """One judge sample's answer on one criterion: binary, and a failure quotes the reply."""
+    """One judge sample's answer on one criterion: all three keys given, each a string; a failure quotes the reply.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    Unknown keys are dropped, not refused, as spec 016's Verdict object strips them.
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
 
     verdict: Label
     """Whether the reply meets the criterion."""
-    evidence: str = ""
-    """A verbatim span of the reply; must be non-empty on `fail`."""
-    reason: str = ""
+    evidence: str
+    """A verbatim span of the reply; must be non-empty on `fail`, may be empty on `pass`."""
+    reason: str
     """Why, in a sentence."""

@@ -121,6 +121,33 @@ def run_partition(root: StorePath, run_id: str) -> str | None:
     return compacted.column(PARTITION_COLUMN)[0].as_py() if compacted else None
 
 
+class RunKey(NamedTuple):
+    """Where one stored run sits: its id, its suite partition and the UTC day it started."""
+
+    run_id: str
+    partition: str
+    day: str
+
+
+def run_keys(root: StorePath, partition: str | None = None) -> list[RunKey]:
+    """Every run the store holds a summary of (only one partition's when given), sorted by run id.
+
+    Read from the run folders' names and the compacted months' hive columns, so no run's rows are read. A run in
+    both places (a compaction killed halfway) is listed once."""
+    suites = f"{PARTITION_COLUMN}={partition}" if partition is not None else f"{PARTITION_COLUMN}=*"
+    found: dict[str, RunKey] = {}
+    for path in root.glob(f"run_summary/{suites}/{DATE_COLUMN}=*/{RUN_COLUMN}=*/data.parquet"):
+        suite, day, run = (part.split("=", 1)[1] for part in path.parent.parts[-3:])
+        if partition is None or suite == partition:  # a key holding `*` or `?` globs wider than itself
+            found[run] = RunKey(run, suite, day)
+    condition = [(PARTITION_COLUMN, "=", partition)] if partition is not None else None
+    for path in sorted((root / "run_summary").glob(MONTH_FILES)):
+        table = read_parquet(path, columns=list(HIVE_COLUMNS), filters=condition)
+        for row in table.to_pylist():
+            found.setdefault(row[RUN_COLUMN], RunKey(row[RUN_COLUMN], row[PARTITION_COLUMN], row[DATE_COLUMN]))
+    return sorted(found.values())
+
+
 def read_table(root: StorePath, asset: str, partition: str, run_id: str) -> pa.Table | None:
     """One run's table of one asset, from its own file or a compacted month; None if the store has no such run."""
     path = find_table(root, asset, partition, run_id)

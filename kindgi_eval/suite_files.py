@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import NamedTuple, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -27,6 +27,17 @@ class Lined(NamedTuple):
     item: BaseModel
 
 
+class TenantNames(NamedTuple):
+    """The funnel stages and courses of the tenant a suite runs for, which its cases may name."""
+
+    stages: tuple[str, ...]
+    """Every funnel stage of the tenant configuration, in its order."""
+    courses: tuple[str, ...]
+    """Every course id of the tenant's catalogue."""
+    config: str
+    """How a problem names the configuration, e.g. `the tenant configuration demo_tenant`."""
+
+
 class Suite(NamedTuple):
     """A parsed suite folder and the content hash recorded with every run of it."""
 
@@ -38,8 +49,12 @@ class Suite(NamedTuple):
     hash: str
 
 
-def load_suite(eval_dir: str | Path) -> Suite:
-    """Parse `<eval_dir>/cases.jsonl` and, if present, `calibration.jsonl`; InputError lists every problem."""
+def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None) -> Suite:
+    """Parse `<eval_dir>/cases.jsonl` and, if present, `calibration.jsonl`; InputError lists every problem.
+
+    With `tenant`, every case that parses is also checked against its funnel stages and courses in the
+    same pass, so one run reports schema and tenant problems together, in line order per file.
+    """
     folder = Path(eval_dir)
     cases_path = folder / CASES_FILE
     calibration_path = folder / CALIBRATION_FILE
@@ -48,7 +63,11 @@ def load_suite(eval_dir: str | Path) -> Suite:
         raise InputError([Problem(str(folder), None, None, "no such suite folder. Point EVAL_DIR or --eval-dir at a folder holding cases.jsonl.")])
     cases_bytes = _read(cases_path, problems, required=True)
     calibration_bytes = _read(calibration_path, problems, required=False)
-    cases = _parse(cases_path, cases_bytes, Case, problems) if cases_bytes is not None else []
+    cases = (
+        _parse(cases_path, cases_bytes, Case, problems, lambda case, line: _case_problems(case, line, str(cases_path), tenant))
+        if cases_bytes is not None
+        else []
+    )
     calibration = (
         _parse(calibration_path, calibration_bytes, CalibrationItem, problems) if calibration_bytes is not None else []
     )
@@ -81,8 +100,17 @@ def _read(path: Path, problems: list[Problem], *, required: bool) -> bytes | Non
     return None
 
 
-def _parse(path: Path, content: bytes, model: type[Item], problems: list[Problem]) -> list[Lined]:
-    """One item per non-blank line; problems named by file, line and field; ids unique within the file."""
+def _parse(
+    path: Path,
+    content: bytes,
+    model: type[Item],
+    problems: list[Problem],
+    check: Callable[[Item, int], list[Problem]] | None = None,
+) -> list[Lined]:
+    """One item per non-blank line; problems named by file, line and field; ids unique within the file.
+
+    `check` adds the problems of an item that parsed (a repeat, a name the tenant lacks), on its line.
+    """
     items: list[Lined] = []
     first_line_of: dict[str, int] = {}
     try:
@@ -107,10 +135,14 @@ def _parse(path: Path, content: bytes, model: type[Item], problems: list[Problem
             problems.extend(problems_from_validation(e, str(path), number))
             continue
         item_id = item.id  # type: ignore[attr-defined]
-        if item_id in first_line_of:
+        duplicate = item_id in first_line_of
+        if duplicate:
             problems.append(
                 Problem(str(path), number, "id", f"duplicate id {item_id!r}, first used on line {first_line_of[item_id]}. Ids must be unique in a file.")
             )
+        if check is not None:
+            problems.extend(check(item, number))
+        if duplicate:
             continue
         first_line_of[item_id] = number
         items.append(Lined(number, item))
@@ -123,18 +155,41 @@ def suite_key(tenant: str, eval_dir: str | Path) -> str:
     return f"{tenant}.{name}"
 
 
-def problems_against_tenant(suite: Suite, stages: Sequence[str], courses: Sequence[str], config: str) -> list[Problem]:
-    """Cases naming a funnel stage or course the tenant configuration does not have: a typo there would
-    silently leave a stage uncovered."""
-    problems = []
-    path = str(Path(suite.eval_dir) / CASES_FILE)
-    for case, line in zip(suite.cases, suite.case_lines, strict=True):
-        if case.contact is None:
-            continue
-        if case.contact.funnel_stage is not None and case.contact.funnel_stage not in stages:
-            known = ", ".join(stages)
-            problems.append(Problem(path, line, "contact.funnel_stage", f"{case.contact.funnel_stage!r} is not a funnel stage of {config} (stages: {known})."))
-        if case.contact.course is not None and case.contact.course not in courses:
-            known = ", ".join(courses)
-            problems.append(Problem(path, line, "contact.course", f"{case.contact.course!r} is not a course of {config} (courses: {known})."))
+def _case_problems(case: Case, line: int, path: str, tenant: TenantNames | None) -> list[Problem]:
+    """What is wrong with a case that parsed: a repeated review entry, and, given a tenant, a name it lacks."""
+    problems = _repeated_review(case, line, path)
+    if tenant is not None:
+        problems += _against_tenant(case, line, path, tenant)
     return problems
+
+
+def _against_tenant(case: Case, line: int, path: str, tenant: TenantNames) -> list[Problem]:
+    """A case's funnel stage and course must be ones the tenant configuration has."""
+    problems = []
+    if case.contact is None:
+        return problems
+    if case.contact.funnel_stage is not None and case.contact.funnel_stage not in tenant.stages:
+        known = ", ".join(tenant.stages)
+        problems.append(Problem(path, line, "contact.funnel_stage", f"{case.contact.funnel_stage!r} is not a funnel stage of {tenant.config} (stages: {known})."))
+    if case.contact.course is not None and case.contact.course not in tenant.courses:
+        known = ", ".join(tenant.courses)
+        problems.append(Problem(path, line, "contact.course", f"{case.contact.course!r} is not a course of {tenant.config} (courses: {known})."))
+    return problems
+
+
+def _repeated_review(case: Case, line: int, path: str) -> list[Problem]:
+    """A review entry given twice in one case would pool six judge samples under one criterion: refuse it."""
+    problems = []
+    first_index_of: dict[str, int] = {}
+    for index, entry in enumerate(case.review_criteria):
+        if entry in first_index_of:
+            problems.append(
+                Problem(path, line, f"review[{index}]", f"duplicate review entry {_short(entry)}, first given as review[{first_index_of[entry]}]. Give each criterion once per case.")
+            )
+            continue
+        first_index_of[entry] = index
+    return problems
+
+
+def _short(text: str) -> str:
+    return repr(text) if len(text) <= 60 else repr(text[:57] + "...")

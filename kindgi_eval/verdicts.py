@@ -54,9 +54,11 @@ class Majority(NamedTuple):
 def read_sample(content: str | None, reply_text: str, error: str | None = None) -> Sample:
     """Read one judge answer as untrusted input (C3); anything but a well-formed, quoted verdict is invalid.
 
-    `content` is the answer's text or the offered tool call's arguments: one JSON object of the Verdict
-    shape, optionally inside one markdown code fence. `reply_text` is the reply's messages joined with a
-    space, the text `must_contain` checks, so a failure's evidence is held to the same substring rule.
+    `content` is the answer's text or the offered tool call's arguments: one JSON object holding
+    `verdict` ("pass" or "fail"), `evidence` and `reason`, all strings, alone or inside one markdown code
+    fence (```json or ```); a missing key or a value of the wrong type is unparseable, an unknown key is
+    ignored. `reply_text` is the reply's messages joined with a space, the text `must_contain` checks,
+    so a failure's evidence is held to the same substring rule.
     `error` is a timeout, rate limit or provider error met while asking: it never counts as a vote (C6).
     Never raises.
     """

@@ -1,4 +1,4 @@
-"""Shared fixtures: a temporary runtime folder and Dagster home, and the CLI run as a real process."""
+"""Shared fixtures: a temporary runtime folder and Dagster home, the CLI run as a real process, and fake model servers."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+
+from .fake_provider import FakeProvider, Script
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "evals" / "golden"
@@ -53,3 +55,24 @@ def run_cli(*args: str, cwd: Path = REPO, env: dict[str, str] | None = None) -> 
 def files_under(path: Path) -> list[Path]:
     """Every file below a folder (none if it does not exist)."""
     return sorted(p for p in path.rglob("*") if p.is_file()) if path.exists() else []
+
+
+@pytest.fixture
+def provider_env(monkeypatch: pytest.MonkeyPatch):
+    """Start fake servers and point litellm's OpenAI client at the latest, with a fake key; stop them after."""
+    from kindgi_eval.models import forget_clients
+
+    started: list[FakeProvider] = []
+
+    def start(script: Script) -> FakeProvider:
+        forget_clients()  # litellm caches clients per process, and circuits remember failures; start clean
+        server = FakeProvider(script).__enter__()
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.__exit__(None, None, None)
+    forget_clients()

@@ -1,4 +1,7 @@
-"""An OpenAI-compatible chat server on 127.0.0.1, scripted per request, that records what it was asked."""
+"""An OpenAI-compatible chat server on 127.0.0.1, scripted per request, that records what it was asked.
+
+It imports no pytest, so the benchmarks can use it from the plain install (`pip install -e .`); its pytest
+fixture, `provider_env`, lives in conftest.py."""
 
 from __future__ import annotations
 
@@ -11,8 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-
-import pytest
 
 
 @dataclass
@@ -141,27 +142,6 @@ def fenced(request: dict[str, Any], kind: str) -> str:
 def criterion_of(request: dict[str, Any]) -> str:
     """The criterion a judge request names."""
     return user_text(request).split("Criterion to grade:\n", 1)[1].split("\n", 1)[0]
-
-
-@pytest.fixture
-def provider_env(monkeypatch: pytest.MonkeyPatch):
-    """Start fake servers and point litellm's OpenAI client at the latest, with a fake key; stop them after."""
-    from kindgi_eval.models import forget_clients
-
-    started: list[FakeProvider] = []
-
-    def start(script: Script) -> FakeProvider:
-        forget_clients()  # litellm caches clients per process, and circuits remember failures; start clean
-        server = FakeProvider(script).__enter__()
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.__exit__(None, None, None)
-    forget_clients()
 
 
 def scripted(*answers: Answer) -> Script:

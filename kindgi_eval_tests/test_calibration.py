@@ -124,11 +124,19 @@ def test_judge_that_passes_everything_is_refused_in_every_group_holding_a_fail_l
 
 def test_without_a_calibration_file_no_group_is_calibrated_016() -> None:
     # Even items that would calibrate cannot, when the run says there is no calibration file.
-    result = agree_by_group(graded("implicit_concession", "pp ff"), has_calibration_file=False)
+    result = agree_by_group(graded("implicit_concession", "pp ff"), calibration_file="absent")
     assert tuple(result) == GROUPS
     for row in result.values():
         assert not row.calibrated
         assert row.note == "No calibration file beside the suite, so the judge grades nothing here."
+
+
+def test_an_empty_calibration_file_is_named_as_empty_not_absent() -> None:
+    # A calibration.jsonl that exists but holds no items grades nothing, and the note says which of the two it is.
+    result = agree_by_group([], calibration_file="empty")
+    for row in result.values():
+        assert not row.calibrated
+        assert row.note == "The calibration file beside the suite holds no items, so the judge grades nothing here."
 
 
 def test_items_are_counted_only_in_their_own_group_016() -> None:

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from kindgi_eval.prune import StoredRunRef, plan_prune
-from kindgi_eval.store import find_table, month_path
+from kindgi_eval.store import find_table, month_path, run_keys
 
 from .conftest import GOLDEN, files_under, run_cli
 
@@ -97,6 +97,81 @@ def test_diff_of_two_agent_runs_reports_changed_cases(home, tmp_path: Path) -> N
     assert changed and all(b == "failed" for _, b in changed.values())
     assert "price-path-upfront" in changed
     assert "Replies: different" in run_cli("diff", before, after).out
+
+
+def copy_run(store: Path, run_id: str, new_id: str) -> None:
+    """Store a copy of a run's files under another run id, as if a second run had written them."""
+    for path in store.glob(f"*/*/*/run_id={run_id}"):
+        shutil.copytree(path, path.parent / f"run_id={new_id}")
+
+
+def test_diff_takes_unique_prefixes_and_lists_an_ambiguous_one(home) -> None:
+    first = run_id_of(run_cli("run", "--mock"))
+    result = run_cli("diff", "--suite", KEY)
+    assert result.code == 2
+    assert result.err == f"error: --suite: suite '{KEY}' has 1 run in the store at {home.store}; comparing needs two.\n"
+    second = run_id_of(run_cli("run", "--mock"))
+    result = run_cli("diff", first[:8], second[:8])  # the eight characters the Dagster UI shows
+    assert result.code == 0, result.err
+    assert result.out.startswith(f"A: {first} (") and f"\nB: {second} (" in result.out
+    assert json.loads(run_cli("diff", first[:8], second, "--json").out)["run_b"] == second
+    # a copy of the first run under an id that begins with the same eight characters makes them ambiguous
+    twin = first[:8] + "-0000-4000-8000-000000000000"
+    copy_run(home.store, first, twin)
+    day = next(home.store.glob(f"run_summary/*/*/run_id={first}")).parent.name.removeprefix("date=")
+    result = run_cli("diff", first[:8], "no-such-run")
+    assert result.code == 2 and result.out == ""
+    found = "; ".join(f"{i} ({KEY}, {day})" for i in sorted([first, twin]))
+    assert result.err.splitlines() == [
+        f"error: RUN_A: '{first[:8]}' begins 2 run ids: {found}. Give more characters of the one you mean.",
+        f"error: RUN_B: no run 'no-such-run' in the store at {home.store}. "
+        'List runs with: kindgi-eval sql "SELECT run_id, suite, started_at FROM runs ORDER BY started_at"',
+    ]
+    assert run_cli("diff", first, twin).code == 0  # a whole id is never ambiguous
+
+
+def test_diff_refuses_a_suite_together_with_run_ids_or_half_a_pair(home) -> None:
+    both = run_cli("diff", "--suite", KEY, "abc")
+    assert both.code == 2 and "Error: give either RUN_A and RUN_B or --suite, not both." in both.err
+    half = run_cli("diff", "abc")
+    assert half.code == 2 and "Error: give RUN_A and RUN_B (run ids or unique prefixes), or --suite KEY." in half.err
+    empty = run_cli("diff", "", "abc")
+    assert empty.code == 2
+    assert empty.err.splitlines()[0] == "error: RUN_A: an empty run id names no run; give a run id or its first characters."
+
+
+def test_diff_suite_exit_code_when_a_case_got_worse(home, tmp_path: Path) -> None:
+    suite = tmp_path / "golden"  # the same folder name, so the same partition demo-academy.golden
+    shutil.copytree(GOLDEN, suite)
+    first = run_id_of(run_cli("run", "--mock", "--eval-dir", str(suite)))
+    second = run_id_of(run_cli("run", "--mock", "--eval-dir", str(suite)))
+    # between the runs: a passed case and a reviewed case get a phrase the mock agent never says,
+    # and a new case fails from its first run
+    never = "a phrase the mock agent never says"
+    cases = [json.loads(line) for line in (suite / "cases.jsonl").read_text().splitlines() if line.strip()]
+    for case in cases:
+        if case["id"] in ("complaint-escalates", "review-warm-first-contact"):
+            case["must_contain"] = [*case.get("must_contain", []), never]
+    cases.append({"id": "new-and-failing", "text": "hello", "expect": {"escalate": False}, "must_contain": [never]})
+    (suite / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    third_run = run_cli("run", "--mock", "--eval-dir", str(suite))
+    assert third_run.code == 1, third_run.err
+    third = run_id_of(third_run)
+    result = run_cli("diff", "--suite", KEY, "--exit-code")
+    assert result.code == 1, result.err
+    assert result.out.startswith(f"A: {second} (") and f"\nB: {third} (" in result.out  # not the first run
+    assert "  complaint-escalates: passed -> failed (worse)\n" in result.out
+    assert "  review-warm-first-contact: reviewed -> failed (worse)\n" in result.out
+    assert "  new-and-failing: absent -> failed\n" in result.out  # new in B: not worse
+    assert run_cli("diff", "--suite", KEY).code == 0  # without --exit-code, a diff that ran is a success
+    as_json = run_cli("diff", "--suite", KEY, "--exit-code", "--json")
+    assert as_json.code == 1
+    assert [c["case_id"] for c in json.loads(as_json.out)["statuses"] if c["worse"]] == [
+        "complaint-escalates",
+        "review-warm-first-contact",
+    ]
+    assert run_cli("diff", first[:8], second[:8], "--exit-code").code == 0  # nothing changed
+    assert run_cli("diff", third[:8], second[:8], "--exit-code").code == 0  # read backwards: only better
 
 
 def test_exported_database_opens_in_a_plain_duckdb_client(home) -> None:
@@ -186,7 +261,7 @@ def test_compaction_keeps_every_answer_and_every_run_usable(home) -> None:
     assert not list(home.store.glob(f"*/*/*/run_id={first}")) and list(home.store.glob(f"*/*/*/run_id={recent}"))
     # a compacted run is still a run: it can be replayed and compared
     assert run_cli("replay", "--from", first, "--judge-model", "mock:judge").code == 0
-    assert json.loads(run_cli("diff", first, second, "--json").out)["same_replies"] is True
+    assert json.loads(run_cli("diff", first[:8], second[:8], "--json").out)["same_replies"] is True
     assert run_cli("compact").out == "compacted 0 runs of 0 months (none)\n"
 
 
@@ -200,6 +275,7 @@ def test_a_killed_compaction_loses_nothing(home, tmp_path: Path) -> None:
     # as if killed after writing the month files but before removing the run folders
     for path in saved.glob("*/suite=*"):
         shutil.copytree(path, home.store / path.parent.name / path.name)
+    assert [k.run_id for k in run_keys(home.store)] == [old]  # in a month file and its own folder: listed once
     assert run_cli("compact").out == "compacted 1 runs of 1 months (2025-10)\n"
     assert [sql_json(q) for q in ANSWERS] == before
 

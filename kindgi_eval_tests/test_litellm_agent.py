@@ -28,7 +28,7 @@ from kindgi_eval.suite_files import suite_key
 from kindgi_eval.tenant_files import load_tenant
 
 from .conftest import GOLDEN, run_cli
-from .fake_provider import Answer, fenced, provider_env, scripted, user_text  # noqa: F401 - provider_env is a fixture
+from .fake_provider import Answer, fenced, scripted, user_text
 
 TENANT = load_tenant(None).tenant
 FAST = CallPolicy(RetryPolicy(attempts=3, base_delay_s=0.01, max_delay_s=0.05))

@@ -27,7 +27,7 @@ from kindgi_eval.models import (
 )
 from kindgi_eval.registry import parse_model
 
-from .fake_provider import Answer, provider_env, scripted  # noqa: F401 - provider_env is a fixture
+from .fake_provider import Answer, scripted
 
 FAST = CallPolicy(RetryPolicy(attempts=4, base_delay_s=0.01, max_delay_s=0.05))
 MESSAGES = [{"role": "user", "content": "hi"}]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kindgi_eval.errors import InputError
-from kindgi_eval.suite_files import load_suite, suite_key
+from kindgi_eval.suite_files import TenantNames, load_suite, suite_key
 
 from .conftest import REPO, files_under, run_cli
 
@@ -75,6 +75,8 @@ BAD = [
     ("duplicate-id", GOOD + "\n" + GOOD + "\n", 2, "id"),
     ("reason-without-escalation", '{"id": "a", "text": "hi", "expect": {"escalate": false, "reason": "refund_request"}}\n', 1, "expect.reason"),
     ("empty-review-list", '{"id": "a", "text": "hi", "expect": {"escalate": false}, "review": []}\n', 1, "review"),
+    # A repeat would pool six judge samples under one criterion: named by the index of the repeat.
+    ("repeated-review-entry", '{"id": "a", "text": "hi", "expect": {"escalate": false}, "review": ["x", "x"]}\n', 1, "review[1]"),
     ("not-an-object", "[1, 2]\n", 1, None),
     ("empty-file", "", None, None),
 ]
@@ -165,3 +167,89 @@ def test_a_case_naming_an_unknown_stage_or_course_is_refused(tmp_path: Path, hom
     assert stage.startswith(f"error: {tmp_path / 'cases.jsonl'}:2: field contact.funnel_stage: 'ofer' is not a funnel stage")
     assert course.startswith(f"error: {tmp_path / 'cases.jsonl'}:2: field contact.course: 'pottery' is not a course")
     assert files_under(home.root) == []
+
+
+def test_every_repeated_review_entry_is_named_by_its_index_016(tmp_path: Path) -> None:
+    (tmp_path / "cases.jsonl").write_text(
+        GOOD + "\n"
+        '{"id": "b", "text": "hi", "expect": {"escalate": false}, "review": ["warm", "short", "warm", "short", "warm"]}\n'
+    )
+    with pytest.raises(InputError) as raised:
+        load_suite(tmp_path)
+    path = str(tmp_path / "cases.jsonl")
+    assert [str(p) for p in raised.value.problems] == [
+        f"{path}:2: field review[2]: duplicate review entry 'warm', first given as review[0]. Give each criterion once per case.",
+        f"{path}:2: field review[3]: duplicate review entry 'short', first given as review[1]. Give each criterion once per case.",
+        f"{path}:2: field review[4]: duplicate review entry 'warm', first given as review[0]. Give each criterion once per case.",
+    ]
+
+
+def test_review_entries_that_differ_only_in_case_are_two_criteria(tmp_path: Path) -> None:
+    # Entries are compared exactly, as the judge is given them verbatim.
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "text": "hi", "expect": {"escalate": false}, "review": ["Warm", "warm"]}\n')
+    (case,) = load_suite(tmp_path).cases
+    assert case.review_criteria == ("Warm", "warm")
+
+
+def test_validate_refuses_a_repeated_review_entry_016(tmp_path: Path, home) -> None:
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "text": "hi", "expect": {"escalate": false}, "review": ["x", "x"]}\n')
+    result = run_cli("validate", str(tmp_path))
+    assert result.code == 2
+    assert result.out == ""
+    assert result.err == (
+        f"error: {tmp_path / 'cases.jsonl'}:1: field review[1]: duplicate review entry 'x', first given as review[0]."
+        " Give each criterion once per case.\n"
+    )
+
+
+def test_validate_reports_schema_and_tenant_problems_in_one_run(tmp_path: Path, home) -> None:
+    # A schema error on line 1 no longer hides the unknown funnel stage on line 2 until it is fixed.
+    (tmp_path / "cases.jsonl").write_text(
+        '{"id": "a", "text": "hi", "expect": {"escalate": "no"}}\n'
+        '{"id": "b", "text": "hi", "expect": {"escalate": false}, "contact": {"funnel_stage": "ofer"}}\n'
+    )
+    result = run_cli("validate", str(tmp_path))
+    assert result.code == 2
+    assert result.out == ""
+    path = tmp_path / "cases.jsonl"
+    schema, stage = result.err.splitlines()
+    assert schema == f"error: {path}:1: field expect.escalate: input should be a valid boolean (got 'no')"
+    assert stage.startswith(f"error: {path}:2: field contact.funnel_stage: 'ofer' is not a funnel stage of the tenant configuration ")
+    assert stage.endswith("(stages: opening, discovery, offer, payment, enrolment).")
+
+
+def test_run_reports_schema_and_tenant_problems_together_in_line_order(tmp_path: Path, home) -> None:
+    (tmp_path / "cases.jsonl").write_text(
+        '{"id": "a", "text": "hi", "expect": {"escalate": false}, "contact": {"course": "pottery"}}\n'
+        '{"id": "b", "text": "hi", "expect": {"escalate": false}, "review": ["x", "x"], "contact": {"funnel_stage": "ofer"}}\n'
+        '{"id": "c", "expect": {"escalate": false}}\n'
+    )
+    (tmp_path / "calibration.jsonl").write_text('{"id": "k", "text": "hi", "reply": ["r"], "criterion": "warm", "label": "maybe"}\n')
+    result = run_cli("run", "--mock", "--eval-dir", str(tmp_path))
+    assert result.code == 2 and "Traceback" not in result.err
+    cases, calibration = tmp_path / "cases.jsonl", tmp_path / "calibration.jsonl"
+    # "error: FILE:LINE: field FIELD: ..." -> (FILE:LINE:, FIELD:)
+    located = [(words[1], words[3]) for words in (line.split(" ", 4) for line in result.err.splitlines())]
+    assert located == [
+        (f"{cases}:1:", "contact.course:"),
+        (f"{cases}:2:", "review[1]:"),
+        (f"{cases}:2:", "contact.funnel_stage:"),
+        (f"{cases}:3:", "text:"),
+        (f"{calibration}:1:", "label:"),
+    ]
+    assert result.out == ""
+    assert files_under(home.root) == []
+
+
+def test_load_suite_without_a_tenant_checks_no_stage_or_course(tmp_path: Path) -> None:
+    # The suite asset and the schedules read suites on their own; the tenant check is the caller's choice.
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "text": "hi", "expect": {"escalate": false}, "contact": {"funnel_stage": "ofer"}}\n')
+    assert load_suite(tmp_path).cases[0].entry_stage == "ofer"
+    names = TenantNames(("opening", "offer"), ("foundation",), "the tenant configuration t")
+    with pytest.raises(InputError) as raised:
+        load_suite(tmp_path, names)
+    (problem,) = raised.value.problems
+    assert str(problem) == (
+        f"{tmp_path / 'cases.jsonl'}:1: field contact.funnel_stage: 'ofer' is not a funnel stage of the tenant configuration t"
+        " (stages: opening, offer)."
+    )

@@ -27,8 +27,6 @@ FAIL = verdict_json(verdict="fail", evidence="starts on 3 March", reason="That d
     ("content", "vote", "evidence"),
     [
         (PASS, "pass", ""),
-        # Evidence and reason default to empty in Verdict, so a bare pass is a pass.
-        ('{"verdict": "pass"}', "pass", ""),
         # A pass may quote something that is not in the reply: only a failure must quote.
         (verdict_json(verdict="pass", evidence="not in the reply", reason="ok"), "pass", "not in the reply"),
         (FAIL, "fail", "starts on 3 March"),
@@ -46,6 +44,68 @@ FAIL = verdict_json(verdict="fail", evidence="starts on 3 March", reason="That d
 def test_well_formed_verdict_is_a_vote_016(content: str, vote: Vote, evidence: str) -> None:
     sample = read_sample(content, REPLY)
     assert (sample.vote, sample.evidence, sample.invalid_reason) == (vote, evidence, None)
+
+
+# Rows: an answer that lacks a key or gives one a value that is not a string, and the words its
+# invalid_reason must hold after "unparseable: " (the field named, so a reader sees what was missing).
+INCOMPLETE = [
+    pytest.param('{"evidence": "", "reason": "r"}', "verdict: Field required", id="no-verdict"),
+    pytest.param('{"verdict": "pass", "reason": "r"}', "evidence: Field required", id="no-evidence"),
+    pytest.param('{"verdict": "pass", "evidence": ""}', "reason: Field required", id="no-reason"),
+    # A bare pass was once a valid vote: it gives neither evidence nor reason.
+    pytest.param('{"verdict": "pass"}', "evidence: Field required; reason: Field required", id="bare-pass"),
+    # A fail with a quote but no reason is missing a key before it is checked for its quote.
+    pytest.param('{"verdict": "fail", "evidence": "starts on 3 March"}', "reason: Field required", id="fail-no-reason"),
+    # Values that are not strings are not coerced: strict, as the model's output is untrusted (C3).
+    pytest.param('{"verdict": "pass", "evidence": 3, "reason": "r"}', "evidence: Input should be a valid string", id="evidence-number"),
+    pytest.param('{"verdict": "pass", "evidence": "", "reason": 3}', "reason: Input should be a valid string", id="reason-number"),
+    pytest.param('{"verdict": "pass", "evidence": ["x"], "reason": "r"}', "evidence: Input should be a valid string", id="evidence-list"),
+    pytest.param('{"verdict": "pass", "evidence": null, "reason": "r"}', "evidence: Input should be a valid string", id="evidence-null"),
+    pytest.param('{"verdict": "pass", "evidence": "", "reason": {"why": "r"}}', "reason: Input should be a valid string", id="reason-object"),
+    pytest.param('{"verdict": 1, "evidence": "", "reason": "r"}', "verdict: Input should be 'pass' or 'fail'", id="verdict-number"),
+    # Inside a fence the same rule holds.
+    pytest.param('```json\n{"verdict": "pass"}\n```', "evidence: Field required", id="fenced-bare-pass"),
+]
+
+
+@pytest.mark.parametrize(("content", "named"), INCOMPLETE)
+def test_answer_without_all_three_string_keys_is_invalid_016(content: str, named: str) -> None:
+    sample = read_sample(content, REPLY)
+    assert sample.vote == "invalid"
+    assert sample.invalid_reason is not None and sample.invalid_reason.startswith("unparseable: ")
+    assert named in sample.invalid_reason
+
+
+@pytest.mark.parametrize(
+    ("content", "vote"),
+    [
+        (verdict_json(verdict="pass", evidence="", reason="r", score=9), "pass"),
+        (verdict_json(verdict="fail", evidence="starts on 3 March", reason="r", confidence=0.9, notes=["a"]), "fail"),
+        # An unknown key named like a known one is still unknown: the real key decides.
+        (verdict_json(verdict="pass", evidence="", reason="r", Verdict="fail"), "pass"),
+        ("```json\n" + verdict_json(verdict="pass", evidence="", reason="r", score=9) + "\n```", "pass"),
+        (json.dumps({"verdict": "pass", "evidence": "", "reason": "r", "k" * 1_000_000: 1}), "pass"),
+    ],
+    ids=["score", "several", "capitalised-twin", "fenced", "huge-key"],
+)
+def test_unknown_keys_are_ignored_as_the_verdict_object_strips_them_016(content: str, vote: Vote) -> None:
+    sample = read_sample(content, REPLY)
+    assert (sample.vote, sample.invalid_reason) == (vote, None)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "```json\n" + FAIL + "\n```",
+        "```\n" + FAIL + "\n```",
+        "```json\n" + json.dumps(json.loads(FAIL), indent=2) + "\n```",
+        "```" + FAIL + "```",
+    ],
+    ids=["json-tag", "untagged", "pretty-printed", "one-line"],
+)
+def test_one_object_in_one_code_fence_is_read_as_that_object_016(content: str) -> None:
+    sample = read_sample(content, REPLY)
+    assert (sample.vote, sample.evidence, sample.reason) == ("fail", "starts on 3 March", "That date is not in the catalogue.")
 
 
 def test_sample_keeps_the_judges_reason_016() -> None:
@@ -109,8 +169,6 @@ def test_fail_quote_is_checked_against_the_joined_reply_passed_in_016() -> None:
         '{"verdict": ["pass"]}',
         '{"verdict": "pass", "evidence": 1, "reason": ""}',
         '{"verdict": "pass", "evidence": "", "reason": null}',
-        # Extra keys are refused, as Verdict forbids them.
-        '{"verdict": "pass", "evidence": "", "reason": "", "score": 9}',
         # A key given twice is ambiguous: refused rather than read as its last value.
         '{"verdict": "fail", "verdict": "pass"}',
         # Prose around the JSON is not tolerated, nor is a second object.
@@ -153,7 +211,8 @@ def test_output_that_does_not_parse_against_verdict_is_invalid_c3_016(content: s
         '{"a":' * 100_000 + "1" + "}" * 100_000,
         "9" * 100_000,  # past Python's integer-string limit
         "x" * 5_000_000,
-        json.dumps({"verdict": "pass", "evidence": "", "reason": "", "k" * 1_000_000: 1}),
+        # A huge unknown key is ignored, but the answer still lacks its reason.
+        json.dumps({"verdict": "pass", "evidence": "", "k" * 1_000_000: 1}),
     ],
     ids=["deep-array", "deep-object", "huge-int", "huge-garbage", "huge-extra-key"],
 )
@@ -253,5 +312,6 @@ def test_majority_refuses_anything_but_three_samples_016(votes: tuple[Vote, ...]
 
 def test_read_samples_feed_the_majority_016() -> None:
     # An unquoted failure counts toward neither side, so two passes still stand, and unsplit.
-    samples = [read_sample(PASS, REPLY), read_sample(PASS, REPLY), read_sample(verdict_json(verdict="fail"), REPLY)]
+    unquoted = verdict_json(verdict="fail", evidence="", reason="r")
+    samples = [read_sample(PASS, REPLY), read_sample(PASS, REPLY), read_sample(unquoted, REPLY)]
     assert majority([s.vote for s in samples]) == Majority("pass", split=False)

@@ -1,0 +1,51 @@
+"""The benchmarks run from the README's plain install (`pip install -e .`), which has no pytest."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import REPO
+
+# pytest made unimportable, as where it is not installed: a None entry in sys.modules makes `import pytest` raise
+# ModuleNotFoundError.
+BLOCK_PYTEST = 'import sys; sys.modules["pytest"] = sys.modules["_pytest"] = None\n'
+# Then the script run as `python benchmarks/X.py ARGS` runs it.
+RUN_SCRIPT = 'import runpy; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name="__main__")\n'
+
+
+def run_without_pytest(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python benchmarks/SCRIPT ARGS` in a process where pytest cannot be imported."""
+    return subprocess.run(
+        [sys.executable, "-c", BLOCK_PYTEST + RUN_SCRIPT, str(REPO / "benchmarks" / script), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_pytest_is_blocked() -> None:
+    """The test below would prove nothing if pytest could still be imported."""
+    done = subprocess.run([sys.executable, "-c", BLOCK_PYTEST + "import pytest"], capture_output=True, text=True)
+    assert "ModuleNotFoundError" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("script", "args"),
+    [
+        # a tiny run of each: a few calls, a server answering at once, one repeat (a few seconds each)
+        ("agent_calls.py", ("--calls", "8", "--concurrency", "4", "--delay", "0.01", "--repeat", "1")),
+        ("judge_calls.py", ("--cases", "4", "--concurrency", "4", "--delay", "0.01")),
+    ],
+)
+def test_a_benchmark_runs_without_pytest(script: str, args: tuple[str, ...]) -> None:
+    help_done = run_without_pytest(script, "--help")
+    assert help_done.returncode == 0, help_done.stderr
+    assert "usage:" in help_done.stdout
+    done = run_without_pytest(script, *args)
+    assert done.returncode == 0, done.stderr
+    assert "ModuleNotFoundError" not in done.stderr
+    assert "peak" in done.stdout  # it got as far as printing its figures
