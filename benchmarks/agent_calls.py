@@ -31,14 +31,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kindgi_eval.agent_prompt import agent_messages  # noqa: E402
-from kindgi_eval.litellm_agent import LitellmAgent  # noqa: E402
-from kindgi_eval.models import _litellm, forget_clients  # noqa: E402
-from kindgi_eval.registry import parse_model  # noqa: E402
-from kindgi_eval.replies import collect_replies  # noqa: E402
-from kindgi_eval.stages import turn_of  # noqa: E402
-from kindgi_eval.suite_files import load_suite  # noqa: E402
-from kindgi_eval.tenant_files import load_tenant  # noqa: E402
+from kindgi_eval.agents.litellm import LitellmAgent  # noqa: E402
+from kindgi_eval.inputs.suite_folder import load_suite  # noqa: E402
+from kindgi_eval.inputs.tenant_file import load_tenant  # noqa: E402
+from kindgi_eval.llm.calls import _litellm, forget_clients  # noqa: E402
+from kindgi_eval.prompts.agent import agent_messages  # noqa: E402
+from kindgi_eval.spec.model_names import parse_model  # noqa: E402
+from kindgi_eval.steps.agent_replies import (
+    collect_replies,  # noqa: E402
+    turn_of,  # noqa: E402
+)
 from kindgi_eval_tests.fake_provider import chat_body  # noqa: E402
 
 MODEL = "openai:bench-agent"

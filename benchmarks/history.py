@@ -26,8 +26,8 @@ import pyarrow.compute as pc
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kindgi_eval.store import TABLES, table_path, write_atomically  # noqa: E402
-from kindgi_eval.tables import arrow_schema  # noqa: E402
+from kindgi_eval.store.arrow import arrow_schema  # noqa: E402
+from kindgi_eval.store.layout import TABLES, table_path, write_atomically  # noqa: E402
 
 CLI = Path(sys.executable).parent / "kindgi-eval"
 STATUSES = ["passed"] * 80 + ["reviewed"] * 10 + ["judged-pass"] * 5 + ["failed"] * 3 + ["judged-fail"] * 2
@@ -167,6 +167,7 @@ def main() -> None:
         env = {**os.environ, "KINDGI_HOME": tmp}
         root = Path(tmp) / "store"
         covered_from = today + timedelta(days=1)
+        run_id = None
         started = time.perf_counter()
         for months in sorted(args.months):
             first = today - timedelta(days=round(months * 365 / 12) - 1)

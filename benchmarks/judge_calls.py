@@ -18,13 +18,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kindgi_eval.judging import case_subjects, judge_suite  # noqa: E402
-from kindgi_eval.mock_agent import MockAgent  # noqa: E402
-from kindgi_eval.models import _litellm  # noqa: E402
-from kindgi_eval.registry import parse_model  # noqa: E402
-from kindgi_eval.stages import turn_of  # noqa: E402
-from kindgi_eval.suite_files import load_suite  # noqa: E402
-from kindgi_eval.tenant_files import load_tenant  # noqa: E402
+from kindgi_eval.agents.litellm import LitellmJudge  # noqa: E402
+from kindgi_eval.agents.mock import MockAgent  # noqa: E402
+from kindgi_eval.inputs.suite_folder import load_suite  # noqa: E402
+from kindgi_eval.inputs.tenant_file import load_tenant  # noqa: E402
+from kindgi_eval.spec.model_names import parse_model  # noqa: E402
+from kindgi_eval.steps.agent_replies import turn_of  # noqa: E402
+from kindgi_eval.steps.judge_samples import case_subjects, judge_suite  # noqa: E402
 from kindgi_eval_tests.fake_provider import Answer, FakeProvider, fenced  # noqa: E402
 
 
@@ -55,11 +55,11 @@ def main() -> None:
     try:
         os.environ["OPENAI_API_KEY"] = "sk-bench-not-a-key"
         os.environ["OPENAI_BASE_URL"] = server.base_url
-        _litellm()  # its import takes seconds and is paid once per process: not part of judging
+        judge_model = LitellmJudge(parse_model(f"openai:{args.model}"))  # imports litellm: not part of judging
         started, cpu_started = time.perf_counter(), time.process_time()
         samples = asyncio.run(
             judge_suite(
-                parse_model(f"openai:{args.model}"),
+                judge_model,
                 golden.calibration,
                 case_subjects(cases, replies),
                 catalogue=tenant.catalogue_text(),

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import pytest
 
-from .fake_provider import FakeProvider, Script
+from kindgi_eval_tests.fake_provider import FakeProvider, Script
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "evals" / "golden"
@@ -60,7 +60,7 @@ def files_under(path: Path) -> list[Path]:
 @pytest.fixture
 def provider_env(monkeypatch: pytest.MonkeyPatch):
     """Start fake servers and point litellm's OpenAI client at the latest, with a fake key; stop them after."""
-    from kindgi_eval.models import forget_clients
+    from kindgi_eval.llm.calls import forget_clients
 
     started: list[FakeProvider] = []
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from .conftest import REPO
+from kindgi_eval_tests.conftest import REPO
 
 # pytest made unimportable, as where it is not installed: a None entry in sys.modules makes `import pytest` raise
 # ModuleNotFoundError.

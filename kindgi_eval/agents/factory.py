@@ -1,0 +1,67 @@
+"""Choosing the agent and the judge a run asks, by name: one table of offline names, litellm for the rest.
+
+The built-in offline models are entries of the same tables a new one would join. The HTTP and litellm
+modules are imported only when named, so the offline path never loads httpx or litellm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kindgi_eval.agents.mock import MockAgent, MockJudge
+from kindgi_eval.inputs import SETTING, RunSettings
+from kindgi_eval.spec import Agent, InputError, Judge, ModelRef, Problem, Role, Tenant, checked_model
+
+OFFLINE_AGENTS: dict[str, Callable[[Tenant], Agent]] = {"mock:agent": MockAgent}
+"""Offline agent names and how each is built for a tenant."""
+OFFLINE_JUDGES: dict[str, Callable[[], Judge]] = {"mock:judge": MockJudge}
+"""Offline judge names and how each is built."""
+OFFLINE: dict[Role, list[str]] = {"agent": list(OFFLINE_AGENTS), "judge": list(OFFLINE_JUDGES)}
+
+
+def make_agent(settings: RunSettings, tenant: Tenant) -> Agent:
+    """The agent the settings name: AGENT_URL first, then AGENT_MODEL; InputError when none is named or it is not one."""
+    if settings.agent_url:
+        from kindgi_eval.agents.http import HttpAgent
+
+        return HttpAgent(settings.agent_url, timeout_s=settings.model_timeout_s)
+    if settings.agent_model is None:
+        raise InputError(
+            [Problem("AGENT_MODEL", None, None, "no agent named. Set AGENT_MODEL or AGENT_URL, or pass --mock for the offline demo agent.")]
+        )
+    ref = model_ref(settings.agent_model, "agent")
+    if str(ref) in OFFLINE_AGENTS:
+        return OFFLINE_AGENTS[str(ref)](tenant)
+    from kindgi_eval.agents.litellm import LitellmAgent
+
+    return LitellmAgent(ref, tenant, timeout_s=settings.model_timeout_s)
+
+
+def make_judge(settings: RunSettings) -> Judge | None:
+    """The judge the settings name, checked exactly as the agent's model is; None when there is no judge."""
+    if settings.judge_model is None:
+        return None
+    ref = model_ref(settings.judge_model, "judge")
+    if str(ref) in OFFLINE_JUDGES:
+        return OFFLINE_JUDGES[str(ref)]()
+    from kindgi_eval.agents.litellm import LitellmJudge
+
+    return LitellmJudge(ref)
+
+
+def model_ref(name: str, role: Role) -> ModelRef:
+    """`name` checked for `role`: well formed, an offline model of that role or a provider litellm knows.
+
+    InputError naming the setting's variable. litellm's provider list is consulted only for a real
+    provider, whose call imports litellm anyway, so the offline path stays free of it.
+    """
+    var = SETTING[f"{role}_model"].var
+    try:
+        ref = checked_model(name, role, offline=OFFLINE, known_provider=None)
+        if not ref.is_mock:
+            from kindgi_eval.llm import provider_names
+
+            ref = checked_model(name, role, offline=OFFLINE, known_provider=provider_names())
+    except ValueError as e:
+        raise InputError([Problem(var, None, None, str(e))]) from None
+    return ref

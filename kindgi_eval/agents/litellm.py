@@ -1,0 +1,66 @@
+"""The litellm agent and judge: a real model behind the tenant's prompt and guardrails, and a real model as judge."""
+
+from __future__ import annotations
+
+from kindgi_eval.agents.guardrails import GuardrailBreach, escalation_reply, guard, triggered_escalation
+from kindgi_eval.inputs import DEFAULT_MODEL_TIMEOUT_S
+from kindgi_eval.llm import DEFAULT_POLICY, CallPolicy, complete, prepare
+from kindgi_eval.prompts import UnreadableReply, agent_messages, read_reply, tenant_rules
+from kindgi_eval.spec import AgentAnswer, AgentTurn, Completion, ModelRef, ReplyError, Tenant, Usage
+
+JSON_OBJECT = {"type": "json_object"}
+"""Asks providers that support it for a JSON object; litellm drops it for those that do not."""
+
+
+class LitellmAgent:
+    """A sales agent for one tenant, answered by a model through litellm and held by deterministic guardrails."""
+
+    def __init__(
+        self,
+        ref: ModelRef,
+        tenant: Tenant,
+        *,
+        timeout_s: float = DEFAULT_MODEL_TIMEOUT_S,
+        policy: CallPolicy = DEFAULT_POLICY,
+    ):
+        self.ref = ref
+        self.tenant = tenant
+        self.timeout_s = timeout_s
+        self.policy = policy
+        self.name = str(ref)
+        self._rules = tenant_rules(tenant)  # the same on every turn: built once
+        prepare()  # litellm's import takes seconds; pay them here, not in the first case's latency
+
+    async def answer(self, turn: AgentTurn) -> AgentAnswer:
+        """Answer one turn; ReplyError (raw output kept) when the model's answer cannot be sent."""
+        if (rule := triggered_escalation(self.tenant, turn)) is not None:
+            # The hand-over is decided before the model is asked, so nothing in the message can argue it away.
+            return AgentAnswer(reply=escalation_reply(rule), usage=Usage())
+        completion = await complete(
+            self.ref,
+            agent_messages(self.tenant, turn, self._rules),
+            timeout_s=self.timeout_s,
+            role="agent",
+            policy=self.policy,
+            response_format=JSON_OBJECT,
+            drop_params=True,
+        )
+        try:
+            reply = guard(self.tenant, turn, read_reply(completion.content))
+        except (UnreadableReply, GuardrailBreach) as e:
+            raise ReplyError(str(e), raw=completion.content, usage=completion.usage) from None
+        return AgentAnswer(reply=reply, usage=completion.usage)
+
+
+class LitellmJudge:
+    """A judge answered by a model through litellm (`EVAL_JUDGE_MODEL=provider:model`)."""
+
+    def __init__(self, ref: ModelRef, *, policy: CallPolicy = DEFAULT_POLICY):
+        self.ref = ref
+        self.policy = policy
+        self.name = str(ref)
+        prepare()  # the import's seconds are paid here, never inside a sample's timeout
+
+    async def grade(self, messages: list[dict[str, str]], *, timeout_s: float) -> Completion:
+        """One answer to one judge request, retried and timed as every model call is."""
+        return await complete(self.ref, messages, timeout_s=timeout_s, role="judge", policy=self.policy)

@@ -1,0 +1,424 @@
+"""`kindgi-eval`: run, validate and query; a thin shell over the functions the assets call."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from kindgi_eval.spec import InputError, Problem
+
+if TYPE_CHECKING:
+    from kindgi_eval.store import StorePath
+
+EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
+
+
+def _input_errors(command: Callable) -> Callable:
+    """Bad input prints one line per problem, no traceback, and exits 2."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except InputError as e:
+            for problem in e.problems:
+                click.echo(f"error: {problem}", err=True)
+            sys.exit(EXIT_INPUT)
+
+    return wrapper
+
+
+def _setting_option(field: str) -> Callable:
+    """The option of one run setting, with its type, range, variable and default from the settings table."""
+    from kindgi_eval.inputs import SETTING
+
+    s = SETTING[field]
+    types = {
+        "int": click.IntRange(s.low, s.high),
+        "float": click.FloatRange(min=s.low, min_open=s.low_open),
+        "folder": click.Path(file_okay=False),
+        "model": str,
+        "url": str,
+    }
+    metavars = {"model": "PROVIDER:MODEL", "url": "URL"}
+    default = "unset" if s.default is None else f"{s.default:g}" if isinstance(s.default, float) else str(s.default)
+    return click.option(
+        s.flag, type=types[s.kind], metavar=metavars.get(s.kind), help=f"{s.help} [env: {s.var}; default: {default}]"
+    )
+
+
+def _settings_options(*fields: str) -> Callable:
+    """The options of the named run settings, in the settings table's order."""
+    from kindgi_eval.inputs import SETTINGS
+
+    def decorate(command: Callable) -> Callable:
+        for s in reversed(SETTINGS):
+            if s.field in fields:
+                command = _setting_option(s.field)(command)
+        return command
+
+    return decorate
+
+
+RUN_SETTINGS = (
+    "eval_dir", "config_dir", "agent_model", "agent_url", "judge_model", "max_latency_ms", "concurrency", "model_timeout_s",
+)
+REPLAY_SETTINGS = ("eval_dir", "config_dir", "judge_model", "concurrency", "model_timeout_s")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120})
+@click.version_option(package_name="kindgi-eval", prog_name="kindgi-eval")
+def main() -> None:
+    """Evaluate a tenant's conversational sales agent against its suite.
+
+    Each flag overrides its environment variable, which overrides the default.
+    """
+
+
+@main.command(short_help="Evaluate one suite against the agent.")
+@click.option("--mock", is_flag=True, help="Use the offline demo agent (mock:agent), whatever AGENT_URL or AGENT_MODEL say.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the summary as JSON here.")
+@_settings_options(*RUN_SETTINGS)
+@_input_errors
+def run(mock: bool, json_path: str | None, **flags: object) -> None:
+    """Evaluate one suite: print every reply, each failure, and the summary.
+
+    Exit status: 0 nothing failed, 1 a case failed or judged-fail, 2 bad input.
+
+    \b
+    Example:
+      kindgi-eval run --mock --judge-model mock:judge --json out/summary.json
+    """
+    from kindgi_eval.agents import make_agent, make_judge
+    from kindgi_eval.inputs import load_checked_suite, load_tenant, resolve_settings, suite_key
+
+    if mock and (flags.get("agent_model") or flags.get("agent_url")):
+        raise InputError([Problem("--mock", None, None, "names the offline demo agent, and --agent-model or --agent-url names another. Pass one of them.")])
+    settings = resolve_settings(flags, mock=mock)
+    loaded = load_tenant(settings.config_dir)
+    load_checked_suite(settings.eval_dir, loaded)
+    make_agent(settings, loaded.tenant)
+    make_judge(settings)
+    _check_json_path(json_path)
+    if settings.judge_model and settings.judge_model == settings.agent_model:
+        click.echo(f"warning: the judge is the agent's own model ({settings.judge_model}); it may favour its own replies.", err=True)
+
+    from kindgi_eval.defs import RunFailed, open_instance, run_chain
+    from kindgi_eval.store import runtime_home
+
+    home = runtime_home()
+    key = suite_key(loaded.tenant.tenant, settings.eval_dir)
+    try:
+        run_id = run_chain(open_instance(home), home, settings, key)
+    except RunFailed as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(EXIT_FAILED)
+    sys.exit(_report(home, key, run_id, json_path))
+
+
+@main.command(short_help="Re-judge a run's stored replies with another judge.")
+@click.option("--from", "source", required=True, metavar="RUN_ID", help="The run whose stored replies are re-judged.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the summary as JSON here.")
+@_settings_options(*REPLAY_SETTINGS)
+@_input_errors
+def replay(source: str, json_path: str | None, **flags: object) -> None:
+    """Re-judge the stored replies of RUN_ID: no agent call, a new run id, calibration as the file is now.
+
+    Calibration is read from calibration.jsonl in the source run's suite folder (EVAL_DIR is not consulted),
+    or in --eval-dir when given.
+
+    \b
+    Example:
+      kindgi-eval replay --from 1f2e3d4c-... --judge-model openai:gpt-4o
+    """
+    from kindgi_eval.agents import make_judge
+    from kindgi_eval.inputs import load_checked_suite, load_tenant, resolve_settings
+    from kindgi_eval.store import read_rows, read_table, run_partition, runtime_home, store_root
+
+    home = runtime_home()
+    root = store_root(home)
+    key = run_partition(root, source)
+    if key is None:
+        raise InputError([Problem("--from", None, None, f"no run {source!r} in the store at {root}. List runs with: kindgi-eval sql \"SELECT run_id, suite, finished_at FROM runs\"")])
+    missing = [a for a in ("suite", "agent_replies", "outcomes") if read_table(root, a, key, source) is None]
+    if missing:
+        raise InputError([Problem("--from", None, None, f"run {source} has no stored {', '.join(missing)} (pruned?), so there are no replies to re-judge.")])
+    (original,) = read_rows(root, "run_summary", key, source)
+    # The suite folder is the source run's unless --eval-dir says otherwise; a replay asks no agent.
+    flags = {**flags, "eval_dir": flags.get("eval_dir") or original.eval_dir}
+    not_read = ("EVAL_DIR", "AGENT_MODEL", "AGENT_URL")
+    settings = resolve_settings(flags, {var: value for var, value in os.environ.items() if var not in not_read})
+    if settings.judge_model is None:
+        raise InputError([Problem("--judge-model", None, None, "a replay needs a judge. Pass --judge-model or set EVAL_JUDGE_MODEL.")])
+    make_judge(settings)
+    loaded = load_tenant(settings.config_dir)
+    if loaded.tenant.tenant != original.tenant:
+        raise InputError([Problem("--config-dir", None, None, f"run {source} evaluated tenant {original.tenant!r}, but the tenant configuration "
+                                  f"{loaded.config_dir} is {loaded.tenant.tenant!r}. Pass --config-dir with {original.tenant!r}'s configuration folder.")])
+    load_checked_suite(settings.eval_dir, loaded)
+    _check_json_path(json_path)
+
+    from kindgi_eval.defs import RunFailed, open_instance, replay_chain
+
+    try:
+        run_id = replay_chain(open_instance(home), home, settings, key, source)
+    except RunFailed as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(EXIT_FAILED)
+    sys.exit(_report(home, key, run_id, json_path))
+
+
+def _check_json_path(json_path: str | None) -> None:
+    if json_path and not Path(json_path).absolute().parent.is_dir():
+        raise InputError([Problem(json_path, None, None, "its folder does not exist. Create it or pick another --json path.")])
+
+
+def _report(home: Path, key: str, run_id: str, json_path: str | None) -> int:
+    """Print the stored run and write its JSON; the exit status its statuses call for."""
+    from kindgi_eval.reports import render, summary_json
+    from kindgi_eval.spec import FAILING
+    from kindgi_eval.store import export_database, read_rows, store_root
+
+    root = store_root(home)
+    export_database(root)
+    (run,) = read_rows(root, "run_summary", key, run_id)
+    statuses = read_rows(root, "statuses", key, run_id)
+    calibration = read_rows(root, "calibration", key, run_id)
+    click.echo(render(run, statuses, calibration, key), nl=False)
+    click.echo(f"run {run_id} stored under {root}", err=True)
+    if json_path:
+        document = json.dumps(summary_json(run_id, run, statuses, calibration), indent=2, ensure_ascii=False)
+        tmp = Path(json_path).with_name(f".{Path(json_path).name}.tmp")
+        tmp.write_text(document + "\n", encoding="utf-8")
+        os.replace(tmp, json_path)
+    return EXIT_FAILED if any(s.status in FAILING for s in statuses) else EXIT_OK
+
+
+@main.command(short_help="Check suites and calibration sets; run nothing.")
+@click.argument("dirs", nargs=-1)
+@_settings_options("config_dir")
+@_input_errors
+def validate(dirs: tuple[str, ...], config_dir: str | None) -> None:
+    """Parse suites and calibration sets, and check cases against the tenant; report every problem, exit 2 if any.
+
+    With no DIRS, the suite folder of EVAL_DIR (default evals/golden) is checked.
+
+    \b
+    Example:
+      kindgi-eval validate evals/golden ../acme/evals/pricing --config-dir ../acme/config
+    """
+    from kindgi_eval.inputs import load_checked_suite, load_tenant, resolve_settings
+
+    settings = resolve_settings({"config_dir": config_dir})
+    loaded = load_tenant(settings.config_dir)
+    folders = dirs or (settings.eval_dir,)
+    problems: list[Problem] = []
+    for folder in folders:
+        try:
+            suite = load_checked_suite(folder, loaded)
+        except InputError as e:
+            problems += e.problems
+            continue
+        click.echo(f"ok: {folder}: {len(suite.cases)} cases, {len(suite.calibration)} calibration items")
+    if problems:
+        raise InputError(problems)
+
+
+@main.command(short_help="Query the store with DuckDB.")
+@click.argument("query")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@_input_errors
+def sql(query: str, fmt: str) -> None:
+    """Query the store with DuckDB: views runs, cases, replies, outcomes, judge_samples, calibration, statuses.
+
+    \b
+    Example:
+      kindgi-eval sql "SELECT case_id, status FROM statuses WHERE status = 'failed'" --format csv
+    """
+    import duckdb
+
+    from kindgi_eval.spec import safe
+    from kindgi_eval.store import connect, format_rows, store_root
+
+    with connect(store_root(), query) as con:
+        try:
+            result = con.execute(query)  # not con.sql: its errors lose DuckDB's `LINE 1:` pointer
+            if result is None or result.description is None:
+                return
+            columns, rows = [d[0] for d in result.description], result.fetchall()
+        except duckdb.Error as e:
+            # DuckDB's whole message, as it gives it: the error, its hint (`Did you mean "runs"?`), the `LINE 1:` line
+            # and its `^` pointer. It may quote stored values, which can be model output: made harmless for a terminal.
+            raise InputError([Problem("query", None, None, safe(str(e).strip()))]) from None
+    click.echo(format_rows(columns, rows, fmt), nl=False)
+
+@main.command(short_help="What changed between two runs.")
+@click.argument("run_a", required=False)
+@click.argument("run_b", required=False)
+@click.option("--suite", metavar="KEY", help="Compare this suite's latest run (B) with the one before it (A), by start time.")
+@click.option("--json", "as_json", is_flag=True, help="Print the difference as JSON.")
+@click.option(
+    "--exit-code",
+    is_flag=True,
+    help="Exit 1 when a case got worse (passed, judged-pass or reviewed in A; failed or judged-fail in B), "
+    "else 0. A case that is not in A never counts as worse, even when it fails in B.",
+)
+@_input_errors
+def diff(run_a: str | None, run_b: str | None, suite: str | None, as_json: bool, exit_code: bool) -> None:
+    """What changed from RUN_A to RUN_B: statuses, criteria verdicts, calibration and cost.
+
+    RUN_A and RUN_B are run ids, or any prefix that names one run, such as the eight characters the Dagster UI
+    shows. With --suite instead, A and B are the suite's last two runs.
+
+    \b
+    Examples:
+      kindgi-eval diff 3f9c2a1e 8d04b7c5
+      kindgi-eval diff --suite demo-academy.golden --exit-code
+    """
+    from kindgi_eval.reports import diff_runs, got_worse, render_diff
+    from kindgi_eval.store import store_root
+
+    if suite is not None and (run_a is not None or run_b is not None):
+        raise click.UsageError("give either RUN_A and RUN_B or --suite, not both.")
+    if suite is None and (run_a is None or run_b is None):
+        raise click.UsageError("give RUN_A and RUN_B (run ids or unique prefixes), or --suite KEY.")
+    root = store_root()
+    if suite is not None:
+        ref_a, ref_b = _latest_two(root, suite)
+    else:
+        ref_a, ref_b = _runs_named(root, {"RUN_A": run_a, "RUN_B": run_b})
+    a, b = _stored_run(root, ref_a), _stored_run(root, ref_b)
+    difference = diff_runs(a, b)
+    if as_json:
+        click.echo(difference.model_dump_json(indent=2))
+    else:
+        click.echo(render_diff(difference, a.run, b.run), nl=False)
+    if exit_code and got_worse(difference):
+        sys.exit(EXIT_FAILED)
+
+
+def _runs_named(root: StorePath, prefixes: dict[str, str]) -> list:
+    """The stored run (its `store.RunKey`) each argument names by run id or unique prefix; InputError lists every
+    argument that names no run or several."""
+    from kindgi_eval.reports import matching_run_ids
+    from kindgi_eval.store import run_keys
+
+    stored = {k.run_id: k for k in run_keys(root)}
+    found, problems = [], []
+    for name, prefix in prefixes.items():
+        matches = matching_run_ids(prefix, stored)
+        if not prefix:
+            message = "an empty run id names no run; give a run id or its first characters."
+            problems.append(Problem(name, None, None, message))
+        elif not matches:
+            hint = 'List runs with: kindgi-eval sql "SELECT run_id, suite, started_at FROM runs ORDER BY started_at"'
+            problems.append(Problem(name, None, None, f"no run {prefix!r} in the store at {root}. {hint}"))
+        elif len(matches) > 1:
+            listed = "; ".join(f"{i} ({stored[i].partition}, {stored[i].day})" for i in matches)
+            message = f"{prefix!r} begins {len(matches)} run ids: {listed}. Give more characters of the one you mean."
+            problems.append(Problem(name, None, None, message))
+        else:
+            found.append(stored[matches[0]])
+    if problems:
+        raise InputError(problems)
+    return found
+
+
+def _latest_two(root: StorePath, suite: str):
+    """The suite's run before its latest and its latest, by start time; InputError when it has fewer than two."""
+    from kindgi_eval.reports import latest_pair
+    from kindgi_eval.store import read_rows, run_keys
+
+    keys = run_keys(root, suite)
+    if len(keys) < 2:
+        known = sorted({k.partition for k in run_keys(root)}) if not keys else []
+        also = f" Suites with runs: {', '.join(known)}." if known else ""
+        runs = "run" if len(keys) == 1 else "runs"
+        message = f"suite {suite!r} has {len(keys)} {runs} in the store at {root}; comparing needs two.{also}"
+        raise InputError([Problem("--suite", None, None, message)])
+    # a run's day is the UTC day it started, so the latest two start on or after the second-latest day: only
+    # those runs' summaries are read, not a year of nightly ones
+    since = sorted((k.day for k in keys), reverse=True)[1]
+    recent = {k.run_id: k for k in keys if k.day >= since}
+    pair = latest_pair({i: read_rows(root, "run_summary", suite, i)[0] for i in recent})
+    return recent[pair.a], recent[pair.b]
+
+
+def _stored_run(root: StorePath, ref):
+    """Everything a diff compares of one stored run, `ref` being its `store.RunKey`."""
+    from kindgi_eval.reports import StoredRun
+    from kindgi_eval.store import read_rows
+
+    run_id, key = ref.run_id, ref.partition
+    (run,) = read_rows(root, "run_summary", key, run_id)
+    return StoredRun(
+        run_id=run_id,
+        run=run,
+        statuses=read_rows(root, "statuses", key, run_id),
+        calibration=read_rows(root, "calibration", key, run_id),
+        replies=read_rows(root, "agent_replies", key, run.replies_from),
+    )
+
+
+@main.command(short_help="Forget runs older than some days.")
+@click.option("--keep-days", type=click.IntRange(min=0), required=True, help="Keep runs that started this many days ago or later.")
+@click.option("--dry-run", is_flag=True, help="Say what would be removed, and remove nothing.")
+@_input_errors
+def prune(keep_days: int, dry_run: bool) -> None:
+    """Remove runs older than --keep-days from the store and the Dagster instance; replay sources stay.
+
+    \b
+    Example:
+      kindgi-eval prune --keep-days 90 --dry-run
+    """
+    from datetime import UTC, datetime
+
+    from kindgi_eval.store import export_database, plan_prune, remove_runs, runtime_home, store_root, stored_runs
+
+    home = runtime_home()
+    root = store_root(home)
+    plan = plan_prune(stored_runs(root), keep_days, datetime.now(UTC).date())
+    verb = "would remove" if dry_run else "removed"
+    click.echo(f"{verb} {len(plan.removed)} runs; kept {len(plan.spared)} older runs whose replies a kept replay uses")
+    if dry_run or not plan.removed:
+        return
+    from kindgi_eval.defs import open_instance
+
+    remove_runs(root, plan.removed)
+    instance = open_instance(home)
+    for run_id in plan.removed:
+        if instance.has_run(run_id):
+            instance.delete_run(run_id)
+    export_database(root)
+
+
+@main.command(short_help="Merge closed months into one file per table.")
+@click.option("--before", metavar="YYYY-MM", help="Compact the months before this one; default the current month.")
+@_input_errors
+def compact(before: str | None) -> None:
+    """Merge each closed month's run files into one file per table: fast queries over long histories.
+
+    \b
+    Example:
+      kindgi-eval compact --before 2026-11
+    """
+    import re
+    from datetime import UTC, datetime
+
+    from kindgi_eval.store import compact as compact_store
+    from kindgi_eval.store import export_database, store_root
+
+    month = before or datetime.now(UTC).strftime("%Y-%m")
+    if not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", month):
+        raise InputError([Problem("--before", None, None, f"{month!r} is not a month; write YYYY-MM, e.g. 2026-11.")])
+    root = store_root()
+    done = compact_store(root, month)
+    export_database(root)
+    click.echo(f"compacted {done.runs} runs of {len(done.months)} months ({', '.join(done.months) or 'none'})")

@@ -1,0 +1,244 @@
+"""The asset chain: suite -> agent_replies -> outcomes -> judge_samples -> calibration -> statuses -> run_summary.
+
+Every asset is one Parquet table per run in the store (its layout is store.table_path's) and one DuckDB view of
+`kindgi-eval sql`. The IO manager hands each asset the rows of its inputs as their row models, and stores the
+rows it returns; each body is a call into `steps/`, which holds what the stage computes.
+"""
+
+
+import time
+from datetime import UTC, datetime
+
+import dagster as dg
+
+from kindgi_eval.agents import make_agent, make_judge
+from kindgi_eval.defs.io_manager import source_run
+from kindgi_eval.defs.resources import EvalSettings
+from kindgi_eval.defs.ui_metadata import calibration_metadata, statuses_metadata
+from kindgi_eval.inputs import RunSettings, has_calibration_file, load_checked_suite, load_suite, load_tenant, suite_key
+from kindgi_eval.prompts import template_hash
+from kindgi_eval.spec import InputError
+from kindgi_eval.steps import (
+    ask_agent,
+    calibration_rows,
+    cases_of,
+    code_version,
+    outcome_rows,
+    run_row,
+    sample_judge,
+    status_rows,
+    suite_rows,
+)
+from kindgi_eval.store import CalibrationRow, OutcomeRow, ReplyRow, RunRow, SampleRow, StatusRow, SuiteRow
+
+SUITES = dg.DynamicPartitionsDefinition(name="suites")
+
+
+@dg.asset(partitions_def=SUITES)
+def suite(context: dg.AssetExecutionContext, eval_settings: EvalSettings) -> list[SuiteRow]:
+    """Parsed cases and calibration items of one tenant suite, with the suite's and the tenant's content hashes.
+
+    One row per case (`kind = 'case'`) and per calibration item, each kept whole as JSON in `body`.
+    Query: `kindgi-eval sql "SELECT id, kind, text, review FROM cases WHERE suite = '<partition>'"`.
+    """
+    settings = _settings(context, eval_settings)
+    loaded = _inputs(lambda: load_tenant(settings.config_dir))
+    parsed = _inputs(lambda: load_checked_suite(settings.eval_dir, loaded))
+    key = suite_key(loaded.tenant.tenant, settings.eval_dir)
+    if key != context.partition_key:
+        raise dg.Failure(
+            f"partition {context.partition_key} was asked for, but the suite is {key} "
+            f"(tenant {loaded.tenant.tenant!r} in {loaded.config_dir}/tenant.toml, suite folder {settings.eval_dir}). "
+            "A tenants file entry's name must equal its tenant.toml's tenant."
+        )
+    context.add_output_metadata(
+        {"suite_hash": parsed.hash, "config_hash": loaded.hash, "cases": len(parsed.cases), "calibration_items": len(parsed.calibration)}
+    )
+    return suite_rows(parsed, loaded.tenant.tenant, loaded.hash)
+
+
+@dg.asset(partitions_def=SUITES)
+def agent_replies(context: dg.AssetExecutionContext, suite: list[SuiteRow], eval_settings: EvalSettings) -> list[ReplyRow]:
+    """One reply per case (messages, escalation, latency, tokens, cost, error); the only stage that pays the agent.
+
+    Query: `kindgi-eval sql "SELECT case_id, messages, escalate, latency_ms, cost_usd, error FROM replies WHERE suite = '<partition>'"`.
+    """
+    settings = _settings(context, eval_settings)
+    agent = _inputs(lambda: make_agent(settings, load_tenant(settings.config_dir).tenant))
+    rows = ask_agent(
+        agent,
+        suite,
+        concurrency=settings.concurrency,
+        deadline_ms=settings.max_latency_ms,
+        progress=_progress_logger(context, "agent replies"),
+    )
+    context.add_output_metadata(
+        {
+            "agent": agent.name,
+            "errors": sum(r.error is not None for r in rows),
+            "agent_usd": float(sum(r.cost_usd for r in rows)),
+            "latency_ms_max": float(max((r.latency_ms for r in rows), default=0.0)),
+        }
+    )
+    return rows
+
+
+@dg.asset(partitions_def=SUITES)
+def outcomes(
+    context: dg.AssetExecutionContext, suite: list[SuiteRow], agent_replies: list[ReplyRow], eval_settings: EvalSettings
+) -> list[OutcomeRow]:
+    """Every deterministic assertion of every case: which held, which failed and why (spec 009).
+
+    Query: `kindgi-eval sql "SELECT case_id, assertion, detail FROM outcomes WHERE NOT held"`.
+    """
+    settings = _settings(context, eval_settings)
+    rows = outcome_rows(cases_of(suite), agent_replies, settings.max_latency_ms)
+    context.add_output_metadata({"assertions": len(rows), "failed_assertions": sum(not r.held for r in rows)})
+    return rows
+
+
+@dg.asset(partitions_def=SUITES)
+def judge_samples(
+    context: dg.AssetExecutionContext,
+    suite: list[SuiteRow],
+    agent_replies: list[ReplyRow],
+    outcomes: list[OutcomeRow],
+    eval_settings: EvalSettings,
+) -> list[SampleRow]:
+    """Three judge samples per criterion: calibration items first, then cases whose assertions held.
+
+    Each sample's vote, quoted evidence, reason and raw answer; empty without a judge. The calibration items
+    are read from the suite folder's calibration.jsonl as it is now, so a replay is graded on today's labels.
+    Query: `kindgi-eval sql "SELECT subject_id, criterion, sample, vote, evidence, reason FROM judge_samples WHERE vote = 'invalid'"`.
+    """
+    settings = _settings(context, eval_settings)
+    judge = _inputs(lambda: make_judge(settings))
+    if judge is None:
+        return []
+    rows = sample_judge(
+        judge,
+        suite,
+        agent_replies,
+        outcomes,
+        _inputs(lambda: load_suite(settings.eval_dir)).calibration,
+        catalogue=_inputs(lambda: load_tenant(settings.config_dir)).tenant.catalogue_text(),
+        concurrency=settings.concurrency,
+        timeout_s=settings.model_timeout_s,
+        progress=_progress_logger(context, "judge samples"),
+    )
+    context.add_output_metadata(
+        {
+            "judge": settings.judge_model,
+            "samples": len(rows),
+            "invalid": sum(s.vote == "invalid" for s in rows),
+            "judge_usd": float(sum(s.cost_usd for s in rows)),
+        }
+    )
+    return rows
+
+
+@dg.asset(partitions_def=SUITES)
+def calibration(
+    context: dg.AssetExecutionContext, judge_samples: list[SampleRow], eval_settings: EvalSettings
+) -> list[CalibrationRow]:
+    """The judge's agreement with the hand labels per calibration group, and whether each group may grade.
+
+    One row per group (agreement, kappa, labels, calibrated, note); empty without a judge.
+    Query: `kindgi-eval sql 'SELECT run_id, "group", agreement, calibrated, note FROM calibration'`.
+    """
+    settings = _settings(context, eval_settings)
+    file = "empty" if has_calibration_file(settings.eval_dir) else "absent"  # what a run without samples had
+    rows = calibration_rows(settings.judge_model, judge_samples, file)
+    context.add_output_metadata(calibration_metadata(rows) if rows else {"judge": "none", "calibrated_groups": 0})
+    return rows
+
+
+@dg.asset(partitions_def=SUITES)
+def statuses(
+    context: dg.AssetExecutionContext,
+    suite: list[SuiteRow],
+    agent_replies: list[ReplyRow],
+    outcomes: list[OutcomeRow],
+    judge_samples: list[SampleRow],
+    calibration: list[CalibrationRow],
+    eval_settings: EvalSettings,
+) -> list[StatusRow]:
+    """One status per case: passed, failed, judged-fail, judged-pass or reviewed, with criteria verdicts.
+
+    Each case's failures, reply and every criterion's verdict, votes, quoted evidence and reason; the metadata
+    counts the five statuses and the costs, and tables the judged-fail and split verdicts and the failed cases.
+    Query: `kindgi-eval sql "SELECT run_id, case_id, status, failures FROM statuses WHERE status IN ('failed', 'judged-fail')"`.
+    """
+    settings = _settings(context, eval_settings)
+    rows = status_rows(
+        cases_of(suite), agent_replies, outcomes, judge_samples, calibration, judged=settings.judge_model is not None
+    )
+    context.add_output_metadata(statuses_metadata(rows, agent_replies, judge_samples))
+    return rows
+
+
+@dg.asset(partitions_def=SUITES)
+def run_summary(
+    context: dg.AssetExecutionContext,
+    suite: list[SuiteRow],
+    agent_replies: list[ReplyRow],
+    judge_samples: list[SampleRow],
+    statuses: list[StatusRow],
+    eval_settings: EvalSettings,
+) -> list[RunRow]:
+    """The run in one row: lineage, counts per status, costs and funnel coverage; the `runs` view.
+
+    Query: `kindgi-eval sql "SELECT run_id, suite, started_at, passed, failed, judged_fail, agent_usd, judge_usd FROM runs ORDER BY started_at"`.
+    """
+    settings = _settings(context, eval_settings)
+    tenant = _inputs(lambda: load_tenant(settings.config_dir)).tenant
+    record = context.instance.get_run_record_by_id(context.run.run_id)
+    started = record.start_time if record and record.start_time else time.time()
+    row = run_row(
+        suite,
+        agent_replies,
+        judge_samples,
+        statuses,
+        stages=tenant.stage_names(),
+        judge=settings.judge_model,
+        judge_prompt_hash=template_hash() if settings.judge_model else None,
+        code_version=code_version(),
+        replies_from=source_run(context.instance, dg.AssetKey("agent_replies"), context.partition_key, context.run),
+        started_at=_iso(started),
+        finished_at=_iso(time.time()),
+    )
+    return [row]
+
+
+def _settings(context: dg.AssetExecutionContext, eval_settings: EvalSettings) -> RunSettings:
+    """This partition's settings; a problem with them fails the step with the problem's words, not a traceback."""
+    return _inputs(lambda: eval_settings.for_partition(context.partition_key))
+
+
+def _inputs(read):
+    """`read()`, with an InputError turned into a Dagster Failure that lists every problem."""
+    try:
+        return read()
+    except InputError as e:
+        raise dg.Failure(description="\n".join(str(p) for p in e.problems)) from None
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
+
+
+def _progress_logger(context: dg.AssetExecutionContext, what: str):
+    """Log `what: done/total` at most once a second, and at the end."""
+    last = 0.0
+
+    def report(done: int, total: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if done == total or now - last >= 1.0:
+            last = now
+            context.log.info(f"{what}: {done}/{total}")
+
+    return report
+
+
+CHAIN = [suite, agent_replies, outcomes, judge_samples, calibration, statuses, run_summary]

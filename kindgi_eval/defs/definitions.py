@@ -1,0 +1,21 @@
+"""The Dagster definitions `dagster dev -w workspace.yaml` loads: the chain, its checks, the nightly schedule and sensor."""
+
+import dagster as dg
+
+from kindgi_eval.defs.asset_checks import CHECKS
+from kindgi_eval.defs.assets import CHAIN
+from kindgi_eval.defs.io_manager import ParquetStore
+from kindgi_eval.defs.resources import EvalSettings
+from kindgi_eval.defs.schedules import evaluate_suite, nightly_suites, suite_changes
+
+defs = dg.Definitions(
+    assets=CHAIN,
+    asset_checks=CHECKS,
+    jobs=[evaluate_suite],
+    schedules=[nightly_suites],
+    sensors=[suite_changes],
+    # Settings come per partition from the tenants file (KINDGI_TENANTS); the store from KINDGI_STORE, else KINDGI_HOME.
+    resources={"io_manager": ParquetStore(), "eval_settings": EvalSettings()},
+    # One process per run, not per step: the steps share the run's Parquet files and litellm's import (~4 s).
+    executor=dg.in_process_executor,
+)

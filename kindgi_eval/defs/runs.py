@@ -1,0 +1,69 @@
+"""Starting the chain as a Dagster run in the persistent instance that `dagster dev` shows."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from importlib.resources import files
+from pathlib import Path
+
+import dagster as dg
+
+from kindgi_eval.defs.asset_checks import CHECKS
+from kindgi_eval.defs.assets import CHAIN, SUITES
+from kindgi_eval.defs.io_manager import SOURCE_RUN_TAG, ParquetStore
+from kindgi_eval.defs.resources import EvalSettings
+from kindgi_eval.inputs import RunSettings
+
+QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+
+
+class RunFailed(Exception):
+    """The chain itself could not complete (as opposed to a case failing)."""
+
+
+def open_instance(home: Path) -> dg.DagsterInstance:
+    """The instance in `$DAGSTER_HOME`, else `<home>/dagster`, created with the packaged dagster.yaml if new."""
+    dagster_home = Path(os.environ.get("DAGSTER_HOME") or home / "dagster").absolute()
+    dagster_home.mkdir(parents=True, exist_ok=True)
+    config = dagster_home / "dagster.yaml"
+    if not config.exists():
+        shutil.copyfile(str(files("kindgi_eval") / "dagster.yaml"), config)
+    os.environ["DAGSTER_HOME"] = str(dagster_home)
+    return dg.DagsterInstance.get()
+
+
+def run_chain(
+    instance: dg.DagsterInstance,
+    home: Path,
+    settings: RunSettings,
+    key: str,
+    *,
+    selection: list[str] | None = None,
+    tags: dict[str, str] | None = None,
+) -> str:
+    """Materialise the chain (or a selection of it) for one suite partition; the Dagster run id."""
+    instance.add_dynamic_partitions(SUITES.name, [key])
+    result = dg.materialize(
+        [*CHAIN, *CHECKS],  # the checks too, so a run from the command line shows them in the UI
+        selection=selection,
+        instance=instance,
+        partition_key=key,
+        resources={"io_manager": ParquetStore(home=str(home)), "eval_settings": EvalSettings.of(settings)},
+        run_config=QUIET_LOGS,
+        tags=tags,
+        raise_on_error=False,
+    )
+    if not result.success:
+        failures = [e for e in result.all_events if e.is_step_failure]
+        detail = failures[0].event_specific_data.error.message.strip() if failures else "see the Dagster run's logs"  # type: ignore[union-attr]
+        raise RunFailed(f"run {result.run_id} did not complete: {detail}")
+    return result.run_id
+
+
+REPLAYED = ["judge_samples", "calibration", "statuses", "run_summary"]
+
+
+def replay_chain(instance: dg.DagsterInstance, home: Path, settings: RunSettings, key: str, source: str) -> str:
+    """Materialise only the judged stages, reading `source`'s stored suite, replies and outcomes: no agent call."""
+    return run_chain(instance, home, settings, key, selection=REPLAYED, tags={SOURCE_RUN_TAG: source})

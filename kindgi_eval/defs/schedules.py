@@ -1,0 +1,140 @@
+"""The nightly schedule over every declared tenant suite, and the sensor that runs a suite whose content changed."""
+
+from __future__ import annotations
+
+import os
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import dagster as dg
+
+from kindgi_eval.defs.assets import CHAIN, SUITES
+from kindgi_eval.defs.resources import pinned_config
+from kindgi_eval.inputs import TenantSuite, load_suite, load_tenants
+from kindgi_eval.spec import InputError, Problem
+
+NIGHTLY_CRON = "0 2 * * *"
+"""02:00 every day, in the schedule's timezone."""
+TIMEZONE_ENV = "KINDGI_SCHEDULE_TIMEZONE"
+"""The IANA timezone the nightly schedule's 02:00 is in; default UTC."""
+DEFAULT_TIMEZONE = "UTC"
+SENSOR_INTERVAL_S = 60
+"""How often the sensor hashes every declared suite."""
+
+def suite_tags(key: str) -> dict[str, str]:
+    """The tenant and provider tags of partition `key`'s runs; none when the tenants file does not declare it."""
+    try:
+        return load_tenants().suite(key).tags()
+    except InputError:
+        return {}  # the run itself fails with the tenants file's problems
+
+
+evaluate_suite = dg.define_asset_job(
+    "evaluate_suite",
+    selection=dg.AssetSelection.assets(*CHAIN),
+    # Runs of this job launched by hand or by a backfill carry the same tags as the schedule's, so dagster.yaml's
+    # per-tenant and per-provider limits hold for them too.
+    config=dg.PartitionedConfig(
+        partitions_def=SUITES, run_config_for_partition_key_fn=lambda key: {}, tags_for_partition_key_fn=suite_tags
+    ),
+    description="The whole chain and its checks for one tenant suite (a partition): what the schedule and sensor run.",
+)
+
+
+def schedule_timezone(environ: dict[str, str] | None = None) -> str:
+    """The nightly schedule's timezone from KINDGI_SCHEDULE_TIMEZONE; InputError when it is not an IANA name."""
+    name = (os.environ if environ is None else environ).get(TIMEZONE_ENV) or DEFAULT_TIMEZONE
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InputError(
+            [Problem(TIMEZONE_ENV, None, None, f"{name!r} is not a timezone. Use an IANA name such as Europe/Lisbon or UTC.")]
+        ) from None
+    return name
+
+
+def nightly_requests(suites: tuple[TenantSuite, ...], day: str) -> list[dg.RunRequest]:
+    """One run request per tenant suite, keyed by suite and day so a tick retried never runs a suite twice."""
+    return [run_request(s, f"{s.key}@{day}") for s in suites]
+
+
+def run_request(declared: TenantSuite, run_key: str) -> dg.RunRequest:
+    """A run of one tenant suite with its settings resolved now, at the tick, and pinned for the whole run."""
+    config = {"resources": {"eval_settings": {"config": pinned_config(declared.settings())}}}
+    return dg.RunRequest(run_key=run_key, partition_key=declared.key, tags=declared.tags(), run_config=config)
+
+
+def _add_partitions(instance: dg.DagsterInstance, keys: list[str]) -> None:
+    missing = [k for k in keys if not instance.has_dynamic_partition(SUITES.name, k)]
+    if missing:
+        instance.add_dynamic_partitions(SUITES.name, missing)
+
+
+def nightly_schedule(timezone: str | None = None) -> dg.ScheduleDefinition:
+    """The schedule that runs every declared tenant suite at 02:00 in `timezone` (else KINDGI_SCHEDULE_TIMEZONE)."""
+
+    @dg.schedule(
+        name="nightly_suites",
+        cron_schedule=NIGHTLY_CRON,
+        execution_timezone=timezone or schedule_timezone(),
+        job=evaluate_suite,
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+        description="At 02:00 every night, one run per tenant suite declared in the tenants file (KINDGI_TENANTS), "
+        "tagged kindgi/tenant and kindgi/suite.",
+    )
+    def nightly_suites(context: dg.ScheduleEvaluationContext):
+        tenants = load_tenants()
+        if not tenants.suites:
+            return dg.SkipReason(f"{tenants.source} declares no tenant suite.")
+        _add_partitions(context.instance, tenants.keys)
+        return nightly_requests(tenants.suites, context.scheduled_execution_time.strftime("%Y-%m-%d"))
+
+    return nightly_suites
+
+
+def last_suite_hash(instance: dg.DagsterInstance, key: str) -> tuple[str | None, int | None]:
+    """The content hash the latest `suite` materialisation of partition `key` recorded, and that event's storage id."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey("suite"), asset_partitions=[key]), limit=1
+    ).records
+    if not records:
+        return None, None
+    value = records[0].asset_materialization.metadata.get("suite_hash") if records[0].asset_materialization else None
+    return (str(value.value) if value is not None else None), records[0].storage_id
+
+
+@dg.sensor(
+    name="suite_changes",
+    job=evaluate_suite,
+    minimum_interval_seconds=SENSOR_INTERVAL_S,
+    default_status=dg.DefaultSensorStatus.STOPPED,
+    description="Starts a run of a tenant suite whose content hash differs from the one its latest run recorded "
+    "(a suite never run counts as changed).",
+)
+def suite_changes(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+    """One run request per declared suite whose cases.jsonl or calibration.jsonl changed since its latest run."""
+    tenants = load_tenants()
+    requests: list[dg.RunRequest] = []
+    unreadable: list[str] = []
+    for declared in tenants.suites:
+        try:
+            current = load_suite(declared.eval_dir).hash
+        except InputError as e:  # a half-edited suite waits for its fix; the run would only fail
+            unreadable.append(declared.key)
+            context.log.warning(f"{declared.key}: not run, the suite does not parse: {e}")
+            continue
+        recorded, event = last_suite_hash(context.instance, declared.key)
+        if current != recorded:
+            # Keyed by the new hash and the materialisation it replaces: a change is run once, and changing back
+            # to an older content after a newer one was run is a change again.
+            run_key = f"{declared.key}@{current[:16]}@{event or 'never'}"
+            requests.append(run_request(declared, run_key))
+    new = [r.partition_key for r in requests if not context.instance.has_dynamic_partition(SUITES.name, r.partition_key)]
+    skip = None if requests else ("No suite changed" + (f"; not parsed: {', '.join(unreadable)}" if unreadable else "") + ".")
+    return dg.SensorResult(
+        run_requests=requests,
+        dynamic_partitions_requests=[SUITES.build_add_request(new)] if new else None,
+        skip_reason=skip,
+    )
+
+
+nightly_suites = nightly_schedule()

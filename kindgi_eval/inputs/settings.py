@@ -1,0 +1,170 @@
+"""Run settings: each flag overrides its environment variable, which overrides the default.
+
+`SETTINGS` is the one table of them; the command line's options, the Dagster resource and the tenants file
+take their names, variables, types, ranges, defaults and help from it. The environment is read once, by
+`resolve_settings` at the edge (a command, a schedule tick, a sensor tick, a launchpad run), and the
+resolved `RunSettings` is what the run uses and records. Pure: reads a mapping, touches no file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Mapping
+from typing import Literal, NamedTuple
+
+from pydantic import BaseModel, ConfigDict
+
+from kindgi_eval.spec import InputError, Problem, parse_model
+
+DEFAULT_EVAL_DIR = "evals/golden"
+DEFAULT_MAX_LATENCY_MS = 15_000.0
+DEFAULT_CONCURRENCY = 8
+DEFAULT_MODEL_TIMEOUT_S = 60.0
+MOCK_AGENT = "mock:agent"
+
+Kind = Literal["folder", "model", "url", "float", "int"]
+
+
+class Setting(NamedTuple):
+    """One run setting: how it is named on each face, its type and range, its default and its help."""
+
+    field: str
+    """The RunSettings field, the resource's config field and the tenants-file key."""
+    var: str
+    """The environment variable, as DESIGN.md names it."""
+    kind: Kind
+    """What a value must be: a folder, a `provider:model` name, an http(s) URL, or a number."""
+    default: str | float | int | None
+    """The value when neither flag nor variable gives one; None means unset."""
+    help: str
+    """One sentence for `--help`."""
+    low: float | None = None
+    """The smallest value allowed (numbers only)..."""
+    high: float | None = None
+    """...and the largest."""
+    low_open: bool = False
+    """True when `low` itself is not allowed (a positive number)."""
+    per_tenant: bool = False
+    """True when a tenants-file entry and the launchpad may set it for a tenant suite's run."""
+
+    @property
+    def flag(self) -> str:
+        """The command-line option: `--max-latency-ms` for max_latency_ms."""
+        return "--" + self.field.replace("_", "-")
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("eval_dir", "EVAL_DIR", "folder", DEFAULT_EVAL_DIR,
+            "Suite folder holding cases.jsonl and optionally calibration.jsonl."),
+    Setting("config_dir", "CONFIG_DIR", "folder", None,
+            "Tenant configuration folder holding tenant.toml; unset: the packaged demo tenant."),
+    Setting("agent_model", "AGENT_MODEL", "model", None,
+            "The agent as provider:model; mock:agent is the offline demo agent.", per_tenant=True),
+    Setting("agent_url", "AGENT_URL", "url", None,
+            "An agent served over HTTP; takes precedence over the agent model.", per_tenant=True),
+    Setting("judge_model", "EVAL_JUDGE_MODEL", "model", None,
+            "The judge as provider:model; mock:judge passes everything; unset: no judge.", per_tenant=True),
+    Setting("max_latency_ms", "EVAL_MAX_LATENCY_MS", "float", DEFAULT_MAX_LATENCY_MS,
+            "The agent's deadline per case, in milliseconds; over it the case fails.", low=0, low_open=True,
+            per_tenant=True),
+    Setting("concurrency", "EVAL_CONCURRENCY", "int", DEFAULT_CONCURRENCY,
+            "Model calls in flight at once.", low=1, high=1024, per_tenant=True),
+    Setting("model_timeout_s", "EVAL_MODEL_TIMEOUT_S", "float", DEFAULT_MODEL_TIMEOUT_S,
+            "Seconds one model call (retries included) or one HTTP agent request may take.", low=0, low_open=True,
+            per_tenant=True),
+)
+SETTING = {s.field: s for s in SETTINGS}
+ENV = {s.field: s.var for s in SETTINGS}
+"""Field name -> environment variable."""
+
+
+class RunSettings(BaseModel):
+    """Everything a run is told from outside: where the suite and tenant live, which agent and judge."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    eval_dir: str = DEFAULT_EVAL_DIR
+    """Suite folder holding cases.jsonl and, optionally, calibration.jsonl."""
+    config_dir: str | None = None
+    """Tenant configuration folder; None means the packaged demo tenant."""
+    agent_model: str | None = None
+    """The agent as provider:model; `mock:agent` is the offline demo agent. None when agent_url is the agent."""
+    agent_url: str | None = None
+    """An agent served over HTTP; when set, it is the agent and agent_model is None."""
+    judge_model: str | None = None
+    """The judge as provider:model; None means no judge."""
+    max_latency_ms: float = DEFAULT_MAX_LATENCY_MS
+    """The agent's deadline per case."""
+    concurrency: int = DEFAULT_CONCURRENCY
+    """Model calls in flight at once."""
+    model_timeout_s: float = DEFAULT_MODEL_TIMEOUT_S
+    """How long one model call, the agent's or the judge's, may take with its retries."""
+
+    @property
+    def agent_name(self) -> str | None:
+        """How the run records its agent: the URL when there is one, else the model."""
+        return self.agent_url or self.agent_model
+
+
+def resolve_settings(
+    flags: Mapping[str, object],
+    environ: Mapping[str, str] | None = None,
+    *,
+    mock: bool = False,
+    read_env: Collection[str] | None = None,
+) -> RunSettings:
+    """Merge flags over environment over defaults, and check every value; InputError lists each bad one.
+
+    An agent URL wins over an agent model, so the settings hold only the agent that runs. `mock` is the
+    command line's `--mock`: the offline demo agent, whatever AGENT_URL and AGENT_MODEL say. `read_env`
+    names the only fields whose variables are read (a tenants-file suite reads just its tuning ones);
+    None reads every field's.
+    """
+    environ = os.environ if environ is None else environ
+    raw: dict[str, tuple[object, str]] = {}
+    for s in SETTINGS:
+        value, source = flags.get(s.field), s.flag
+        readable = read_env is None or s.field in read_env
+        if value is None and readable and environ.get(s.var, "") != "":
+            value, source = environ[s.var], s.var
+        if value is not None:
+            raw[s.field] = (value, source)
+    if mock:
+        raw.pop("agent_url", None)
+        raw["agent_model"] = (MOCK_AGENT, "--mock")
+    problems: list[Problem] = []
+    values: dict[str, object] = {}
+    for field, (value, source) in raw.items():
+        try:
+            values[field] = check_value(SETTING[field], value)
+        except ValueError as e:
+            problems.append(Problem(source, None, None, str(e)))
+    if problems:
+        raise InputError(problems)
+    if values.get("agent_url"):
+        values.pop("agent_model", None)
+    return RunSettings(**values)
+
+
+def check_value(setting: Setting, value: object) -> object:
+    """`value` as the setting's type, within its range; ValueError saying what is wrong."""
+    if setting.kind == "model":
+        parse_model(str(value))
+        return str(value)
+    if setting.kind == "url":
+        if not str(value).startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} must be an http:// or https:// URL")
+        return str(value)
+    if setting.kind == "folder":
+        return str(value)
+    whole = setting.kind == "int"
+    try:
+        number = int(value) if whole else float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{value!r} is not a {'whole ' if whole else ''}number") from None
+    if setting.high is not None:
+        if not setting.low <= number <= setting.high:  # type: ignore[operator]
+            raise ValueError(f"{value!r} must be a whole number from {setting.low:g} to {setting.high:g}")
+    elif setting.low is not None and (number <= setting.low if setting.low_open else number < setting.low):
+        raise ValueError(f"{value!r} must be a positive number")
+    return number

@@ -1,0 +1,208 @@
+"""Reading a suite folder: cases.jsonl and the optional calibration.jsonl, every problem reported at once."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from kindgi_eval.inputs.tenant_file import LoadedTenant
+from kindgi_eval.spec import CalibrationItem, Case, InputError, Problem, problems_from_validation
+
+CASES_FILE = "cases.jsonl"
+CALIBRATION_FILE = "calibration.jsonl"
+
+Item = TypeVar("Item", bound=BaseModel)
+
+
+class Lined(NamedTuple):
+    """An item and the 1-based line it was read from."""
+
+    line: int
+    item: BaseModel
+
+
+class TenantNames(NamedTuple):
+    """The funnel stages and courses of the tenant a suite runs for, which its cases may name."""
+
+    stages: tuple[str, ...]
+    """Every funnel stage of the tenant configuration, in its order."""
+    courses: tuple[str, ...]
+    """Every course id of the tenant's catalogue."""
+    config: str
+    """How a problem names the configuration, e.g. `the tenant configuration demo_tenant`."""
+
+
+class Suite(NamedTuple):
+    """A parsed suite folder and the content hash recorded with every run of it."""
+
+    eval_dir: str
+    cases: tuple[Case, ...]
+    case_lines: tuple[int, ...]
+    calibration: tuple[CalibrationItem, ...]
+    has_calibration: bool
+    hash: str
+
+
+def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None) -> Suite:
+    """Parse `<eval_dir>/cases.jsonl` and, if present, `calibration.jsonl`; InputError lists every problem.
+
+    With `tenant`, every case that parses is also checked against its funnel stages and courses in the
+    same pass, so one run reports schema and tenant problems together, in line order per file.
+    """
+    folder = Path(eval_dir)
+    cases_path = folder / CASES_FILE
+    calibration_path = folder / CALIBRATION_FILE
+    problems: list[Problem] = []
+    if not folder.is_dir():
+        raise InputError([Problem(str(folder), None, None, "no such suite folder. Point EVAL_DIR or --eval-dir at a folder holding cases.jsonl.")])
+    cases_bytes = _read(cases_path, problems, required=True)
+    calibration_bytes = _read(calibration_path, problems, required=False)
+    cases = (
+        _parse(cases_path, cases_bytes, Case, problems, lambda case, line: _case_problems(case, line, str(cases_path), tenant))
+        if cases_bytes is not None
+        else []
+    )
+    calibration = (
+        _parse(calibration_path, calibration_bytes, CalibrationItem, problems) if calibration_bytes is not None else []
+    )
+    if cases_bytes is not None and not cases and not problems:
+        problems.append(Problem(str(cases_path), None, None, "holds no cases. Write one JSON object per line."))
+    if problems:
+        raise InputError(problems)
+    digest = hashlib.sha256()
+    for name, content in ((CASES_FILE, cases_bytes), (CALIBRATION_FILE, calibration_bytes)):
+        digest.update(f"{name}\0{len(content) if content is not None else -1}\0".encode())
+        digest.update(content or b"")
+    return Suite(
+        eval_dir=str(eval_dir),
+        cases=tuple(c.item for c in cases),  # type: ignore[misc]
+        case_lines=tuple(c.line for c in cases),
+        calibration=tuple(c.item for c in calibration),  # type: ignore[misc]
+        has_calibration=calibration_bytes is not None,
+        hash=digest.hexdigest(),
+    )
+
+
+def _read(path: Path, problems: list[Problem], *, required: bool) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        if required:
+            problems.append(Problem(str(path), None, None, "file not found. A suite folder must hold cases.jsonl."))
+    except OSError as e:
+        problems.append(Problem(str(path), None, None, f"cannot be read: {e.strerror or e}."))
+    return None
+
+
+def _parse(
+    path: Path,
+    content: bytes,
+    model: type[Item],
+    problems: list[Problem],
+    check: Callable[[Item, int], list[Problem]] | None = None,
+) -> list[Lined]:
+    """One item per non-blank line; problems named by file, line and field; ids unique within the file.
+
+    `check` adds the problems of an item that parsed (a repeat, a name the tenant lacks), on its line.
+    """
+    items: list[Lined] = []
+    first_line_of: dict[str, int] = {}
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError as e:
+        problems.append(Problem(str(path), None, None, f"is not UTF-8 text (byte {e.start})."))
+        return items
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as e:
+            problems.append(Problem(str(path), number, None, f"not valid JSON: {e.msg} at column {e.colno}."))
+            continue
+        if not isinstance(data, dict):
+            problems.append(Problem(str(path), number, None, "each line must be one JSON object."))
+            continue
+        try:
+            item = model.model_validate_json(line)
+        except ValidationError as e:
+            problems.extend(problems_from_validation(e, str(path), number))
+            continue
+        item_id = item.id  # type: ignore[attr-defined]
+        duplicate = item_id in first_line_of
+        if duplicate:
+            problems.append(
+                Problem(str(path), number, "id", f"duplicate id {item_id!r}, first used on line {first_line_of[item_id]}. Ids must be unique in a file.")
+            )
+        if check is not None:
+            problems.extend(check(item, number))
+        if duplicate:
+            continue
+        first_line_of[item_id] = number
+        items.append(Lined(number, item))
+    return items
+
+
+def suite_key(tenant: str, eval_dir: str | Path) -> str:
+    """The partition key of a tenant suite: `<tenant>.<suite folder name>`, e.g. `demo-academy.golden`."""
+    name = re.sub(r"[^a-z0-9_-]+", "-", Path(eval_dir).absolute().name.lower()).strip("-") or "suite"
+    return f"{tenant}.{name}"
+
+
+def _case_problems(case: Case, line: int, path: str, tenant: TenantNames | None) -> list[Problem]:
+    """What is wrong with a case that parsed: a repeated review entry, and, given a tenant, a name it lacks."""
+    problems = _repeated_review(case, line, path)
+    if tenant is not None:
+        problems += _against_tenant(case, line, path, tenant)
+    return problems
+
+
+def _against_tenant(case: Case, line: int, path: str, tenant: TenantNames) -> list[Problem]:
+    """A case's funnel stage and course must be ones the tenant configuration has."""
+    problems = []
+    if case.contact is None:
+        return problems
+    if case.contact.funnel_stage is not None and case.contact.funnel_stage not in tenant.stages:
+        known = ", ".join(tenant.stages)
+        problems.append(Problem(path, line, "contact.funnel_stage", f"{case.contact.funnel_stage!r} is not a funnel stage of {tenant.config} (stages: {known})."))
+    if case.contact.course is not None and case.contact.course not in tenant.courses:
+        known = ", ".join(tenant.courses)
+        problems.append(Problem(path, line, "contact.course", f"{case.contact.course!r} is not a course of {tenant.config} (courses: {known})."))
+    return problems
+
+
+def _repeated_review(case: Case, line: int, path: str) -> list[Problem]:
+    """A review entry given twice in one case would pool six judge samples under one criterion: refuse it."""
+    problems = []
+    first_index_of: dict[str, int] = {}
+    for index, entry in enumerate(case.review_criteria):
+        if entry in first_index_of:
+            problems.append(
+                Problem(path, line, f"review[{index}]", f"duplicate review entry {_short(entry)}, first given as review[{first_index_of[entry]}]. Give each criterion once per case.")
+            )
+            continue
+        first_index_of[entry] = index
+    return problems
+
+
+def _short(text: str) -> str:
+    return repr(text) if len(text) <= 60 else repr(text[:57] + "...")
+
+
+def has_calibration_file(eval_dir: str | Path) -> bool:
+    """Whether the suite folder holds a calibration.jsonl at all (with items or without)."""
+    return (Path(eval_dir) / CALIBRATION_FILE).is_file()
+
+
+def load_checked_suite(eval_dir: str | Path, loaded: LoadedTenant) -> Suite:
+    """The suite, parsed and checked against the tenant it runs for in one pass; InputError lists every problem,
+    schema and tenant alike, in line order per file."""
+    tenant = loaded.tenant
+    names = TenantNames(tenant.stage_names(), tuple(c.id for c in tenant.courses), f"the tenant configuration {loaded.config_dir}")
+    return load_suite(eval_dir, names)

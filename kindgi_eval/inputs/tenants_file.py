@@ -1,0 +1,291 @@
+"""The tenants file: every tenant, its folders, its suites, its agent and judge; each tenant suite is a partition.
+
+```toml
+[[tenant]]
+name = "demo-academy"              # equals `tenant` in its tenant.toml; the partition key's first part
+home = "tenants/demo-academy"      # everything this tenant's runs may read lives under here
+config = "config"                  # folder holding tenant.toml, under home (omit only for the demo tenant)
+suites = ["evals/golden"]          # suite folders under home; each is the partition `<name>.<folder name>`
+agent_model = "mock:agent"         # or agent_url = "https://..."; one of the two
+judge_model = "openai:gpt-4o"      # optional; unset means no judge
+concurrency = 4                    # optional: also max_latency_ms, model_timeout_s
+```
+
+A relative `home` resolves against the tenants file's folder; `config` and `suites` resolve against `home`,
+symlinks followed, and must stay inside it. Tenants' homes may not nest, so no run can read another tenant's files.
+Without `KINDGI_TENANTS` the registry is the demo tenant's golden suite (`evals/golden` of the working folder)
+with the offline mock agent: what `kindgi-eval run --mock` runs.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import NamedTuple
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from kindgi_eval.inputs.settings import DEFAULT_EVAL_DIR, ENV, MOCK_AGENT, RunSettings, resolve_settings
+from kindgi_eval.inputs.suite_folder import suite_key
+from kindgi_eval.inputs.tenant_file import field_lines
+from kindgi_eval.spec import InputError, Problem, Slug, parse_model, problems_from_validation
+
+TENANTS_ENV = "KINDGI_TENANTS"
+"""The environment variable naming the tenants file."""
+DEMO_TENANT = "demo-academy"
+"""The fictional demo tenant, whose configuration ships inside the package."""
+TUNING = ("max_latency_ms", "concurrency", "model_timeout_s")
+"""Settings a tenant may set for itself, falling back to their environment variables, then the defaults."""
+
+TAG_TENANT = "kindgi/tenant"
+TAG_SUITE = "kindgi/suite"
+TAG_AGENT_PROVIDER = "kindgi/agent_provider"
+TAG_JUDGE_PROVIDER = "kindgi/judge_provider"
+"""Run tags: dagster.yaml limits concurrent runs per tenant and per provider by these."""
+
+
+class TenantEntry(BaseModel):
+    """One `[[tenant]]` table as written in the tenants file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Slug
+    """The tenant's id; it must equal `tenant` in its tenant.toml."""
+    home: str
+    """The tenant's folder; absolute, or relative to the tenants file's folder."""
+    config: str | None = None
+    """Its configuration folder (holding tenant.toml), under home; omitted only for the packaged demo tenant."""
+    suites: list[str] = Field(min_length=1)
+    """Its suite folders, under home; each one is a partition."""
+    agent_model: str | None = None
+    """The agent as provider:model."""
+    agent_url: str | None = None
+    """An agent served over HTTP."""
+    judge_model: str | None = None
+    """The judge as provider:model; unset means no judge."""
+    max_latency_ms: float | None = None
+    """The agent's deadline per case; unset: EVAL_MAX_LATENCY_MS, else the default."""
+    concurrency: int | None = None
+    """Model calls in flight at once within one run; unset: EVAL_CONCURRENCY, else the default."""
+    model_timeout_s: float | None = None
+    """Seconds one model call may take, retries included; unset: EVAL_MODEL_TIMEOUT_S, else the default."""
+
+
+class TenantSuite(NamedTuple):
+    """One declared tenant suite: a partition and everything its run is allowed to read."""
+
+    key: str
+    """The partition key, `<tenant>.<suite folder name>`."""
+    tenant: str
+    """The tenant's name."""
+    eval_dir: Path
+    """The suite folder, resolved."""
+    config_dir: Path | None
+    """The tenant's configuration folder, resolved; None for the packaged demo tenant."""
+    home: Path
+    """The tenant's folder, resolved; config_dir and eval_dir lie inside it."""
+    entry: TenantEntry
+    """The tenant's entry as written."""
+
+    def settings(self, overrides: Mapping[str, object] | None = None, environ: Mapping[str, str] | None = None) -> RunSettings:
+        """The run settings of this suite: overrides (a launchpad's) over the entry over the tuning variables."""
+        flags: dict[str, object] = {field: getattr(self.entry, field) for field in ENV if hasattr(self.entry, field)}
+        flags.update(eval_dir=str(self.eval_dir), config_dir=str(self.config_dir) if self.config_dir else None)
+        overrides = {field: value for field, value in (overrides or {}).items() if value is not None}
+        if "agent_model" in overrides and "agent_url" not in overrides:
+            flags["agent_url"] = None  # a launchpad's agent model replaces the entry's URL, which would win
+        flags.update(overrides)
+        return resolve_settings(flags, environ, read_env=TUNING)
+
+    def tags(self) -> dict[str, str]:
+        """The run tags of this suite's runs: tenant, suite and the providers its agent and judge call."""
+        tags = {TAG_TENANT: self.tenant, TAG_SUITE: self.key, TAG_AGENT_PROVIDER: provider_of(self.entry.agent_url or self.entry.agent_model)}
+        if self.entry.judge_model:
+            tags[TAG_JUDGE_PROVIDER] = provider_of(self.entry.judge_model)
+        return tags
+
+
+class Tenants(NamedTuple):
+    """Every declared tenant suite, in file order, and where they were declared."""
+
+    source: str
+    """The tenants file, or a sentence saying the built-in default is in force."""
+    suites: tuple[TenantSuite, ...]
+    """Every tenant suite."""
+
+    @property
+    def keys(self) -> list[str]:
+        """Every partition key, in file order."""
+        return [s.key for s in self.suites]
+
+    def suite(self, key: str) -> TenantSuite:
+        """The suite of partition `key`; InputError naming the tenants file when it is not declared there."""
+        for declared in self.suites:
+            if declared.key == key:
+                return declared
+        raise InputError(
+            [Problem(self.source, None, None, f"suite {key!r} is not declared here (declared: {', '.join(self.keys) or 'none'}). "
+                     f"Add it to a tenant's suites, or point {TENANTS_ENV} at the file that declares it.")]
+        )
+
+
+def provider_of(agent: str | None) -> str:
+    """The provider a model or URL calls: `openai` for openai:gpt-4o, the host for an HTTP agent."""
+    if not agent:
+        return "none"
+    if agent.startswith(("http://", "https://")):
+        return urlsplit(agent).hostname or "http"
+    return parse_model(agent).provider
+
+
+def tenants_path(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The tenants file named by KINDGI_TENANTS, or None for the built-in default."""
+    value = (os.environ if environ is None else environ).get(TENANTS_ENV, "")
+    return Path(value) if value else None
+
+
+def load_tenants(path: str | Path | None = None) -> Tenants:
+    """The tenants file at `path` (else KINDGI_TENANTS, else the built-in default); InputError lists every problem."""
+    path = Path(path) if path else tenants_path()
+    if path is None:
+        return default_tenants()
+    try:
+        content = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError([Problem(str(path), None, None, f"file not found. Point {TENANTS_ENV} at the tenants file.")]) from None
+    except OSError as e:
+        raise InputError([Problem(str(path), None, None, f"cannot be read: {e.strerror or e}.")]) from None
+    return parse_tenants(content, path)
+
+
+def default_tenants(cwd: Path | None = None) -> Tenants:
+    """The demo tenant's golden suite in the working folder, run by the offline mock agent, without a judge."""
+    cwd = (cwd or Path.cwd()).resolve()
+    entry = TenantEntry(name=DEMO_TENANT, home=str(cwd), suites=[DEFAULT_EVAL_DIR], agent_model=MOCK_AGENT)
+    where = f"the built-in default tenants ({TENANTS_ENV} is unset)"
+    problems: list[Problem] = []
+    suites = _suites_of(entry, cwd, where, 0, {}, problems)
+    if problems:
+        raise InputError(problems)
+    return Tenants(where, tuple(suites))
+
+
+def parse_tenants(content: bytes, file: Path) -> Tenants:
+    """The tenants declared in the bytes of a tenants file; relative homes resolve against the file's folder."""
+    name = str(file)
+    try:
+        text = content.decode("utf-8")
+        data = tomllib.loads(text)
+    except UnicodeDecodeError as e:
+        raise InputError([Problem(name, None, None, f"is not UTF-8 text (byte {e.start}). Save it as UTF-8.")]) from None
+    except tomllib.TOMLDecodeError as e:
+        raise InputError([Problem(name, None, None, f"not valid TOML: {e}. Fix the syntax.")]) from None
+    lines = field_lines(text)
+    unknown = sorted(set(data) - {"tenant"})
+    problems = [Problem(name, lines.get(key), key, "unknown key; a tenants file holds only [[tenant]] tables.") for key in unknown]
+    raw = data.get("tenant", [])
+    if not isinstance(raw, list) or not raw:
+        problems.append(Problem(name, None, "tenant", "declares no tenant. Add one [[tenant]] table per tenant."))
+        raise InputError(problems)
+    entries: list[tuple[int, TenantEntry]] = []
+    for index, table in enumerate(raw):
+        try:
+            entries.append((index, TenantEntry.model_validate(table)))
+        except ValidationError as e:
+            for p in problems_from_validation(e, name, None):
+                field = f"tenant[{index}].{p.field}" if p.field else f"tenant[{index}]"
+                problems.append(Problem(name, _line(lines, field), field, p.message))
+    homes: dict[str, Path] = {}
+    suites: list[TenantSuite] = []
+    for index, entry in entries:
+        suites += _suites_of(entry, file.parent, name, index, homes, problems, lines)
+    if problems:
+        raise InputError(problems)
+    return Tenants(name, tuple(suites))
+
+
+def _suites_of(
+    entry: TenantEntry,
+    base: Path,
+    file: str,
+    index: int,
+    homes: dict[str, Path],
+    problems: list[Problem],
+    lines: Mapping[str, int] | None = None,
+) -> list[TenantSuite]:
+    """Check one entry (paths inside its home, homes apart, an agent, valid models); its suites if all is well."""
+    lines = lines or {}
+    before = len(problems)
+
+    def refuse(field: str, message: str) -> None:
+        path = f"tenant[{index}].{field}"
+        problems.append(Problem(file, _line(lines, path), path, f"tenant {entry.name}: {message}"))
+
+    home = (base / os.path.expanduser(entry.home)).resolve()
+    if not home.is_dir():
+        refuse("home", f"{entry.home!r} ({home}) is not a folder. Create it or fix the path.")
+        return []
+    if entry.name in homes:
+        refuse("name", "is declared twice. Give each tenant one [[tenant]] table.")
+    for other, other_home in homes.items():
+        if home == other_home or home.is_relative_to(other_home) or other_home.is_relative_to(home):
+            refuse("home", f"{home} overlaps tenant {other}'s home {other_home}, so one could read the other's files. "
+                   "Give each tenant a folder of its own.")
+    homes.setdefault(entry.name, home)
+
+    def inside(field: str, given: str, what: str) -> Path | None:
+        path = (home / os.path.expanduser(given)).resolve()
+        if not path.is_relative_to(home):
+            refuse(field, f"{given!r} resolves to {path}, outside the tenant's home {home}. "
+                   f"Keep a tenant's {what} under its home.")
+            return None
+        if not path.is_dir():
+            refuse(field, f"{given!r} ({path}) is not a folder. Create it or fix the path.")
+            return None
+        return path
+
+    config_dir = None
+    if entry.config is not None:
+        config_dir = inside("config", entry.config, "configuration")
+    elif entry.name != DEMO_TENANT:
+        refuse("config", f"is missing. Name the folder holding the tenant's tenant.toml; only {DEMO_TENANT} may leave it out.")
+    suite_dirs: list[tuple[int, Path]] = []
+    for number, given in enumerate(entry.suites):
+        found = inside(f"suites[{number}]", given, "suites")
+        if found is not None:
+            suite_dirs.append((number, found))
+    keys: dict[str, int] = {}
+    for number, folder in suite_dirs:
+        key = suite_key(entry.name, folder)
+        if key in keys:
+            refuse(f"suites[{number}]", f"is a second suite with the partition key {key!r} (like suites[{keys[key]}]). "
+                   "Suite folders of one tenant need different names.")
+        keys.setdefault(key, number)
+    if entry.agent_model and entry.agent_url:
+        refuse("agent_url", "is given beside agent_model. Name the agent once: agent_model or agent_url.")
+    elif not (entry.agent_model or entry.agent_url):
+        refuse("agent_model", "no agent named. Set agent_model (provider:model) or agent_url.")
+    try:
+        resolve_settings({field: getattr(entry, field) for field in ENV if hasattr(entry, field)}, environ={})
+    except InputError as e:
+        for p in e.problems:
+            refuse(p.file.removeprefix("--").replace("-", "_"), p.message)
+    if len(problems) > before:
+        return []
+    return [
+        TenantSuite(suite_key(entry.name, folder), entry.name, folder, config_dir, home, entry)
+        for _, folder in suite_dirs
+    ]
+
+
+def _line(lines: Mapping[str, int], field: str) -> int | None:
+    """The line of a field, else of its table (`tenant[1]`)."""
+    while field:
+        if field in lines:
+            return lines[field]
+        cut = max(field.rfind("."), field.rfind("["))
+        field = field[:cut] if cut > 0 else ""
+    return None

@@ -1,0 +1,217 @@
+"""What changed between two runs of a suite: statuses, criteria verdicts, calibration and cost (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+from pydantic import BaseModel, ConfigDict
+
+from kindgi_eval.spec import FAILING, GROUPS, Status, safe
+from kindgi_eval.store import CalibrationRow, ReplyRow, RunRow, StatusRow
+
+
+class StoredRun(BaseModel):
+    """Everything of one stored run that a diff compares."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    run: RunRow
+    statuses: list[StatusRow]
+    calibration: list[CalibrationRow]
+    replies: list[ReplyRow]
+
+
+class StatusChange(BaseModel):
+    """A case whose status differs."""
+
+    case_id: str
+    a: Status | None
+    """Status in run A; None when the case is not in it."""
+    b: Status | None
+    """Status in run B; None when the case is not in it."""
+    worse: bool
+    """True when the case got worse (see `is_worse`): what `diff --exit-code` exits 1 for."""
+
+
+class CriterionChange(BaseModel):
+    """A criterion whose verdict differs, with both runs' evidence."""
+
+    case_id: str
+    source: str
+    criterion: str
+    a: str
+    """Verdict in run A: pass, fail, or ungraded (also when run A did not judge it at all)."""
+    b: str
+    evidence_a: str
+    evidence_b: str
+
+
+class GroupSide(BaseModel):
+    """One calibration group's agreement in both runs."""
+
+    group: str
+    a: float | None
+    b: float | None
+    calibrated_a: bool | None
+    calibrated_b: bool | None
+
+
+class RunDiff(BaseModel):
+    """The whole difference between run A and run B."""
+
+    run_a: str
+    run_b: str
+    same_replies: bool
+    """True when B judged the very replies A did (or identical ones): any change is the judge's, not the agent's."""
+    statuses: list[StatusChange]
+    criteria: list[CriterionChange]
+    calibration: list[GroupSide]
+    cost: dict[str, dict[str, float]]
+
+
+def _reply_key(r: ReplyRow) -> tuple:
+    return (r.case_id, tuple(r.messages), r.escalate, r.reason, r.error)
+
+
+def diff_runs(a: StoredRun, b: StoredRun) -> RunDiff:
+    """Compare two runs case by case; replies count as the same when they are one stored set or identical."""
+    same = a.run.replies_from == b.run.replies_from or sorted(map(_reply_key, a.replies)) == sorted(
+        map(_reply_key, b.replies)
+    )
+    status_a = {s.case_id: s for s in a.statuses}
+    status_b = {s.case_id: s for s in b.statuses}
+    ids = list(status_a) + [i for i in status_b if i not in status_a]
+    pairs = {i: (_status(status_a.get(i)), _status(status_b.get(i))) for i in ids}
+    statuses = [
+        StatusChange(case_id=i, a=sa, b=sb, worse=is_worse(sa, sb)) for i, (sa, sb) in pairs.items() if sa != sb
+    ]
+    criteria = []
+    for i in ids:
+        verdicts_a = {(c.source, c.criterion): c for c in status_a[i].criteria} if i in status_a else {}
+        verdicts_b = {(c.source, c.criterion): c for c in status_b[i].criteria} if i in status_b else {}
+        for key in list(verdicts_a) + [k for k in verdicts_b if k not in verdicts_a]:
+            ca, cb = verdicts_a.get(key), verdicts_b.get(key)
+            # a criterion one run did not grade at all reads as ungraded: neither is a verdict
+            va, vb = (ca.verdict if ca else "ungraded"), (cb.verdict if cb else "ungraded")
+            if va != vb:
+                criteria.append(
+                    CriterionChange(
+                        case_id=i,
+                        source=key[0],
+                        criterion=key[1],
+                        a=va,
+                        b=vb,
+                        evidence_a=ca.evidence if ca else "",
+                        evidence_b=cb.evidence if cb else "",
+                    )
+                )
+    group_a = {c.group: c for c in a.calibration}
+    group_b = {c.group: c for c in b.calibration}
+    calibration = [
+        GroupSide(
+            group=g,
+            a=group_a[g].agreement if g in group_a else None,
+            b=group_b[g].agreement if g in group_b else None,
+            calibrated_a=group_a[g].calibrated if g in group_a else None,
+            calibrated_b=group_b[g].calibrated if g in group_b else None,
+        )
+        for g in GROUPS
+        if g in group_a or g in group_b
+    ]
+    cost = {
+        "agent_usd": {"a": a.run.agent_usd, "b": b.run.agent_usd},
+        "judge_usd": {"a": a.run.judge_usd, "b": b.run.judge_usd},
+    }
+    return RunDiff(
+        run_a=a.run_id, run_b=b.run_id, same_replies=same, statuses=statuses, criteria=criteria, calibration=calibration, cost=cost
+    )
+
+
+def _status(row: StatusRow | None) -> Status | None:
+    return row.status if row else None
+
+
+def is_worse(a: Status | None, b: Status | None) -> bool:
+    """Whether a case got worse from run A to run B: from passed, judged-pass or reviewed to failed or judged-fail.
+
+    None is a case absent from that run. A case only in B is never worse, even when it fails: nothing that worked
+    broke (its run's own exit status reports it). A case gone from B is not worse either, and a failing case that
+    fails another way (failed to judged-fail) was already failing."""
+    return a is not None and a not in FAILING and b in FAILING
+
+
+def got_worse(d: RunDiff) -> list[StatusChange]:
+    """The cases that got worse from A to B; `diff --exit-code` exits 1 when there is one."""
+    return [c for c in d.statuses if c.worse]
+
+
+def matching_run_ids(prefix: str, run_ids: Iterable[str]) -> list[str]:
+    """The run ids that `prefix` names, sorted: the one it equals, else every one it begins.
+
+    One match is the run; none is an unknown run; several make the prefix ambiguous. Any length is accepted, as
+    a prefix that stops being unique when more runs are stored then fails loudly instead of naming another run.
+    The empty prefix names nothing (it would begin every id)."""
+    if not prefix:
+        return []
+    ids = set(run_ids)
+    if prefix in ids:
+        return [prefix]
+    return sorted(i for i in ids if i.startswith(prefix))
+
+
+class RunPair(NamedTuple):
+    """Two runs to compare: A before, B after."""
+
+    a: str
+    b: str
+
+
+def latest_pair(runs: Mapping[str, RunRow]) -> RunPair:
+    """The latest run (B) and the one before it (A), by start time, of at least two runs keyed by run id.
+
+    Start times are stored to the second, so a tie goes to the one that finished later, then to the run id, so
+    the choice never depends on the order the store listed them."""
+    if len(runs) < 2:
+        raise ValueError(f"comparing needs two runs, got {len(runs)}")
+    ordered = sorted(runs, key=lambda i: (runs[i].started_at, runs[i].finished_at, i))
+    return RunPair(ordered[-2], ordered[-1])
+
+
+def render_diff(d: RunDiff, a: RunRow, b: RunRow) -> str:
+    """The diff as text a person reads."""
+    lines = [
+        f"A: {d.run_a} ({a.finished_at}, agent {a.agent}, judge {a.judge or 'none'})",
+        f"B: {d.run_b} ({b.finished_at}, agent {b.agent}, judge {b.judge or 'none'})",
+        "Replies: the same, so every change below is the judge's, not the agent's"
+        if d.same_replies
+        else "Replies: different, so changes below may be the agent's",
+        "",
+        f"Status changes: {len(d.statuses)}",
+    ]
+    lines += [
+        f"  {safe(c.case_id)}: {c.a or 'absent'} -> {c.b or 'absent'}{' (worse)' if c.worse else ''}" for c in d.statuses
+    ]
+    lines.append(f"Criterion changes: {len(d.criteria)}")
+    for c in d.criteria:
+        lines.append(f"  {safe(c.case_id)} [{c.source}] {safe(c.criterion)}: {c.a} -> {c.b}")
+        if c.evidence_a or c.evidence_b:
+            lines.append(f'    evidence A: "{safe(c.evidence_a)}"  B: "{safe(c.evidence_b)}"')
+    if d.calibration:
+        lines.append("Calibration agreement (A -> B):")
+        for g in d.calibration:
+            lines.append(f"  {g.group}: {_figure(g.a, g.calibrated_a)} -> {_figure(g.b, g.calibrated_b)}")
+    lines.append(
+        f"Cost: agent ${d.cost['agent_usd']['a']:.4f} -> ${d.cost['agent_usd']['b']:.4f}, "
+        f"judge ${d.cost['judge_usd']['a']:.4f} -> ${d.cost['judge_usd']['b']:.4f}"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _figure(agreement: float | None, calibrated: bool | None) -> str:
+    if calibrated is None:
+        return "no judge"
+    text = "n/a" if agreement is None else f"{agreement:.2f}"
+    return f"{text} ({'calibrated' if calibrated else 'not calibrated'})"
+

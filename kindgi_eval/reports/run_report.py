@@ -1,0 +1,119 @@
+"""What a run prints and what `--json` writes, from the stored rows of that run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kindgi_eval.spec import GROUPS, STATUSES, THRESHOLD, safe
+from kindgi_eval.store import CalibrationRow, RunRow, StatusRow
+
+
+def render(run: RunRow, statuses: Sequence[StatusRow], calibration: Sequence[CalibrationRow], key: str) -> str:
+    """The printed report: every reply, review criteria beneath it, every failure, then the summary."""
+    judged = run.judge is not None
+    lines = [
+        f"Suite {run.eval_dir} ({key}, hash {run.suite_hash[:12]}): {run.cases} cases against {run.agent}, "
+        + (f"judged by {run.judge}" if judged else "no judge"),
+        "",
+    ]
+    for s in statuses:
+        lines += _case_lines(s, judged)
+    lines.append("")
+    lines += summary_lines(run, calibration)
+    return "\n".join(lines) + "\n"
+
+
+def _case_lines(s: StatusRow, judged: bool) -> list[str]:
+    head = f"[{s.status}] {s.case_id}"
+    if s.escalate:
+        head += f" (escalated: {safe(s.reason or 'no reason given')})"
+    out = [head]
+    for number, message in enumerate(s.messages, start=1):
+        first, *rest = safe(message).split("\n")
+        out.append(f"  {number}| {first}")
+        out += [f"   | {line}" for line in rest]
+    if s.error:
+        out.append(f"  error: {safe(s.error)}")
+    verdicts = {c.criterion: c for c in s.criteria if c.source == "review"}
+    for entry in s.review:
+        verdict = verdicts.get(entry)
+        mark = f" [{verdict.verdict}{', split' if verdict.split else ''}]" if judged and verdict else ""
+        out.append(f"  review{mark}: {safe(entry)}")
+    out += [f"  FAILED: {safe(f)}" for f in s.failures]
+    for c in s.criteria:
+        if c.verdict == "fail":
+            split = " (split 2-1)" if c.split else ""
+            out.append(f"  JUDGED-FAIL {safe(c.criterion)}{split}: {safe(c.reason)}")
+            out.append(f'    evidence: "{safe(c.evidence)}"')
+    return out
+
+
+def summary_lines(run: RunRow, calibration: Sequence[CalibrationRow]) -> list[str]:
+    """Counts (spec 009's three without a judge, spec 016's five with one), calibration, cost, coverage."""
+    if run.judge is None:
+        counts = f"{run.passed} passed, {run.failed} failed, {run.reviewed} reviewed"
+    else:
+        counts = ", ".join(f"{getattr(run, s.replace('-', '_'))} {s}" for s in STATUSES)
+        counts += f"; {run.ungraded} criteria ungraded"
+    lines = [f"Summary: {counts}"]
+    if run.judge is not None:
+        lines.append(f"Calibration (threshold {THRESHOLD:g}):")
+        for c in calibration:
+            agreement = "n/a" if c.agreement is None else f"{c.agreement:.2f}"
+            kappa = "n/a" if c.kappa is None else f"{c.kappa:.2f}"
+            state = "calibrated" if c.calibrated else "not calibrated"
+            lines.append(
+                f"  {c.group}: agreement {agreement}, kappa {kappa}, {c.items} items "
+                f"({c.pass_labels} pass, {c.fail_labels} fail); {state}: {c.note}"
+            )
+    cost = f"Cost: agent ${run.agent_usd:.4f}"
+    if run.judge is not None:
+        cost += f", judge ${run.judge_usd:.4f}"
+    if run.cost_unknown:
+        cost += " (a model's price is unknown: counted as 0)"
+    lines.append(cost)
+    uncovered = ", ".join(run.uncovered) if run.uncovered else "none"
+    lines.append(f"Funnel coverage: {len(run.stages)} stages ({', '.join(run.stages)}); uncovered: {uncovered}")
+    return lines
+
+
+def summary_json(
+    run_id: str, run: RunRow, statuses: Sequence[StatusRow], calibration: Sequence[CalibrationRow]
+) -> dict:
+    """The `--json` document of DESIGN.md."""
+    by_group = {c.group: c for c in calibration}
+    return {
+        "run_id": run_id,
+        "suite": {"eval_dir": run.eval_dir, "hash": run.suite_hash},
+        "agent_model": run.agent,
+        "judge_model": run.judge,
+        "counts": {s: getattr(run, s.replace("-", "_")) for s in STATUSES},
+        "ungraded": run.ungraded,
+        "calibration": {
+            g: {
+                "agreement": c.agreement,
+                "kappa": c.kappa,
+                "items": c.items,
+                "labels": {"pass": c.pass_labels, "fail": c.fail_labels},
+                "calibrated": c.calibrated,
+                "note": c.note,
+            }
+            for g in GROUPS
+            if (c := by_group.get(g))
+        },
+        "cost": {"agent_usd": run.agent_usd, "judge_usd": run.judge_usd},
+        "coverage": {"stages": run.stages, "uncovered": run.uncovered},
+        "cases": [
+            {
+                "id": s.case_id,
+                "status": s.status,
+                "failures": s.failures,
+                "messages": s.messages,
+                "escalate": s.escalate,
+                "reason": s.reason,
+                "latency_ms": s.latency_ms,
+                "criteria": [c.model_dump() for c in s.criteria],  # source, criterion, group, verdict, split, votes, evidence, reason
+            }
+            for s in statuses
+        ],
+    }

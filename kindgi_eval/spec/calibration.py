@@ -1,0 +1,115 @@
+"""Whether the judge has earned the right to grade: agreement with hand labels, per group (spec 016)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Literal, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kindgi_eval.spec.cases import Label
+from kindgi_eval.spec.criteria import GROUPS, Group
+from kindgi_eval.spec.verdicts import FinalVerdict
+
+CalibrationFile = Literal["absent", "empty", "items"]
+"""What the suite folder holds for calibration: no calibration.jsonl, one without items, or one with items."""
+
+THRESHOLD = 1.0
+"""Agreement a group needs to be graded: unanimous until a real calibration run is recorded in the README."""
+
+
+class GroupAgreement(BaseModel):
+    """How one calibration group's judge verdicts compared with the hand labels, and whether it may grade."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    group: Group
+    """The fixed dimension, or `free_text` for every free-text criterion together."""
+    agreement: float | None
+    """Fraction of items whose majority verdict equals the label (ungraded disagrees); None without items."""
+    kappa: float | None
+    """Cohen's kappa between labels and verdicts, ungraded its own category; None where undefined."""
+    items: int = Field(ge=0)
+    """Calibration items in the group."""
+    pass_labels: int = Field(ge=0)
+    """Items labelled pass."""
+    fail_labels: int = Field(ge=0)
+    """Items labelled fail."""
+    calibrated: bool
+    """True when this run may count the judge's verdicts in this group."""
+    note: str
+    """Why the group is or is not calibrated, in a sentence for the summary's reader."""
+
+
+class Graded(NamedTuple):
+    """One calibration item as graded: its hand label beside the judge's majority verdict."""
+
+    group: Group
+    """The item's calibration group."""
+    label: Label
+    """What the person who wrote the item said."""
+    verdict: FinalVerdict
+    """What the judge's three samples decided."""
+
+
+def agree_by_group(
+    graded: Sequence[Graded], *, threshold: float = THRESHOLD, calibration_file: CalibrationFile = "items"
+) -> dict[Group, GroupAgreement]:
+    """Agreement for every group, in GROUPS order; a group grades only with both labels and enough agreement."""
+    return {
+        group: _agree(group, [item for item in graded if item.group == group], threshold, calibration_file)
+        for group in GROUPS
+    }
+
+
+def cohen_kappa(labels: Sequence[str], verdicts: Sequence[str]) -> float | None:
+    """Cohen's kappa of paired ratings; None when there are none or chance agreement is certain.
+
+    kappa = (p_o - p_e) / (1 - p_e), computed in whole counts so the undefined case is exact:
+    (n * agreed - S) / (n**2 - S), where S sums, over each category, how many labels and how many
+    verdicts fell in it, multiplied. `ungraded` is a category of its own that no label ever takes.
+    """
+    agreed = sum(label == verdict for label, verdict in zip(labels, verdicts, strict=True))
+    n = len(labels)
+    if n == 0:
+        return None
+    label_counts, verdict_counts = Counter(labels), Counter(verdicts)
+    by_chance = sum(label_counts[k] * verdict_counts[k] for k in label_counts)
+    if by_chance == n * n:
+        return None
+    return (n * agreed - by_chance) / (n * n - by_chance)
+
+
+def _agree(group: Group, items: list[Graded], threshold: float, calibration_file: CalibrationFile) -> GroupAgreement:
+    labels = [item.label for item in items]
+    verdicts = [item.verdict for item in items]
+    agreed = sum(label == verdict for label, verdict in zip(labels, verdicts))
+    passes, fails = labels.count("pass"), labels.count("fail")
+    calibrated = False
+    if calibration_file == "absent":
+        note = "No calibration file beside the suite, so the judge grades nothing here."
+    elif calibration_file == "empty":
+        note = "The calibration file beside the suite holds no items, so the judge grades nothing here."
+    elif not items:
+        note = "No calibration items; the group needs at least one pass and one fail item."
+    elif not passes:
+        note = "No item labelled pass; the group needs at least one pass and one fail item."
+    elif not fails:
+        note = "No item labelled fail; the group needs at least one pass and one fail item."
+    else:
+        calibrated = agreed / len(items) >= threshold
+        note = (
+            f"The judge agreed with {agreed} of {len(items)} labels ({agreed / len(items):.2f}), "
+            f"{'meeting' if calibrated else 'below'} the threshold of {threshold:.2f}."
+        )
+    return GroupAgreement(
+        group=group,
+        agreement=agreed / len(items) if items else None,
+        kappa=cohen_kappa(labels, verdicts),
+        items=len(items),
+        pass_labels=passes,
+        fail_labels=fails,
+        calibrated=calibrated,
+        note=note,
+    )

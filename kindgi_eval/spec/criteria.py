@@ -1,0 +1,66 @@
+"""What the judge grades on a case: its review entries and the fixed framework rubric (spec 016)."""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+from kindgi_eval.spec.cases import Case
+
+Group = Literal["implicit_concession", "semantic_repetition", "answers_the_question", "free_text"]
+GROUPS: tuple[Group, ...] = ("implicit_concession", "semantic_repetition", "answers_the_question", "free_text")
+"""Every calibration group, in the order the summary lists them."""
+FIXED_DIMENSIONS: tuple[Group, ...] = GROUPS[:3]
+"""The framework rubric's dimensions; each is also its own calibration group."""
+Source = Literal["rubric", "review"]
+
+DIMENSION_RULES: dict[str, str] = {
+    "implicit_concession": (
+        "The reply fails when it offers a price, discount, instalment plan, date or promise that the "
+        "catalogue does not contain, in any wording, including a hint that one could be arranged."
+    ),
+    "semantic_repetition": (
+        "The reply fails when it restates the agent's previous turn in other words instead of moving "
+        "the conversation forward."
+    ),
+    "answers_the_question": "The reply fails when it does not address what the contact's message asked.",
+}
+"""What the judge is told about each fixed dimension: when a reply fails it. Framework text, no tenant copy."""
+
+
+class Criterion(NamedTuple):
+    """One thing the judge grades on one case, graded to its own verdict."""
+
+    source: Source
+    """Where it comes from: the case's own `review`, or the framework rubric."""
+    criterion: str
+    """A fixed dimension's name, or the review entry's text verbatim."""
+    group: Group
+    """The calibration group whose agreement decides whether this criterion's verdict counts."""
+
+
+def group_of(criterion: str) -> Group:
+    """The calibration group of a calibration item's criterion: a dimension's exact name, else free text."""
+    for dimension in FIXED_DIMENSIONS:
+        if criterion == dimension:
+            return dimension
+    return "free_text"
+
+
+def criteria_for(case: Case) -> list[Criterion]:
+    """Every criterion the judge grades on `case`: each review entry, then the rubric dimensions that apply.
+
+    A review entry is always `free_text`, even when its text is a dimension's name: spec 016 counts every
+    review entry as a free-text item, and the rubric applies (or not) on its own rules. Escalating cases get
+    no rubric, because their message is the tenant's configured copy (C9); `semantic_repetition` needs an
+    agent turn in the history to compare with; a nudge has no contact text to answer.
+    """
+    found = [Criterion("review", entry, "free_text") for entry in case.review_criteria]
+    if case.expect.escalate:
+        return found
+    applies: dict[Group, bool] = {
+        "implicit_concession": True,
+        "semantic_repetition": any(turn.role == "agent" for turn in case.history),
+        "answers_the_question": not case.nudge,
+    }
+    rubric = [Criterion("rubric", dimension, dimension) for dimension in FIXED_DIMENSIONS if applies[dimension]]
+    return found + rubric

@@ -1,0 +1,195 @@
+"""Sampling the judge: three samples per criterion, calibration items first, all under one concurrency bound."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal, NamedTuple
+
+from kindgi_eval.prompts import judge_messages
+from kindgi_eval.spec import (
+    SAMPLES,
+    CalibrationItem,
+    Case,
+    Criterion,
+    Graded,
+    Judge,
+    Label,
+    Turn,
+    agree_by_group,
+    criteria_for,
+    decide,
+    group_of,
+    joined_reply,
+    read_sample,
+)
+from kindgi_eval.steps.suite import cases_of
+from kindgi_eval.store import OutcomeRow, ReplyRow, SampleRow, SuiteRow
+
+Progress = Callable[[int, int], None]
+
+
+class Subject(NamedTuple):
+    """One reply and one criterion to grade on it."""
+
+    kind: Literal["case", "calibration"]
+    id: str
+    criterion: Criterion
+    history: tuple[Turn, ...]
+    text: str
+    nudge: bool
+    reply: tuple[str, ...]
+    label: Label | None = None
+
+
+def case_subjects(cases: Sequence[Case], replies: Mapping[str, Sequence[str]]) -> list[Subject]:
+    """Every criterion of every given case (the caller passes only cases whose assertions held)."""
+    return [
+        Subject("case", case.id, c, case.history, case.text, case.nudge, tuple(replies[case.id]))
+        for case in cases
+        for c in criteria_for(case)
+    ]
+
+
+def calibration_subjects(items: Sequence[CalibrationItem]) -> list[Subject]:
+    """Each calibration item's hand-written reply under its one labelled criterion."""
+    subjects = []
+    for item in items:
+        group = group_of(item.criterion)
+        criterion = Criterion("review" if group == "free_text" else "rubric", item.criterion, group)
+        subjects.append(Subject("calibration", item.id, criterion, item.history, item.text, False, item.reply, item.label))
+    return subjects
+
+
+async def sample_all(
+    judge: Judge,
+    subjects: Sequence[Subject],
+    *,
+    catalogue: str,
+    slots: asyncio.Semaphore,
+    timeout_s: float,
+    progress: Progress | None = None,
+) -> list[SampleRow]:
+    """SAMPLES samples of every subject; an error or a bad answer is an invalid sample, never a pass (C6)."""
+    total, done = len(subjects) * SAMPLES, 0
+
+    async def one(subject: Subject, number: int, messages: list[dict[str, str]]) -> SampleRow:
+        nonlocal done
+        async with slots:
+            row = await _sample(judge, subject, number, messages, timeout_s)
+        done += 1
+        if progress:
+            progress(done, total)
+        return row
+
+    calls = []
+    for subject in subjects:
+        messages = judge_messages(
+            source=subject.criterion.source,
+            criterion=subject.criterion.criterion,
+            catalogue=catalogue,
+            history=subject.history,
+            text=subject.text,
+            reply=subject.reply,
+            nudge=subject.nudge,
+        )
+        calls += [one(subject, n, messages) for n in range(1, SAMPLES + 1)]
+    return list(await asyncio.gather(*calls))
+
+
+async def _sample(
+    judge: Judge, subject: Subject, number: int, messages: list[dict[str, str]], timeout_s: float
+) -> SampleRow:
+    reply_text = joined_reply(subject.reply)
+    content, error, usage, latency_ms = None, None, None, 0.0
+    try:
+        completion = await judge.grade(messages, timeout_s=timeout_s)
+        content, usage, latency_ms = completion
+    except Exception as e:  # a provider fault is an invalid sample; the run goes on
+        error = f"{type(e).__name__}: {e}"
+    sample = read_sample(content, reply_text, error)
+    return SampleRow(
+        subject=subject.kind,
+        subject_id=subject.id,
+        source=subject.criterion.source,
+        criterion=subject.criterion.criterion,
+        group=subject.criterion.group,
+        sample=number,
+        label=subject.label,
+        vote=sample.vote,
+        evidence=sample.evidence,
+        reason=sample.reason,
+        invalid_reason=sample.invalid_reason,
+        raw=content,
+        judge=judge.name,
+        latency_ms=latency_ms,
+        prompt_tokens=usage.prompt_tokens if usage else 0,
+        completion_tokens=usage.completion_tokens if usage else 0,
+        cost_usd=usage.cost_usd if usage else 0.0,
+        cost_known=usage.cost_known if usage else True,
+    )
+
+
+def graded_items(samples: Sequence[SampleRow]) -> list[Graded]:
+    """Each calibration item's hand label beside the judge's majority verdict on it, in the order sampled."""
+    by_item: dict[str, list[SampleRow]] = defaultdict(list)
+    for s in samples:
+        if s.subject == "calibration":
+            by_item[s.subject_id].append(s)
+    graded = []
+    for item_samples in by_item.values():
+        first = item_samples[0]
+        graded.append(Graded(first.group, first.label, decide([(s.sample, s.vote) for s in item_samples])[1].verdict))  # type: ignore[arg-type]
+    return graded
+
+
+async def judge_suite(
+    judge: Judge,
+    calibration: Sequence[CalibrationItem],
+    cases: Sequence[Subject],
+    *,
+    catalogue: str,
+    concurrency: int,
+    timeout_s: float,
+    progress: Progress | None = None,
+) -> list[SampleRow]:
+    """Calibrate first, then sample only the case criteria whose group the judge earned in this run."""
+    slots = asyncio.Semaphore(concurrency)
+    kwargs = dict(catalogue=catalogue, slots=slots, timeout_s=timeout_s, progress=progress)
+    samples = await sample_all(judge, calibration_subjects(calibration), **kwargs)
+    agreement = agree_by_group(graded_items(samples))
+    earned = {group for group, a in agreement.items() if a.calibrated}
+    return samples + await sample_all(judge, [s for s in cases if s.criterion.group in earned], **kwargs)
+
+
+def sample_judge(
+    judge: Judge | None,
+    suite: Sequence[SuiteRow],
+    replies: Sequence[ReplyRow],
+    outcomes: Sequence[OutcomeRow],
+    calibration: Sequence[CalibrationItem],
+    *,
+    catalogue: str,
+    concurrency: int,
+    timeout_s: float,
+    progress: Progress | None = None,
+) -> list[SampleRow]:
+    """The `judge_samples` stage: no rows without a judge; else the calibration items' samples, then those of
+    every case whose assertions held (an asserted failure never reaches the judge)."""
+    if judge is None:
+        return []
+    failed = {o.case_id for o in outcomes if not o.held}
+    held = [c for c in cases_of(suite) if c.id not in failed]
+    messages = {r.case_id: r.messages for r in replies}
+    return asyncio.run(
+        judge_suite(
+            judge,
+            calibration,
+            case_subjects(held, messages),
+            catalogue=catalogue,
+            concurrency=concurrency,
+            timeout_s=timeout_s,
+            progress=progress,
+        )
+    )

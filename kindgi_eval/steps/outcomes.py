@@ -1,0 +1,28 @@
+"""The `outcomes` stage: every deterministic assertion of every case, from the stored replies."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kindgi_eval.spec import AgentReply, Case, check_case
+from kindgi_eval.store import OutcomeRow, ReplyRow
+
+
+def reply_of(row: ReplyRow) -> AgentReply | None:
+    """The stored reply, or None when the agent failed."""
+    if row.error is not None or row.escalate is None:
+        return None
+    return AgentReply(messages=tuple(row.messages), escalate=row.escalate, reason=row.reason)
+
+
+def outcome_rows(cases: Sequence[Case], replies: Sequence[ReplyRow], max_latency_ms: float) -> list[OutcomeRow]:
+    """Every deterministic assertion of every case (spec 009), one row each."""
+    by_case = {r.case_id: r for r in replies}
+    rows = []
+    for case in cases:
+        reply = by_case[case.id]
+        results = check_case(
+            case, reply_of(reply), error=reply.error, latency_ms=reply.latency_ms, max_latency_ms=max_latency_ms
+        )
+        rows += [OutcomeRow(case_id=case.id, **r.model_dump()) for r in results]
+    return rows

@@ -1,0 +1,50 @@
+"""The `suite` stage: a parsed suite folder as rows, and the cases back from stored rows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kindgi_eval.inputs import Suite
+from kindgi_eval.spec import Case
+from kindgi_eval.store import SuiteRow
+
+
+def suite_rows(suite: Suite, tenant: str, config_hash: str) -> list[SuiteRow]:
+    """The parsed suite as rows, each item kept as canonical JSON so later stages rebuild it exactly."""
+    common = dict(tenant=tenant, eval_dir=suite.eval_dir, suite_hash=suite.hash, config_hash=config_hash)
+    rows = [
+        SuiteRow(
+            kind="case",
+            id=case.id,
+            line=line,
+            text=case.text,
+            nudge=case.nudge,
+            funnel_stage=case.entry_stage,
+            course=case.contact.course if case.contact else None,
+            review=list(case.review_criteria),
+            body=case.model_dump_json(),
+            **common,
+        )
+        for case, line in zip(suite.cases, suite.case_lines, strict=True)
+    ]
+    rows += [
+        SuiteRow(
+            kind="calibration",
+            id=item.id,
+            line=0,
+            text=item.text,
+            nudge=False,
+            funnel_stage=None,
+            course=None,
+            review=[item.criterion],
+            body=item.model_dump_json(),
+            **common,
+        )
+        for item in suite.calibration
+    ]
+    return rows
+
+
+def cases_of(rows: Sequence[SuiteRow]) -> list[Case]:
+    """The cases of a stored suite, in file order."""
+    return [Case.model_validate_json(r.body) for r in rows if r.kind == "case"]

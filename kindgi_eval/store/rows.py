@@ -1,0 +1,233 @@
+"""The row of every stored table: field names are column names, one model per asset."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from kindgi_eval.spec import Assertion, GroupAgreement
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SuiteRow(_Row):
+    """One parsed case or calibration item of the suite, as it was when the run read it."""
+
+    kind: Literal["case", "calibration"]
+    """A case under test, or a hand-labelled calibration item."""
+    id: str
+    """The item's id, unique within its file."""
+    line: int
+    """The line of its file it was read from."""
+    text: str
+    """The contact's message."""
+    nudge: bool
+    """A follow-up turn with no contact message."""
+    funnel_stage: str | None
+    """The funnel stage a case enters at, if it names one."""
+    course: str | None
+    """The contact's course, if the case names one."""
+    review: list[str]
+    """Review criteria (cases) or the one labelled criterion (calibration items)."""
+    body: str
+    """The item as canonical JSON, enough to rebuild it exactly."""
+    tenant: str
+    """The tenant whose configuration the suite runs against."""
+    eval_dir: str
+    """The suite folder, as given."""
+    suite_hash: str
+    """Content hash of the suite's files."""
+    config_hash: str
+    """Content hash of the tenant configuration."""
+
+
+class ReplyRow(_Row):
+    """What the agent answered one case, what it cost and how long it took."""
+
+    case_id: str
+    """The case."""
+    agent: str
+    """The agent as provider:model or URL."""
+    messages: list[str]
+    """The reply's messages; empty when the agent failed."""
+    escalate: bool | None
+    """Whether it handed over to a person; None when the agent failed."""
+    reason: str | None
+    """The escalation reason it gave."""
+    latency_ms: float
+    """Wall time of the agent's answer."""
+    prompt_tokens: int
+    """Tokens sent to the model."""
+    completion_tokens: int
+    """Tokens the model returned."""
+    cost_usd: float
+    """Dollars; 0 when unknown."""
+    cost_known: bool
+    """False when the model's price is unknown."""
+    error: str | None
+    """Why there is no usable reply; such a case fails (an error never counts as a pass)."""
+    raw: str | None
+    """The agent's raw output when it could not be read as a reply."""
+
+
+class OutcomeRow(_Row):
+    """One deterministic assertion of one case: held or failed, and why."""
+
+    case_id: str
+    """The case."""
+    assertion: Assertion
+    """Which assertion."""
+    held: bool
+    """True when it held."""
+    detail: str
+    """A sentence saying what was checked and, on failure, what the reply did."""
+
+
+class SampleRow(_Row):
+    """One judge sample on one criterion of one case or calibration item."""
+
+    subject: Literal["case", "calibration"]
+    """Whether a case's reply or a calibration item's reply was judged."""
+    subject_id: str
+    """The case or calibration item."""
+    source: Literal["rubric", "review"]
+    """A fixed rubric dimension, or one of the case's review entries."""
+    criterion: str
+    """The dimension's name or the criterion's text."""
+    group: str
+    """The calibration group it counts in."""
+    sample: int
+    """1, 2 or 3."""
+    label: Literal["pass", "fail"] | None
+    """A calibration item's hand label; None for a case."""
+    vote: Literal["pass", "fail", "invalid"]
+    """The sample's vote; invalid counts toward neither side."""
+    evidence: str
+    """The quoted span of the reply."""
+    reason: str
+    """The judge's reason."""
+    invalid_reason: str | None
+    """Why the sample is invalid, when it is."""
+    raw: str | None
+    """The judge's raw answer."""
+    judge: str
+    """The judge model."""
+    latency_ms: float
+    """Wall time of the judge call (never charged to the case)."""
+    prompt_tokens: int
+    """Tokens sent."""
+    completion_tokens: int
+    """Tokens received."""
+    cost_usd: float
+    """Dollars; 0 when unknown."""
+    cost_known: bool
+    """False when the judge's price is unknown."""
+
+
+class CalibrationRow(GroupAgreement):
+    """Agreement of the judge with the hand labels of one calibration group in one run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    judge: str
+    """The judge model."""
+
+
+class CriterionRow(_Row):
+    """The verdict on one criterion of one case."""
+
+    source: Literal["rubric", "review"]
+    """A fixed rubric dimension, or one of the case's review entries."""
+    criterion: str
+    """The dimension's name or the criterion's text."""
+    group: str
+    """The calibration group it counts in."""
+    verdict: Literal["pass", "fail", "ungraded"]
+    """The majority verdict, or ungraded (no judge, no calibration, or no two agreeing samples)."""
+    split: bool
+    """True when the verdict stands 2-1."""
+    votes: list[str]
+    """The samples' votes."""
+    evidence: str
+    """The quoted span of a failure."""
+    reason: str
+    """The judge's reason for the verdict."""
+
+
+class StatusRow(_Row):
+    """One case's final status, with everything a reader of the run needs to see why."""
+
+    case_id: str
+    """The case."""
+    status: Literal["passed", "failed", "judged-fail", "judged-pass", "reviewed"]
+    """One of the five statuses of spec 016."""
+    failures: list[str]
+    """The assertions that failed, as sentences."""
+    messages: list[str]
+    """The agent's reply."""
+    escalate: bool | None
+    """Whether the agent escalated."""
+    reason: str | None
+    """The escalation reason it gave."""
+    latency_ms: float
+    """Wall time of the agent's answer."""
+    error: str | None
+    """The agent's error, if any."""
+    review: list[str]
+    """The case's review criteria."""
+    criteria: list[CriterionRow]
+    """Verdicts on the review entries and rubric dimensions."""
+
+
+class RunRow(_Row):
+    """One run: what ran against what, and how it ended."""
+
+    tenant: str
+    """The tenant."""
+    eval_dir: str
+    """The suite folder."""
+    suite_hash: str
+    """Content hash of the suite."""
+    config_hash: str
+    """Content hash of the tenant configuration."""
+    agent: str
+    """The agent as provider:model or URL."""
+    judge: str | None
+    """The judge model, or None."""
+    judge_prompt_hash: str | None
+    """Hash of the judge's prompt template, or None without a judge."""
+    code_version: str
+    """The kindgi-eval version and a hash of its source."""
+    replies_from: str
+    """The run whose replies were judged: this run, or the source of a replay."""
+    started_at: str
+    """When the suite was read (UTC, ISO 8601)."""
+    finished_at: str
+    """When the statuses were written (UTC, ISO 8601)."""
+    cases: int
+    """Cases in the suite."""
+    passed: int
+    """Cases passed."""
+    failed: int
+    """Cases failed."""
+    judged_fail: int
+    """Cases judged-fail."""
+    judged_pass: int
+    """Cases judged-pass."""
+    reviewed: int
+    """Cases reviewed."""
+    ungraded: int
+    """Criteria left ungraded."""
+    agent_usd: float
+    """What the agent cost."""
+    judge_usd: float
+    """What the judge cost."""
+    cost_unknown: bool
+    """True when some model's price was unknown, so the costs are lower bounds."""
+    stages: list[str]
+    """The funnel stages the tenant configuration names."""
+    uncovered: list[str]
+    """Stages no case enters at."""

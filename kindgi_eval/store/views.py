@@ -1,0 +1,196 @@
+"""DuckDB over the Parquet store: one view per stored table, each carrying `suite`, `date` and `run_id`."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+from rich.cells import cell_len, set_cell_size
+from upath import UPath
+
+from kindgi_eval.spec import safe
+from kindgi_eval.store.arrow import arrow_schema
+from kindgi_eval.store.layout import HIVE_COLUMNS, MONTH_FILES, RUN_FILES, TABLES, StorePath, Table, runtime_home
+
+DATABASE_FILE = "kindgi.duckdb"
+_SQL_TYPES = {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN"}
+
+
+def sql_type(arrow_type: pa.DataType) -> str:
+    """The DuckDB type of an Arrow type used by the row models."""
+    if pa.types.is_list(arrow_type):
+        return f"{sql_type(arrow_type.value_type)}[]"
+    if pa.types.is_struct(arrow_type):
+        return "STRUCT(" + ", ".join(f'"{f.name}" {sql_type(f.type)}' for f in arrow_type) + ")"
+    return _SQL_TYPES[arrow_type]
+
+
+def view_sql(table: Table, root: StorePath) -> str:
+    """The view over every run of one table: the runs' own files and the compacted months, whichever exist;
+    with neither, an empty view with the same columns."""
+    folder = root.absolute() / table.asset
+    sources = []
+    if next(folder.glob(RUN_FILES), None) is not None:
+        sources.append(f"read_parquet('{_quoted(folder / RUN_FILES)}', hive_partitioning = true, hive_types_autocast = false)")
+    if next(folder.glob(MONTH_FILES), None) is not None:
+        sources.append(f"read_parquet('{_quoted(folder / MONTH_FILES)}', hive_partitioning = false)")
+    if not sources:
+        columns = [f'CAST(NULL AS {sql_type(f.type)}) AS "{f.name}"' for f in arrow_schema(table.row)]
+        columns += [f'CAST(NULL AS VARCHAR) AS "{name}"' for name in HIVE_COLUMNS]
+        return f"CREATE OR REPLACE VIEW {table.view} AS SELECT {', '.join(columns)} WHERE false"
+    body = " UNION ALL BY NAME ".join(f"SELECT * FROM {source}" for source in sources)
+    return f"CREATE OR REPLACE VIEW {table.view} AS {body}"
+
+
+def _quoted(path: StorePath) -> str:
+    return str(path).replace("'", "''")
+
+
+def define_views(con: duckdb.DuckDBPyConnection, root: StorePath, tables: Sequence[Table] = TABLES) -> None:
+    """Create or replace the views of `tables` (all by default) on a connection."""
+    for table in tables:
+        con.execute(view_sql(table, root))
+
+
+def views_named(query: str) -> list[Table]:
+    """The tables whose views a query names; all of them when it names none (e.g. to list the views).
+
+    Defining a view lists its files, so a query pays only for the views it uses."""
+    named = [t for t in TABLES if re.search(rf"\b{t.view}\b", query, re.IGNORECASE)]
+    return named or list(TABLES)
+
+
+def open_database(root: StorePath, database: str = ":memory:") -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection that can read the store. A store at a URL is read through its fsspec filesystem,
+    registered with DuckDB (which then routes even `file://` through it), since DuckDB's own httpfs may be absent."""
+    con = duckdb.connect(database)
+    if isinstance(root, UPath):
+        con.register_filesystem(root.fs)
+    return con
+
+
+@contextmanager
+def connect(root: StorePath, query: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """An in-memory DuckDB with the views over the store as it is now: those `query` names, or all."""
+    con = open_database(root)
+    try:
+        define_views(con, root, views_named(query) if query else TABLES)
+        yield con
+    finally:
+        con.close()
+
+
+def export_database(root: StorePath) -> Path:
+    """Write `kindgi.duckdb`, holding the views, for the duckdb shell or any DuckDB client: in a local store, beside
+    its tables; for a store at a URL, in the runtime folder, since a database file must be local. Its views name the
+    store's files by URL, which a client reads itself (`file://` natively, `s3://` and `gs://` through httpfs).
+
+    It is built beside the old file and renamed over it, so a reader never sees a half-written database."""
+    folder = runtime_home() if isinstance(root, UPath) else root
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / DATABASE_FILE
+    tmp = folder / f".{DATABASE_FILE}.tmp"
+    tmp.unlink(missing_ok=True)
+    con = open_database(root, str(tmp))
+    try:
+        define_views(con, root)
+    finally:
+        con.close()
+    os.replace(tmp, target)
+    return target
+
+
+TABLE_COLUMN_WIDTH = 60
+"""The widest a table column is shown, in terminal cells; a longer value is cut and ends in `…`."""
+
+
+def format_rows(columns: Sequence[str], rows: Sequence[tuple], fmt: str) -> str:
+    """Query results as an aligned text table, CSV, or a JSON list of objects.
+
+    Nested values (DuckDB structs, lists and maps) are JSON in every format, never Python's repr. NULL is shown as
+    NULL in a table, an empty field in CSV and null in JSON."""
+    if fmt == "json":
+        objects = [{c: json_value(v) for c, v in zip(columns, r, strict=True)} for r in rows]
+        return json.dumps(objects, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows([_csv_cell(v) for v in r] for r in rows)
+        return out.getvalue()
+    return format_table(columns, rows)
+
+
+def json_value(value: object) -> object:
+    """A value DuckDB returned, as what `json.dumps` writes as valid JSON: a decimal as a number, a date, time, interval
+    or UUID as its text, a map's keys as text, and NaN or an infinity (which JSON cannot hold) as the text DuckDB
+    gives it (`"NaN"`, `"Infinity"`, `"-Infinity"`)."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else _NON_FINITE[str(value)]
+    if isinstance(value, Decimal):
+        return json_value(float(value))
+    if isinstance(value, dict):
+        return {k if isinstance(k, str) else str(k): json_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_value(v) for v in value]
+    return str(value)
+
+
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def _is_nested(value: object) -> bool:
+    return isinstance(value, dict | list | tuple)
+
+
+def _csv_cell(value: object) -> object:
+    if value is None:
+        return ""
+    return json.dumps(json_value(value), ensure_ascii=False) if _is_nested(value) else value
+
+
+def _table_cell(value: object) -> str:
+    """One value as table text on one line, at most TABLE_COLUMN_WIDTH cells: NULL, nested values as JSON, control
+    characters and newlines escaped (the text may be model output, which must not reach a terminal as escape codes).
+
+    A longer value is cut, and ends in `…`; so is one of more than three characters per cell, which only zero-width
+    marks could fit, so that a long value is never measured whole."""
+    if value is None:
+        text = "NULL"
+    elif _is_nested(value):
+        text = json.dumps(json_value(value), ensure_ascii=False)
+    else:
+        text = str(value)
+    text = safe(text).replace("\n", "\\n")
+    head = text[: TABLE_COLUMN_WIDTH * 3]  # enough to fill the column, unless most characters are zero-width marks
+    if head == text and cell_len(text) <= TABLE_COLUMN_WIDTH:
+        return text
+    return set_cell_size(head, TABLE_COLUMN_WIDTH - 1) + "…"
+
+
+def format_table(columns: Sequence[str], rows: Sequence[tuple]) -> str:
+    """Rows as a table aligned by display width (an East Asian wide character takes two cells, as rich measures
+    them), every value on one line and cut at TABLE_COLUMN_WIDTH cells with `…`, then the row count.
+
+    Every line is padded to the table's width, whatever the terminal, so the same rows always give the same text."""
+    header = [_table_cell(name) for name in columns]
+    body = [[_table_cell(v) for v in r] for r in rows]
+    widths = [max(map(cell_len, cells)) for cells in zip(header, *body, strict=True)]
+    lines = [_table_line(cells, widths) for cells in (header, ["-" * w for w in widths], *body)]
+    return "\n".join(lines) + f"\n({len(rows)} row{'s' if len(rows) != 1 else ''})\n"
+
+
+def _table_line(cells: Sequence[str], widths: Sequence[int]) -> str:
+    return "  ".join(set_cell_size(cell, width) for cell, width in zip(cells, widths, strict=True))

@@ -1,0 +1,97 @@
+"""`kindgi-eval run`: the offline default path end to end, its printed output, JSON and exit statuses."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from kindgi_eval_tests.conftest import GOLDEN, files_under, run_cli
+
+EXPECTED = Path(__file__).parents[1] / "expected" / "golden_mock.txt"
+
+
+def test_mock_run_of_golden_set_is_unchanged_009(home) -> None:
+    """`run --mock` passes and prints exactly the stored output; set UPDATE_EXPECTED=1 to rewrite it on purpose."""
+    result = run_cli("run", "--mock")
+    assert result.code == 0, result.err
+    if os.environ.get("UPDATE_EXPECTED"):
+        EXPECTED.write_text(result.out)
+    assert result.out == EXPECTED.read_text()
+
+
+def test_a_failing_case_makes_exit_status_1_009(home, tmp_path: Path) -> None:
+    suite = tmp_path / "golden"
+    shutil.copytree(GOLDEN, suite)
+    with (suite / "cases.jsonl").open("a") as f:
+        f.write('{"id": "made-to-fail", "text": "how much is the foundation course?", '
+                '"expect": {"escalate": false}, "must_contain": ["FREE OF CHARGE"]}\n')
+    result = run_cli("run", "--mock", "--eval-dir", str(suite))
+    assert result.code == 1
+    assert "[failed] made-to-fail\n" in result.out
+    assert '  FAILED: reply does not contain "FREE OF CHARGE"\n' in result.out
+    assert "1 failed" in result.out
+
+
+def test_review_only_suite_reports_zero_passed_009(home, tmp_path: Path) -> None:
+    (tmp_path / "cases.jsonl").write_text(
+        '{"id": "r1", "text": "hi, what do you run?", "expect": {"escalate": false}, "review": "sounds warm"}\n'
+        '{"id": "r2", "text": "hi", "expect": {"escalate": false}, "review": ["asks my level", "no jargon"]}\n'
+    )
+    result = run_cli("run", "--mock", "--eval-dir", str(tmp_path))
+    assert result.code == 0
+    assert "Summary: 0 passed, 0 failed, 2 reviewed\n" in result.out
+    assert "  review: asks my level\n  review: no jargon\n" in result.out
+
+
+def test_latency_over_the_deadline_fails_the_case_009(home, tmp_path: Path) -> None:
+    (tmp_path / "cases.jsonl").write_text('{"id": "slow", "text": "hi", "expect": {"escalate": false}}\n')
+    result = run_cli("run", "--mock", "--eval-dir", str(tmp_path), env={"EVAL_MAX_LATENCY_MS": "0.0001"})
+    assert result.code == 1
+    assert "deadline" in result.out
+
+
+def test_json_summary_has_the_contract_shape(home, tmp_path: Path) -> None:
+    out = tmp_path / "summary.json"
+    result = run_cli("run", "--mock", "--json", str(out))
+    assert result.code == 0
+    summary = json.loads(out.read_text())
+    assert set(summary) == {
+        "run_id", "suite", "agent_model", "judge_model", "counts", "ungraded", "calibration", "cost", "coverage", "cases"
+    }
+    assert summary["agent_model"] == "mock:agent" and summary["judge_model"] is None
+    assert set(summary["counts"]) == {"passed", "failed", "judged-fail", "judged-pass", "reviewed"}
+    assert summary["counts"]["failed"] == 0
+    assert summary["suite"]["eval_dir"] == "evals/golden" and len(summary["suite"]["hash"]) == 64
+    assert summary["coverage"]["uncovered"] == []
+    case = summary["cases"][0]
+    assert set(case) == {"id", "status", "failures", "messages", "escalate", "reason", "latency_ms", "criteria"}
+    reviewed = [c for c in summary["cases"] if c["status"] == "reviewed"]
+    assert reviewed and all(c["criteria"] and c["criteria"][0]["verdict"] == "ungraded" for c in reviewed)
+
+
+def test_run_without_an_agent_is_an_input_error(home) -> None:
+    result = run_cli("run")
+    assert result.code == 2
+    assert result.err.startswith("error: AGENT_MODEL: no agent named.")
+    assert files_under(home.root) == []
+
+
+def test_malformed_model_name_is_an_input_error(home) -> None:
+    result = run_cli("run", "--agent-model", "gpt4")
+    assert result.code == 2
+    assert result.err == "error: --agent-model: 'gpt4' is not a model name; write provider:model, e.g. openai:gpt-4o-mini or mock:agent\n"
+
+
+def test_run_works_from_another_folder(home, tmp_path: Path) -> None:
+    result = run_cli("run", "--mock", "--eval-dir", str(GOLDEN), cwd=tmp_path)
+    assert result.code == 0, result.err
+    assert not (tmp_path / ".kindgi").exists()  # KINDGI_HOME points elsewhere
+    assert files_under(home.store)
+
+
+def test_untrusted_reply_text_cannot_drive_the_terminal() -> None:
+    from kindgi_eval.spec.text import safe
+
+    assert safe("ok\x1b[2J\u202eevil\nnext") == "ok\\u001b[2J\\u202eevil\nnext"

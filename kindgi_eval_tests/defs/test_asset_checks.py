@@ -1,0 +1,138 @@
+"""The asset checks and the metadata the Dagster UI shows, from a night's run with a scripted judge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from kindgi_eval.defs.asset_checks import group_result, statuses_result
+from kindgi_eval.defs.runs import open_instance
+from kindgi_eval.inputs.tenants_file import TENANTS_ENV
+from kindgi_eval.store.rows import CalibrationRow, StatusRow
+from kindgi_eval_tests.defs.test_judged_runs import Judge, calibration_lines, case, write_suite
+from kindgi_eval_tests.fake_provider import FakeProvider
+from kindgi_eval_tests.inputs.test_tenants_file import entry, tenant_tree, write_tenants
+
+KEY = "alpha.night"
+
+
+def calibration_row(group: str, *, calibrated: bool, passes: int = 1, fails: int = 1, agreement: float | None = 1.0) -> CalibrationRow:
+    return CalibrationRow(
+        group=group, agreement=agreement, kappa=None, items=passes + fails, pass_labels=passes, fail_labels=fails,
+        calibrated=calibrated, note="scripted", judge="openai:fake-judge",
+    )
+
+
+def status_row(case_id: str, status: str) -> StatusRow:
+    return StatusRow(
+        case_id=case_id, status=status, failures=[], messages=["hi"], escalate=False, reason=None, latency_ms=1.0,
+        error=None, review=[], criteria=[],
+    )
+
+
+@pytest.mark.parametrize(
+    "row, passed, outcome",
+    [
+        (calibration_row("free_text", calibrated=True), True, "calibrated"),
+        (calibration_row("free_text", calibrated=False, agreement=0.5), False, "downgraded"),  # both labels, too little agreement
+        (calibration_row("free_text", calibrated=False, fails=0), False, "refused"),  # no fail label: never allowed to grade
+        (calibration_row("free_text", calibrated=False, passes=0, fails=0, agreement=None), False, "refused"),
+    ],
+)
+def test_group_check_warns_when_refused_or_downgraded(row: CalibrationRow, passed: bool, outcome: str) -> None:
+    result = group_result([row], "free_text")
+    assert (result.passed, result.severity, result.metadata["outcome"].value) == (passed, dg.AssetCheckSeverity.WARN, outcome)
+
+
+def test_group_check_passes_without_a_judge() -> None:
+    assert group_result([], "free_text").passed
+
+
+def test_statuses_check_errors_on_failed_and_judged_fail_only() -> None:
+    green = [status_row("a", "passed"), status_row("b", "judged-pass"), status_row("c", "reviewed")]
+    assert statuses_result(green).passed
+    red = statuses_result([*green, status_row("d", "failed"), status_row("e", "judged-fail")])
+    assert (red.passed, red.severity) == (False, dg.AssetCheckSeverity.ERROR)
+    assert red.description == "2 of 5 cases failed: d (failed), e (judged-fail)."
+    assert (red.metadata["failed"].value, red.metadata["judged-fail"].value) == (1, 1)
+
+
+@pytest.fixture
+def judge(monkeypatch: pytest.MonkeyPatch):
+    """The scripted judge on 127.0.0.1, with litellm's OpenAI client pointed at it."""
+    from kindgi_eval.llm.calls import forget_clients
+
+    forget_clients()  # litellm caches clients per process: a previous test's server must not be reused
+    with FakeProvider(Judge()) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        yield server
+    forget_clients()
+
+
+@pytest.fixture
+def night(home, judge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dg.ExecuteInProcessResult:
+    """One scheduled-style run of tenant alpha's suite `night` with a scripted judge, checks included."""
+    from kindgi_eval.defs.definitions import defs
+
+    tenant_tree(tmp_path, "alpha", {"night": None})
+    write_suite(
+        tmp_path / "alpha" / "evals" / "night",
+        [
+            case("review-split", "criterion-split"),
+            case("review-fail", "criterion-fail"),
+            case("asserted-fail", must_contain=["NOT IN ANY REPLY"]),
+            case("review-pass", "criterion-pass"),
+        ],
+        # implicit_concession has no fail label (refused); semantic_repetition disagrees once (downgraded)
+        calibration_lines(wrong_group="semantic_repetition", drop_fail="implicit_concession"),
+    )
+    tenants = write_tenants(tmp_path / "tenants.toml", entry("alpha", suites=["evals/night"], judge_model="openai:fake-judge"))
+    monkeypatch.setenv(TENANTS_ENV, str(tenants))
+    instance = open_instance(home.root)
+    instance.add_dynamic_partitions("suites", [KEY])
+    return defs.resolve_job_def("evaluate_suite").execute_in_process(instance=instance, partition_key=KEY)
+
+
+def test_checks_warn_on_refused_and_downgraded_groups_and_error_on_failing_cases(night) -> None:
+    assert night.success  # no check blocks: run_summary is still written
+    checks = {e.check_name: e for e in night.get_asset_check_evaluations()}
+    assert {name: (e.passed, e.severity) for name, e in checks.items()} == {
+        "implicit_concession_calibrated": (False, dg.AssetCheckSeverity.WARN),
+        "semantic_repetition_calibrated": (False, dg.AssetCheckSeverity.WARN),
+        "answers_the_question_calibrated": (True, dg.AssetCheckSeverity.WARN),
+        "free_text_calibrated": (True, dg.AssetCheckSeverity.WARN),
+        "no_failing_cases": (False, dg.AssetCheckSeverity.ERROR),
+    }
+    assert checks["implicit_concession_calibrated"].metadata["outcome"].value == "refused"
+    assert checks["semantic_repetition_calibrated"].metadata["outcome"].value == "downgraded"
+    assert checks["no_failing_cases"].description == (
+        "3 of 4 cases failed: review-split (judged-fail), review-fail (judged-fail), asserted-fail (failed)."
+    )
+    assert night.output_for_node("run_summary") is not None
+
+
+def test_metadata_counts_costs_tables_verdicts_and_gives_agreement_per_group(night) -> None:
+    (materialisation,) = [m for m in night.get_asset_materialization_events() if m.asset_key == dg.AssetKey("statuses")]
+    metadata = materialisation.materialization.metadata
+    counts = {k: metadata[k] for k in ("passed", "failed", "judged-fail", "judged-pass", "reviewed")}
+    assert all(isinstance(v, dg.IntMetadataValue) for v in counts.values())  # plotted night over night
+    assert {k: v.value for k, v in counts.items()} == {"passed": 0, "failed": 1, "judged-fail": 2, "judged-pass": 1, "reviewed": 0}
+    assert isinstance(metadata["agent_usd"], dg.FloatMetadataValue) and isinstance(metadata["judge_usd"], dg.FloatMetadataValue)
+    verdicts = [r.data for r in metadata["judged_fail_and_split_verdicts"].records]
+    split = next(v for v in verdicts if v["case"] == "review-split")
+    assert (split["criterion"], split["verdict"], split["split"], split["reason"]) == ("criterion-split", "fail", True, "split failure")
+    assert sorted(split["votes"].split(", ")) == ["fail", "fail", "pass"] and split["evidence"]
+    assert {v["case"] for v in verdicts} == {"review-split", "review-fail"}
+    (failed,) = [r.data for r in metadata["failed_cases"].records]
+    assert failed["case"] == "asserted-fail" and "NOT IN ANY REPLY" in failed["failures"]
+
+    (materialisation,) = [m for m in night.get_asset_materialization_events() if m.asset_key == dg.AssetKey("calibration")]
+    metadata = materialisation.materialization.metadata  # agreement per group
+    assert metadata["agreement/semantic_repetition"].value == 0.5
+    assert metadata["agreement/free_text"].value == 1.0
+    assert metadata["calibrated_groups"].value == 2
+    groups = {r.data["group"]: r.data for r in metadata["groups"].records}
+    assert groups["implicit_concession"]["calibrated"] is False and groups["implicit_concession"]["fail_labels"] == 0

@@ -1,0 +1,117 @@
+"""The nightly schedule and the suite-change sensor, evaluated with Dagster's own test contexts."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from kindgi_eval.defs.runs import open_instance
+from kindgi_eval.defs.schedules import NIGHTLY_CRON, nightly_schedule, schedule_timezone, suite_changes
+from kindgi_eval.inputs.tenants_file import TENANTS_ENV
+from kindgi_eval.spec.errors import InputError
+from kindgi_eval_tests.inputs.test_tenants_file import entry, tenant_tree, write_tenants
+
+NIGHT = datetime(2026, 12, 1, 2, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def tenants(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """alpha with two suites (a judge), beta with one: three tenant suites."""
+    from kindgi_eval_tests.conftest import GOLDEN
+
+    tenant_tree(tmp_path, "alpha", {"golden": GOLDEN, "pricing": GOLDEN})
+    tenant_tree(tmp_path, "beta")
+    path = write_tenants(
+        tmp_path / "tenants.toml",
+        entry("alpha", suites=["evals/golden", "evals/pricing"], judge_model="openai:gpt-4o"),
+        entry("beta"),
+    )
+    monkeypatch.setenv(TENANTS_ENV, str(path))
+    return tmp_path
+
+
+def test_nightly_schedule_requests_one_tagged_run_per_tenant_suite(home, tenants: Path) -> None:
+    from kindgi_eval.defs.definitions import defs
+
+    schedule = defs.resolve_schedule_def("nightly_suites")
+    assert (schedule.cron_schedule, schedule.execution_timezone) == (NIGHTLY_CRON, "UTC")
+    instance = open_instance(home.root)
+    context = dg.build_schedule_context(instance=instance, scheduled_execution_time=NIGHT)
+    requests = list(schedule(context))
+    assert [(r.partition_key, r.run_key) for r in requests] == [
+        ("alpha.golden", "alpha.golden@2026-12-01"),
+        ("alpha.pricing", "alpha.pricing@2026-12-01"),
+        ("beta.golden", "beta.golden@2026-12-01"),
+    ]
+    assert requests[1].tags == {
+        "kindgi/tenant": "alpha",
+        "kindgi/suite": "alpha.pricing",
+        "kindgi/agent_provider": "mock",
+        "kindgi/judge_provider": "openai",
+    }
+    assert "kindgi/judge_provider" not in requests[2].tags  # beta has no judge
+    # the partitions exist before the runs are launched: a run of an unknown dynamic partition is refused
+    assert instance.get_dynamic_partitions("suites") == ["alpha.golden", "alpha.pricing", "beta.golden"]
+
+
+def test_schedule_tick_evaluates_as_the_daemon_does(home, tenants: Path) -> None:
+    from kindgi_eval.defs.definitions import defs
+
+    context = dg.build_schedule_context(
+        instance=open_instance(home.root), repository_def=defs.get_repository_def(), scheduled_execution_time=NIGHT
+    )
+    data = defs.resolve_schedule_def("nightly_suites").evaluate_tick(context)
+    assert [r.partition_key for r in data.run_requests] == ["alpha.golden", "alpha.pricing", "beta.golden"]
+    assert data.skip_message is None and all(r.tags["kindgi/suite"] == r.partition_key for r in data.run_requests)
+
+
+def test_a_bad_tenants_file_fails_the_tick_with_its_problems(home, tenants: Path) -> None:
+    (tenants / "tenants.toml").write_text(
+        (tenants / "tenants.toml").read_text().replace('suites = ["evals/golden"]', 'suites = ["../alpha/evals/golden"]')
+    )
+    context = dg.build_schedule_context(instance=open_instance(home.root), scheduled_execution_time=NIGHT)
+    with pytest.raises(InputError, match="outside the tenant's home"):
+        list(nightly_schedule("UTC")(context))
+
+
+def test_the_schedules_timezone_is_configurable(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert nightly_schedule("Europe/Lisbon").execution_timezone == "Europe/Lisbon"
+    assert schedule_timezone({"KINDGI_SCHEDULE_TIMEZONE": "America/Sao_Paulo"}) == "America/Sao_Paulo"
+    assert schedule_timezone({}) == "UTC"
+    with pytest.raises(InputError, match="'Mars/Olympus' is not a timezone"):
+        schedule_timezone({"KINDGI_SCHEDULE_TIMEZONE": "Mars/Olympus"})
+
+
+def test_sensor_fires_on_a_changed_suite_and_not_on_an_unchanged_one(home, tenants: Path, monkeypatch) -> None:
+    from kindgi_eval.defs.definitions import defs
+
+    # only beta, so one real run settles the baseline quickly
+    monkeypatch.setenv(TENANTS_ENV, str(write_tenants(tenants / "beta-only.toml", entry("beta"))))
+    instance = open_instance(home.root)
+
+    def evaluate() -> dg.SensorResult:
+        return suite_changes(dg.build_sensor_context(instance=instance, definitions=defs))
+
+    never_run = evaluate()  # a suite never run counts as changed, and its partition is added with the request
+    assert [r.partition_key for r in never_run.run_requests] == ["beta.golden"]
+    assert never_run.run_requests[0].tags["kindgi/tenant"] == "beta"
+    assert never_run.dynamic_partitions_requests[0].partition_keys == ["beta.golden"]
+    instance.add_dynamic_partitions("suites", ["beta.golden"])
+    run = defs.resolve_job_def("evaluate_suite").execute_in_process(instance=instance, partition_key="beta.golden")
+    assert run.success
+
+    unchanged = evaluate()
+    assert unchanged.run_requests == [] and unchanged.skip_reason.skip_message == "No suite changed."
+
+    cases = tenants / "beta" / "evals" / "golden" / "cases.jsonl"
+    cases.write_text(cases.read_text().replace("real person please", "real human please"))
+    changed = evaluate()
+    assert [r.partition_key for r in changed.run_requests] == ["beta.golden"]
+    assert changed.run_requests[0].run_key != never_run.run_requests[0].run_key
+
+    cases.write_text(cases.read_text() + "{not json\n")  # half-edited: wait for the fix rather than run a failure
+    broken = evaluate()
+    assert broken.run_requests == [] and "not parsed: beta.golden" in broken.skip_reason.skip_message

@@ -1,0 +1,138 @@
+"""Comparing two runs, the pure part: which case got worse, which run a prefix names, which two runs --suite takes."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from kindgi_eval.reports.diff import (
+    RunPair,
+    StoredRun,
+    diff_runs,
+    got_worse,
+    is_worse,
+    latest_pair,
+    matching_run_ids,
+    render_diff,
+)
+from kindgi_eval.spec.statuses import FAILING, STATUSES
+from kindgi_eval.store.rows import RunRow, StatusRow
+
+GREEN = ("passed", "judged-pass", "reviewed")
+RED = ("failed", "judged-fail")
+
+
+def test_the_green_and_red_statuses_are_every_status() -> None:
+    # the table below is complete only while these two sets split the five statuses
+    assert set(GREEN) | set(RED) == set(STATUSES) and set(RED) == FAILING
+
+
+@pytest.mark.parametrize(("a", "b"), list(itertools.product((*STATUSES, None), repeat=2)))
+def test_is_worse_over_every_pair_of_statuses(a, b) -> None:
+    # worse exactly when A was green and B is red; None is a case absent from that run
+    expected = a in GREEN and b in RED
+    assert is_worse(a, b) is expected
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "worse"),
+    [
+        ("passed", "failed", True),
+        ("reviewed", "judged-fail", True),  # an ungraded review case that a judge now fails did get worse
+        ("judged-pass", "failed", True),
+        ("failed", "judged-fail", False),  # already failing: failing another way is no new regression
+        ("passed", "reviewed", False),  # reviewed is not failing: it only lacks a verdict
+        (None, "failed", False),  # a case new in B that fails: nothing that worked broke; `run` exits 1 for it
+        ("passed", None, False),  # a case gone from B: it cannot fail
+        ("failed", "passed", False),  # better
+    ],
+)
+def test_is_worse_on_the_rows_that_need_a_reason(a, b, worse) -> None:
+    assert is_worse(a, b) is worse
+
+
+def run_row(started_at: str, finished_at: str) -> RunRow:
+    return RunRow(
+        tenant="demo-academy", eval_dir="evals/golden", suite_hash="s", config_hash="c", agent="mock:agent",
+        judge=None, judge_prompt_hash=None, code_version="v", replies_from="r", started_at=started_at,
+        finished_at=finished_at, cases=0, passed=0, failed=0, judged_fail=0, judged_pass=0, reviewed=0,
+        ungraded=0, agent_usd=0.0, judge_usd=0.0, cost_unknown=False, stages=[], uncovered=[],
+    )  # fmt: skip
+
+
+def status_row(case_id: str, status: str) -> StatusRow:
+    return StatusRow(
+        case_id=case_id, status=status, failures=[], messages=[], escalate=False, reason=None, latency_ms=0.0,
+        error=None, review=[], criteria=[],
+    )  # fmt: skip
+
+
+def stored(run_id: str, statuses: dict[str, str]) -> StoredRun:
+    row = run_row("2026-11-30T02:00:00+00:00", "2026-11-30T02:00:05+00:00")
+    rows = [status_row(i, s) for i, s in statuses.items()]
+    return StoredRun(run_id=run_id, run=row, statuses=rows, calibration=[], replies=[])
+
+
+def test_diff_marks_the_cases_that_got_worse() -> None:
+    a = stored("a", {"kept": "passed", "broke": "passed", "was-reviewed": "reviewed", "fixed": "failed"})
+    b = stored("b", {"kept": "passed", "broke": "failed", "was-reviewed": "judged-fail", "fixed": "passed", "new": "failed"})
+    d = diff_runs(a, b)
+    assert {c.case_id: c.worse for c in d.statuses} == {"broke": True, "was-reviewed": True, "fixed": False, "new": False}
+    assert [c.case_id for c in got_worse(d)] == ["broke", "was-reviewed"]
+    text = render_diff(d, a.run, b.run)
+    assert "  broke: passed -> failed (worse)\n" in text and "  new: absent -> failed\n" in text
+    # read backwards, only the case that was fixed got worse; `broke` and `was-reviewed` got better
+    assert [c.case_id for c in got_worse(diff_runs(b, a))] == ["fixed"]
+
+
+IDS = [
+    "3f9c2a1e-0000-4000-8000-000000000001",
+    "3f9c2a1e-0000-4000-8000-000000000002",  # shares its first eight characters with the one above
+    "8d04b7c5-0000-4000-8000-000000000003",
+]
+
+
+@pytest.mark.parametrize(
+    ("prefix", "matches"),
+    [
+        ("8d04b7c5", [IDS[2]]),  # the eight characters the UI shows
+        ("8", [IDS[2]]),  # one character is enough while it is unique
+        (IDS[0], [IDS[0]]),  # a whole id is its own match
+        ("3f9c2a1e", IDS[:2]),  # ambiguous: both, sorted
+        ("3f9c2a1e-0000-4000-8000-00000000000", IDS[:2]),  # ambiguous to the last character
+        ("ffff", []),  # unknown
+        ("", []),  # the empty prefix would begin every id: it names none
+        ("3F9C", []),  # run ids are lower case, and matching is exact
+        ("*", []),  # no pattern syntax: a prefix is plain text
+    ],
+)
+def test_matching_run_ids(prefix, matches) -> None:
+    assert matching_run_ids(prefix, IDS) == matches
+
+
+def test_an_exact_id_wins_over_a_longer_id_it_begins() -> None:
+    # run ids are UUIDs of one length, but a full id must never be ambiguous whatever ids the store holds
+    assert matching_run_ids("abc", ["abc", "abcd"]) == ["abc"]
+
+
+def test_latest_pair_is_the_last_two_by_start_time() -> None:
+    runs = {
+        "late": run_row("2026-11-30T02:00:00+00:00", "2026-11-30T02:01:00+00:00"),
+        "early": run_row("2026-11-28T02:00:00+00:00", "2026-11-28T02:01:00+00:00"),
+        "middle": run_row("2026-11-29T02:00:00+00:00", "2026-11-30T03:00:00+00:00"),  # finished last, started second
+    }
+    assert latest_pair(runs) == RunPair(a="middle", b="late")
+
+
+def test_latest_pair_breaks_a_tie_of_start_times_by_finish_then_id() -> None:
+    same = "2026-11-30T02:00:00+00:00"
+    runs = {"y": run_row(same, "2026-11-30T02:00:09+00:00"), "x": run_row(same, "2026-11-30T02:00:07+00:00")}
+    assert latest_pair(runs) == RunPair(a="x", b="y")
+    tied = {"y": run_row(same, same), "x": run_row(same, same)}
+    assert latest_pair(tied) == RunPair(a="x", b="y")
+
+
+def test_latest_pair_needs_two_runs() -> None:
+    with pytest.raises(ValueError, match="comparing needs two runs, got 1"):
+        latest_pair({"only": run_row("2026-11-30T02:00:00+00:00", "2026-11-30T02:00:01+00:00")})
