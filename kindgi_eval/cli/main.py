@@ -175,9 +175,17 @@ def replay(source: str, json_path: str | None, **flags: object) -> None:
     sys.exit(_report(home, key, run_id, json_path))
 
 
-def _check_json_path(json_path: str | None) -> None:
+def _check_json_path(json_path: str | None, flag: str = "--json") -> None:
+    """An output file's folder must exist before anything runs, so a run never ends unable to write it."""
     if json_path and not Path(json_path).absolute().parent.is_dir():
-        raise InputError([Problem(json_path, None, None, "its folder does not exist. Create it or pick another --json path.")])
+        raise InputError([Problem(json_path, None, None, f"its folder does not exist. Create it or pick another {flag} path.")])
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write `text` beside `path` and rename it into place, so a reader never sees half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def _report(home: Path, key: str, run_id: str, json_path: str | None) -> int:
@@ -195,9 +203,7 @@ def _report(home: Path, key: str, run_id: str, json_path: str | None) -> int:
     click.echo(f"run {run_id} stored under {root}", err=True)
     if json_path:
         document = json.dumps(summary_json(run_id, run, statuses, calibration), indent=2, ensure_ascii=False)
-        tmp = Path(json_path).with_name(f".{Path(json_path).name}.tmp")
-        tmp.write_text(document + "\n", encoding="utf-8")
-        os.replace(tmp, json_path)
+        _write_atomically(Path(json_path), document + "\n")
     return EXIT_FAILED if any(s.status in FAILING for s in statuses) else EXIT_OK
 
 
@@ -365,6 +371,51 @@ def _stored_run(root: StorePath, ref):
         calibration=read_rows(root, "calibration", key, run_id),
         replies=read_rows(root, "agent_replies", key, run.replies_from),
     )
+
+
+REPORT_HISTORY = 30
+"""How many of the suite's runs, up to and including the reported one, the report's chart shows."""
+
+
+@main.command(short_help="Write one run as a self-contained HTML page.")
+@click.argument("run_id")
+@click.option("--html", "html_path", required=True, type=click.Path(dir_okay=False), help="Where to write the page.")
+@_input_errors
+def report(run_id: str, html_path: str) -> None:
+    """Write RUN_ID as one HTML file that opens anywhere, with no network: counts, the cases (filterable to
+    failures) with replies, assertions and every judge sample, calibration, and the suite's recent pass rate.
+
+    RUN_ID may be any unique prefix of a run id.
+
+    \b
+    Example:
+      kindgi-eval report 3f9c2a1e --html out/report.html
+    """
+    from kindgi_eval.reports import RunPage, render_html
+    from kindgi_eval.store import read_rows, run_keys, store_root
+
+    _check_json_path(html_path, "--html")
+    root = store_root()
+    (ref,) = _runs_named(root, {"RUN_ID": run_id})
+    key, run_id = ref.partition, ref.run_id
+    (run,) = read_rows(root, "run_summary", key, run_id)
+    earlier = [k for k in run_keys(root, key) if k.day <= ref.day]
+    summaries = sorted(
+        ((k.run_id, read_rows(root, "run_summary", key, k.run_id)[0]) for k in sorted(earlier, key=lambda k: k.day)[-3 * REPORT_HISTORY :]),
+        key=lambda pair: (pair[1].started_at, pair[1].finished_at, pair[0]),
+    )
+    upto = [pair for pair in summaries if (pair[1].started_at, pair[1].finished_at, pair[0]) <= (run.started_at, run.finished_at, run_id)]
+    page = RunPage(
+        run_id=run_id,
+        run=run,
+        statuses=read_rows(root, "statuses", key, run_id),
+        outcomes=read_rows(root, "outcomes", key, run.replies_from),
+        samples=read_rows(root, "judge_samples", key, run_id),
+        calibration=read_rows(root, "calibration", key, run_id),
+        history=upto[-REPORT_HISTORY:],
+    )
+    _write_atomically(Path(html_path), render_html(page, key))
+    click.echo(f"wrote {html_path}: {len(page.statuses)} cases, {len(page.history)} runs in the chart", err=True)
 
 
 @main.command(short_help="Forget runs older than some days.")

@@ -1,6 +1,7 @@
 """What a person reads of stored runs: the run report, the JSON summary, run diffs. Imports spec, store."""
 
 from kindgi_eval.reports.diff import StoredRun, diff_runs, got_worse, latest_pair, matching_run_ids, render_diff
+from kindgi_eval.reports.html_report import RunPage, render_html
 from kindgi_eval.reports.run_report import render, summary_json
 
-__all__ = ["StoredRun", "diff_runs", "got_worse", "latest_pair", "matching_run_ids", "render", "render_diff", "summary_json"]
+__all__ = ["RunPage", "StoredRun", "diff_runs", "got_worse", "latest_pair", "matching_run_ids", "render", "render_diff", "render_html", "summary_json"]
