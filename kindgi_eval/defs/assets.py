@@ -14,7 +14,7 @@ import dagster as dg
 from kindgi_eval.agents import make_agent, make_judge
 from kindgi_eval.defs.io_manager import source_run
 from kindgi_eval.defs.resources import EvalSettings
-from kindgi_eval.defs.ui_metadata import calibration_metadata, statuses_metadata
+from kindgi_eval.defs.ui_metadata import NIGHTS, column_schema, calibration_metadata, history_metadata, result_tags, statuses_metadata
 from kindgi_eval.inputs import RunSettings, has_calibration_file, load_checked_suite, load_suite, load_tenant, suite_key
 from kindgi_eval.prompts import template_hash
 from kindgi_eval.spec import InputError
@@ -29,12 +29,36 @@ from kindgi_eval.steps import (
     status_rows,
     suite_rows,
 )
-from kindgi_eval.store import CalibrationRow, OutcomeRow, ReplyRow, RunRow, SampleRow, StatusRow, SuiteRow
+from kindgi_eval.store import (
+    CalibrationRow,
+    OutcomeRow,
+    ReplyRow,
+    RunRow,
+    SampleRow,
+    StatusRow,
+    SuiteRow,
+    TABLE_OF,
+    earlier_runs,
+    store_root,
+)
 
 SUITES = dg.DynamicPartitionsDefinition(name="suites")
+GROUP = "evaluation"
+"""The asset group the whole chain is in."""
 
 
-@dg.asset(partitions_def=SUITES)
+def chain_asset(name: str) -> dict[str, object]:
+    """What every asset of the chain declares: its partitions, group, kinds, code version and column schema."""
+    return {
+        "partitions_def": SUITES,
+        "group_name": GROUP,
+        "kinds": {"parquet", "duckdb"},
+        "code_version": code_version(),
+        "metadata": {"dagster/column_schema": column_schema(TABLE_OF[name].row)},
+    }
+
+
+@dg.asset(**chain_asset("suite"))
 def suite(context: dg.AssetExecutionContext, eval_settings: EvalSettings) -> list[SuiteRow]:
     """Parsed cases and calibration items of one tenant suite, with the suite's and the tenant's content hashes.
 
@@ -57,7 +81,7 @@ def suite(context: dg.AssetExecutionContext, eval_settings: EvalSettings) -> lis
     return suite_rows(parsed, loaded.tenant.tenant, loaded.hash)
 
 
-@dg.asset(partitions_def=SUITES)
+@dg.asset(**chain_asset("agent_replies"))
 def agent_replies(context: dg.AssetExecutionContext, suite: list[SuiteRow], eval_settings: EvalSettings) -> list[ReplyRow]:
     """One reply per case (messages, escalation, latency, tokens, cost, error); the only stage that pays the agent.
 
@@ -83,7 +107,7 @@ def agent_replies(context: dg.AssetExecutionContext, suite: list[SuiteRow], eval
     return rows
 
 
-@dg.asset(partitions_def=SUITES)
+@dg.asset(**chain_asset("outcomes"))
 def outcomes(
     context: dg.AssetExecutionContext, suite: list[SuiteRow], agent_replies: list[ReplyRow], eval_settings: EvalSettings
 ) -> list[OutcomeRow]:
@@ -97,7 +121,7 @@ def outcomes(
     return rows
 
 
-@dg.asset(partitions_def=SUITES)
+@dg.asset(**chain_asset("judge_samples"))
 def judge_samples(
     context: dg.AssetExecutionContext,
     suite: list[SuiteRow],
@@ -137,7 +161,7 @@ def judge_samples(
     return rows
 
 
-@dg.asset(partitions_def=SUITES)
+@dg.asset(**chain_asset("calibration"))
 def calibration(
     context: dg.AssetExecutionContext, judge_samples: list[SampleRow], eval_settings: EvalSettings
 ) -> list[CalibrationRow]:
@@ -153,7 +177,7 @@ def calibration(
     return rows
 
 
-@dg.asset(partitions_def=SUITES)
+@dg.asset(**chain_asset("statuses"))
 def statuses(
     context: dg.AssetExecutionContext,
     suite: list[SuiteRow],
@@ -173,17 +197,19 @@ def statuses(
     rows = status_rows(
         cases_of(suite), agent_replies, outcomes, judge_samples, calibration, judged=settings.judge_model is not None
     )
-    context.add_output_metadata(statuses_metadata(rows, agent_replies, judge_samples))
+    context.add_output_metadata(statuses_metadata(rows, agent_replies, judge_samples, cases_of(suite), context.run.run_id))
+    context.instance.add_run_tags(context.run.run_id, result_tags(rows, suite[0].tenant, context.partition_key))
     return rows
 
 
-@dg.asset(partitions_def=SUITES)
+@dg.asset(**chain_asset("run_summary"))
 def run_summary(
     context: dg.AssetExecutionContext,
     suite: list[SuiteRow],
     agent_replies: list[ReplyRow],
     judge_samples: list[SampleRow],
     statuses: list[StatusRow],
+    calibration: list[CalibrationRow],
     eval_settings: EvalSettings,
 ) -> list[RunRow]:
     """The run in one row: lineage, counts per status, costs and funnel coverage; the `runs` view.
@@ -207,6 +233,8 @@ def run_summary(
         started_at=_iso(started),
         finished_at=_iso(time.time()),
     )
+    earlier = earlier_runs(store_root(), context.partition_key, context.run.run_id, NIGHTS - 1)
+    context.add_output_metadata(history_metadata([*earlier, (context.run.run_id, row, calibration)], context.partition_key))
     return [row]
 
 

@@ -1,5 +1,7 @@
 """The Dagster definitions `dagster dev -w workspace.yaml` loads: the chain, its checks, the nightly schedule and sensor."""
 
+import warnings
+
 import dagster as dg
 
 from kindgi_eval.defs.asset_checks import CHECKS
@@ -8,8 +10,13 @@ from kindgi_eval.defs.io_manager import ParquetStore
 from kindgi_eval.defs.resources import EvalSettings
 from kindgi_eval.defs.schedules import evaluate_suite, nightly_suites, suite_changes
 
+with warnings.catch_warnings():  # source code references are a beta API in Dagster 1.13
+    warnings.simplefilter("ignore", dg.BetaWarning)
+    LINKED_CHAIN = dg.with_source_code_references(CHAIN)
+    """The chain, each asset linking to its source in the UI."""
+
 defs = dg.Definitions(
-    assets=CHAIN,
+    assets=LINKED_CHAIN,
     asset_checks=CHECKS,
     jobs=[evaluate_suite],
     schedules=[nightly_suites],

@@ -1,9 +1,22 @@
 """What the Dagster UI shows of a materialisation: numbers it plots night over night, and tables to read."""
 
 import dagster as dg
+from pydantic import BaseModel
 
-from kindgi_eval.spec import FAILING, STATUSES
-from kindgi_eval.store import CalibrationRow, ReplyRow, SampleRow, StatusRow
+from kindgi_eval.inputs import TAG_RESULT, TAG_SUITE, TAG_TENANT
+from kindgi_eval.reports import verdicts_markdown
+from kindgi_eval.spec import FAILING, STATUSES, Case
+from kindgi_eval.store import CalibrationRow, ReplyRow, RunRow, SampleRow, StatusRow, arrow_schema
+
+def column_schema(row: type[BaseModel]) -> dg.TableSchema:
+    """A stored table's columns as the UI lists them: each field of its row model, typed, with its docstring."""
+    return dg.TableSchema(
+        columns=[
+            dg.TableColumn(field.name, str(field.type), description=row.model_fields[field.name].description or "")
+            for field in arrow_schema(row)
+        ]
+    )
+
 
 VERDICT_COLUMNS = dg.TableSchema(
     columns=[
@@ -68,8 +81,17 @@ def failed_records(rows: list[StatusRow]) -> list[dg.TableRecord]:
     ]
 
 
-def statuses_metadata(rows: list[StatusRow], replies: list[ReplyRow], samples: list[SampleRow]) -> dict[str, object]:
-    """What the UI shows of a `statuses` materialisation: numbers it plots night over night, and two tables."""
+def result_tags(rows: list[StatusRow], tenant: str, suite: str) -> dict[str, str]:
+    """The tags every run carries once its statuses are known, so the Runs page filters to failing suites."""
+    failing = any(r.status in FAILING for r in rows)
+    return {TAG_TENANT: tenant, TAG_SUITE: suite, TAG_RESULT: "failing" if failing else "passed"}
+
+
+def statuses_metadata(
+    rows: list[StatusRow], replies: list[ReplyRow], samples: list[SampleRow], cases: list[Case], run_id: str
+) -> dict[str, object]:
+    """What the UI shows of a `statuses` materialisation: numbers it plots night over night, a report of the
+    judged-fail and split verdicts and the failed cases, and two tables."""
     verdicts = verdict_records(rows)
     failed = failed_records(rows)
     metadata: dict[str, object] = {status: int(sum(r.status == status for r in rows)) for status in STATUSES}
@@ -80,6 +102,7 @@ def statuses_metadata(rows: list[StatusRow], replies: list[ReplyRow], samples: l
             "split_verdicts": int(sum(c.split for r in rows for c in r.criteria)),
             "agent_usd": float(sum(r.cost_usd for r in replies)),
             "judge_usd": float(sum(s.cost_usd for s in samples)),
+            "verdicts_report": dg.MetadataValue.md(verdicts_markdown(rows, cases, samples, run_id)),
             "judged_fail_and_split_verdicts": dg.MetadataValue.table(verdicts, schema=VERDICT_COLUMNS),
             "failed_cases": dg.MetadataValue.table(failed, schema=FAILED_COLUMNS),
         }
@@ -112,3 +135,57 @@ def calibration_metadata(rows: list[CalibrationRow]) -> dict[str, object]:
         schema=CALIBRATION_COLUMNS,
     )
     return metadata
+
+
+NIGHTS = 14
+"""How many of a suite's runs the night-over-night table shows."""
+HISTORY_COLUMNS = dg.TableSchema(
+    columns=[
+        dg.TableColumn("date", "string", description="The UTC day the run started."),
+        dg.TableColumn("run", "string", description="The run id's first eight characters."),
+        *(dg.TableColumn(status, "int") for status in STATUSES),
+        dg.TableColumn("ungraded", "int", description="Criteria the judge left ungraded."),
+        dg.TableColumn("agreement", "string", description="Agreement per calibration group; empty without a judge."),
+        dg.TableColumn("agent_usd", "float"),
+        dg.TableColumn("judge_usd", "float"),
+        dg.TableColumn("change", "string", description="How each status count moved against the run before."),
+    ]
+)
+
+
+def history_metadata(runs: list[tuple[str, RunRow, list[CalibrationRow]]], suite: str) -> dict[str, object]:
+    """This suite's last runs, oldest first, as a table with each night's change, and this run's counts under
+    keys named for the suite, so the UI plots each suite on its own line rather than mixing tenants."""
+    records = []
+    previous: RunRow | None = None
+    for run_id, run, calibration in runs[-NIGHTS:]:
+        counts = {status: int(getattr(run, status.replace("-", "_"))) for status in STATUSES}
+        change = ""
+        if previous is not None:
+            moved = [
+                f"{status} {counts[status] - getattr(previous, status.replace('-', '_')):+d}"
+                for status in STATUSES
+                if counts[status] != getattr(previous, status.replace("-", "_"))
+            ]
+            change = ", ".join(moved) or "no change"
+        agreement = ", ".join(f"{c.group} {c.agreement:.2f}" for c in calibration if c.agreement is not None)
+        records.append(
+            dg.TableRecord(
+                {
+                    "date": run.started_at[:10],
+                    "run": run_id[:8],
+                    **counts,
+                    "ungraded": int(run.ungraded),
+                    "agreement": agreement,
+                    "agent_usd": float(run.agent_usd),
+                    "judge_usd": float(run.judge_usd),
+                    "change": change,
+                }
+            )
+        )
+        previous = run
+    _, latest, _ = runs[-1]
+    plotted = {f"{suite}/{status}": int(getattr(latest, status.replace("-", "_"))) for status in STATUSES}
+    plotted[f"{suite}/agent_usd"] = float(latest.agent_usd)
+    plotted[f"{suite}/judge_usd"] = float(latest.judge_usd)
+    return {"nights": dg.MetadataValue.table(records, schema=HISTORY_COLUMNS), **plotted}

@@ -44,6 +44,7 @@ TAG_TENANT = "kindgi/tenant"
 TAG_SUITE = "kindgi/suite"
 TAG_AGENT_PROVIDER = "kindgi/agent_provider"
 TAG_JUDGE_PROVIDER = "kindgi/judge_provider"
+TAG_RESULT = "kindgi/result"
 """Run tags: dagster.yaml limits concurrent runs per tenant and per provider by these."""
 
 

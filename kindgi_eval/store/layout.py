@@ -7,7 +7,7 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -210,3 +210,16 @@ def read_rows(root: StorePath, asset: str, partition: str, run_id: str) -> list:
     if table is None:
         raise FileNotFoundError(f"run {run_id} stored no {asset} for suite {partition}")
     return from_table(table, TABLE_OF[asset].row)
+
+
+def earlier_runs(root: StorePath, partition: str, before: str, count: int) -> list[tuple[str, Any, list]]:
+    """Up to `count` runs of a suite stored before run `before`, oldest first: (run id, summary, calibration).
+
+    A run's day is the UTC day it started, so only the runs of the latest days are read, not a year of them."""
+    keys = sorted((k for k in run_keys(root, partition) if k.run_id != before), key=lambda k: k.day)[-3 * count :]
+    runs = []
+    for key in keys:
+        (summary,) = read_rows(root, "run_summary", partition, key.run_id)
+        runs.append((key.run_id, summary, read_rows(root, "calibration", partition, key.run_id)))
+    runs.sort(key=lambda run: (run[1].started_at, run[1].finished_at, run[0]))
+    return runs[-count:] if count else []

@@ -10,7 +10,7 @@ from kindgi_eval.spec import Assertion, GroupAgreement
 
 
 class _Row(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class SuiteRow(_Row):

@@ -1,0 +1,100 @@
+"""The judged-fail and split verdicts of a run, and its failed cases, as Markdown for the Dagster UI to render.
+
+Each verdict shows the reply as the contact saw it (the quoted evidence in bold), the last turns before it,
+and all three samples with their vote, reason and evidence, so a reader sees why the judge split without
+leaving the page. Long runs list the worst first and point to a query for the rest. Pure: rows in, text out.
+Replies, history and the judge's words are untrusted: every character Markdown or HTML would act on is escaped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+
+from kindgi_eval.spec import Case, clip
+from kindgi_eval.store import CriterionRow, SampleRow, StatusRow
+
+SHOWN = 20
+"""How many verdicts, and how many failed cases, the report shows; the query finds the rest."""
+HISTORY_TURNS = 3
+"""How many of the last turns before the reply are shown."""
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~<&])")
+
+
+def escape_md(text: str) -> str:
+    """Untrusted text as literal Markdown on one line: every Markdown and HTML character escaped."""
+    return _MARKDOWN.sub(r"\\\1", " ".join(text.split()))
+
+
+def _highlighted(message: str, evidence: str) -> str:
+    """A message with the first occurrence of the quoted evidence in bold."""
+    at = message.find(evidence) if evidence else -1
+    if at < 0:
+        return escape_md(message)
+    before, quote, after = message[:at], message[at : at + len(evidence)], message[at + len(evidence) :]
+    return f"{escape_md(before)}**{escape_md(quote)}**{escape_md(after)}"
+
+
+def _severity(status: StatusRow, criterion: CriterionRow) -> tuple[int, str, str]:
+    """Judged-fail verdicts first, then split ones; by case and criterion within each."""
+    return (0 if status.status == "judged-fail" and criterion.verdict == "fail" else 1, status.case_id, criterion.criterion)
+
+
+def verdicts_markdown(
+    statuses: Sequence[StatusRow], cases: Sequence[Case], samples: Sequence[SampleRow], run_id: str
+) -> str:
+    """Every judged-fail and split verdict, worst first, then the failed cases; a query for what is cut."""
+    history = {c.id: c.history for c in cases}
+    by_criterion: dict[tuple[str, str, str], list[SampleRow]] = defaultdict(list)
+    for s in samples:
+        if s.subject == "case":
+            by_criterion[(s.subject_id, s.source, s.criterion)].append(s)
+    verdicts = sorted(
+        ((s, c) for s in statuses for c in s.criteria if c.split or (s.status == "judged-fail" and c.verdict == "fail")),
+        key=lambda pair: _severity(*pair),
+    )
+    lines = [f"## Judged-fail and split verdicts ({len(verdicts)})", ""]
+    if not verdicts:
+        lines += ["None in this run.", ""]
+    for status, criterion in verdicts[:SHOWN]:
+        split = ", split 2-1" if criterion.split else ""
+        lines += [
+            f"### {escape_md(status.case_id)}: {criterion.verdict}{split} ({status.status})",
+            "",
+            f"**Criterion** ({escape_md(criterion.source)}, {escape_md(criterion.group)}): {escape_md(criterion.criterion)}",
+            "",
+        ]
+        earlier = history.get(status.case_id, ())[-HISTORY_TURNS:]
+        lines += [f"> _{turn.role}:_ {escape_md(clip(turn.text, 300))}" for turn in earlier]
+        if earlier:
+            lines.append(">")
+        lines += [f"> **reply {n}:** {_highlighted(m, criterion.evidence)}" for n, m in enumerate(status.messages, 1)]
+        lines += ["", "| sample | vote | reason | evidence |", "|---|---|---|---|"]
+        for s in sorted(by_criterion[(status.case_id, criterion.source, criterion.criterion)], key=lambda s: s.sample):
+            why = s.reason if s.invalid_reason is None else f"{s.invalid_reason}: {s.reason}"
+            lines.append(f"| {s.sample} | {s.vote} | {escape_md(clip(why, 300))} | {escape_md(clip(s.evidence, 200))} |")
+        lines.append("")
+    if len(verdicts) > SHOWN:
+        lines += [
+            f"{len(verdicts) - SHOWN} more, with: `kindgi-eval sql \"SELECT case_id, c.criterion, c.verdict, c.split, c.votes, "
+            f"c.reason FROM (SELECT case_id, status, unnest(criteria) AS c FROM statuses WHERE run_id = '{run_id}') "
+            "WHERE c.split OR (status = 'judged-fail' AND c.verdict = 'fail')\"`",
+            "",
+        ]
+    failed = [s for s in statuses if s.status == "failed"]
+    lines += [f"## Failed cases ({len(failed)})", ""]
+    if not failed:
+        lines += ["None in this run.", ""]
+    for status in failed[:SHOWN]:
+        lines += [f"### {escape_md(status.case_id)}", ""]
+        lines += [f"- {escape_md(clip(f, 300))}" for f in status.failures]
+        lines += [f"> **reply {n}:** {escape_md(m)}" for n, m in enumerate(status.messages, 1)] or ["> _no reply_"]
+        lines.append("")
+    if len(failed) > SHOWN:
+        lines += [
+            f"{len(failed) - SHOWN} more, with: `kindgi-eval sql \"SELECT case_id, failures FROM statuses WHERE "
+            f"run_id = '{run_id}' AND status = 'failed'\"`",
+            "",
+        ]
+    return "\n".join(lines)
