@@ -22,7 +22,7 @@ import pytest
 
 from kindgi_eval.defs.runs import open_instance
 from kindgi_eval.inputs.tenants_file import TENANTS_ENV, load_tenants
-from kindgi_eval_tests.conftest import REPO
+from kindgi_eval_tests.conftest import REPO, run_cli
 from kindgi_eval_tests.defs.test_judged_runs import Judge, calibration_lines, case, write_suite
 from kindgi_eval_tests.fake_provider import FakeProvider, criterion_of, fenced
 from kindgi_eval_tests.inputs.test_tenants_file import entry, tenant_tree, write_tenants
@@ -242,6 +242,20 @@ def test_statuses_page_shows_the_split_verdict_in_chromium(night: FakeProvider, 
             except PlaywrightTimeout:
                 pass  # this Dagster did not ask
             page.screenshot(path=str(screenshot), full_page=True)
+            # the verdict report: the reply as the contact saw it, the quote, and the dissenting sample's reason
+            report = page.locator("tr", has_text="verdicts_report").first.inner_text()
+            reply = fenced(split, "reply")
+            assert "review-split: fail, split 2-1 (judged-fail)" in report
+            assert reply.split(".")[0] in report and evidence in report
+            assert re.search(r"\tpass\tscripted\t", report), report  # the sample that voted the other way, and why
+            # a passing run of another suite beside it: the Runs page filtered to failing lists only the night's run
+            passing = run_cli("run", "--mock")
+            assert passing.code == 0, passing.err
+            passing_id = next(line for line in passing.err.splitlines() if line.startswith("run ")).split()[1]
+            page.goto(f"{dev.url}/runs?q%5B0%5D=tag%3Akindgi%2Fresult%3Dfailing", wait_until="domcontentloaded", timeout=60_000)
+            page.get_by_text(run_id[:8]).first.wait_for(timeout=60_000)
+            assert page.get_by_text(passing_id[:8]).count() == 0
+            page.screenshot(path=str(tmp_path / "failing-runs.png"), full_page=True)
         finally:
             browser.close()
     assert screenshot.stat().st_size > 10_000
