@@ -12,12 +12,15 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "kindgi_eval"
-RANKS = ["spec", "llm", "prompts", "store", "inputs", "agents", "steps", "reports", "defs", "cli"]
+RANKS = ["spec", "llm", "prompts", "store", "inputs", "registry", "agents", "steps", "reports", "defs", "cli"]
 """Lowest first: each folder may import the folders before it."""
 TOP_LEVEL = {"__init__", "__main__"}
 REACHED_BY_NAME = {"agents.http", "agents.litellm"}
 """Modules that import httpx or litellm: only their own folder's name-to-agent table imports them, on demand."""
-ONLY_IMPORTER = {"litellm": "llm", "dagster": "defs", "click": "cli", "httpx": "agents"}
+ONLY_IMPORTER = {
+    "litellm": "llm", "dagster": "defs", "click": "cli", "httpx": "agents",
+    "fastapi": "registry", "starlette": "registry", "uvicorn": "registry", "sqlalchemy": "registry", "alembic": "registry",
+}
 """A library and the one folder that may import it."""
 SPEC_MAY_IMPORT = {"pydantic", "regex", "__future__"}  # regex: Unicode emoji properties; pure text, no file or socket
 """Beside the standard library, all spec/ imports."""

@@ -418,6 +418,118 @@ def report(run_id: str, html_path: str) -> None:
     click.echo(f"wrote {html_path}: {len(page.statuses)} cases, {len(page.history)} runs in the chart", err=True)
 
 
+@main.group(short_help="Publish and read suites in the registry.")
+def suites() -> None:
+    """Publish, list, show and pull suites of the registry at KINDGI_REGISTRY_URL, as the tenant whose token
+    KINDGI_REGISTRY_TOKEN holds.
+
+    \b
+    Example:
+      kindgi-eval suites publish evals/pricing --id acme.pricing --version 1.4.0
+    """
+
+
+def _registry_client():
+    """The client the environment names; InputError saying which variable is missing."""
+    from kindgi_eval.registry import TOKEN_ENV, URL_ENV, RegistryClient
+
+    url, token = os.environ.get(URL_ENV, ""), os.environ.get(TOKEN_ENV, "")
+    missing = [var for var, value in ((URL_ENV, url), (TOKEN_ENV, token)) if not value]
+    if missing:
+        raise InputError([Problem(var, None, None, "is not set. Set it to the registry's URL and your token (kindgi-eval tokens issue).") for var in missing])
+    return RegistryClient(url, token)
+
+
+def _registry_errors(command: Callable) -> Callable:
+    """A registry that cannot be reached prints why and exits 1: nothing was decided."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        from kindgi_eval.registry import RegistryUnreachable
+
+        try:
+            return command(*args, **kwargs)
+        except RegistryUnreachable as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(EXIT_FAILED)
+
+    return wrapper
+
+
+@suites.command("publish", short_help="Publish a suite folder as a new version.")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--id", "suite_id", required=True, help="The suite's id, e.g. acme.pricing.")
+@click.option("--version", required=True, help="Its semver version, greater than the latest published.")
+@click.option("--tenant", help="The tenant the suite belongs to (your token's); default the id's part before its first dot.")
+@click.option("--description", default="", help="What the suite is for, for a person.")
+@_input_errors
+@_registry_errors
+def suites_publish(folder: str, suite_id: str, version: str, tenant: str | None, description: str) -> None:
+    """Publish FOLDER's cases.jsonl and calibration.jsonl as a `conversation` suite; they are checked here first."""
+    from kindgi_eval.inputs import load_suite
+
+    load_suite(folder)  # every problem, located by file and line, before anything is sent
+    spec = {name: _json_lines(Path(folder) / f"{name}.jsonl") for name in ("cases", "calibration")}
+    body = {
+        "id": suite_id,
+        "tenantId": tenant or suite_id.split(".", 1)[0],
+        "version": version,
+        "kind": "conversation",
+        "description": description,
+        "spec": spec,
+    }
+    status, stored = _registry_client().publish(body)
+    said = "published" if status == 201 else "already published, with the same content"
+    click.echo(f"{said}: {stored['suite']['id']} {stored['suite']['version']} sha256 {stored['hash']}")
+
+
+@suites.command("list", short_help="Your suites, the latest version of each.")
+@_input_errors
+@_registry_errors
+def suites_list() -> None:
+    """Every suite of your tenant with its latest version."""
+    from kindgi_eval.store import format_rows
+
+    rows = [(s.get("id"), s.get("version"), s.get("kind"), s.get("published_at")) for s in _registry_client().suites()]
+    click.echo(format_rows(["id", "version", "kind", "published_at"], rows, "table"), nl=False)
+
+
+@suites.command("show", short_help="One suite version, as JSON.")
+@click.argument("suite_id")
+@click.option("--version", help="The version; default the latest.")
+@_input_errors
+@_registry_errors
+def suites_show(suite_id: str, version: str | None) -> None:
+    """Print SUITE_ID's latest version (or --version) as the registry stores it."""
+    click.echo(json.dumps(_registry_client().suite(suite_id, version), indent=2, ensure_ascii=False))
+
+
+@suites.command("pull", short_help="Write a suite version back as a folder.")
+@click.argument("suite_id")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--version", help="The version; default the latest.")
+@_input_errors
+@_registry_errors
+def suites_pull(suite_id: str, folder: str, version: str | None) -> None:
+    """Write SUITE_ID's cases.jsonl and calibration.jsonl into FOLDER (created if needed)."""
+    suite = _registry_client().suite(suite_id, version)["suite"]
+    if suite.get("kind") != "conversation":
+        raise InputError([Problem(suite_id, None, None, f"is a {suite.get('kind')!r} suite; only conversation suites are folders.")])
+    target = Path(folder)
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ("cases", "calibration"):
+        lines = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in suite["spec"].get(name, []))
+        _write_atomically(target / f"{name}.jsonl", lines)
+    click.echo(f"wrote {target}/cases.jsonl and calibration.jsonl of {suite_id} {suite.get('version')}")
+
+
+def _json_lines(path: Path) -> list:
+    """The JSON objects of a .jsonl file, blank lines skipped; none when it does not exist."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 @main.command(short_help="Forget runs older than some days.")
 @click.option("--keep-days", type=click.IntRange(min=0), required=True, help="Keep runs that started this many days ago or later.")
 @click.option("--dry-run", is_flag=True, help="Say what would be removed, and remove nothing.")
@@ -473,3 +585,90 @@ def compact(before: str | None) -> None:
     done = compact_store(root, month)
     export_database(root)
     click.echo(f"compacted {done.runs} runs of {len(done.months)} months ({', '.join(done.months) or 'none'})")
+
+
+def _registry_store():
+    """The registry's storage, named once here at the edge: KINDGI_REGISTRY_DB, else registry.sqlite in the runtime folder."""
+    from kindgi_eval.registry import database_url, open_store
+    from kindgi_eval.store import runtime_home
+
+    return open_store(database_url(runtime_home()))
+
+
+@main.command(short_help="Serve the suite registry (/v1/eval-suites) over HTTP.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="The port to listen on.")
+@_input_errors
+def serve(host: str, port: int) -> None:
+    """Serve the suite registry until interrupted: tenants publish, list and read their suites with bearer tokens.
+
+    Storage is KINDGI_REGISTRY_DB, a SQLAlchemy URL (postgresql://user:password@host/dbname in production), else
+    the SQLite file registry.sqlite in the runtime folder (KINDGI_HOME, default ./.kindgi); it is created and
+    migrated on first use. The OpenAPI description is at /openapi.json; /healthz needs no token.
+
+    \b
+    Example:
+      kindgi-eval tokens issue --tenant acme --name ci
+      kindgi-eval serve --port 8765
+    """
+    from kindgi_eval.registry import accepted_kinds
+    from kindgi_eval.registry import serve as serve_registry
+
+    store = _registry_store()
+    click.echo(f"suite registry on http://{host}:{port} (database {store.url}; kinds: {', '.join(accepted_kinds())})", err=True)
+    serve_registry(store, host, port)
+
+
+@main.group(short_help="Issue, list and revoke the suite registry's bearer tokens.")
+def tokens() -> None:
+    """The suite registry's bearer tokens: each acts for one tenant; its secret is printed once and stored only hashed.
+
+    Tokens live in the registry's database (KINDGI_REGISTRY_DB, else registry.sqlite in the runtime folder).
+    """
+
+
+@tokens.command("issue", short_help="Make a token for a tenant and print its secret once.")
+@click.option("--tenant", required=True, metavar="TENANT", help="The tenant every request with the token acts for.")
+@click.option("--name", default="", metavar="NAME", help="What the token is for, e.g. ci or alice-laptop.")
+@_input_errors
+def tokens_issue(tenant: str, name: str) -> None:
+    """Make a token for TENANT and print its secret on stdout, once: the registry keeps only its SHA-256.
+
+    \b
+    Example:
+      export KINDGI_REGISTRY_TOKEN="$(kindgi-eval tokens issue --tenant acme --name ci)"
+    """
+    token = _registry_store().issue_token(tenant, name)
+    click.echo(token.secret)
+    named = f" ({token.name})" if token.name else ""
+    click.echo(f"issued {token.id} for tenant {token.tenant}{named}; the secret above is shown only now. Keep it.", err=True)
+
+
+@tokens.command("list", short_help="Show every token: id, tenant, name, created, last used, revoked.")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@_input_errors
+def tokens_list(fmt: str) -> None:
+    """Show every token ever issued, oldest first, never a secret. `last_used` is kept to the minute.
+
+    \b
+    Example:
+      kindgi-eval tokens list --format csv
+    """
+    from kindgi_eval.store import format_rows
+
+    rows = [(t.id, t.tenant, t.name, t.created_at, t.last_used_at, t.revoked_at) for t in _registry_store().list_tokens()]
+    click.echo(format_rows(["id", "tenant", "name", "created", "last_used", "revoked"], rows, fmt), nl=False)
+
+
+@tokens.command("revoke", short_help="Revoke a token: from now on it is refused (401).")
+@click.argument("token_id", metavar="ID")
+@_input_errors
+def tokens_revoke(token_id: str) -> None:
+    """Revoke the token ID (as `tokens list` shows it): every request that carries it is refused from now on.
+
+    \b
+    Example:
+      kindgi-eval tokens revoke tok_3f9c2a1e5b7d
+    """
+    token = _registry_store().revoke_token(token_id)
+    click.echo(f"revoked {token.id} (tenant {token.tenant}) at {token.revoked_at}")

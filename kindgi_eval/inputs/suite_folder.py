@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
@@ -25,6 +25,45 @@ class Lined(NamedTuple):
 
     line: int
     item: BaseModel
+
+
+class Place(NamedTuple):
+    """Where one item was read: a line of a suite file, or an index in a list of items (a registry suite's `spec`)."""
+
+    file: str
+    """The file as the user named it, or the document holding the list (`spec`)."""
+    line: int | None
+    """1-based line, for an item read from a file."""
+    index: str | None = None
+    """The item's path in its document, e.g. `cases[3]`, for an item read from a list."""
+    scope: str = "a file"
+    """What its id must be unique in, as a message says it."""
+
+    def problem(self, field: str | None, message: str) -> Problem:
+        """A problem of this item; the field is named below the item's own path (`cases[3].must_contain`)."""
+        path = ".".join(part for part in (self.index, field) if part)
+        return Problem(self.file, self.line, path or None, message)
+
+    @property
+    def unit(self) -> str:
+        """What one item is, in a message: a line of a file, an item of a list."""
+        return "line" if self.index is None else "item"
+
+    @property
+    def label(self) -> str:
+        """How a later item points back at this one: `on line 3`, `as cases[0]`."""
+        return f"on line {self.line}" if self.index is None else f"as {self.index}"
+
+
+class SuiteItems(NamedTuple):
+    """The cases and calibration items of a suite given as lists of JSON values, and every problem found in them."""
+
+    cases: tuple[Case, ...]
+    """The cases that parsed, in order, each id once."""
+    calibration: tuple[CalibrationItem, ...]
+    """The calibration items that parsed, in order, each id once."""
+    problems: tuple[Problem, ...]
+    """Everything wrong, in list order, each naming the item and its field (`cases[3].must_contain`); empty when valid."""
 
 
 class TenantNames(NamedTuple):
@@ -64,7 +103,7 @@ def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None) -> Suite
     cases_bytes = _read(cases_path, problems, required=True)
     calibration_bytes = _read(calibration_path, problems, required=False)
     cases = (
-        _parse(cases_path, cases_bytes, Case, problems, lambda case, line: _case_problems(case, line, str(cases_path), tenant))
+        _parse(cases_path, cases_bytes, Case, problems, lambda case, place: _case_problems(case, place, tenant))
         if cases_bytes is not None
         else []
     )
@@ -105,14 +144,14 @@ def _parse(
     content: bytes,
     model: type[Item],
     problems: list[Problem],
-    check: Callable[[Item, int], list[Problem]] | None = None,
+    check: Callable[[Item, Place], list[Problem]] | None = None,
 ) -> list[Lined]:
     """One item per non-blank line; problems named by file, line and field; ids unique within the file.
 
     `check` adds the problems of an item that parsed (a repeat, a name the tenant lacks), on its line.
     """
     items: list[Lined] = []
-    first_line_of: dict[str, int] = {}
+    first_place_of: dict[str, Place] = {}
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -126,27 +165,78 @@ def _parse(
         except json.JSONDecodeError as e:
             problems.append(Problem(str(path), number, None, f"not valid JSON: {e.msg} at column {e.colno}."))
             continue
-        if not isinstance(data, dict):
-            problems.append(Problem(str(path), number, None, "each line must be one JSON object."))
-            continue
-        try:
-            item = model.model_validate_json(line)
-        except ValidationError as e:
-            problems.extend(problems_from_validation(e, str(path), number))
-            continue
-        item_id = item.id  # type: ignore[attr-defined]
-        duplicate = item_id in first_line_of
-        if duplicate:
-            problems.append(
-                Problem(str(path), number, "id", f"duplicate id {item_id!r}, first used on line {first_line_of[item_id]}. Ids must be unique in a file.")
-            )
-        if check is not None:
-            problems.extend(check(item, number))
-        if duplicate:
-            continue
-        first_line_of[item_id] = number
-        items.append(Lined(number, item))
+        item = _checked_item(data, line, model, Place(str(path), number), first_place_of, problems, check)
+        if item is not None:
+            items.append(Lined(number, item))
     return items
+
+
+def _checked_item(
+    data: object,
+    text: str,
+    model: type[Item],
+    place: Place,
+    first_place_of: dict[str, Place],
+    problems: list[Problem],
+    check: Callable[[Item, Place], list[Problem]] | None,
+) -> Item | None:
+    """One JSON value (`text` is its JSON) as an item: its problems named at `place`; None unless it parsed with a
+    new id. The one rule for a suite file's line and a registry suite's list item alike."""
+    if not isinstance(data, dict):
+        problems.append(place.problem(None, f"each {place.unit} must be one JSON object."))
+        return None
+    try:
+        item = model.model_validate_json(text)
+    except ValidationError as e:
+        problems.extend(place.problem(p.field, p.message) for p in problems_from_validation(e, place.file, place.line))
+        return None
+    item_id = item.id  # type: ignore[attr-defined]
+    first = first_place_of.get(item_id)
+    if first is not None:
+        problems.append(place.problem("id", f"duplicate id {item_id!r}, first used {first.label}. Ids must be unique in {place.scope}."))
+    if check is not None:
+        problems.extend(check(item, place))
+    if first is not None:
+        return None
+    first_place_of[item_id] = place
+    return item
+
+
+def check_suite_items(
+    cases: Sequence[object], calibration: Sequence[object] = (), where: str = "spec", tenant: TenantNames | None = None
+) -> SuiteItems:
+    """Cases and calibration items given as JSON values (a registered suite's `spec`), checked by the very rules of a
+    suite folder's lines; each problem names `where` and the item's path, e.g. `spec` and `cases[3].must_contain`."""
+    problems: list[Problem] = []
+    parsed_cases = _parse_list(where, "cases", cases, Case, problems, lambda case, place: _case_problems(case, place, tenant))
+    parsed_calibration = _parse_list(where, "calibration", calibration, CalibrationItem, problems)
+    if not cases:
+        problems.append(Problem(where, None, "cases", "holds no cases. Give at least one case object."))
+    return SuiteItems(parsed_cases, parsed_calibration, tuple(problems))  # type: ignore[arg-type]
+
+
+def _parse_list(
+    where: str,
+    name: str,
+    values: Sequence[object],
+    model: type[Item],
+    problems: list[Problem],
+    check: Callable[[Item, Place], list[Problem]] | None = None,
+) -> tuple[Item, ...]:
+    """The list `name` of `where`, item by item, as `_parse` reads a file line by line; ids unique within the list."""
+    items = []
+    first_place_of: dict[str, Place] = {}
+    for index, data in enumerate(values):
+        place = Place(where, None, f"{name}[{index}]", f"{where}.{name}")
+        try:
+            text = json.dumps(data, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            problems.append(place.problem(None, f"is not JSON: {e}."))
+            continue
+        item = _checked_item(data, text, model, place, first_place_of, problems, check)
+        if item is not None:
+            items.append(item)
+    return tuple(items)
 
 
 def suite_key(tenant: str, eval_dir: str | Path) -> str:
@@ -155,36 +245,36 @@ def suite_key(tenant: str, eval_dir: str | Path) -> str:
     return f"{tenant}.{name}"
 
 
-def _case_problems(case: Case, line: int, path: str, tenant: TenantNames | None) -> list[Problem]:
+def _case_problems(case: Case, place: Place, tenant: TenantNames | None) -> list[Problem]:
     """What is wrong with a case that parsed: a repeated review entry, and, given a tenant, a name it lacks."""
-    problems = _repeated_review(case, line, path)
+    problems = _repeated_review(case, place)
     if tenant is not None:
-        problems += _against_tenant(case, line, path, tenant)
+        problems += _against_tenant(case, place, tenant)
     return problems
 
 
-def _against_tenant(case: Case, line: int, path: str, tenant: TenantNames) -> list[Problem]:
+def _against_tenant(case: Case, place: Place, tenant: TenantNames) -> list[Problem]:
     """A case's funnel stage and course must be ones the tenant configuration has."""
     problems = []
     if case.contact is None:
         return problems
     if case.contact.funnel_stage is not None and case.contact.funnel_stage not in tenant.stages:
         known = ", ".join(tenant.stages)
-        problems.append(Problem(path, line, "contact.funnel_stage", f"{case.contact.funnel_stage!r} is not a funnel stage of {tenant.config} (stages: {known})."))
+        problems.append(place.problem("contact.funnel_stage", f"{case.contact.funnel_stage!r} is not a funnel stage of {tenant.config} (stages: {known})."))
     if case.contact.course is not None and case.contact.course not in tenant.courses:
         known = ", ".join(tenant.courses)
-        problems.append(Problem(path, line, "contact.course", f"{case.contact.course!r} is not a course of {tenant.config} (courses: {known})."))
+        problems.append(place.problem("contact.course", f"{case.contact.course!r} is not a course of {tenant.config} (courses: {known})."))
     return problems
 
 
-def _repeated_review(case: Case, line: int, path: str) -> list[Problem]:
+def _repeated_review(case: Case, place: Place) -> list[Problem]:
     """A review entry given twice in one case would pool six judge samples under one criterion: refuse it."""
     problems = []
     first_index_of: dict[str, int] = {}
     for index, entry in enumerate(case.review_criteria):
         if entry in first_index_of:
             problems.append(
-                Problem(path, line, f"review[{index}]", f"duplicate review entry {_short(entry)}, first given as review[{first_index_of[entry]}]. Give each criterion once per case.")
+                place.problem(f"review[{index}]", f"duplicate review entry {_short(entry)}, first given as review[{first_index_of[entry]}]. Give each criterion once per case.")
             )
             continue
         first_index_of[entry] = index

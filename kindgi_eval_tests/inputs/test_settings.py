@@ -139,7 +139,7 @@ def test_help_shows_types_ranges_variables_and_defaults() -> None:
     assert "--concurrency INTEGER RANGE" in text and "1<=x<=1024" in text
     assert "[env: EVAL_CONCURRENCY; default: 8]" in text
     assert "--max-latency-ms FLOAT RANGE" in text and "[env: EVAL_MAX_LATENCY_MS; default: 15000]" in text
-    assert "--judge-model PROVIDER:MODEL" in text and "Example:" in text
+    assert "--judge-model PROVIDER:MODEL" in text and "Example" in text
     bad = run_cli("run", "--mock", "--concurrency", "0")
     assert bad.code == 2 and "0 is not in the range 1<=x<=1024" in bad.err
     listing = run_cli("--help").out.split("Commands:")[1]

@@ -1,0 +1,244 @@
+"""The HTTP API of the registry (`/v1/eval-suites`, spec 003, DESIGN "The suite registry"), on FastAPI.
+
+Thin: each route authenticates, reads its input and makes one call into the store; every refusal is the JSON
+`{"error": {"code", "message"}}` with the status its code calls for. Sockets only through the ASGI server.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import re
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Header, Query, Request, Security
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from kindgi_eval.registry.errors import STATUS_OF, ErrorCode, RegistryError
+from kindgi_eval.registry.model import (
+    SUITE_ID_PATTERN,
+    ErrorBody,
+    Health,
+    SuitePage,
+    SuiteVersion,
+    VersionList,
+)
+from kindgi_eval.registry.publishing import MAX_BODY, read_suite
+from kindgi_eval.registry.semver import is_semver
+from kindgi_eval.registry.store import Answer, Idempotency, RegistryStore, StoredVersion
+from kindgi_eval.registry.tokens import TokenInfo, is_token_shaped
+
+API_VERSION = "1.0.0"
+DEFAULT_LIMIT, MAX_LIMIT = 50, 100
+DRAIN_AT_MOST = 16 * MAX_BODY
+"""An oversized body declared by Content-Length is read and dropped up to this size before the 413, so the client
+can read the answer instead of meeting a reset connection; beyond it the connection is closed unread."""
+_SUITE_ID = re.compile(SUITE_ID_PATTERN)
+_BEARER = HTTPBearer(auto_error=False, description="A registry token (`kindgi-eval tokens issue --tenant T`); it names the tenant.")
+_CODE_OF_STATUS: dict[int, ErrorCode] = {status: code for code, status in STATUS_OF.items()}
+
+
+def caller(request: Request, _: Annotated[HTTPAuthorizationCredentials | None, Security(_BEARER)]) -> TokenInfo:
+    """The token a request carries, valid and not revoked; it alone says which tenant the request acts for."""
+    header = request.headers.get("authorization")
+    if header is None:
+        raise RegistryError("unauthorized", "Authorization: missing. Send `Authorization: Bearer <token>`; "
+                            "`kindgi-eval tokens issue --tenant T` makes a token.")
+    scheme, _, secret = header.strip().partition(" ")
+    if scheme.lower() != "bearer" or not is_token_shaped(secret.strip()):
+        raise RegistryError("unauthorized", "Authorization: not `Bearer <token>` with a token of this registry "
+                            "(kgi_ and 43 characters). Send the token `kindgi-eval tokens issue` printed.")
+    return request.app.state.store.authenticate(secret.strip())
+
+
+Caller = Annotated[TokenInfo, Depends(caller)]
+"""The calling token: a route that takes it answers 401 before anything else."""
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI answers of the refusals a route can give, all of the one error shape."""
+    words = {401: "missing, malformed, unknown or revoked token", 403: "tenantId is not the caller's tenant",
+             404: "no such suite or version of the caller's", 409: "other content under that version, or a version not greater than the latest",
+             412: "If-Match does not hold for the latest version", 413: "body over 1 MiB", 422: "invalid request"}
+    return {status: {"model": ErrorBody, "description": words[status]} for status in statuses}
+
+
+def create_app(store: RegistryStore) -> FastAPI:
+    """The registry's ASGI application over `store`."""
+    app = FastAPI(
+        title="kindgi-eval suite registry",
+        version=API_VERSION,
+        summary="Tenant-scoped, semver-versioned, content-addressed evaluation suites (spec 003).",
+        openapi_url="/openapi.json",
+        docs_url=None,
+        redoc_url=None,
+        separate_input_output_schemas=False,
+    )
+    app.state.store = store
+    _handle_errors(app)
+
+    @app.post(
+        "/v1/eval-suites",
+        status_code=201,
+        response_model=SuiteVersion,
+        summary="Publish a suite version",
+        responses={200: {"model": SuiteVersion, "description": "that content is already stored under that version"},
+                   **_errors(401, 403, 409, 412, 413, 422)},
+        openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/EvalSuite"}}}}},
+    )
+    async def publish(
+        request: Request,
+        token: Caller,
+        if_match: Annotated[str | None, Header(description="Publish only if the suite's latest ETag is one of these.")] = None,
+        idempotency_key: Annotated[str | None, Header(min_length=1, max_length=255, description="Retry-safe: the same key and "
+                                                      "body answer the first answer again.")] = None,
+    ) -> Response:
+        """Publish a new, immutable version; 201 new, 200 that exact content is already stored under that version."""
+        body = await _read_body(request)
+        idempotency = Idempotency(idempotency_key, hashlib.sha256(body).hexdigest()) if idempotency_key else None
+        if idempotency is not None:
+            replayed = await run_in_threadpool(store.idempotent_answer, token.tenant, idempotency)
+            if replayed is not None:
+                return _answer(replayed)
+        suite = await run_in_threadpool(read_suite, body, token.tenant)  # a 1 MiB suite's checks would stall the loop
+        answer = await run_in_threadpool(lambda: store.publish(token.tenant, token.id, suite, if_match=if_match, idempotency=idempotency))
+        return _answer(answer)
+
+    @app.get("/v1/eval-suites", response_model=SuitePage, summary="List the caller's suites", responses=_errors(401, 422))
+    def list_suites(
+        token: Caller,
+        after: Annotated[str | None, Query(max_length=400, description="The `next` of the page before.")] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Suites per page.")] = DEFAULT_LIMIT,
+    ) -> SuitePage:
+        """The caller's suites by id, the latest version of each, a page at a time."""
+        summaries, more = store.list_suites(token.tenant, _cursor_id(after) if after is not None else None, limit)
+        return SuitePage(data=summaries, next=_cursor(summaries[-1].id) if more else None)
+
+    @app.get("/v1/eval-suites/{suite_id}", response_model=SuiteVersion, summary="The latest version", responses=_errors(401, 404))
+    def latest(token: Caller, suite_id: str) -> Response:
+        """The latest (greatest) version of one of the caller's suites."""
+        stored = store.latest(token.tenant, suite_id) if _SUITE_ID.fullmatch(suite_id) else None
+        return _version(_found(stored, suite_id))
+
+    @app.get("/v1/eval-suites/{suite_id}/versions", response_model=VersionList, summary="Every version", responses=_errors(401, 404))
+    def versions(token: Caller, suite_id: str) -> VersionList:
+        """Every version of one of the caller's suites, newest first."""
+        found = store.versions(token.tenant, suite_id) if _SUITE_ID.fullmatch(suite_id) else None
+        return VersionList(data=_found(found, suite_id))
+
+    @app.get("/v1/eval-suites/{suite_id}/versions/{version}", response_model=SuiteVersion, summary="One version",
+             responses=_errors(401, 404))
+    def one_version(token: Caller, suite_id: str, version: str) -> Response:
+        """One version of one of the caller's suites."""
+        valid = _SUITE_ID.fullmatch(suite_id) is not None and is_semver(version)
+        stored = store.version(token.tenant, suite_id, version) if valid else None
+        if stored is None and _SUITE_ID.fullmatch(suite_id) and store.latest(token.tenant, suite_id) is not None:
+            raise RegistryError("not_found", f"suite {suite_id!r}: has no version {_shown(version)}. "
+                                f"List its versions with GET /v1/eval-suites/{suite_id}/versions.")
+        return _version(_found(stored, suite_id))
+
+    @app.get("/healthz", response_model=Health, summary="Liveness", tags=["health"])
+    def healthz() -> Health:
+        """Answers while the server runs; needs no token."""
+        return Health(status="ok")
+
+    return app
+
+
+async def _read_body(request: Request) -> bytes:
+    """The body, at most 1 MiB: a larger Content-Length is refused unparsed (read and dropped up to DRAIN_AT_MOST),
+    a longer stream as soon as it passes the limit."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.strip().isdigit() and int(declared) > MAX_BODY:
+        if int(declared) <= DRAIN_AT_MOST:
+            async for _ in request.stream():
+                pass
+        raise _too_large(int(declared))
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise _too_large(None)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(size: int | None) -> RegistryError:
+    said = f"{size} bytes" if size is not None else "more bytes than that"
+    return RegistryError("too_large", f"body: {said}, over the limit of 1 MiB ({MAX_BODY} bytes). Publish a smaller suite, "
+                         "or split its cases over several suites.")
+
+
+def _answer(answer: Answer) -> Response:
+    headers = {"ETag": answer.etag}
+    if answer.replayed:
+        headers["Idempotent-Replayed"] = "true"
+    return Response(answer.body, status_code=answer.status, media_type="application/json", headers=headers)
+
+
+def _version(stored: StoredVersion) -> Response:
+    return Response(stored.body(), media_type="application/json", headers={"ETag": stored.etag})
+
+
+def _found(value: Any, suite_id: str) -> Any:
+    """The value, or 404; another tenant's suite is answered exactly as one that does not exist."""
+    if value is None:
+        raise RegistryError("not_found", f"suite {_shown(suite_id)}: you have no such suite. List yours with GET /v1/eval-suites.")
+    return value
+
+
+def _shown(text: str) -> str:
+    """A path segment as a message quotes it: a URL can be long, and its words are the client's, not ours."""
+    return repr(text) if len(text) <= 80 else repr(text[:77] + "...")
+
+
+def _cursor(suite_id: str) -> str:
+    """The opaque cursor of the page after `suite_id`."""
+    return base64.urlsafe_b64encode(suite_id.encode("ascii")).decode("ascii").rstrip("=")
+
+
+def _cursor_id(cursor: str) -> str:
+    """The suite id a cursor continues after; 422 when it is not a cursor this server gave."""
+    try:
+        suite_id = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
+    except (binascii.Error, ValueError):
+        suite_id = ""
+    if not _SUITE_ID.fullmatch(suite_id):
+        raise RegistryError("invalid", "after: not a cursor this server gave. Pass the `next` of the page before, or leave it out.")
+    return suite_id
+
+
+def _handle_errors(app: FastAPI) -> None:
+    """Every refusal in the one error shape, a validation error included (422, never a 500)."""
+
+    def error(code: ErrorCode, message: str, status: int, headers: dict[str, str] | None = None) -> JSONResponse:
+        return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+
+    @app.exception_handler(RegistryError)
+    async def registry_error(_: Request, e: RegistryError) -> JSONResponse:
+        headers = {"WWW-Authenticate": 'Bearer realm="kindgi-eval registry"'} if e.code == "unauthorized" else None
+        return error(e.code, e.message, e.status, headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_: Request, e: RequestValidationError) -> JSONResponse:
+        lines = []
+        for problem in e.errors():
+            loc = [str(part) for part in problem.get("loc", ())]  # ("query", "limit"): the parameter is what a client names
+            where = ".".join(loc[1:]) or (loc[0] if loc else "request")
+            message = str(problem.get("msg") or "invalid")
+            lines.append(f"{where}: {message[:1].lower()}{message[1:]} (got {repr(problem.get('input'))[:60]})")
+        return error("invalid", "; ".join(lines), 422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, e: StarletteHTTPException) -> JSONResponse:
+        if e.status_code == 404:
+            return error("not_found", f"{request.url.path}: no such route. The API is under /v1/eval-suites; see /openapi.json.", 404)
+        if e.status_code == 405:
+            message = f"{request.method} {request.url.path}: not a method of this route. See /openapi.json."
+            return error("invalid", message, 405, dict(e.headers or {}))
+        return error(_CODE_OF_STATUS.get(e.status_code, "invalid"), str(e.detail), e.status_code, dict(e.headers or {}))

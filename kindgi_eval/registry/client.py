@@ -1,0 +1,98 @@
+"""A client of the suite registry's HTTP API (`/v1/eval-suites`), for the `kindgi-eval suites` commands.
+
+It speaks plain HTTP through the standard library, so publishing a suite needs nothing the offline path
+lacks. A refusal the server explains (4xx) becomes an InputError in the server's own words; a server that
+cannot be reached, or that fails (5xx), is a RegistryUnreachable.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+from kindgi_eval.spec import InputError, Problem
+
+URL_ENV = "KINDGI_REGISTRY_URL"
+"""The registry's base URL, e.g. http://127.0.0.1:8765."""
+TOKEN_ENV = "KINDGI_REGISTRY_TOKEN"
+"""The caller's bearer token, as `kindgi-eval tokens issue` printed it."""
+PAGE = 100
+"""Suites asked for per page when listing."""
+
+
+class RegistryUnreachable(Exception):
+    """The registry could not be reached, or failed while answering: nothing was decided about the request."""
+
+
+class RegistryClient:
+    """The caller's view of one registry: every request carries its token, so every answer is its tenant's."""
+
+    def __init__(self, url: str, token: str, *, timeout_s: float = 30.0):
+        self.url = url.rstrip("/")
+        self.token = token
+        self.timeout_s = timeout_s
+
+    def publish(self, suite: dict[str, Any], *, idempotency_key: str | None = None, if_match: str | None = None) -> tuple[int, dict]:
+        """Publish one suite version: (201, the stored version) when new, (200, it) when already stored as is."""
+        headers = {"Content-Type": "application/json"}
+        if idempotency_key:
+            headers["Idempotency-Key"] = idempotency_key
+        if if_match:
+            headers["If-Match"] = if_match
+        return self._request("POST", "/v1/eval-suites", json.dumps(suite).encode("utf-8"), headers)
+
+    def suites(self) -> Iterator[dict]:
+        """The latest version of each of the caller's suites, every page followed."""
+        after = None
+        while True:
+            query = {"limit": str(PAGE), **({"after": after} if after else {})}
+            _, page = self._request("GET", "/v1/eval-suites?" + urllib.parse.urlencode(query))
+            yield from page["data"]
+            after = page.get("next")
+            if not after:
+                return
+
+    def suite(self, suite_id: str, version: str | None = None) -> dict:
+        """One version of a suite: the given one, else the latest."""
+        path = f"/v1/eval-suites/{_segment(suite_id)}" + (f"/versions/{_segment(version)}" if version else "")
+        return self._request("GET", path)[1]
+
+    def versions(self, suite_id: str) -> dict:
+        """Every version of a suite, newest first."""
+        return self._request("GET", f"/v1/eval-suites/{_segment(suite_id)}/versions")[1]
+
+    def _request(self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None) -> tuple[int, dict]:
+        request = urllib.request.Request(
+            self.url + path, data=body, method=method, headers={"Authorization": f"Bearer {self.token}", **(headers or {})}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310 - the URL is the user's
+                return response.status, json.loads(response.read() or b"{}")
+        except urllib.error.HTTPError as e:
+            detail = _error_message(e)
+            if e.code >= 500:
+                raise RegistryUnreachable(f"{self.url}: the registry failed (HTTP {e.code}): {detail}") from None
+            raise InputError([Problem(f"{method} {self.url}{path}", None, None, f"HTTP {e.code}: {detail}")]) from None
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
+            reason = getattr(e, "reason", e)
+            raise RegistryUnreachable(
+                f"{self.url}: the registry cannot be reached ({reason}). Is `kindgi-eval serve` running there?"
+            ) from None
+
+
+def _segment(text: str) -> str:
+    return urllib.parse.quote(text, safe="")
+
+
+def _error_message(error: urllib.error.HTTPError) -> str:
+    """The server's `{"error": {"code", "message"}}` in one line, or what it sent instead."""
+    raw = error.read()
+    try:
+        found = json.loads(raw)["error"]
+        return f"{found['message']} ({found['code']})"
+    except (ValueError, KeyError, TypeError):
+        return " ".join(raw.decode("utf-8", "replace").split())[:300] or error.reason

@@ -1,0 +1,52 @@
+"""The runtime consumers of suite kinds: a kind is accepted for publishing only while a consumer for it is registered.
+
+Spec 003: "the registry never accepts a kind no runtime consumer honors". A consumer registers itself when its
+module is imported (`conversation` does, in `registry/conversation.py`); the consumers of the other six kinds come
+with the code that runs them. Pure: a table in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kindgi_eval.registry.model import KINDS, Kind
+
+
+@dataclass(frozen=True)
+class Consumer:
+    """The code that runs one kind of suite, as the registry sees it: what it makes of a `spec` before it is stored."""
+
+    kind: Kind
+    """The kind it runs."""
+    check: Callable[[Mapping[str, Any]], list[str]]
+    """Every problem of a `spec` of this kind as a `where: what. fix.` line (`spec.cases[3].must_contain: ...`);
+    empty when the consumer can run it."""
+    runs: str
+    """What runs it, as the refusal of another kind names it (`kindgi-eval run`)."""
+
+
+_CONSUMERS: dict[str, Consumer] = {}
+
+
+def register_consumer(consumer: Consumer) -> None:
+    """Accept `consumer.kind` from now on, checked by `consumer.check`; registering a kind again replaces it."""
+    if consumer.kind not in KINDS:
+        raise ValueError(f"{consumer.kind!r} is not a kind of the schema ({', '.join(KINDS)}); add it to Kind first")
+    _CONSUMERS[consumer.kind] = consumer
+
+
+def unregister_consumer(kind: str) -> None:
+    """Refuse `kind` from now on (a consumer that is unloaded, or a test)."""
+    _CONSUMERS.pop(kind, None)
+
+
+def consumer_for(kind: str) -> Consumer | None:
+    """The consumer registered for `kind`, if any."""
+    return _CONSUMERS.get(kind)
+
+
+def accepted_kinds() -> tuple[str, ...]:
+    """The kinds this running code accepts, in the schema's order."""
+    return tuple(k for k in KINDS if k in _CONSUMERS)

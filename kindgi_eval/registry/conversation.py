@@ -1,0 +1,60 @@
+"""The `conversation` kind: this project's own suites, `spec` = `{"cases": [...], "calibration": [...]}`.
+
+Its items are checked by `inputs.check_suite_items`, the very rules a suite folder's lines are read by (specs 009
+and 016), and its consumer registers itself on import. Pure: reads no file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kindgi_eval.inputs import SuiteItems, check_suite_items
+from kindgi_eval.registry.consumers import Consumer, register_consumer
+from kindgi_eval.spec import Problem
+
+SPEC_KEYS = ("cases", "calibration")
+_ITEM = {"cases": "case", "calibration": "calibration item"}
+"""The fields of a conversation suite's `spec`: `cases` (required, the lines of cases.jsonl) and `calibration`
+(optional, the lines of calibration.jsonl; absent means the suite has no calibration file)."""
+
+
+def read_conversation(spec: Mapping[str, Any], where: str = "spec") -> SuiteItems:
+    """A conversation suite's cases and calibration items, and every problem of its `spec`, each naming the item and
+    its field: `spec.cases[3].must_contain`."""
+    problems: list[Problem] = [
+        Problem(where, None, key, f"unknown field. A conversation suite's spec holds only {' and '.join(SPEC_KEYS)}.")
+        for key in sorted(set(spec) - set(SPEC_KEYS))
+    ]
+    lists: dict[str, list] = {}
+    for key in SPEC_KEYS:
+        value = spec.get(key, [])
+        if key == "cases" and key not in spec:
+            problems.append(Problem(where, None, key, "required field is missing. Give the suite's cases as a list of case objects."))
+        elif not isinstance(value, list):
+            problems.append(Problem(where, None, key, f"must be a list of {_ITEM[key]} objects, not a JSON {_json_type(value)}."))
+        lists[key] = value if isinstance(value, list) else []
+    items = check_suite_items(lists["cases"], lists["calibration"], where)
+    # "holds no cases" is said only of a list that is there and empty; a missing or mistyped one is said above
+    said = {p.field for p in problems}
+    found = [p for p in items.problems if not (p.field == "cases" and "cases" in said)]
+    return SuiteItems(items.cases, items.calibration, tuple(problems + found))
+
+
+def problem_line(problem: Problem) -> str:
+    """`spec.cases[3].must_contain: unknown field (...)`: a problem of a document, by its path."""
+    where = f"{problem.file}.{problem.field}" if problem.field else problem.file
+    return f"{where}: {problem.message}"
+
+
+def conversation_problems(spec: Mapping[str, Any]) -> list[str]:
+    """The `conversation` consumer's check: every problem of `spec` as one line."""
+    return [problem_line(p) for p in read_conversation(spec).problems]
+
+
+def _json_type(value: object) -> str:
+    names = {dict: "object", str: "string", bool: "boolean", int: "number", float: "number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+register_consumer(Consumer("conversation", conversation_problems, "kindgi-eval run"))

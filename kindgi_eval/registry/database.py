@@ -1,0 +1,189 @@
+"""The registry's database: its tables (SQLAlchemy Core), the engine of either backend, and the migrations.
+
+Touches files and sockets: the embedded default is a SQLite file in the runtime folder, created on first use;
+`KINDGI_REGISTRY_DB`, a SQLAlchemy URL, names another (PostgreSQL in production). Every open brings the schema to
+the newest Alembic revision shipped in `migrations/`, under a lock so that two processes never migrate at once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+
+from kindgi_eval.spec import InputError, Problem
+
+REGISTRY_DB_ENV = "KINDGI_REGISTRY_DB"
+DB_FILE = "registry.sqlite"
+MIGRATIONS = Path(__file__).with_name("migrations")
+VERSION_TABLE = "registry_alembic_version"
+"""Alembic's bookkeeping table, named apart from Dagster's `alembic_version` so both can share one database."""
+WRITE = "registry_write"
+"""The execution option of a connection that will write: on SQLite its transaction begins IMMEDIATE (the write
+lock is taken at once, so two writers queue instead of failing to upgrade a read lock)."""
+_MIGRATION_LOCK = 0x6B676931  # "kgi1": the PostgreSQL advisory lock held while migrating
+
+
+def _key(length: int) -> sa.types.TypeEngine:
+    """A text key compared byte by byte on both backends (PostgreSQL's `C` collation), so pages come in one order."""
+    return sa.String(length).with_variant(sa.String(length, collation="C"), "postgresql")
+
+
+METADATA = sa.MetaData()
+
+TOKENS = sa.Table(
+    "registry_tokens",
+    METADATA,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("tenant", sa.String(128), nullable=False),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("secret_sha256", sa.String(64), nullable=False, unique=True),
+    sa.Column("created_at", sa.String(32), nullable=False),
+    sa.Column("last_used_at", sa.String(32)),
+    sa.Column("revoked_at", sa.String(32)),
+)
+"""Bearer tokens: only the secret's SHA-256 is kept."""
+
+SUITES = sa.Table(
+    "registry_suites",
+    METADATA,
+    sa.Column("tenant", _key(128), primary_key=True),
+    sa.Column("suite_id", _key(128), primary_key=True),
+    sa.Column("latest_version", sa.String(64), nullable=False),
+    sa.Column("created_at", sa.String(32), nullable=False),
+)
+"""One row per suite of a tenant, pointing at its latest (greatest) version; locked while a version is published."""
+
+VERSIONS = sa.Table(
+    "registry_versions",
+    METADATA,
+    sa.Column("tenant", _key(128), primary_key=True),
+    sa.Column("suite_id", _key(128), primary_key=True),
+    sa.Column("version", sa.String(64), primary_key=True),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("sha256", sa.String(64), nullable=False),
+    sa.Column("document", sa.Text, nullable=False),
+    sa.Column("published_by", sa.String(32), sa.ForeignKey("registry_tokens.id"), nullable=False),
+    sa.Column("published_at", sa.String(32), nullable=False),
+    sa.ForeignKeyConstraint(["tenant", "suite_id"], ["registry_suites.tenant", "registry_suites.suite_id"]),
+)
+"""Every published version, immutable: the canonical JSON document, its SHA-256, who published it and when."""
+
+IDEMPOTENCY = sa.Table(
+    "registry_idempotency_keys",
+    METADATA,
+    sa.Column("tenant", sa.String(128), primary_key=True),
+    sa.Column("key", sa.String(255), primary_key=True),
+    sa.Column("request_sha256", sa.String(64), nullable=False),
+    sa.Column("status", sa.Integer, nullable=False),
+    sa.Column("etag", sa.String(66), nullable=False),
+    sa.Column("body", sa.Text, nullable=False),
+    sa.Column("created_at", sa.String(32), nullable=False),
+)
+"""The first answer to each publish that carried an `Idempotency-Key`, per tenant; only publishes that were accepted."""
+
+TABLES = (TOKENS, SUITES, VERSIONS, IDEMPOTENCY)
+
+
+def database_url(home: Path, environ: Mapping[str, str] | None = None) -> str:
+    """The registry's database: `$KINDGI_REGISTRY_DB`, else the SQLite file `<home>/registry.sqlite`."""
+    env = os.environ if environ is None else environ
+    return env.get(REGISTRY_DB_ENV) or f"sqlite:///{Path(home).absolute() / DB_FILE}"
+
+
+def shown(url: str | URL) -> str:
+    """A database URL as a message may show it: never its password."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "(not a URL)"
+
+
+def open_engine(url: str) -> Engine:
+    """An engine on `url`, its schema migrated to the newest revision; InputError when it cannot be reached."""
+    where = f"{REGISTRY_DB_ENV}={shown(url)}"
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise InputError([Problem(REGISTRY_DB_ENV, None, None, "is not a SQLAlchemy URL. Write it like "
+                                  "postgresql://user:password@host/dbname or sqlite:////path/registry.sqlite.")]) from None
+    if parsed.drivername == "postgresql":
+        # SQLAlchemy 2.1 reads a bare postgresql:// as psycopg 3; the driver this package ships with is psycopg2
+        parsed = parsed.set(drivername="postgresql+psycopg2")
+    try:
+        if parsed.get_backend_name() == "sqlite":
+            engine = _sqlite_engine(parsed, where)
+        else:
+            engine = sa.create_engine(parsed, pool_pre_ping=True)
+    except (NoSuchModuleError, ImportError) as e:
+        raise InputError([Problem(where, None, None, f"no database driver for it ({e}). Use postgresql:// or sqlite:///.")]) from None
+    try:
+        migrate(engine)
+    except SQLAlchemyError as e:
+        engine.dispose()
+        reason = str(e.orig if getattr(e, "orig", None) is not None else e).strip().splitlines()[0]
+        raise InputError([Problem(where, None, None, f"cannot open the registry database: {reason}. Check the URL and that the server is up.")]) from None
+    return engine
+
+
+def _sqlite_engine(url: URL, where: str) -> Engine:
+    """A SQLite file: its folder made, WAL journal, foreign keys on, and transactions SQLAlchemy begins itself."""
+    if not url.database or url.database == ":memory:":
+        raise InputError([Problem(where, None, None, "names an in-memory database, which each connection would see "
+                                  "empty. Name a file: sqlite:////path/registry.sqlite.")])
+    Path(url.database).absolute().parent.mkdir(parents=True, exist_ok=True)
+    engine = sa.create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+
+    @sa.event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:
+        dbapi_connection.isolation_level = None  # pysqlite begins nothing itself; "begin" below does it
+        cursor = dbapi_connection.cursor()
+        for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON", "busy_timeout=30000"):
+            cursor.execute(f"PRAGMA {pragma}")
+        cursor.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _on_begin(connection: sa.Connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if connection.get_execution_options().get(WRITE) else "BEGIN")
+
+    return engine
+
+
+def _alembic_config(connection: sa.Connection | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = connection
+    return config
+
+
+def head_revision() -> str:
+    """The newest migration shipped in this package."""
+    head = ScriptDirectory.from_config(_alembic_config()).get_current_head()
+    assert head is not None
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The revision the database is at, or None before the first migration."""
+    with engine.connect() as connection:
+        return MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE}).get_current_revision()
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema to the newest revision, in one transaction; a no-op when it is there already."""
+    if current_revision(engine) == head_revision():
+        return
+    with engine.connect() as connection:
+        connection.execution_options(**{WRITE: True})
+        with connection.begin():
+            if connection.dialect.name == "postgresql":
+                connection.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
+            command.upgrade(_alembic_config(connection), "head")

@@ -1,0 +1,176 @@
+"""The suite document of spec 003 (`/v1/eval-suites`), its canonical JSON and content hash, and the API's answers.
+
+Pure: no file, no socket. The committed JSON Schema, `eval-suite.schema.json` beside this module, is generated
+from `EvalSuite` by `suite_json_schema`; a test fails when the two differ.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kindgi_eval.registry.errors import ErrorCode
+from kindgi_eval.registry.semver import SEMVER_PATTERN
+
+Kind = Literal["accuracy", "pairwise", "regression", "human-review", "benchmark", "custom", "conversation"]
+"""Spec 003's closed enum, extended additively with `conversation`, this project's own suites."""
+KINDS: tuple[str, ...] = Kind.__args__  # type: ignore[attr-defined]
+"""Every kind the schema knows, in the spec's order; a server accepts only those with a registered consumer."""
+
+SUITE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+"""A suite id: letters, digits, dots, hyphens and underscores, starting with a letter or a digit (it is a URL path
+segment, so `.` and `..` can never be one), at most 128 characters."""
+SCHEMA_FILE = Path(__file__).with_name("eval-suite.schema.json")
+"""The committed JSON Schema of `EvalSuite`."""
+
+
+class EvalSuite(BaseModel):
+    """Tenant-scoped evaluation suite definition: the registry shape (spec 003). `kind` selects the shape of `spec`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True, title="EvalSuite")
+
+    id: str = Field(pattern=SUITE_ID_PATTERN)
+    """Stable suite id chosen by the caller, e.g. `acme.drafting-accuracy`; unique within its tenant."""
+    tenantId: str = Field(min_length=1, max_length=128)  # spec 003's name, camelCase
+    """Tenant owning the suite; when published over HTTP it must be the caller's tenant (from the token)."""
+    version: str = Field(pattern=SEMVER_PATTERN, max_length=64)
+    """Semver `MAJOR.MINOR.PATCH[-PRERELEASE]`; a published version is immutable and each new one is greater."""
+    kind: Kind
+    """What the suite evaluates, and so the shape of `spec`; accepted only while a consumer for it is registered."""
+    description: str = ""
+    """What the suite is for, for a person."""
+    spec: dict[str, Any]
+    """Kind-specific suite body, an object; for `conversation`: `{"cases": [...], "calibration": [...]}` (specs 009, 016)."""
+
+
+def suite_document(suite: EvalSuite) -> dict[str, Any]:
+    """The suite as the JSON object that is stored, hashed and answered: every field, `description` included."""
+    return suite.model_dump(mode="json")
+
+
+def canonical_json(document: Any) -> bytes:
+    """JSON with sorted keys and no insignificant whitespace, UTF-8: the bytes a suite's hash is taken over.
+
+    Raises ValueError on NaN or infinity and UnicodeEncodeError on a lone surrogate, neither of which is JSON text."""
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def content_hash(document: Any) -> str:
+    """The SHA-256 of the canonical JSON, as 64 hex digits: a version's ETag (quoted) and its `hash`."""
+    return hashlib.sha256(canonical_json(document)).hexdigest()
+
+
+def etag(sha256: str) -> str:
+    """The ETag header value of a version: its hash, quoted (a strong validator)."""
+    return f'"{sha256}"'
+
+
+class SuiteVersion(BaseModel):
+    """One published version of a suite: the document exactly as stored, and where it came from."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    suite: EvalSuite
+    """The suite document, as published."""
+    hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """SHA-256 of the document's canonical JSON (sorted keys, no whitespace, UTF-8); the ETag, unquoted."""
+    published_at: str
+    """When it was published, UTC, ISO 8601 (`2026-11-30T02:00:00.000000Z`)."""
+    published_by: str
+    """The id of the token that published it."""
+
+
+class VersionInfo(BaseModel):
+    """A version in a suite's history."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    version: str
+    """The version, semver."""
+    hash: str
+    """SHA-256 of its canonical JSON."""
+    published_at: str
+    """When it was published, UTC, ISO 8601."""
+
+
+class VersionList(BaseModel):
+    """Every version of one suite, newest (greatest) first."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    data: list[VersionInfo]
+    """The versions, newest first."""
+
+
+class SuiteSummary(BaseModel):
+    """A suite in a listing: its latest version, without the body."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    id: str
+    """The suite id."""
+    version: str
+    """Its latest version."""
+    kind: Kind
+    """The latest version's kind."""
+    description: str
+    """The latest version's description."""
+    hash: str
+    """SHA-256 of the latest version's canonical JSON."""
+    published_at: str
+    """When the latest version was published, UTC, ISO 8601."""
+
+
+class SuitePage(BaseModel):
+    """One page of the caller's suites, by id; pass `next` as `after` for the following page."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    data: list[SuiteSummary]
+    """The suites of this page, ordered by id."""
+    next: str | None
+    """The cursor of the next page, or null on the last one."""
+
+
+class ErrorDetail(BaseModel):
+    """What was refused and why."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    code: ErrorCode
+    """A stable code a client may branch on."""
+    message: str
+    """`where: what is wrong. what to do.`, for a person."""
+
+
+class ErrorBody(BaseModel):
+    """The body of every refusal."""
+
+    error: ErrorDetail
+
+
+class Health(BaseModel):
+    """The liveness answer."""
+
+    status: Literal["ok"]
+
+
+def version_body(document_json: str, sha256: str, published_at: str, published_by: str) -> bytes:
+    """The JSON of a `SuiteVersion` around a stored document, byte for byte as stored (no re-encoding)."""
+    meta = json.dumps({"hash": sha256, "published_at": published_at, "published_by": published_by}, separators=(",", ":"))
+    return b'{"suite":' + document_json.encode("utf-8") + b"," + meta[1:].encode("utf-8")
+
+
+def suite_json_schema() -> dict[str, Any]:
+    """The JSON Schema of `EvalSuite`, as committed in `eval-suite.schema.json`."""
+    schema = EvalSuite.model_json_schema()
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
+
+
+def suite_json_schema_text() -> str:
+    """The committed schema file's exact text."""
+    return json.dumps(suite_json_schema(), indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,100 @@
+"""What a publish's body must be before anything is stored: JSON, a valid suite, the caller's tenant, a kind some
+consumer runs, and a `spec` that consumer accepts; each refusal with its code. Pure."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import ValidationError
+
+from kindgi_eval.registry.consumers import accepted_kinds, consumer_for
+from kindgi_eval.registry.errors import RegistryError
+from kindgi_eval.registry.model import KINDS, EvalSuite, canonical_json, suite_document
+from kindgi_eval.spec import problems_from_validation
+
+MAX_BODY = 1024 * 1024
+"""The largest publish body, in bytes (1 MiB); a larger one is refused with 413 before it is parsed."""
+MAX_PROBLEMS = 50
+"""At most this many problems are listed in one refusal; the count of the rest follows."""
+
+
+def read_suite(body: bytes, tenant: str) -> EvalSuite:
+    """The suite a publish body holds, checked in the order a client fixes things: JSON (422), the suite's shape
+    (422), its tenant (403), its kind (422 unless a consumer is registered), the consumer's check of `spec` (422)."""
+    data = _json_object(body)
+    try:
+        suite = EvalSuite.model_validate(data)
+    except ValidationError as e:
+        raise RegistryError("invalid", _joined(_validation_lines(e))) from None
+    if suite.tenantId != tenant:
+        raise RegistryError("forbidden", f"tenantId: {suite.tenantId!r} is not your tenant; this token publishes for {tenant!r} "
+                            "only. Set tenantId to it, or publish with a token of that tenant.")
+    consumer = consumer_for(suite.kind)
+    if consumer is None:
+        raise RegistryError("invalid", f"kind: {suite.kind!r} is refused: no consumer for it runs on this server. "
+                            f"This server accepts {_kinds(accepted_kinds())}.")
+    problems = consumer.check(suite.spec)
+    if problems:
+        raise RegistryError("invalid", _joined(problems, f"spec: not a {suite.kind} suite {consumer.runs} can run"))
+    try:
+        canonical_json(suite_document(suite))
+    except (ValueError, UnicodeEncodeError) as e:
+        raise RegistryError("invalid", f"body: cannot be stored as UTF-8 JSON ({e}). Remove lone surrogates (\\ud800-\\udfff).") from None
+    return suite
+
+
+def _json_object(body: bytes) -> dict[str, Any]:
+    if not body.strip():
+        raise RegistryError("invalid", "body: empty. Send the suite as a JSON object (Content-Type: application/json).")
+    try:
+        data = json.loads(body.decode("utf-8"), parse_constant=_no_constant)
+    except UnicodeDecodeError as e:
+        raise RegistryError("invalid", f"body: not UTF-8 (byte {e.start}). Send the suite as UTF-8 JSON.") from None
+    except json.JSONDecodeError as e:
+        raise RegistryError("invalid", f"body: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}.") from None
+    except ValueError as e:
+        raise RegistryError("invalid", f"body: {e}") from None
+    except RecursionError:
+        raise RegistryError("invalid", "body: nested too deeply to read. Flatten the suite.") from None
+    if not isinstance(data, dict):
+        raise RegistryError("invalid", "body: must be one JSON object, the suite (id, tenantId, version, kind, description, spec).")
+    return data
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number. Write a finite number or a string.")
+
+
+def _validation_lines(error: ValidationError) -> list[str]:
+    """pydantic's errors as `field: what` lines (one per error, in order); a kind outside the enum names the kinds
+    this server accepts, and a malformed id or version says what one looks like."""
+    lines = []
+    for e, problem in zip(error.errors(include_url=False), problems_from_validation(error, "body", None), strict=True):
+        field, kind, got = problem.field, e["type"], repr(e.get("input"))[:80]
+        if kind == "missing" or field not in ("kind", "spec", "id", "version"):
+            lines.append(f"{field or 'body'}: {problem.message}")
+        elif field == "kind":
+            lines.append(f"kind: {got} is not a kind of spec 003 ({_kinds(KINDS)}); this server accepts {_kinds(accepted_kinds())}")
+        elif field == "spec":
+            lines.append(f"spec: must be a JSON object, the kind's suite body ({problem.message})")
+        elif field == "version" and kind == "string_pattern_mismatch":
+            lines.append(f"version: {got} is not a semantic version MAJOR.MINOR.PATCH[-PRERELEASE] (no leading zeros, "
+                         "no +build), e.g. 1.4.0 or 1.4.0-rc.1")
+        elif field == "id" and kind == "string_pattern_mismatch":
+            lines.append(f"id: {got} is not a suite id: up to 128 letters, digits, dots, hyphens and underscores, "
+                         "starting with a letter or a digit, e.g. acme.pricing")
+        else:
+            lines.append(f"{field}: {problem.message}")
+    return lines
+
+
+def _kinds(kinds: tuple[str, ...]) -> str:
+    return ", ".join(kinds) if kinds else "no kind at all (no consumer is registered)"
+
+
+def _joined(lines: list[str], lead: str | None = None) -> str:
+    shown = lines[:MAX_PROBLEMS]
+    more = f"; and {len(lines) - MAX_PROBLEMS} more" if len(lines) > MAX_PROBLEMS else ""
+    count = f"{len(lines)} problem{'s' if len(lines) != 1 else ''}"
+    return f"{lead} ({count}): " + "; ".join(shown) + more if lead else "; ".join(shown) + more

@@ -1,0 +1,80 @@
+"""Serving the registry with uvicorn: `serve` blocks (the CLI's `kindgi-eval serve`), `running_server` runs one in a
+thread for tests and benchmarks. Opens sockets."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import uvicorn
+
+from kindgi_eval.registry.app import create_app
+from kindgi_eval.registry.store import RegistryStore
+from kindgi_eval.spec import InputError, Problem
+
+DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port; InputError when the address cannot be had (in use, not this machine's)."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as e:
+        raise InputError([Problem(f"{host}:{port}", None, None, f"cannot listen there: {e.strerror or e}. "
+                                  "Pick another --port (or --host), or stop what holds it.")]) from None
+
+
+def _server(store: RegistryStore, *, quiet: bool) -> uvicorn.Server:
+    config = uvicorn.Config(create_app(store), lifespan="off", log_level="warning" if quiet else "info",
+                            log_config=None if quiet else uvicorn.config.LOGGING_CONFIG, access_log=not quiet)
+    return uvicorn.Server(config)
+
+
+def serve(store: RegistryStore, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+    """Serve the registry on host:port until interrupted; Ctrl-C returns after a graceful shutdown (SIGTERM, once
+    shut down, ends the process by that signal, as uvicorn does)."""
+    sock = bind(host, port)
+    try:
+        _server(store, quiet=False).run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn raises the captured SIGINT again once it has shut down
+        pass
+    finally:
+        sock.close()
+
+
+class RunningServer:
+    """A registry served from a thread of this process; `url` is its base URL."""
+
+    def __init__(self, server: uvicorn.Server, thread: threading.Thread, url: str):
+        self.server, self.thread, self.url = server, thread, url
+
+    def stop(self) -> None:
+        """Stop serving and wait for the thread."""
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@contextmanager
+def running_server(store: RegistryStore, host: str = DEFAULT_HOST, port: int = 0) -> Iterator[RunningServer]:
+    """The registry served on host:port (a free port by default) for the duration of the block."""
+    sock = bind(host, port)
+    server = _server(store, quiet=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="kindgi-registry", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            sock.close()
+            raise RuntimeError("the registry server did not start")
+        time.sleep(0.01)
+    bound_host, bound_port = sock.getsockname()[:2]
+    running = RunningServer(server, thread, f"http://{bound_host if ':' not in bound_host else f'[{bound_host}]'}:{bound_port}")
+    try:
+        yield running
+    finally:
+        running.stop()
+        sock.close()

@@ -1,0 +1,352 @@
+"""The registry's storage, one small interface over either backend: tokens, and immutable suite versions.
+
+Touches the database (SQLite or PostgreSQL, through SQLAlchemy Core). Every publish is one transaction that locks
+its suite's row, so two publishes of one suite are decided one after the other, on both backends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError, OperationalError
+
+from kindgi_eval.registry.database import IDEMPOTENCY, SUITES, TOKENS, VERSIONS, WRITE, open_engine, shown
+from kindgi_eval.registry.errors import RegistryError
+from kindgi_eval.registry.model import (
+    EvalSuite,
+    SuiteSummary,
+    SuiteVersion,
+    VersionInfo,
+    canonical_json,
+    etag,
+    suite_document,
+    version_body,
+)
+from kindgi_eval.registry.semver import semver_key
+from kindgi_eval.registry.tokens import (
+    MAX_NAME,
+    IssuedToken,
+    TokenInfo,
+    new_secret,
+    new_token_id,
+    secret_sha256,
+    tenant_problem,
+)
+from kindgi_eval.spec import InputError, Problem
+
+LAST_USED_EVERY = timedelta(minutes=1)
+"""A token's `last_used_at` is written at most this often: reading a suite should not be a write each time."""
+_ATTEMPTS = 3
+"""A publish that lost a race for a new suite's row (PostgreSQL) is tried again, seeing the winner's row."""
+
+
+def utc_now() -> str:
+    """Now, UTC, as every stored time is written: `2026-11-30T02:00:00.000000Z` (sorts as it reads)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class StoredVersion(NamedTuple):
+    """One stored version of a suite, as it is answered."""
+
+    suite_id: str
+    version: str
+    kind: str
+    sha256: str
+    """SHA-256 of `document`."""
+    document: str
+    """The canonical JSON of the suite, exactly the bytes its hash was taken over (UTF-8)."""
+    published_at: str
+    published_by: str
+    """The id of the token that published it."""
+
+    @property
+    def etag(self) -> str:
+        """The ETag header value: the hash, quoted."""
+        return etag(self.sha256)
+
+    def body(self) -> bytes:
+        """The JSON answer: a `SuiteVersion`."""
+        return version_body(self.document, self.sha256, self.published_at, self.published_by)
+
+    def suite(self) -> EvalSuite:
+        """The document as the model."""
+        return EvalSuite.model_validate(json.loads(self.document))
+
+    def answer(self) -> SuiteVersion:
+        """The answer as the model."""
+        return SuiteVersion(suite=self.suite(), hash=self.sha256, published_at=self.published_at, published_by=self.published_by)
+
+
+class Answer(NamedTuple):
+    """What a publish answers: kept whole for an `Idempotency-Key`, so a replay answers the same."""
+
+    status: int
+    """201 a new version, 200 that content was already stored under that version."""
+    body: bytes
+    """A `SuiteVersion`, as JSON."""
+    etag: str
+    """The version's ETag."""
+    replayed: bool = False
+    """True when this is the stored first answer to an earlier request with the same key."""
+
+
+class Idempotency(NamedTuple):
+    """A publish's `Idempotency-Key` and the SHA-256 of its body."""
+
+    key: str
+    request_sha256: str
+
+
+def _if_match_holds(header: str, latest_sha256: str | None) -> bool:
+    """RFC 9110 If-Match, strong comparison: `*` holds when there is a latest version; otherwise one listed
+    entity-tag must be the latest's (a weak `W/"..."` tag never matches)."""
+    tags = [t.strip() for t in header.split(",") if t.strip()]
+    if latest_sha256 is None:
+        return False
+    return "*" in tags or etag(latest_sha256) in tags
+
+
+class RegistryStore:
+    """Tokens and suites in one database; every method is one transaction. Safe to share between threads."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+
+    @property
+    def url(self) -> str:
+        """The database URL, without its password."""
+        return shown(self.engine.url)
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        self.engine.dispose()
+
+    @contextmanager
+    def _reading(self) -> Iterator[sa.Connection]:
+        with self.engine.connect() as connection, connection.begin():
+            yield connection
+
+    @contextmanager
+    def _writing(self) -> Iterator[sa.Connection]:
+        with self.engine.connect() as connection:
+            connection.execution_options(**{WRITE: True})
+            with connection.begin():
+                yield connection
+
+    # tokens
+
+    def issue_token(self, tenant: str, name: str = "") -> IssuedToken:
+        """A new token for `tenant`: its secret is returned once and only its SHA-256 is kept."""
+        problem = tenant_problem(tenant)
+        if problem:
+            raise InputError([Problem("tenant", None, None, problem)])
+        if len(name) > MAX_NAME:
+            raise InputError([Problem("name", None, None, f"is {len(name)} characters long; a token's name has at most {MAX_NAME}.")])
+        secret = new_secret()
+        token = IssuedToken(new_token_id(), tenant, name, secret)
+        with self._writing() as connection:
+            connection.execute(TOKENS.insert().values(id=token.id, tenant=tenant, name=name, secret_sha256=secret_sha256(secret),
+                                                      created_at=utc_now()))
+        return token
+
+    def list_tokens(self) -> list[TokenInfo]:
+        """Every token ever issued, oldest first, without secrets."""
+        columns = (TOKENS.c.id, TOKENS.c.tenant, TOKENS.c.name, TOKENS.c.created_at, TOKENS.c.last_used_at, TOKENS.c.revoked_at)
+        with self._reading() as connection:
+            rows = connection.execute(sa.select(*columns).order_by(TOKENS.c.created_at, TOKENS.c.id)).all()
+        return [TokenInfo(*row) for row in rows]
+
+    def revoke_token(self, token_id: str) -> TokenInfo:
+        """Revoke a token from now on (a revoked one stays revoked, and listed); InputError when there is no such id."""
+        with self._writing() as connection:
+            connection.execute(TOKENS.update().where(TOKENS.c.id == token_id, TOKENS.c.revoked_at.is_(None)).values(revoked_at=utc_now()))
+            row = connection.execute(sa.select(TOKENS.c.id, TOKENS.c.tenant, TOKENS.c.name, TOKENS.c.created_at,
+                                               TOKENS.c.last_used_at, TOKENS.c.revoked_at).where(TOKENS.c.id == token_id)).first()
+        if row is None:
+            raise InputError([Problem(token_id, None, None, "no token has this id. List them with: kindgi-eval tokens list")])
+        return TokenInfo(*row)
+
+    def authenticate(self, secret: str) -> TokenInfo:
+        """The valid token whose secret this is; RegistryError `unauthorized` when it is unknown or revoked."""
+        digest = secret_sha256(secret)
+        with self._reading() as connection:
+            row = connection.execute(sa.select(TOKENS.c.id, TOKENS.c.tenant, TOKENS.c.name, TOKENS.c.created_at,
+                                               TOKENS.c.last_used_at, TOKENS.c.revoked_at).where(TOKENS.c.secret_sha256 == digest)).first()
+        if row is None:
+            raise RegistryError("unauthorized", "Authorization: this registry issued no such token. Ask for one (kindgi-eval tokens issue).")
+        token = TokenInfo(*row)
+        if token.revoked_at is not None:
+            raise RegistryError("unauthorized", f"Authorization: token {token.id} was revoked at {token.revoked_at}. Ask for a new one.")
+        self._touch(token)
+        return token
+
+    def _touch(self, token: TokenInfo) -> None:
+        """Record that the token was used, at most once a minute; a busy database skips the record, not the request."""
+        now = utc_now()
+        if token.last_used_at is not None and token.last_used_at > _minus(now, LAST_USED_EVERY):
+            return
+        try:
+            with self._writing() as connection:
+                connection.execute(TOKENS.update().where(TOKENS.c.id == token.id).values(last_used_at=now))
+        except OperationalError:
+            pass
+
+    # suites
+
+    def idempotent_answer(self, tenant: str, idempotency: Idempotency) -> Answer | None:
+        """The stored first answer to this key, or None for a new key; RegistryError `invalid` when the key was
+        first used with another body."""
+        with self._reading() as connection:
+            return _stored_answer(connection, tenant, idempotency)
+
+    def publish(self, tenant: str, token_id: str, suite: EvalSuite, *, if_match: str | None = None,
+                idempotency: Idempotency | None = None) -> Answer:
+        """Store a new version of one of `tenant`'s suites; `suite` is already valid and its tenantId is `tenant`.
+
+        201 a new version; 200 the same content is already stored under that version (with or without If-Match);
+        RegistryError `conflict` for other content under that version or a version not greater than the latest,
+        `precondition_failed` when `if_match` does not hold for the latest version."""
+        for attempt in range(_ATTEMPTS):
+            try:
+                with self._writing() as connection:
+                    return self._publish(connection, tenant, token_id, suite, if_match, idempotency)
+            except IntegrityError:
+                if attempt == _ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _publish(self, connection: sa.Connection, tenant: str, token_id: str, suite: EvalSuite, if_match: str | None,
+                 idempotency: Idempotency | None) -> Answer:
+        if idempotency is not None:
+            stored = _stored_answer(connection, tenant, idempotency)
+            if stored is not None:
+                return stored
+        canonical = canonical_json(suite_document(suite))
+        document, sha256 = canonical.decode("utf-8"), hashlib.sha256(canonical).hexdigest()
+        where = f"suite {suite.id!r} version {suite.version}"
+        latest_version = connection.execute(
+            sa.select(SUITES.c.latest_version).where(SUITES.c.tenant == tenant, SUITES.c.suite_id == suite.id).with_for_update()
+        ).scalar()
+        same = _version(connection, tenant, suite.id, suite.version)
+        if same is not None:
+            if same.sha256 != sha256:
+                raise RegistryError("conflict", f"{where}: already published with other content (sha256 {same.sha256}); a "
+                                    f"version never changes. Publish this content as a version greater than {latest_version}.")
+            answer = Answer(200, same.body(), same.etag)
+        else:
+            latest = _version(connection, tenant, suite.id, latest_version) if latest_version is not None else None
+            if if_match is not None and not _if_match_holds(if_match, latest.sha256 if latest else None):
+                now_is = f"the latest is {latest.version} with ETag {latest.etag}" if latest else "it has no version yet"
+                raise RegistryError("precondition_failed", f"If-Match: {if_match[:200]} does not hold for suite {suite.id!r}: {now_is}. "
+                                    "Fetch the latest version and decide again.")
+            if latest is not None and semver_key(suite.version) <= semver_key(latest.version):
+                raise RegistryError("conflict", f"{where}: not greater than the latest version, {latest.version}. "
+                                    "Publish a greater version (semver precedence).")
+            now = utc_now()
+            if latest is None:
+                connection.execute(SUITES.insert().values(tenant=tenant, suite_id=suite.id, latest_version=suite.version, created_at=now))
+            else:
+                connection.execute(SUITES.update().where(SUITES.c.tenant == tenant, SUITES.c.suite_id == suite.id)
+                                   .values(latest_version=suite.version))
+            stored = StoredVersion(suite.id, suite.version, suite.kind, sha256, document, now, token_id)
+            connection.execute(VERSIONS.insert().values(tenant=tenant, suite_id=suite.id, version=suite.version, kind=suite.kind,
+                                                        sha256=sha256, document=document, published_by=token_id, published_at=now))
+            answer = Answer(201, stored.body(), stored.etag)
+        if idempotency is not None:
+            connection.execute(IDEMPOTENCY.insert().values(tenant=tenant, key=idempotency.key, request_sha256=idempotency.request_sha256,
+                                                           status=answer.status, etag=answer.etag, body=answer.body.decode("utf-8"),
+                                                           created_at=utc_now()))
+        return answer
+
+    def latest(self, tenant: str, suite_id: str) -> StoredVersion | None:
+        """The latest version of one of `tenant`'s suites, or None (also when the suite is another tenant's)."""
+        query = (
+            sa.select(*_VERSION_COLUMNS)
+            .select_from(SUITES.join(VERSIONS, sa.and_(VERSIONS.c.tenant == SUITES.c.tenant, VERSIONS.c.suite_id == SUITES.c.suite_id,
+                                                       VERSIONS.c.version == SUITES.c.latest_version)))
+            .where(SUITES.c.tenant == tenant, SUITES.c.suite_id == suite_id)
+        )
+        with self._reading() as connection:
+            row = connection.execute(query).first()
+        return StoredVersion(*row) if row else None
+
+    def version(self, tenant: str, suite_id: str, version: str) -> StoredVersion | None:
+        """One version of one of `tenant`'s suites, or None."""
+        with self._reading() as connection:
+            return _version(connection, tenant, suite_id, version)
+
+    def versions(self, tenant: str, suite_id: str) -> list[VersionInfo] | None:
+        """Every version of one of `tenant`'s suites, newest first; None when it has no such suite."""
+        query = sa.select(VERSIONS.c.version, VERSIONS.c.sha256, VERSIONS.c.published_at).where(
+            VERSIONS.c.tenant == tenant, VERSIONS.c.suite_id == suite_id
+        )
+        with self._reading() as connection:
+            rows = connection.execute(query).all()
+        if not rows:
+            return None
+        rows = sorted(rows, key=lambda r: semver_key(r.version), reverse=True)
+        return [VersionInfo(version=r.version, hash=r.sha256, published_at=r.published_at) for r in rows]
+
+    def list_suites(self, tenant: str, after: str | None, limit: int) -> tuple[list[SuiteSummary], bool]:
+        """`tenant`'s suites with ids after `after`, by id, the latest version of each; and whether more follow."""
+        condition = [SUITES.c.tenant == tenant] + ([SUITES.c.suite_id > after] if after is not None else [])
+        query = (
+            sa.select(*_VERSION_COLUMNS)
+            .select_from(SUITES.join(VERSIONS, sa.and_(VERSIONS.c.tenant == SUITES.c.tenant, VERSIONS.c.suite_id == SUITES.c.suite_id,
+                                                       VERSIONS.c.version == SUITES.c.latest_version)))
+            .where(*condition)
+            .order_by(SUITES.c.suite_id)
+            .limit(limit + 1)
+        )
+        with self._reading() as connection:
+            rows = [StoredVersion(*row) for row in connection.execute(query).all()]
+        summaries = []
+        for stored in rows[:limit]:
+            document = json.loads(stored.document)
+            summaries.append(SuiteSummary(id=stored.suite_id, version=stored.version, kind=stored.kind,  # type: ignore[arg-type]
+                                          description=document.get("description", ""), hash=stored.sha256,
+                                          published_at=stored.published_at))
+        return summaries, len(rows) > limit
+
+
+_VERSION_COLUMNS = (
+    VERSIONS.c.suite_id, VERSIONS.c.version, VERSIONS.c.kind, VERSIONS.c.sha256, VERSIONS.c.document,
+    VERSIONS.c.published_at, VERSIONS.c.published_by,
+)
+
+
+def _version(connection: sa.Connection, tenant: str, suite_id: str, version: str) -> StoredVersion | None:
+    row = connection.execute(
+        sa.select(*_VERSION_COLUMNS).where(VERSIONS.c.tenant == tenant, VERSIONS.c.suite_id == suite_id, VERSIONS.c.version == version)
+    ).first()
+    return StoredVersion(*row) if row else None
+
+
+def _stored_answer(connection: sa.Connection, tenant: str, idempotency: Idempotency) -> Answer | None:
+    row = connection.execute(
+        sa.select(IDEMPOTENCY.c.request_sha256, IDEMPOTENCY.c.status, IDEMPOTENCY.c.body, IDEMPOTENCY.c.etag)
+        .where(IDEMPOTENCY.c.tenant == tenant, IDEMPOTENCY.c.key == idempotency.key)
+    ).first()
+    if row is None:
+        return None
+    if row.request_sha256 != idempotency.request_sha256:
+        raise RegistryError("invalid", f"Idempotency-Key: {idempotency.key!r} was first used with another body. "
+                            "Send a new key with a new request.")
+    return Answer(row.status, row.body.encode("utf-8"), row.etag, replayed=True)
+
+
+def _minus(stamp: str, delta: timedelta) -> str:
+    moment = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC) - delta
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def open_store(url: str) -> RegistryStore:
+    """The registry at database `url` (see `database_url`), created and migrated on first use."""
+    return RegistryStore(open_engine(url))

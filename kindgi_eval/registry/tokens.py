@@ -1,0 +1,80 @@
+"""Bearer tokens: random secrets shown once, kept only as their SHA-256, each mapped to one tenant. Pure."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from typing import NamedTuple
+
+from pydantic import TypeAdapter, ValidationError
+
+from kindgi_eval.spec import Slug
+
+TOKEN_PREFIX = "kgi_"
+"""Every secret starts with it, so a leaked one is recognisable (and a scanner can look for it)."""
+SECRET_BYTES = 32
+"""Random bytes in a secret (`secrets.token_urlsafe`: 43 characters)."""
+_SECRET = re.compile(rf"{TOKEN_PREFIX}[A-Za-z0-9_-]{{43}}")
+_TENANT = TypeAdapter(Slug)
+MAX_TENANT = 128
+MAX_NAME = 200
+
+
+class IssuedToken(NamedTuple):
+    """A token just issued: the one time its secret is known outside the caller's hands."""
+
+    id: str
+    """The token's public id (`tok_…`), for `tokens list` and `tokens revoke`."""
+    tenant: str
+    """The tenant every request with this token acts for."""
+    name: str
+    """What the token is for, for a person (`ci`, `alice's laptop`)."""
+    secret: str
+    """The bearer secret; the registry keeps only its SHA-256."""
+
+
+class TokenInfo(NamedTuple):
+    """A stored token, as `tokens list` shows it (never its secret)."""
+
+    id: str
+    tenant: str
+    name: str
+    created_at: str
+    """When it was issued, UTC, ISO 8601."""
+    last_used_at: str | None
+    """When a request last carried it (to the minute), or None."""
+    revoked_at: str | None
+    """When it was revoked, or None while it is valid."""
+
+
+def new_secret() -> str:
+    """A fresh bearer secret: the prefix and 32 random bytes, URL-safe."""
+    return TOKEN_PREFIX + secrets.token_urlsafe(SECRET_BYTES)
+
+
+def new_token_id() -> str:
+    """A fresh public token id."""
+    return "tok_" + secrets.token_hex(6)
+
+
+def secret_sha256(secret: str) -> str:
+    """What is stored of a secret: its SHA-256, hex."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def is_token_shaped(text: str) -> bool:
+    """Whether `text` could be a secret this registry issued (a malformed one is refused before any lookup)."""
+    return _SECRET.fullmatch(text) is not None
+
+
+def tenant_problem(tenant: str) -> str | None:
+    """What is wrong with a tenant id for a token, or None: a tenant id is a slug, like a tenant.toml's `tenant`."""
+    try:
+        _TENANT.validate_python(tenant)
+    except ValidationError as e:
+        error = e.errors(include_url=False)[0]
+        return str(error["ctx"]["error"]) if "ctx" in error else error["msg"]
+    if len(tenant) > MAX_TENANT:
+        return f"is {len(tenant)} characters long; a tenant id has at most {MAX_TENANT}."
+    return None

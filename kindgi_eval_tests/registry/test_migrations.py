@@ -1,0 +1,56 @@
+"""The schema is Alembic's to make, on first use, on both backends, and it is what the store's tables say."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+from kindgi_eval.registry import database_url, open_store
+from kindgi_eval.registry.database import METADATA, VERSION_TABLE, current_revision, head_revision, migrate
+from kindgi_eval.spec import InputError
+
+
+def test_the_migrated_schema_is_the_tables_the_store_uses(registry) -> None:
+    with registry.store.engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+        assert compare_metadata(context, METADATA) == []
+    assert current_revision(registry.store.engine) == head_revision()
+
+
+def test_first_use_creates_the_file_and_later_uses_migrate_nothing(tmp_path: Path) -> None:
+    url = database_url(tmp_path / "home", {})
+    assert url == f"sqlite:///{tmp_path / 'home' / 'registry.sqlite'}"
+    store = open_store(url)
+    token = store.issue_token("acme")
+    store.close()
+    assert (tmp_path / "home" / "registry.sqlite").is_file()
+    again = open_store(url)
+    migrate(again.engine)  # at head: a no-op
+    assert [t.id for t in again.list_tokens()] == [token.id]
+    with again.engine.connect() as connection:
+        tables = set(sa.inspect(connection).get_table_names())
+    assert tables == {"registry_tokens", "registry_suites", "registry_versions", "registry_idempotency_keys", VERSION_TABLE}
+    again.close()
+
+
+def test_kindgi_registry_db_names_another_database(tmp_path: Path) -> None:
+    assert database_url(tmp_path, {"KINDGI_REGISTRY_DB": "postgresql://u@db/registry"}) == "postgresql://u@db/registry"
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("not a url", "is not a SQLAlchemy URL"),
+        ("nosuchdb://x/y", "no database driver"),
+        ("sqlite://", "in-memory"),
+        ("postgresql://kindgi:secret-pw@127.0.0.1:1/none", "cannot open the registry database"),
+    ],
+)
+def test_a_database_that_cannot_be_opened_is_an_input_error(url: str, said: str) -> None:
+    with pytest.raises(InputError) as e:
+        open_store(url)
+    assert said in str(e.value) and "secret-pw" not in str(e.value)

@@ -1,0 +1,81 @@
+"""The suite document of spec 003: its fields, its committed JSON Schema, its canonical JSON, its kinds."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+
+import pytest
+from pydantic import ValidationError
+
+from kindgi_eval.registry import KINDS, EvalSuite, accepted_kinds, canonical_json, content_hash, suite_document, suite_json_schema
+from kindgi_eval.registry.model import SCHEMA_FILE, SUITE_ID_PATTERN, suite_json_schema_text
+from kindgi_eval.registry.semver import SEMVER_PATTERN
+
+VALID = {"id": "acme.pricing", "tenantId": "acme", "version": "1.4.0", "kind": "conversation", "spec": {"cases": []}}
+
+
+def test_the_committed_schema_is_the_generated_one() -> None:
+    """Rewrite it on purpose with UPDATE_EXPECTED=1 after changing EvalSuite."""
+    if os.environ.get("UPDATE_EXPECTED") == "1":
+        SCHEMA_FILE.write_text(suite_json_schema_text())
+    assert SCHEMA_FILE.read_text() == suite_json_schema_text(), "eval-suite.schema.json is stale: UPDATE_EXPECTED=1 rewrites it"
+
+
+def test_the_suite_has_spec_003s_fields_and_no_other() -> None:
+    schema = suite_json_schema()
+    assert list(schema["properties"]) == ["id", "tenantId", "version", "kind", "description", "spec"]
+    assert schema["required"] == ["id", "tenantId", "version", "kind", "spec"]
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["spec"]["type"] == "object"
+    assert all(p.get("description") for p in schema["properties"].values())  # every field says what it is
+
+
+def test_the_kind_enum_is_spec_003s_six_and_conversation() -> None:
+    assert KINDS == ("accuracy", "pairwise", "regression", "human-review", "benchmark", "custom", "conversation")
+    assert suite_json_schema()["properties"]["kind"]["enum"] == list(KINDS)
+    assert accepted_kinds() == ("conversation",)  # the other six have no consumer in this code yet
+
+
+def test_the_schemas_patterns_are_the_ones_the_model_applies() -> None:
+    properties = suite_json_schema()["properties"]
+    assert properties["version"]["pattern"] == SEMVER_PATTERN and properties["id"]["pattern"] == SUITE_ID_PATTERN
+    for good in ("a", "acme.drafting-accuracy", "A_1.b-2", "x" * 128):
+        assert re.fullmatch(SUITE_ID_PATTERN, good)
+    for bad in (".", "..", ".hidden", "-x", "a/b", "a b", "x" * 129, "é"):
+        assert not re.fullmatch(SUITE_ID_PATTERN, bad)
+        with pytest.raises(ValidationError):
+            EvalSuite.model_validate({**VALID, "id": bad})
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"extra": 1}, {"spec": []}, {"spec": None}, {"version": 1}, {"tenantId": ""}, {"kind": "Conversation"}, {"description": None}],
+)
+def test_the_model_refuses(change: dict) -> None:
+    with pytest.raises(ValidationError):
+        EvalSuite.model_validate({**VALID, **change})
+
+
+def test_canonical_json_sorts_keys_drops_whitespace_and_writes_utf8() -> None:
+    document = suite_document(EvalSuite.model_validate({**VALID, "description": "€ 価格", "spec": {"z": 1, "a": [1.5, None]}}))
+    text = canonical_json(document)
+    assert text == ('{"description":"€ 価格","id":"acme.pricing","kind":"conversation","spec":{"a":[1.5,null],"z":1},'
+                    '"tenantId":"acme","version":"1.4.0"}').encode()
+    assert content_hash(document) == hashlib.sha256(text).hexdigest()
+
+
+def test_a_missing_description_hashes_as_the_empty_one() -> None:
+    absent = suite_document(EvalSuite.model_validate(VALID))
+    empty = suite_document(EvalSuite.model_validate({**VALID, "description": ""}))
+    assert absent == empty and content_hash(absent) == content_hash(empty)
+
+
+def test_canonical_json_refuses_what_is_not_json() -> None:
+    with pytest.raises(ValueError):
+        canonical_json({"x": float("nan")})
+    with pytest.raises(UnicodeEncodeError):
+        canonical_json({"x": "\ud800"})
+    assert json.loads(canonical_json({"x": "\u0000"})) == {"x": "\u0000"}  # escaped, so any database can hold it
