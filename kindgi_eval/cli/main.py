@@ -469,7 +469,8 @@ def suites_publish(folder: str, suite_id: str, version: str, tenant: str | None,
     from kindgi_eval.inputs import load_suite
 
     load_suite(folder)  # every problem, located by file and line, before anything is sent
-    spec = {name: _json_lines(Path(folder) / f"{name}.jsonl") for name in ("cases", "calibration")}
+    # a suite without calibration.jsonl is published without `calibration`: absent and empty read differently
+    spec = {name: _json_lines(Path(folder) / f"{name}.jsonl") for name in ("cases", "calibration") if (Path(folder) / f"{name}.jsonl").exists()}
     body = {
         "id": suite_id,
         "tenantId": tenant or suite_id.split(".", 1)[0],
@@ -517,16 +518,15 @@ def suites_pull(suite_id: str, folder: str, version: str | None) -> None:
         raise InputError([Problem(suite_id, None, None, f"is a {suite.get('kind')!r} suite; only conversation suites are folders.")])
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)
-    for name in ("cases", "calibration"):
-        lines = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in suite["spec"].get(name, []))
+    written = [name for name in ("cases", "calibration") if name in suite["spec"]]
+    for name in written:
+        lines = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in suite["spec"][name])
         _write_atomically(target / f"{name}.jsonl", lines)
-    click.echo(f"wrote {target}/cases.jsonl and calibration.jsonl of {suite_id} {suite.get('version')}")
+    click.echo(f"wrote {' and '.join(f'{target}/{n}.jsonl' for n in written)} of {suite_id} {suite['version']}")
 
 
 def _json_lines(path: Path) -> list:
-    """The JSON objects of a .jsonl file, blank lines skipped; none when it does not exist."""
-    if not path.exists():
-        return []
+    """The JSON objects of a .jsonl file, blank lines skipped."""
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
