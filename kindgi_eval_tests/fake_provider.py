@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import sys
 import threading
 import time
 import urllib.request
@@ -44,6 +45,14 @@ def chat_body(content: str, model: str = "fake") -> bytes:
     ).encode()
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A server that takes a client vanishing mid-connection (killed, or timed out under test) in its stride."""
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class FakeProvider:
     """Serve `script` at http://127.0.0.1:<port>/v1; `requests` holds every request body, in arrival order."""
 
@@ -60,9 +69,12 @@ class FakeProvider:
             protocol_version = "HTTP/1.1"  # keep-alive, as real providers do
 
             def do_GET(self) -> None:  # noqa: N802 - the http.server API
-                """`/stats`: what the server saw, for a client in another process."""
+                """`/stats`: what the server saw, for a client in another process; `/requests`: every body, in order."""
                 with provider._lock:
-                    payload = json.dumps({"requests": len(provider.requests), "peak": provider.peak}).encode()
+                    if self.path == "/requests":
+                        payload = json.dumps(provider.requests).encode()
+                    else:
+                        payload = json.dumps({"requests": len(provider.requests), "peak": provider.peak}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
@@ -96,7 +108,7 @@ class FakeProvider:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _QuietServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.server.request_queue_size = 256
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -118,6 +130,11 @@ class FakeProvider:
     def stats(self) -> dict[str, int]:
         """Requests seen and peak concurrency, asked over HTTP (works when serving from a child process)."""
         with urllib.request.urlopen(self.base_url.removesuffix("/v1") + "/stats", timeout=5) as response:
+            return json.loads(response.read())
+
+    def requests_seen(self) -> list[dict[str, Any]]:
+        """Every request body the server was sent, in arrival order, asked over HTTP (works from a child process)."""
+        with urllib.request.urlopen(self.base_url.removesuffix("/v1") + "/requests", timeout=5) as response:
             return json.loads(response.read())
 
     def __exit__(self, *exc: object) -> None:

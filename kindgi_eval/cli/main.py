@@ -85,24 +85,46 @@ def main() -> None:
 @main.command(short_help="Evaluate one suite against the agent.")
 @click.option("--mock", is_flag=True, help="Use the offline demo agent (mock:agent), whatever AGENT_URL or AGENT_MODEL say.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the summary as JSON here.")
+@click.option(
+    "--resume",
+    "resume",
+    metavar="RUN_ID",
+    help="Finish a killed run (its id or a unique prefix) with the settings it started with, asking the agent and the "
+    "judge only what it had not recorded. A run setting given beside it must equal the run's (--concurrency may differ).",
+)
+@click.option(
+    "--suite",
+    "registered",
+    metavar="ID[@VERSION]",
+    help="Evaluate a suite of the suite registry, as the tenant of the configuration: that version, else the latest "
+    "now. Instead of --eval-dir.",
+)
 @_settings_options(*RUN_SETTINGS)
 @_input_errors
-def run(mock: bool, json_path: str | None, **flags: object) -> None:
+def run(mock: bool, json_path: str | None, resume: str | None, registered: str | None, **flags: object) -> None:
     """Evaluate one suite: print every reply, each failure, and the summary.
 
     Exit status: 0 nothing failed, 1 a case failed or judged-fail, 2 bad input.
 
     \b
-    Example:
+    Examples:
       kindgi-eval run --mock --judge-model mock:judge --json out/summary.json
+      kindgi-eval run --resume 3f9c2a1e
+      kindgi-eval run --suite acme.pricing@1.4.0 --config-dir ../acme/config --agent-model openai:gpt-4o-mini
     """
     from kindgi_eval.agents import make_agent, make_judge
     from kindgi_eval.inputs import load_checked_suite, load_tenant, resolve_settings, suite_key
 
     if mock and (flags.get("agent_model") or flags.get("agent_url")):
         raise InputError([Problem("--mock", None, None, "names the offline demo agent, and --agent-model or --agent-url names another. Pass one of them.")])
+    if registered and (flags.get("eval_dir") or resume):
+        raise InputError([Problem("--suite", None, None, "names the suite, and so does --eval-dir or --resume. Pass one of them.")])
+    if resume is not None:
+        sys.exit(_resume_run(resume, mock, json_path, flags))
     settings = resolve_settings(flags, mock=mock)
     loaded = load_tenant(settings.config_dir)
+    if registered:
+        settings = settings.model_copy(update={"eval_dir": str(_registered_folder(registered, loaded.tenant.tenant))})
     load_checked_suite(settings.eval_dir, loaded)
     make_agent(settings, loaded.tenant)
     make_judge(settings)
@@ -121,6 +143,100 @@ def run(mock: bool, json_path: str | None, **flags: object) -> None:
         click.echo(f"error: {e}", err=True)
         sys.exit(EXIT_FAILED)
     sys.exit(_report(home, key, run_id, json_path))
+
+
+def _registered_folder(named: str, tenant: str) -> Path:
+    """The suite folder of `ID[@VERSION]` of the registry, as `tenant`'s, written out if new."""
+    from kindgi_eval.registry import database_url, materialize, open_store, resolve_version
+    from kindgi_eval.store import runtime_home
+
+    suite_id, _, version = named.partition("@")
+    home = runtime_home()
+    store = open_store(database_url(home))
+    try:
+        return materialize(resolve_version(store, tenant, suite_id, version or None, "--suite"), tenant, home)
+    finally:
+        store.close()
+
+
+def _resume_run(prefix: str, mock: bool, json_path: str | None, flags: dict[str, object]) -> int:
+    """`run --resume`: check that the killed run may be resumed, run what it had not finished, print the report.
+
+    InputError (exit 2, nothing run) when no killed run has that id, when it completed or was finished already, when
+    it is still running, or when its suite, tenant configuration or settings changed since it recorded its rows."""
+    from kindgi_eval.agents import make_agent, make_judge
+    from kindgi_eval.inputs import changes_since, load_checked_suite, load_tenant, manifest_of, resumed_settings, suite_key
+    from kindgi_eval.store import claim, read_manifest, runtime_home, store_root
+
+    home = runtime_home()
+    root = store_root(home)
+    area, killed = _killed_run(root, prefix)
+    recorded = read_manifest(area)
+    if recorded is None:
+        raise InputError([Problem("--resume", None, None, f"run {killed} recorded nothing before it stopped, so nothing of it can be reused. "
+                                  "Start a new run instead.")])
+    _refuse_finished(root, area, recorded)
+    settings = resumed_settings(recorded, flags, mock=mock)
+    loaded = load_tenant(settings.config_dir)
+    suite = load_checked_suite(settings.eval_dir, loaded)
+    key = suite_key(loaded.tenant.tenant, settings.eval_dir)
+    now = manifest_of(killed, key, settings, suite_hash=suite.hash, config_hash=loaded.hash, replies_from=recorded.replies_from)
+    problems = changes_since(recorded, now)
+    if problems:
+        raise InputError(problems)
+    if recorded.replies_from is None:
+        make_agent(settings, loaded.tenant)
+    make_judge(settings)
+    _check_json_path(json_path)
+    if not claim(area):  # held until this process ends: the killed run cannot be resumed twice at once either
+        raise InputError([Problem("--resume", None, None, f"run {killed} is still running: a process holds {area}/lock. "
+                                  "Wait for it to end (or stop it), then resume it.")])
+
+    from kindgi_eval.defs import RunFailed, open_instance, resume_chain
+
+    click.echo(f"resuming run {killed}", err=True)
+    try:
+        run_id = resume_chain(open_instance(home), home, settings, key, killed, recorded.replies_from)
+    except RunFailed as e:
+        click.echo(f"error: {e}", err=True)
+        return EXIT_FAILED
+    return _report(home, key, run_id, json_path)
+
+
+def _killed_run(root: StorePath, prefix: str):
+    """(its recordings area, its id) of the killed run a run id or unique prefix names; InputError otherwise."""
+    from kindgi_eval.store import area_run_id, find_run_areas, run_keys
+
+    areas = find_run_areas(root, prefix) if prefix else []
+    exact = [a for a in areas if area_run_id(a) == prefix]
+    areas = exact or areas
+    if len(areas) == 1:
+        return areas[0], area_run_id(areas[0])
+    if len(areas) > 1:
+        listed = "; ".join(area_run_id(a) for a in areas)
+        raise InputError([Problem("--resume", None, None, f"{prefix!r} begins {len(areas)} killed runs' ids: {listed}. Give more characters of the one you mean.")])
+    if prefix and any(k.run_id.startswith(prefix) for k in run_keys(root)):
+        raise InputError([Problem("--resume", None, None, f"run {prefix!r} completed: there is nothing to resume.")])
+    raise InputError([Problem("--resume", None, None, f"no killed run {prefix!r} in the store at {root}. A run killed before it "
+                              "asked the agent recorded nothing to resume: start it again with kindgi-eval run.")])
+
+
+def _refuse_finished(root: StorePath, area, recorded) -> None:
+    """InputError when the killed run was finished already, by a resume that completed or one killed in turn."""
+    from kindgi_eval.store import area_run_id, connect, find_run_areas, read_manifest, run_keys
+
+    killed = recorded.run_id
+    if any(k.run_id == killed for k in run_keys(root, recorded.partition)):
+        raise InputError([Problem("--resume", None, None, f"run {killed} completed: there is nothing to resume.")])
+    query = "SELECT run_id FROM runs WHERE resumed_from = ? ORDER BY started_at"
+    with connect(root, query) as con:
+        done = [row[0] for row in con.execute(query, [killed]).fetchall()]
+    if done:
+        raise InputError([Problem("--resume", None, None, f"run {killed} was finished already by run {done[0]}: there is nothing to resume.")])
+    later = [area_run_id(a) for a in find_run_areas(root, "", recorded.partition) if a != area and (m := read_manifest(a)) and m.resumes == killed]
+    if later:
+        raise InputError([Problem("--resume", None, None, f"run {killed} was resumed by run {later[-1]}, which stopped too: "
+                                  f"resume that one instead (kindgi-eval run --resume {later[-1]}), so nothing it recorded is asked again.")])
 
 
 @main.command(short_help="Re-judge a run's stored replies with another judge.")

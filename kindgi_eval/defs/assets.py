@@ -12,7 +12,9 @@ from datetime import UTC, datetime
 import dagster as dg
 
 from kindgi_eval.agents import make_agent, make_judge
-from kindgi_eval.defs.io_manager import source_run
+from kindgi_eval.defs.io_manager import ParquetStore
+from kindgi_eval.defs.lineage import input_run
+from kindgi_eval.defs.resume import manifest_now, recording, resume_summary
 from kindgi_eval.defs.resources import EvalSettings
 from kindgi_eval.defs.ui_metadata import NIGHTS, column_schema, calibration_metadata, history_metadata, result_tags, statuses_metadata
 from kindgi_eval.inputs import RunSettings, has_calibration_file, load_checked_suite, load_suite, load_tenant, suite_key
@@ -82,20 +84,29 @@ def suite(context: dg.AssetExecutionContext, eval_settings: EvalSettings) -> lis
 
 
 @dg.asset(**chain_asset("agent_replies"))
-def agent_replies(context: dg.AssetExecutionContext, suite: list[SuiteRow], eval_settings: EvalSettings) -> list[ReplyRow]:
+def agent_replies(
+    context: dg.AssetExecutionContext,
+    suite: list[SuiteRow],
+    eval_settings: EvalSettings,
+    io_manager: dg.ResourceParam[ParquetStore],
+) -> list[ReplyRow]:
     """One reply per case (messages, escalation, latency, tokens, cost, error); the only stage that pays the agent.
 
+    Each reply is recorded as it arrives, so a killed run resumed asks only the cases it had no reply for.
     Query: `kindgi-eval sql "SELECT case_id, messages, escalate, latency_ms, cost_usd, error FROM replies WHERE suite = '<partition>'"`.
     """
     settings = _settings(context, eval_settings)
     agent = _inputs(lambda: make_agent(settings, load_tenant(settings.config_dir).tenant))
-    rows = ask_agent(
-        agent,
-        suite,
-        concurrency=settings.concurrency,
-        deadline_ms=settings.max_latency_ms,
-        progress=_progress_logger(context, "agent replies"),
-    )
+    with recording(context, io_manager.root(), "agent_replies", _inputs(lambda: manifest_now(context, settings))) as (done, record):
+        rows = ask_agent(
+            agent,
+            suite,
+            concurrency=settings.concurrency,
+            deadline_ms=settings.max_latency_ms,
+            progress=_progress_logger(context, "agent replies"),
+            done=done,
+            record=record,
+        )
     context.add_output_metadata(
         {
             "agent": agent.name,
@@ -128,28 +139,33 @@ def judge_samples(
     agent_replies: list[ReplyRow],
     outcomes: list[OutcomeRow],
     eval_settings: EvalSettings,
+    io_manager: dg.ResourceParam[ParquetStore],
 ) -> list[SampleRow]:
     """Three judge samples per criterion: calibration items first, then cases whose assertions held.
 
     Each sample's vote, quoted evidence, reason and raw answer; empty without a judge. The calibration items
     are read from the suite folder's calibration.jsonl as it is now, so a replay is graded on today's labels.
+    Each sample is recorded as it arrives, so a killed run resumed draws only the samples it had not.
     Query: `kindgi-eval sql "SELECT subject_id, criterion, sample, vote, evidence, reason FROM judge_samples WHERE vote = 'invalid'"`.
     """
     settings = _settings(context, eval_settings)
     judge = _inputs(lambda: make_judge(settings))
     if judge is None:
         return []
-    rows = sample_judge(
-        judge,
-        suite,
-        agent_replies,
-        outcomes,
-        _inputs(lambda: load_suite(settings.eval_dir)).calibration,
-        catalogue=_inputs(lambda: load_tenant(settings.config_dir)).tenant.catalogue_text(),
-        concurrency=settings.concurrency,
-        timeout_s=settings.model_timeout_s,
-        progress=_progress_logger(context, "judge samples"),
-    )
+    with recording(context, io_manager.root(), "judge_samples", _inputs(lambda: manifest_now(context, settings))) as (done, record):
+        rows = sample_judge(
+            judge,
+            suite,
+            agent_replies,
+            outcomes,
+            _inputs(lambda: load_suite(settings.eval_dir)).calibration,
+            catalogue=_inputs(lambda: load_tenant(settings.config_dir)).tenant.catalogue_text(),
+            concurrency=settings.concurrency,
+            timeout_s=settings.model_timeout_s,
+            progress=_progress_logger(context, "judge samples"),
+            done=done,
+            record=record,
+        )
     context.add_output_metadata(
         {
             "judge": settings.judge_model,
@@ -211,15 +227,19 @@ def run_summary(
     statuses: list[StatusRow],
     calibration: list[CalibrationRow],
     eval_settings: EvalSettings,
+    io_manager: dg.ResourceParam[ParquetStore],
 ) -> list[RunRow]:
     """The run in one row: lineage, counts per status, costs and funnel coverage; the `runs` view.
 
+    A resumed run also names the killed run it finished and how many agent and judge calls that run's recordings saved.
     Query: `kindgi-eval sql "SELECT run_id, suite, started_at, passed, failed, judged_fail, agent_usd, judge_usd FROM runs ORDER BY started_at"`.
     """
     settings = _settings(context, eval_settings)
     tenant = _inputs(lambda: load_tenant(settings.config_dir)).tenant
     record = context.instance.get_run_record_by_id(context.run.run_id)
     started = record.start_time if record and record.start_time else time.time()
+    root = io_manager.root()
+    resumed_from, agent_saved, judge_saved = resume_summary(context, root, agent_replies, judge_samples)
     row = run_row(
         suite,
         agent_replies,
@@ -229,9 +249,12 @@ def run_summary(
         judge=settings.judge_model,
         judge_prompt_hash=template_hash() if settings.judge_model else None,
         code_version=code_version(),
-        replies_from=source_run(context.instance, dg.AssetKey("agent_replies"), context.partition_key, context.run),
+        replies_from=input_run(context.instance, root, "agent_replies", context.partition_key, context.run),
         started_at=_iso(started),
         finished_at=_iso(time.time()),
+        resumed_from=resumed_from,
+        agent_calls_saved=agent_saved,
+        judge_calls_saved=judge_saved,
     )
     earlier = earlier_runs(store_root(), context.partition_key, context.run.run_id, NIGHTS - 1)
     context.add_output_metadata(history_metadata([*earlier, (context.run.run_id, row, calibration)], context.partition_key))

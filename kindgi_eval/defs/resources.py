@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
+from kindgi_eval.defs.registered import suite_settings
 from kindgi_eval.inputs import SETTINGS, TENANTS_ENV, RunSettings, load_tenants
 from kindgi_eval.spec import InputError, Problem
 
@@ -52,7 +53,7 @@ class EvalSettings(dg.ConfigurableResource):
                              f"({TENANTS_ENV}), so a run of {key} cannot be pointed elsewhere. Leave {field} unset.")]
                 )
         overrides = {field: getattr(self, field) for field in OVERRIDABLE}
-        return load_tenants(self.tenants_file).suite(key).settings(overrides)
+        return suite_settings(load_tenants(self.tenants_file).suite(key), overrides)
 
     @classmethod
     def of(cls, settings: RunSettings) -> EvalSettings:

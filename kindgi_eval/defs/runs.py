@@ -11,7 +11,8 @@ import dagster as dg
 
 from kindgi_eval.defs.asset_checks import CHECKS
 from kindgi_eval.defs.assets import CHAIN, SUITES
-from kindgi_eval.defs.io_manager import SOURCE_RUN_TAG, ParquetStore
+from kindgi_eval.defs.io_manager import ParquetStore
+from kindgi_eval.defs.lineage import RESUMES_TAG, SOURCE_RUN_TAG
 from kindgi_eval.defs.resources import EvalSettings
 from kindgi_eval.inputs import RunSettings
 
@@ -67,3 +68,18 @@ REPLAYED = ["judge_samples", "calibration", "statuses", "run_summary"]
 def replay_chain(instance: dg.DagsterInstance, home: Path, settings: RunSettings, key: str, source: str) -> str:
     """Materialise only the judged stages, reading `source`'s stored suite, replies and outcomes: no agent call."""
     return run_chain(instance, home, settings, key, selection=REPLAYED, tags={SOURCE_RUN_TAG: source})
+
+
+def resume_chain(
+    instance: dg.DagsterInstance, home: Path, settings: RunSettings, key: str, killed: str, replies_from: str | None
+) -> str:
+    """Finish a killed run as a new run, under its own id, tagged `kindgi/resumes=<killed>`: every stage runs again,
+    the paid ones reusing what the killed run recorded (a killed replay is resumed as a replay of the same source).
+
+    The killed run, left "started" in the instance by a process that died without a word, is marked failed."""
+    old = instance.get_run_by_id(killed)
+    if old is not None and not old.is_finished:
+        instance.report_run_failed(old, message="its process ended without finishing the run (killed); resumed by kindgi-eval run --resume")
+    tags = {RESUMES_TAG: killed, **({SOURCE_RUN_TAG: replies_from} if replies_from else {})}
+    return run_chain(instance, home, settings, key, selection=REPLAYED if replies_from else None, tags=tags)
+

@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import dagster as dg
 
 from kindgi_eval.defs.assets import CHAIN, SUITES
+from kindgi_eval.defs.registered import suite_settings
 from kindgi_eval.defs.resources import pinned_config
 from kindgi_eval.inputs import TenantSuite, load_suite, load_tenants
 from kindgi_eval.spec import InputError, Problem
@@ -59,7 +60,7 @@ def nightly_requests(suites: tuple[TenantSuite, ...], day: str) -> list[dg.RunRe
 
 def run_request(declared: TenantSuite, run_key: str) -> dg.RunRequest:
     """A run of one tenant suite with its settings resolved now, at the tick, and pinned for the whole run."""
-    config = {"resources": {"eval_settings": {"config": pinned_config(declared.settings())}}}
+    config = {"resources": {"eval_settings": {"config": pinned_config(suite_settings(declared))}}}
     return dg.RunRequest(run_key=run_key, partition_key=declared.key, tags=declared.tags(), run_config=config)
 
 
@@ -117,7 +118,7 @@ def suite_changes(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     unreadable: list[str] = []
     for declared in tenants.suites:
         try:
-            current = load_suite(declared.eval_dir).hash
+            current = load_suite(suite_settings(declared).eval_dir).hash  # a registered suite: its version in force
         except InputError as e:  # a half-edited suite waits for its fix; the run would only fail
             unreadable.append(declared.key)
             context.log.warning(f"{declared.key}: not run, the suite does not parse: {e}")

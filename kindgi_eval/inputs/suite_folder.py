@@ -9,13 +9,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kindgi_eval.inputs.tenant_file import LoadedTenant
 from kindgi_eval.spec import CalibrationItem, Case, InputError, Problem, problems_from_validation
 
 CASES_FILE = "cases.jsonl"
 CALIBRATION_FILE = "calibration.jsonl"
+REGISTRY_FILE = "registry.json"
+"""Beside a registered suite version written out as a folder: which suite, version and content it is."""
 
 Item = TypeVar("Item", bound=BaseModel)
 
@@ -77,6 +79,19 @@ class TenantNames(NamedTuple):
     """How a problem names the configuration, e.g. `the tenant configuration demo_tenant`."""
 
 
+class RegisteredAs(BaseModel):
+    """The registry version a suite folder was written from (its `registry.json`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    suite_id: str
+    """The registered suite's id."""
+    suite_version: str
+    """The version evaluated."""
+    registry_hash: str
+    """SHA-256 of the version's canonical JSON, as the registry stores it."""
+
+
 class Suite(NamedTuple):
     """A parsed suite folder and the content hash recorded with every run of it."""
 
@@ -86,6 +101,9 @@ class Suite(NamedTuple):
     calibration: tuple[CalibrationItem, ...]
     has_calibration: bool
     hash: str
+    """The content hash: of the files, or for a registered version the registry's hash of its content."""
+    registered: RegisteredAs | None = None
+    """The registry version the folder holds, when it was written from one."""
 
 
 def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None) -> Suite:
@@ -118,14 +136,27 @@ def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None) -> Suite
     for name, content in ((CASES_FILE, cases_bytes), (CALIBRATION_FILE, calibration_bytes)):
         digest.update(f"{name}\0{len(content) if content is not None else -1}\0".encode())
         digest.update(content or b"")
+    registered = _registered(folder / REGISTRY_FILE)
     return Suite(
         eval_dir=str(eval_dir),
         cases=tuple(c.item for c in cases),  # type: ignore[misc]
         case_lines=tuple(c.line for c in cases),
         calibration=tuple(c.item for c in calibration),  # type: ignore[misc]
         has_calibration=calibration_bytes is not None,
-        hash=digest.hexdigest(),
+        hash=registered.registry_hash if registered else digest.hexdigest(),
+        registered=registered,
     )
+
+
+def _registered(path: Path) -> RegisteredAs | None:
+    """The registry version a folder was written from; None for a folder of one's own."""
+    try:
+        return RegisteredAs.model_validate_json(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValidationError) as e:
+        raise InputError([Problem(str(path), None, None, f"is not the registry's record of this folder ({e}). "
+                                  "Delete the folder; the next run writes it again.")]) from None
 
 
 def _read(path: Path, problems: list[Problem], *, required: bool) -> bytes | None:
@@ -283,6 +314,12 @@ def _repeated_review(case: Case, place: Place) -> list[Problem]:
 
 def _short(text: str) -> str:
     return repr(text) if len(text) <= 60 else repr(text[:57] + "...")
+
+
+def registered_name(tenant: str, suite_id: str) -> str:
+    """The folder name of a registered suite: its id without the tenant's prefix (`acme.pricing` -> `pricing`),
+    so its partition is `<tenant>.<name>` like a suite folder's."""
+    return suite_id.removeprefix(f"{tenant}.") or suite_id
 
 
 def has_calibration_file(eval_dir: str | Path) -> bool:

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kindgi_eval.inputs.settings import DEFAULT_EVAL_DIR, ENV, MOCK_AGENT, RunSettings, resolve_settings
-from kindgi_eval.inputs.suite_folder import suite_key
+from kindgi_eval.inputs.suite_folder import registered_name, suite_key
 from kindgi_eval.inputs.tenant_file import field_lines
 from kindgi_eval.spec import InputError, Problem, Slug, parse_model, problems_from_validation
 
@@ -59,8 +59,12 @@ class TenantEntry(BaseModel):
     """The tenant's folder; absolute, or relative to the tenants file's folder."""
     config: str | None = None
     """Its configuration folder (holding tenant.toml), under home; omitted only for the packaged demo tenant."""
-    suites: list[str] = Field(min_length=1)
-    """Its suite folders, under home; each one is a partition."""
+    suites: list[str] | None = Field(default=None, min_length=1)
+    """Its suite folders, under home; each one is a partition. Omitted only beside `registry`."""
+    registry: str | None = None
+    """A suite registered in the suite registry (its id), evaluated as the partition `<name>.<id without "<name>.">`."""
+    version: str | None = None
+    """The registered suite's version to evaluate; unset: the latest when each run starts."""
     agent_model: str | None = None
     """The agent as provider:model."""
     agent_url: str | None = None
@@ -90,6 +94,9 @@ class TenantSuite(NamedTuple):
     """The tenant's folder, resolved; config_dir and eval_dir lie inside it."""
     entry: TenantEntry
     """The tenant's entry as written."""
+    registry: str | None = None
+    """The registered suite's id, when this suite is read from the registry (then eval_dir is where the run
+    writes the version in force, known only when the run starts)."""
 
     def settings(self, overrides: Mapping[str, object] | None = None, environ: Mapping[str, str] | None = None) -> RunSettings:
         """The run settings of this suite: overrides (a launchpad's) over the entry over the tuning variables."""
@@ -254,7 +261,7 @@ def _suites_of(
     elif entry.name != DEMO_TENANT:
         refuse("config", f"is missing. Name the folder holding the tenant's tenant.toml; only {DEMO_TENANT} may leave it out.")
     suite_dirs: list[tuple[int, Path]] = []
-    for number, given in enumerate(entry.suites):
+    for number, given in enumerate(entry.suites or []):
         found = inside(f"suites[{number}]", given, "suites")
         if found is not None:
             suite_dirs.append((number, found))
@@ -265,6 +272,14 @@ def _suites_of(
             refuse(f"suites[{number}]", f"is a second suite with the partition key {key!r} (like suites[{keys[key]}]). "
                    "Suite folders of one tenant need different names.")
         keys.setdefault(key, number)
+    if not entry.suites and entry.registry is None:
+        refuse("suites", "is missing. Name the tenant's suite folders, or a registered suite with registry = \"ID\".")
+    if entry.version is not None and entry.registry is None:
+        refuse("version", "is given without registry. A version names a version of a registered suite.")
+    if entry.registry is not None:
+        key = suite_key(entry.name, registered_name(entry.name, entry.registry))
+        if key in keys:
+            refuse("registry", f"has the partition key {key!r} of suites[{keys[key]}]. Rename one of them.")
     if entry.agent_model and entry.agent_url:
         refuse("agent_url", "is given beside agent_model. Name the agent once: agent_model or agent_url.")
     elif not (entry.agent_model or entry.agent_url):
@@ -276,10 +291,11 @@ def _suites_of(
             refuse(p.file.removeprefix("--").replace("-", "_"), p.message)
     if len(problems) > before:
         return []
-    return [
-        TenantSuite(suite_key(entry.name, folder), entry.name, folder, config_dir, home, entry)
-        for _, folder in suite_dirs
-    ]
+    declared = [TenantSuite(suite_key(entry.name, folder), entry.name, folder, config_dir, home, entry) for _, folder in suite_dirs]
+    if entry.registry is not None:
+        name = registered_name(entry.name, entry.registry)
+        declared.append(TenantSuite(suite_key(entry.name, name), entry.name, home / name, config_dir, home, entry, entry.registry))
+    return declared
 
 
 def _line(lines: Mapping[str, int], field: str) -> int | None:

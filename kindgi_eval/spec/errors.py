@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -36,10 +37,16 @@ class InputError(Exception):
 
 
 def field_path(loc: Iterable[object]) -> str:
-    """`("history", 0, "role")` as `history[0].role`."""
+    """`("history", 0, "role")` as `history[0].role`; a key that is not plain printable text (an unknown field named
+    with a newline, say) as a quoted JSON string, `["a\\nb"]`, so a problem always stays on one line."""
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not str(part).isprintable() or not str(part):
+            out += f"[{json.dumps(str(part))}]"
+        else:
+            out += f".{part}" if out else str(part)
     return out
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from kindgi_eval.llm import ModelCallError, scrub
 from kindgi_eval.spec import Agent, AgentTurn, Case, ReplyError, Usage
@@ -17,6 +17,8 @@ from kindgi_eval.steps.suite import cases_of
 from kindgi_eval.store import ReplyRow, SuiteRow
 
 Progress = Callable[[int, int], None]
+Record = Callable[[ReplyRow], None]
+"""Where each reply goes as soon as it arrives (the run's batch writer)."""
 
 LATE_REPLY_GRACE = 1.0
 """How much longer than the deadline a late reply is waited for, as a multiple of the deadline."""
@@ -41,18 +43,28 @@ async def collect_replies(
     concurrency: int,
     deadline_ms: float,
     progress: Progress | None = None,
+    done: Mapping[str, ReplyRow] | None = None,
+    record: Record | None = None,
 ) -> list[ReplyRow]:
-    """One ReplyRow per turn, in order; a failure or a missed deadline is recorded, never raised."""
+    """One ReplyRow per turn, in order; a failure or a missed deadline is recorded, never raised.
+
+    A turn whose case has a reply in `done` (recorded by a killed attempt of the run) is not asked again: that
+    reply is its row. Every reply asked for is passed to `record` as soon as it arrives."""
+    done = done or {}
     slots = asyncio.Semaphore(concurrency)
-    done = 0
+    answered = sum(t.case_id in done for t in turns)
 
     async def one(turn: AgentTurn) -> ReplyRow:
-        nonlocal done
+        nonlocal answered
+        if turn.case_id in done:
+            return done[turn.case_id]
         async with slots:
             row = await _ask(agent, turn, deadline_ms)
-        done += 1
+        if record:
+            record(row)
+        answered += 1
         if progress:
-            progress(done, len(turns))
+            progress(answered, len(turns))
         return row
 
     return list(await asyncio.gather(*(one(t) for t in turns)))
@@ -119,8 +131,23 @@ def _failed(
 
 
 def ask_agent(
-    agent: Agent, suite: Sequence[SuiteRow], *, concurrency: int, deadline_ms: float, progress: Progress | None = None
+    agent: Agent,
+    suite: Sequence[SuiteRow],
+    *,
+    concurrency: int,
+    deadline_ms: float,
+    progress: Progress | None = None,
+    done: Sequence[ReplyRow] = (),
+    record: Record | None = None,
 ) -> list[ReplyRow]:
-    """The `agent_replies` stage: every case of the stored suite asked of the agent, one row per case."""
+    """The `agent_replies` stage: every case of the stored suite asked of the agent, one row per case.
+
+    `done` holds the replies a killed attempt of this run recorded: those cases are not asked again. Each new reply
+    goes to `record` as it arrives, so that a run killed now keeps it."""
     turns = [turn_of(case, suite[0].tenant) for case in cases_of(suite)]
-    return asyncio.run(collect_replies(agent, turns, concurrency=concurrency, deadline_ms=deadline_ms, progress=progress))
+    recorded = {r.case_id: r for r in done}
+    return asyncio.run(
+        collect_replies(
+            agent, turns, concurrency=concurrency, deadline_ms=deadline_ms, progress=progress, done=recorded, record=record
+        )
+    )

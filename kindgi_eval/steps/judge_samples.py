@@ -28,6 +28,8 @@ from kindgi_eval.steps.suite import cases_of
 from kindgi_eval.store import OutcomeRow, ReplyRow, SampleRow, SuiteRow
 
 Progress = Callable[[int, int], None]
+Record = Callable[[SampleRow], None]
+"""Where each sample goes as soon as it is drawn (the run's batch writer)."""
 
 
 class Subject(NamedTuple):
@@ -62,6 +64,19 @@ def calibration_subjects(items: Sequence[CalibrationItem]) -> list[Subject]:
     return subjects
 
 
+SampleKey = tuple[str, str, str, str, int]
+"""What names one judge sample: subject kind and id, criterion source and text, sample number."""
+
+
+def sample_key(row: SampleRow) -> SampleKey:
+    """The sample a row holds, as `done` is keyed."""
+    return (row.subject, row.subject_id, row.source, row.criterion, row.sample)
+
+
+def _key_of(subject: Subject, number: int) -> SampleKey:
+    return (subject.kind, subject.id, subject.criterion.source, subject.criterion.criterion, number)
+
+
 async def sample_all(
     judge: Judge,
     subjects: Sequence[Subject],
@@ -70,17 +85,28 @@ async def sample_all(
     slots: asyncio.Semaphore,
     timeout_s: float,
     progress: Progress | None = None,
+    done: Mapping[SampleKey, SampleRow] | None = None,
+    record: Record | None = None,
 ) -> list[SampleRow]:
-    """SAMPLES samples of every subject; an error or a bad answer is an invalid sample, never a pass (C6)."""
-    total, done = len(subjects) * SAMPLES, 0
+    """SAMPLES samples of every subject; an error or a bad answer is an invalid sample, never a pass (C6).
+
+    A sample in `done` (recorded by a killed attempt of the run) is not drawn again: that row is the sample. Every
+    sample drawn is passed to `record` as soon as it arrives."""
+    done = done or {}
+    total = len(subjects) * SAMPLES
+    drawn = sum(_key_of(s, n) in done for s in subjects for n in range(1, SAMPLES + 1))
 
     async def one(subject: Subject, number: int, messages: list[dict[str, str]]) -> SampleRow:
-        nonlocal done
+        nonlocal drawn
+        if (recorded := done.get(_key_of(subject, number))) is not None:
+            return recorded
         async with slots:
             row = await _sample(judge, subject, number, messages, timeout_s)
-        done += 1
+        if record:
+            record(row)
+        drawn += 1
         if progress:
-            progress(done, total)
+            progress(drawn, total)
         return row
 
     calls = []
@@ -153,10 +179,14 @@ async def judge_suite(
     concurrency: int,
     timeout_s: float,
     progress: Progress | None = None,
+    done: Mapping[SampleKey, SampleRow] | None = None,
+    record: Record | None = None,
 ) -> list[SampleRow]:
-    """Calibrate first, then sample only the case criteria whose group the judge earned in this run."""
+    """Calibrate first, then sample only the case criteria whose group the judge earned in this run.
+
+    Samples in `done` are reused, never drawn again; each new one goes to `record` as it arrives."""
     slots = asyncio.Semaphore(concurrency)
-    kwargs = dict(catalogue=catalogue, slots=slots, timeout_s=timeout_s, progress=progress)
+    kwargs = dict(catalogue=catalogue, slots=slots, timeout_s=timeout_s, progress=progress, done=done, record=record)
     samples = await sample_all(judge, calibration_subjects(calibration), **kwargs)
     agreement = agree_by_group(graded_items(samples))
     earned = {group for group, a in agreement.items() if a.calibrated}
@@ -174,9 +204,14 @@ def sample_judge(
     concurrency: int,
     timeout_s: float,
     progress: Progress | None = None,
+    done: Sequence[SampleRow] = (),
+    record: Record | None = None,
 ) -> list[SampleRow]:
     """The `judge_samples` stage: no rows without a judge; else the calibration items' samples, then those of
-    every case whose assertions held (an asserted failure never reaches the judge)."""
+    every case whose assertions held (an asserted failure never reaches the judge).
+
+    `done` holds the samples a killed attempt of this run recorded: they are not drawn again. Each new sample goes
+    to `record` as it arrives, so that a run killed now keeps it."""
     if judge is None:
         return []
     failed = {o.case_id for o in outcomes if not o.held}
@@ -191,5 +226,7 @@ def sample_judge(
             concurrency=concurrency,
             timeout_s=timeout_s,
             progress=progress,
+            done={sample_key(s): s for s in done},
+            record=record,
         )
     )

@@ -26,8 +26,12 @@ def run_row(
     replies_from: str,
     started_at: str,
     finished_at: str,
+    resumed_from: str | None = None,
+    agent_calls_saved: int = 0,
+    judge_calls_saved: int = 0,
 ) -> RunRow:
-    """The run in one row: lineage, counts per status, ungraded criteria, costs and funnel coverage."""
+    """The run in one row: lineage, counts per status, ungraded criteria, costs and funnel coverage, and for a
+    resumed run the killed run it finished and how many agent and judge calls its recordings saved."""
     first = suite[0]
     counts = Counter(s.status for s in statuses)
     entered = {r.funnel_stage for r in suite if r.kind == "case"}
@@ -36,6 +40,8 @@ def run_row(
         eval_dir=first.eval_dir,
         suite_hash=first.suite_hash,
         config_hash=first.config_hash,
+        suite_id=first.suite_id,
+        suite_version=first.suite_version,
         agent=replies[0].agent if replies else "",
         judge=judge,
         judge_prompt_hash=judge_prompt_hash,
@@ -50,6 +56,9 @@ def run_row(
         cost_unknown=not all(r.cost_known for r in replies) or not all(s.cost_known for s in samples),
         stages=list(stages),
         uncovered=[s for s in stages if s not in entered],
+        resumed_from=resumed_from,
+        agent_calls_saved=agent_calls_saved,
+        judge_calls_saved=judge_calls_saved,
         **{status.replace("-", "_"): counts.get(status, 0) for status in STATUSES},
     )
 

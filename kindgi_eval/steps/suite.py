@@ -11,7 +11,15 @@ from kindgi_eval.store import SuiteRow
 
 def suite_rows(suite: Suite, tenant: str, config_hash: str) -> list[SuiteRow]:
     """The parsed suite as rows, each item kept as canonical JSON so later stages rebuild it exactly."""
-    common = dict(tenant=tenant, eval_dir=suite.eval_dir, suite_hash=suite.hash, config_hash=config_hash)
+    registered = suite.registered
+    common = dict(
+        tenant=tenant,
+        eval_dir=suite.eval_dir,
+        suite_hash=suite.hash,
+        config_hash=config_hash,
+        suite_id=registered.suite_id if registered else None,
+        suite_version=registered.suite_version if registered else None,
+    )
     rows = [
         SuiteRow(
             kind="case",

@@ -1,11 +1,24 @@
-"""The Parquet store: rows, their Arrow form, the layout, DuckDB views, compaction and prune. Imports spec."""
+"""The Parquet store: rows, their Arrow form, the layout, DuckDB views, compaction, prune and runs' recordings in progress. Imports spec."""
 
 from kindgi_eval.store.arrow import arrow_schema, from_table, to_table
+from kindgi_eval.store.batches import (
+    BatchWriter,
+    Manifest,
+    area_run_id,
+    claim,
+    discard_area,
+    find_run_areas,
+    read_batches,
+    read_manifest,
+    run_area,
+    write_manifest,
+)
 from kindgi_eval.store.compaction import compact
 from kindgi_eval.store.layout import (
     TABLE_OF,
     StorePath,
     earlier_runs,
+    find_table,
     read_rows,
     read_table,
     run_keys,
@@ -28,4 +41,4 @@ from kindgi_eval.store.rows import (
 )
 from kindgi_eval.store.views import connect, export_database, format_rows
 
-__all__ = ["CalibrationRow", "CriterionRow", "OutcomeRow", "ReplyRow", "RunRow", "SampleRow", "StatusRow", "StorePath", "SuiteRow", "TABLE_OF", "arrow_schema", "compact", "connect", "earlier_runs", "export_database", "format_rows", "from_table", "plan_prune", "read_rows", "read_table", "remove_runs", "run_keys", "run_partition", "runtime_home", "store_root", "stored_runs", "table_path", "to_table", "write_atomically"]
+__all__ = ["BatchWriter", "CalibrationRow", "Manifest", "CriterionRow", "OutcomeRow", "ReplyRow", "RunRow", "SampleRow", "StatusRow", "StorePath", "SuiteRow", "TABLE_OF", "area_run_id", "arrow_schema", "claim", "compact", "connect", "discard_area", "earlier_runs", "export_database", "find_run_areas", "find_table", "format_rows", "from_table", "plan_prune", "read_batches", "read_manifest", "read_rows", "read_table", "remove_runs", "run_area", "run_keys", "run_partition", "runtime_home", "store_root", "stored_runs", "table_path", "to_table", "write_atomically", "write_manifest"]

@@ -70,7 +70,8 @@ def compact(root: StorePath, before_month: str) -> Compacted:
                 if values[RUN_COLUMN] not in held:
                     parts.append(with_hive_columns(read_parquet(path), values))
                 runs.add(values[RUN_COLUMN])
-            merged = pa.concat_tables(parts).sort_by([(c, "ascending") for c in HIVE_COLUMNS])
+            # a column added to a row model since an older run (or month file) was written is null in its rows
+            merged = pa.concat_tables(parts, promote_options="default").sort_by([(c, "ascending") for c in HIVE_COLUMNS])
             put_parquet(merged, target, row_group_size=ROW_GROUP_ROWS)
             for path in paths:
                 remove_run_folder(path.parent)

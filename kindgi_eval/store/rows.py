@@ -39,9 +39,13 @@ class SuiteRow(_Row):
     eval_dir: str
     """The suite folder, as given."""
     suite_hash: str
-    """Content hash of the suite's files."""
+    """Content hash of the suite's files, or for a registered suite the registry's hash of the version."""
     config_hash: str
     """Content hash of the tenant configuration."""
+    suite_id: str | None = None
+    """The registered suite's id, when the suite was read from the registry; None for a suite folder."""
+    suite_version: str | None = None
+    """The registered version evaluated; None for a suite folder."""
 
 
 class ReplyRow(_Row):
@@ -231,3 +235,16 @@ class RunRow(_Row):
     """The funnel stages the tenant configuration names."""
     uncovered: list[str]
     """Stages no case enters at."""
+    resumed_from: str | None = None
+    """The killed run this run finished (`kindgi-eval run --resume`, or Dagster's re-execution from failure), whose
+    recorded replies and judge samples it reused; None for a run that started afresh, and in runs stored before
+    resuming existed (their files lack the column, which reads as NULL)."""
+    agent_calls_saved: int | None = None
+    """Cases whose reply the killed run had recorded, so the agent was not asked them again; 0 for a fresh run."""
+    judge_calls_saved: int | None = None
+    """Judge samples the killed run had recorded, so the judge was not asked them again; 0 for a fresh run."""
+    suite_id: str | None = None
+    """The registered suite the run evaluated (`registry = ...` in the tenants file, or `run --suite`); None for
+    a suite folder."""
+    suite_version: str | None = None
+    """The version of it in force when the run started."""

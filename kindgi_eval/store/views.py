@@ -8,6 +8,7 @@ import json
 import math
 import os
 import re
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
@@ -37,13 +38,18 @@ def sql_type(arrow_type: pa.DataType) -> str:
 
 def view_sql(table: Table, root: StorePath) -> str:
     """The view over every run of one table: the runs' own files and the compacted months, whichever exist;
-    with neither, an empty view with the same columns."""
+    with neither, an empty view with the same columns.
+
+    Files are matched by column name, so a column added to a row model later reads as NULL in the files of
+    older runs. Only `<asset>/.../data.parquet` is read: never a run's recordings in progress (`store.batches`)."""
     folder = root.absolute() / table.asset
     sources = []
     if next(folder.glob(RUN_FILES), None) is not None:
-        sources.append(f"read_parquet('{_quoted(folder / RUN_FILES)}', hive_partitioning = true, hive_types_autocast = false)")
+        sources.append(
+            f"read_parquet('{_quoted(folder / RUN_FILES)}', hive_partitioning = true, hive_types_autocast = false, union_by_name = true)"
+        )
     if next(folder.glob(MONTH_FILES), None) is not None:
-        sources.append(f"read_parquet('{_quoted(folder / MONTH_FILES)}', hive_partitioning = false)")
+        sources.append(f"read_parquet('{_quoted(folder / MONTH_FILES)}', hive_partitioning = false, union_by_name = true)")
     if not sources:
         columns = [f'CAST(NULL AS {sql_type(f.type)}) AS "{f.name}"' for f in arrow_schema(table.row)]
         columns += [f'CAST(NULL AS VARCHAR) AS "{name}"' for name in HIVE_COLUMNS]
@@ -95,18 +101,23 @@ def export_database(root: StorePath) -> Path:
     its tables; for a store at a URL, in the runtime folder, since a database file must be local. Its views name the
     store's files by URL, which a client reads itself (`file://` natively, `s3://` and `gs://` through httpfs).
 
-    It is built beside the old file and renamed over it, so a reader never sees a half-written database."""
+    It is built beside the old file under a name no other process uses, and renamed over it: a reader never sees
+    a half-written database, one holding the old file open keeps reading it, and two runs exporting at once
+    each rename a whole database (the last one stays)."""
     folder = runtime_home() if isinstance(root, UPath) else root
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / DATABASE_FILE
-    tmp = folder / f".{DATABASE_FILE}.tmp"
-    tmp.unlink(missing_ok=True)
-    con = open_database(root, str(tmp))
+    tmp = folder / f".{DATABASE_FILE}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp"
     try:
-        define_views(con, root)
+        con = open_database(root, str(tmp))
+        try:
+            define_views(con, root)
+        finally:
+            con.close()
+        os.replace(tmp, target)
     finally:
-        con.close()
-    os.replace(tmp, target)
+        tmp.unlink(missing_ok=True)
+        Path(f"{tmp}.wal").unlink(missing_ok=True)
     return target
 
 

@@ -1,0 +1,130 @@
+"""Resuming a killed run: the paid stages record their rows as they arrive, and a run that finishes a killed one
+(`defs.lineage.parent_of`) asks only for what the killed runs had not recorded.
+
+Which run id a resume writes under: its own. `kindgi-eval run --resume` starts a new Dagster run tagged
+`kindgi/resumes=<killed run>`, and Dagster's re-execution from failure creates one tagged
+`dagster/parent_run_id`; either way the new run stores its tables under its own id, reading the killed runs'
+recordings (and, for a re-execution, the tables of the steps that had succeeded) by their ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import dagster as dg
+from pydantic import BaseModel
+
+from kindgi_eval.defs.lineage import SOURCE_RUN_TAG, lineage, parent_of, run_day
+from kindgi_eval.inputs import (
+    RunSettings,
+    changes_since,
+    load_suite,
+    load_tenant,
+    manifest_of,
+)
+from kindgi_eval.spec import InputError
+from kindgi_eval.steps import sample_key
+from kindgi_eval.store import (
+    TABLE_OF,
+    BatchWriter,
+    Manifest,
+    StorePath,
+    area_run_id,
+    claim,
+    find_run_areas,
+    from_table,
+    read_batches,
+    read_manifest,
+    read_table,
+    run_area,
+    write_manifest,
+)
+
+KEY_OF: dict[str, Callable[[Any], object]] = {"agent_replies": lambda r: r.case_id, "judge_samples": sample_key}
+"""The paid stages, and what names one of their rows: a reply by its case, a sample by subject, criterion and number."""
+
+
+def manifest_now(context: dg.AssetExecutionContext, settings: RunSettings) -> Manifest:
+    """What this run's rows are recorded under: its settings, and the hashes of the suite and tenant files now."""
+    return manifest_of(
+        context.run.run_id,
+        context.partition_key,
+        settings,
+        suite_hash=load_suite(settings.eval_dir).hash,
+        config_hash=load_tenant(settings.config_dir).hash,
+        replies_from=context.run.tags.get(SOURCE_RUN_TAG),
+        resumes=parent_of(context.run),
+    )
+
+
+def area_of(root: StorePath, partition: str, run_id: str) -> StorePath | None:
+    """The recordings area of one run, if it has one."""
+    return next((a for a in find_run_areas(root, run_id, partition) if area_run_id(a) == run_id), None)
+
+
+def recorded_rows(root: StorePath, partition: str, run_ids: list[str], asset: str, now: Manifest | None = None) -> list:
+    """The rows of `asset` the given runs recorded, nearest run first, each row once: a run's whole table when it
+    stored one, else the batches it recorded before it was killed.
+
+    With `now`, a run's rows are reused only if its manifest matches: InputError naming what changed otherwise."""
+    model: type[BaseModel] = TABLE_OF[asset].row
+    key, rows = KEY_OF[asset], {}
+    for run_id in run_ids:
+        area = area_of(root, partition, run_id)
+        manifest = read_manifest(area) if area is not None else None
+        if now is not None and manifest is not None and run_id != now.run_id:
+            problems = changes_since(manifest, now)
+            if problems:
+                raise InputError(problems)
+        table = read_table(root, asset, partition, run_id)
+        found = from_table(table, model) if table is not None else read_batches(area / asset, model) if area is not None else []
+        for row in found:
+            rows.setdefault(key(row), row)
+    return list(rows.values())
+
+
+@contextmanager
+def recording(context: dg.AssetExecutionContext, root: StorePath, asset: str, now: Manifest) -> Iterator[tuple[list, Callable]]:
+    """(what the killed runs this run finishes recorded, where to record each new row) for one paid stage.
+
+    Holds the locks of this run's area and of the killed runs' (a run still recording cannot be resumed, nor
+    resumed twice at once), writes this run's manifest, and flushes the last batch on the way out."""
+    ids = lineage(context.instance, context.run)
+    partition = context.partition_key
+    for run_id in ids[1:]:
+        area = area_of(root, partition, run_id)
+        if area is not None and not claim(area):
+            raise dg.Failure(f"run {run_id} is still running (a process holds {area}/lock); resume it once it has ended.")
+    try:
+        done = recorded_rows(root, partition, ids, asset, now)
+    except InputError as e:
+        raise dg.Failure(description="\n".join(str(p) for p in e.problems)) from None
+    own = run_area(root, partition, run_day(context.instance, context.run.run_id), context.run.run_id)
+    if not claim(own):
+        raise dg.Failure(f"another process is recording run {context.run.run_id} ({own}/lock).")
+    if read_manifest(own) is None:
+        write_manifest(own, now)
+    if len(done):
+        context.log.info(f"{asset}: {len(done)} rows recorded by run {', '.join(ids[1:]) or 'this run'} are reused, not asked again")
+    with BatchWriter(own / asset, TABLE_OF[asset].row) as writer:
+        yield done, writer.add
+
+
+def resume_summary(
+    context: dg.AssetExecutionContext, root: StorePath, replies: list, samples: list
+) -> tuple[str | None, int, int]:
+    """(the killed run this run finished, agent calls saved, judge calls saved): how many of this run's replies and
+    samples the killed runs had recorded. (None, 0, 0) for a run that started afresh."""
+    ids = lineage(context.instance, context.run)
+    if len(ids) == 1:
+        return None, 0, 0
+    earlier = ids[1:]
+    replied = {KEY_OF["agent_replies"](r) for r in recorded_rows(root, context.partition_key, earlier, "agent_replies")}
+    sampled = {KEY_OF["judge_samples"](s) for s in recorded_rows(root, context.partition_key, earlier, "judge_samples")}
+    return (
+        ids[1],
+        sum(KEY_OF["agent_replies"](r) in replied for r in replies),
+        sum(KEY_OF["judge_samples"](s) in sampled for s in samples),
+    )

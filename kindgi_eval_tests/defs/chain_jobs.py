@@ -1,0 +1,60 @@
+"""The `evaluate_suite` job as Dagster reconstructs it in another process (the UI's and the daemon's way of running
+it), under either executor; run as a script, it runs the chain once, so a test can kill it halfway.
+
+    python -m kindgi_eval_tests.defs.chain_jobs SETTINGS_JSON PARTITION HOME
+
+Imports no pytest."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import dagster as dg
+
+from kindgi_eval.defs.asset_checks import CHECKS
+from kindgi_eval.defs.assets import CHAIN
+from kindgi_eval.defs.io_manager import ParquetStore
+from kindgi_eval.defs.resources import EvalSettings, pinned_config
+from kindgi_eval.inputs import RunSettings
+
+PARTITION_TAG = "dagster/partition"
+
+
+def in_process_chain() -> dg.JobDefinition:
+    """The job as the code location defines it: every step in the run's own process."""
+    from kindgi_eval.defs.definitions import defs
+
+    return defs.resolve_job_def("evaluate_suite")
+
+
+def multiprocess_chain() -> dg.JobDefinition:
+    """The chain's seven assets (not their checks, which would only add processes) with each step in a process of
+    its own: nothing passes between steps but the store."""
+    steps = dg.define_asset_job("evaluate_suite_steps", selection=dg.AssetSelection.assets(*CHAIN).without_checks())
+    defs = dg.Definitions(
+        assets=CHAIN,
+        asset_checks=CHECKS,
+        jobs=[steps],
+        resources={"io_manager": ParquetStore(), "eval_settings": EvalSettings()},
+        executor=dg.multiprocess_executor.configured({"max_concurrent": 2}),
+    )
+    return defs.resolve_job_def("evaluate_suite_steps")
+
+
+def run_config(settings: RunSettings, home: Path) -> dict:
+    """The launchpad's config for a run of pinned settings on the store under `home`."""
+    return {"resources": {"eval_settings": {"config": pinned_config(settings)}, "io_manager": {"config": {"home": str(home)}}}}
+
+
+def execute(job, instance: dg.DagsterInstance, settings: RunSettings, key: str, home: Path, **options) -> dg.ExecuteJobResult:
+    """One run of `job` (a function above) for partition `key`, as a Dagster run worker executes it."""
+    instance.add_dynamic_partitions("suites", [key])
+    tags = {PARTITION_TAG: key, **options.pop("tags", {})}
+    return dg.execute_job(dg.reconstructable(job), instance, run_config=run_config(settings, home), tags=tags, **options)
+
+
+if __name__ == "__main__":
+    settings_json, partition, home = sys.argv[1:4]
+    with dg.DagsterInstance.get() as current:
+        execute(in_process_chain, current, RunSettings.model_validate_json(settings_json), partition, Path(home))
