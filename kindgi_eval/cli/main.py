@@ -508,19 +508,14 @@ def report(run_id: str, html_path: str) -> None:
       kindgi-eval report 3f9c2a1e --html out/report.html
     """
     from kindgi_eval.reports import RunPage, render_html
-    from kindgi_eval.store import read_rows, run_keys, store_root
+    from kindgi_eval.store import earlier_runs, read_rows, store_root
 
     _check_json_path(html_path, "--html")
     root = store_root()
     (ref,) = _runs_named(root, {"RUN_ID": run_id})
     key, run_id = ref.partition, ref.run_id
     (run,) = read_rows(root, "run_summary", key, run_id)
-    earlier = [k for k in run_keys(root, key) if k.day <= ref.day]
-    summaries = sorted(
-        ((k.run_id, read_rows(root, "run_summary", key, k.run_id)[0]) for k in sorted(earlier, key=lambda k: k.day)[-3 * REPORT_HISTORY :]),
-        key=lambda pair: (pair[1].started_at, pair[1].finished_at, pair[0]),
-    )
-    upto = [pair for pair in summaries if (pair[1].started_at, pair[1].finished_at, pair[0]) <= (run.started_at, run.finished_at, run_id)]
+    earlier = earlier_runs(root, key, run_id, run.started_at, REPORT_HISTORY - 1)
     page = RunPage(
         run_id=run_id,
         run=run,
@@ -528,7 +523,7 @@ def report(run_id: str, html_path: str) -> None:
         outcomes=read_rows(root, "outcomes", key, run.replies_from),
         samples=read_rows(root, "judge_samples", key, run_id),
         calibration=read_rows(root, "calibration", key, run_id),
-        history=upto[-REPORT_HISTORY:],
+        history=[*((i, summary) for i, summary, _ in earlier), (run_id, run)],
     )
     _write_atomically(Path(html_path), render_html(page, key))
     click.echo(f"wrote {html_path}: {len(page.statuses)} cases, {len(page.history)} runs in the chart", err=True)

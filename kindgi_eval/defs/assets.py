@@ -256,7 +256,7 @@ def run_summary(
         agent_calls_saved=agent_saved,
         judge_calls_saved=judge_saved,
     )
-    earlier = earlier_runs(store_root(), context.partition_key, context.run.run_id, NIGHTS - 1)
+    earlier = earlier_runs(store_root(), context.partition_key, context.run.run_id, row.started_at, NIGHTS - 1)
     context.add_output_metadata(history_metadata([*earlier, (context.run.run_id, row, calibration)], context.partition_key))
     return [row]
 

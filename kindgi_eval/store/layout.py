@@ -215,14 +215,17 @@ def read_rows(root: StorePath, asset: str, partition: str, run_id: str) -> list:
     return from_table(table, TABLE_OF[asset].row)
 
 
-def earlier_runs(root: StorePath, partition: str, before: str, count: int) -> list[tuple[str, Any, list]]:
-    """Up to `count` runs of a suite stored before run `before`, oldest first: (run id, summary, calibration).
+def earlier_runs(root: StorePath, partition: str, before: str, started_at: str, count: int) -> list[tuple[str, Any, list]]:
+    """Up to `count` runs of a suite other than `before` that started no later than it (`started_at`), oldest
+    first: (run id, summary, calibration).
 
-    A run's day is the UTC day it started, so only the runs of the latest days are read, not a year of them."""
-    keys = sorted((k for k in run_keys(root, partition) if k.run_id != before), key=lambda k: k.day)[-3 * count :]
+    A run's day is the UTC day it started, so only the runs of the latest days up to then are read, not a year."""
+    day = started_at[:10]
+    keys = sorted((k for k in run_keys(root, partition) if k.run_id != before and k.day <= day), key=lambda k: k.day)
     runs = []
-    for key in keys:
+    for key in keys[-3 * count :]:
         (summary,) = read_rows(root, "run_summary", partition, key.run_id)
-        runs.append((key.run_id, summary, read_rows(root, "calibration", partition, key.run_id)))
+        if summary.started_at <= started_at:
+            runs.append((key.run_id, summary, read_rows(root, "calibration", partition, key.run_id)))
     runs.sort(key=lambda run: (run[1].started_at, run[1].finished_at, run[0]))
     return runs[-count:] if count else []
