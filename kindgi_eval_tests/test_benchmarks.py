@@ -39,6 +39,8 @@ def test_pytest_is_blocked() -> None:
         # a tiny run of each: a few calls, a server answering at once, one repeat (a few seconds each)
         ("agent_calls.py", ("--calls", "8", "--concurrency", "4", "--delay", "0.01", "--repeat", "1")),
         ("judge_calls.py", ("--cases", "4", "--concurrency", "4", "--delay", "0.01")),
+        # a suite over the limit refused, and an answer over it; the slow suite at the limit skipped
+        ("big_inputs.py", ("--suite-mb", "20", "--body-mb", "2", "--skip-at-limit")),
     ],
 )
 def test_a_benchmark_runs_without_pytest(script: str, args: tuple[str, ...]) -> None:

@@ -125,7 +125,9 @@ def run(mock: bool, json_path: str | None, resume: str | None, registered: str |
     loaded = load_tenant(settings.config_dir)
     if registered:
         settings = settings.model_copy(update={"eval_dir": str(_registered_folder(registered, loaded.tenant.tenant))})
-    load_checked_suite(settings.eval_dir, loaded)
+    suite = load_checked_suite(settings.eval_dir, loaded)
+    if suite.kind == "regression":
+        _check_baseline(suite, loaded.tenant.tenant)
     make_agent(settings, loaded.tenant)
     make_judge(settings)
     _check_json_path(json_path)
@@ -143,6 +145,14 @@ def run(mock: bool, json_path: str | None, resume: str | None, registered: str |
         click.echo(f"error: {e}", err=True)
         sys.exit(EXIT_FAILED)
     sys.exit(_report(home, key, run_id, json_path))
+
+
+def _check_baseline(suite, tenant: str) -> None:
+    """InputError (exit 2, nothing run) when a regression suite's baseline run is not stored or evaluated other cases."""
+    from kindgi_eval.steps import resolve_baseline
+    from kindgi_eval.store import store_root
+
+    resolve_baseline(store_root(), tenant, suite.registered, [c.id for c in suite.cases])
 
 
 def _registered_folder(named: str, tenant: str) -> Path:
@@ -256,17 +266,10 @@ def replay(source: str, json_path: str | None, **flags: object) -> None:
     """
     from kindgi_eval.agents import make_judge
     from kindgi_eval.inputs import load_checked_suite, load_tenant, resolve_settings
-    from kindgi_eval.store import read_rows, read_table, run_partition, runtime_home, store_root
+    from kindgi_eval.store import replay_source, runtime_home, store_root
 
     home = runtime_home()
-    root = store_root(home)
-    key = run_partition(root, source)
-    if key is None:
-        raise InputError([Problem("--from", None, None, f"no run {source!r} in the store at {root}. List runs with: kindgi-eval sql \"SELECT run_id, suite, finished_at FROM runs\"")])
-    missing = [a for a in ("suite", "agent_replies", "outcomes") if read_table(root, a, key, source) is None]
-    if missing:
-        raise InputError([Problem("--from", None, None, f"run {source} has no stored {', '.join(missing)} (pruned?), so there are no replies to re-judge.")])
-    (original,) = read_rows(root, "run_summary", key, source)
+    key, original = replay_source(store_root(home), source, "--from")
     # The suite folder is the source run's unless --eval-dir says otherwise; a replay asks no agent.
     flags = {**flags, "eval_dir": flags.get("eval_dir") or original.eval_dir}
     not_read = ("EVAL_DIR", "AGENT_MODEL", "AGENT_URL")
@@ -320,7 +323,7 @@ def _report(home: Path, key: str, run_id: str, json_path: str | None) -> int:
     if json_path:
         document = json.dumps(summary_json(run_id, run, statuses, calibration), indent=2, ensure_ascii=False)
         _write_atomically(Path(json_path), document + "\n")
-    return EXIT_FAILED if any(s.status in FAILING for s in statuses) else EXIT_OK
+    return EXIT_FAILED if any(s.status in FAILING for s in statuses) or (run.regressed or 0) > 0 else EXIT_OK
 
 
 @main.command(short_help="Check suites and calibration sets; run nothing.")
@@ -648,19 +651,36 @@ def _json_lines(path: Path) -> list:
 def prune(keep_days: int, dry_run: bool) -> None:
     """Remove runs older than --keep-days from the store and the Dagster instance; replay sources stay.
 
+    The recordings in progress (.partial/) of the runs removed go too, and those of runs killed before the cutoff,
+    unless a living process holds them.
+
     \b
     Example:
       kindgi-eval prune --keep-days 90 --dry-run
     """
     from datetime import UTC, datetime
 
-    from kindgi_eval.store import export_database, plan_prune, remove_runs, runtime_home, store_root, stored_runs
+    from kindgi_eval.store import (
+        export_database,
+        plan_areas,
+        plan_prune,
+        recorded_areas,
+        remove_areas,
+        remove_runs,
+        runtime_home,
+        store_root,
+        stored_runs,
+    )
 
     home = runtime_home()
     root = store_root(home)
-    plan = plan_prune(stored_runs(root), keep_days, datetime.now(UTC).date())
+    today = datetime.now(UTC).date()
+    plan = plan_prune(stored_runs(root), keep_days, today)
     verb = "would remove" if dry_run else "removed"
     click.echo(f"{verb} {len(plan.removed)} runs; kept {len(plan.spared)} older runs whose replies a kept replay uses")
+    areas = remove_areas(root, plan_areas(recorded_areas(root), plan.removed, keep_days, today), dry_run=dry_run)
+    if areas:
+        click.echo(f"{verb} the recordings in progress of {len(areas)} runs that were pruned or never finished")
     if dry_run or not plan.removed:
         return
     from kindgi_eval.defs import open_instance

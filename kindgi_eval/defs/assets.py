@@ -1,4 +1,5 @@
-"""The asset chain: suite -> agent_replies -> outcomes -> judge_samples -> calibration -> statuses -> run_summary.
+"""The asset chain: suite -> agent_replies -> outcomes -> judge_samples -> calibration -> statuses -> accuracy,
+regressions -> run_summary.
 
 Every asset is one Parquet table per run in the store (its layout is store.table_path's) and one DuckDB view of
 `kindgi-eval sql`. The IO manager hands each asset the rows of its inputs as their row models, and stores the
@@ -7,11 +8,13 @@ rows it returns; each body is a call into `steps/`, which holds what the stage c
 
 
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import dagster as dg
 
 from kindgi_eval.agents import make_agent, make_judge
+from kindgi_eval.defs.asset_checks import calibration_checks, check_specs, statuses_result
 from kindgi_eval.defs.io_manager import ParquetStore
 from kindgi_eval.defs.lineage import input_run
 from kindgi_eval.defs.resume import manifest_now, recording, resume_summary
@@ -21,19 +24,26 @@ from kindgi_eval.inputs import RunSettings, has_calibration_file, load_checked_s
 from kindgi_eval.prompts import template_hash
 from kindgi_eval.spec import InputError
 from kindgi_eval.steps import (
+    accuracy_rows,
     ask_agent,
     calibration_rows,
     cases_of,
     code_version,
     outcome_rows,
+    pass_rate_change,
+    regression_rows,
+    resolve_baseline,
     run_row,
     sample_judge,
     status_rows,
     suite_rows,
+    summarize_accuracy,
 )
 from kindgi_eval.store import (
+    AccuracyRow,
     CalibrationRow,
     OutcomeRow,
+    RegressionRow,
     ReplyRow,
     RunRow,
     SampleRow,
@@ -41,6 +51,8 @@ from kindgi_eval.store import (
     SuiteRow,
     TABLE_OF,
     earlier_runs,
+    read_rows,
+    run_partition,
     store_root,
 )
 
@@ -50,9 +62,11 @@ GROUP = "evaluation"
 
 
 def chain_asset(name: str) -> dict[str, object]:
-    """What every asset of the chain declares: its partitions, group, kinds, code version and column schema."""
+    """What every asset of the chain declares: its partitions, group, kinds, code version, column schema and the
+    checks it yields itself."""
     return {
         "partitions_def": SUITES,
+        "check_specs": check_specs(name, SUITES),
         "group_name": GROUP,
         "kinds": {"parquet", "duckdb"},
         "code_version": code_version(),
@@ -77,10 +91,15 @@ def suite(context: dg.AssetExecutionContext, eval_settings: EvalSettings) -> lis
             f"(tenant {loaded.tenant.tenant!r} in {loaded.config_dir}/tenant.toml, suite folder {settings.eval_dir}). "
             "A tenants file entry's name must equal its tenant.toml's tenant."
         )
+    baseline = None
+    if parsed.kind == "regression":
+        ids = [c.id for c in parsed.cases]
+        baseline = _inputs(lambda: resolve_baseline(store_root(), loaded.tenant.tenant, parsed.registered, ids))
     context.add_output_metadata(
-        {"suite_hash": parsed.hash, "config_hash": loaded.hash, "cases": len(parsed.cases), "calibration_items": len(parsed.calibration)}
+        {"suite_hash": parsed.hash, "config_hash": loaded.hash, "cases": len(parsed.cases), "calibration_items": len(parsed.calibration),
+         "kind": parsed.kind, **({"baseline_run": baseline} if baseline else {})}
     )
-    return suite_rows(parsed, loaded.tenant.tenant, loaded.hash)
+    return suite_rows(parsed, loaded.tenant.tenant, loaded.hash, baseline)
 
 
 @dg.asset(**chain_asset("agent_replies"))
@@ -179,18 +198,19 @@ def judge_samples(
 
 @dg.asset(**chain_asset("calibration"))
 def calibration(
-    context: dg.AssetExecutionContext, judge_samples: list[SampleRow], eval_settings: EvalSettings
-) -> list[CalibrationRow]:
+    context: dg.AssetExecutionContext, suite: list[SuiteRow], judge_samples: list[SampleRow], eval_settings: EvalSettings
+) -> Iterator[dg.Output[list[CalibrationRow]] | dg.AssetCheckResult]:
     """The judge's agreement with the hand labels per calibration group, and whether each group may grade.
 
-    One row per group (agreement, kappa, labels, calibrated, note); empty without a judge.
+    One row per group (agreement, kappa, labels, calibrated, note); empty without a judge. Its step yields the
+    `<group>_calibrated` checks of the same rows.
     Query: `kindgi-eval sql 'SELECT run_id, "group", agreement, calibrated, note FROM calibration'`.
     """
     settings = _settings(context, eval_settings)
     file = "empty" if has_calibration_file(settings.eval_dir) else "absent"  # what a run without samples had
-    rows = calibration_rows(settings.judge_model, judge_samples, file)
-    context.add_output_metadata(calibration_metadata(rows) if rows else {"judge": "none", "calibrated_groups": 0})
-    return rows
+    rows = calibration_rows(settings.judge_model, judge_samples, file, suite[0].suite_kind)
+    yield dg.Output(rows, metadata=calibration_metadata(rows) if rows else {"judge": "none", "calibrated_groups": 0})
+    yield from calibration_checks(rows)
 
 
 @dg.asset(**chain_asset("statuses"))
@@ -202,7 +222,7 @@ def statuses(
     judge_samples: list[SampleRow],
     calibration: list[CalibrationRow],
     eval_settings: EvalSettings,
-) -> list[StatusRow]:
+) -> Iterator[dg.Output[list[StatusRow]] | dg.AssetCheckResult]:
     """One status per case: passed, failed, judged-fail, judged-pass or reviewed, with criteria verdicts.
 
     Each case's failures, reply and every criterion's verdict, votes, quoted evidence and reason; the metadata
@@ -213,8 +233,53 @@ def statuses(
     rows = status_rows(
         cases_of(suite), agent_replies, outcomes, judge_samples, calibration, judged=settings.judge_model is not None
     )
-    context.add_output_metadata(statuses_metadata(rows, agent_replies, judge_samples, cases_of(suite), context.run.run_id))
     context.instance.add_run_tags(context.run.run_id, result_tags(rows, suite[0].tenant, context.partition_key))
+    yield dg.Output(rows, metadata=statuses_metadata(rows, agent_replies, judge_samples, cases_of(suite), context.run.run_id))
+    yield statuses_result(rows)
+
+
+@dg.asset(**chain_asset("accuracy"))
+def accuracy(
+    context: dg.AssetExecutionContext, suite: list[SuiteRow], outcomes: list[OutcomeRow], statuses: list[StatusRow]
+) -> list[AccuracyRow]:
+    """Each item of an accuracy suite graded correct, wrong or ungraded, and why; empty for other kinds.
+
+    The metadata holds the accuracy and its Wilson 95% interval as numbers, so they plot night over night.
+    Query: `kindgi-eval sql "SELECT case_id, grade, expected_output, detail FROM accuracy WHERE grade <> 'correct'"`.
+    """
+    if suite[0].suite_kind != "accuracy":
+        return []
+    rows = accuracy_rows(cases_of(suite), outcomes, statuses)
+    summary = summarize_accuracy(rows)
+    interval = summary.interval
+    context.add_output_metadata(
+        {"correct": summary.correct, "wrong": summary.wrong, "ungraded": summary.ungraded}
+        | ({"accuracy": interval.estimate, "accuracy_low": interval.low, "accuracy_high": interval.high} if interval else {})
+    )
+    return rows
+
+
+@dg.asset(**chain_asset("regressions"))
+def regressions(context: dg.AssetExecutionContext, suite: list[SuiteRow], statuses: list[StatusRow]) -> list[RegressionRow]:
+    """Each case of a regression suite beside its baseline run's status: improved, regressed or unchanged; empty
+    for other kinds.
+
+    The metadata holds the pass-rate change and its paired 95% interval as numbers, so they plot night over night.
+    Query: `kindgi-eval sql "SELECT case_id, baseline_status, status FROM regressions WHERE change = 'regressed'"`.
+    """
+    first = suite[0]
+    if first.suite_kind != "regression" or first.baseline_run is None:
+        return []
+    partition = run_partition(store_root(), first.baseline_run)
+    baseline = read_rows(store_root(), "statuses", partition, first.baseline_run)
+    rows = regression_rows(first.baseline_run, baseline, statuses)
+    change = pass_rate_change(rows)
+    moved = {c: sum(r.change == c for r in rows) for c in ("improved", "regressed", "unchanged")}
+    context.add_output_metadata(
+        {"baseline_run": first.baseline_run, **moved}
+        | ({"pass_rate_change": change.change.estimate, "change_low": change.change.low, "change_high": change.change.high,
+            "mcnemar_p": change.mcnemar_p} if change else {})
+    )
     return rows
 
 
@@ -226,6 +291,8 @@ def run_summary(
     judge_samples: list[SampleRow],
     statuses: list[StatusRow],
     calibration: list[CalibrationRow],
+    accuracy: list[AccuracyRow],
+    regressions: list[RegressionRow],
     eval_settings: EvalSettings,
     io_manager: dg.ResourceParam[ParquetStore],
 ) -> list[RunRow]:
@@ -255,6 +322,8 @@ def run_summary(
         resumed_from=resumed_from,
         agent_calls_saved=agent_saved,
         judge_calls_saved=judge_saved,
+        accuracy=accuracy,
+        regressions=regressions,
     )
     earlier = earlier_runs(store_root(), context.partition_key, context.run.run_id, row.started_at, NIGHTS - 1)
     context.add_output_metadata(history_metadata([*earlier, (context.run.run_id, row, calibration)], context.partition_key))
@@ -292,4 +361,4 @@ def _progress_logger(context: dg.AssetExecutionContext, what: str):
     return report
 
 
-CHAIN = [suite, agent_replies, outcomes, judge_samples, calibration, statuses, run_summary]
+CHAIN = [suite, agent_replies, outcomes, judge_samples, calibration, statuses, accuracy, regressions, run_summary]

@@ -1,14 +1,15 @@
-"""The Dagster definitions `dagster dev -w workspace.yaml` loads: the chain, its checks, the nightly schedule and sensor."""
+"""The Dagster definitions `dagster dev -w workspace.yaml` loads: the chain, its checks, its jobs, the nightly schedule
+and sensor."""
 
 import warnings
 
 import dagster as dg
 
-from kindgi_eval.defs.asset_checks import CHECKS
 from kindgi_eval.defs.assets import CHAIN
 from kindgi_eval.defs.io_manager import ParquetStore
+from kindgi_eval.defs.jobs import JOBS
 from kindgi_eval.defs.resources import EvalSettings
-from kindgi_eval.defs.schedules import evaluate_suite, nightly_suites, suite_changes
+from kindgi_eval.defs.schedules import nightly_suites, suite_changes
 
 with warnings.catch_warnings():  # source code references are a beta API in Dagster 1.13
     warnings.simplefilter("ignore", dg.BetaWarning)
@@ -17,8 +18,7 @@ with warnings.catch_warnings():  # source code references are a beta API in Dags
 
 defs = dg.Definitions(
     assets=LINKED_CHAIN,
-    asset_checks=CHECKS,
-    jobs=[evaluate_suite],
+    jobs=JOBS,  # the command line's runs too: kindgi_eval.defs.runs executes these
     schedules=[nightly_suites],
     sensors=[suite_changes],
     # Settings come per partition from the tenants file (KINDGI_TENANTS); the store from KINDGI_STORE, else KINDGI_HOME.

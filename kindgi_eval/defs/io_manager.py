@@ -8,6 +8,7 @@ import dagster as dg
 from pydantic import BaseModel
 
 from kindgi_eval.defs.lineage import input_run, run_day
+from kindgi_eval.spec import InputError
 from kindgi_eval.store import (
     TABLE_OF,
     StorePath,
@@ -52,7 +53,10 @@ class ParquetStore(dg.ConfigurableIOManager):
         asset = context.asset_key.path[-1]
         partition = context.asset_partition_key
         run = context.step_context.dagster_run
-        source = input_run(context.instance, self.root(), asset, partition, run)
+        try:
+            source = input_run(context.instance, self.root(), asset, partition, run)
+        except InputError as e:  # a launchpad's replay_from naming no run of this suite: its words, not a traceback
+            raise dg.Failure(description="\n".join(str(p) for p in e.problems)) from None
         table = read_table(self.root(), asset, partition, source)
         if table is None:
             raise FileNotFoundError(f"run {source} stored no {asset} for suite {partition}; it may have been pruned")

@@ -4,7 +4,8 @@ A run reads an upstream table from the first of:
 1. itself, when it materialised that asset;
 2. the killed runs it finishes, nearest first (see `parent_of`): Dagster's re-execution from failure runs only the
    steps that did not succeed, and reads the others' tables from the run that made them;
-3. the run a replay names (`kindgi/replies_from`);
+3. the run a replay names: `kindgi-eval replay --from` tags it `kindgi/replies_from`, a launchpad run sets
+   `eval_settings`' `replay_from`, which must name a stored run of the same suite (`store.replay_source`);
 4. otherwise (a launchpad run materialising only some assets), the latest run that materialised the asset and had
    finished successfully before this run started. A run still going, or one that failed, is never read, and every
    step of the run picks the same source however many runs finish meanwhile.
@@ -16,12 +17,15 @@ from datetime import UTC, datetime
 
 import dagster as dg
 
-from kindgi_eval.store import StorePath, find_table
+from kindgi_eval.store import StorePath, find_table, replay_source
 
 SOURCE_RUN_TAG = "kindgi/replies_from"
 """A replay's source run: the run whose stored suite, replies and outcomes it judges."""
 RESUMES_TAG = "kindgi/resumes"
 """The killed run `kindgi-eval run --resume` finishes."""
+REPLAY_FROM_CONFIG = ("resources", "eval_settings", "config", "replay_from")
+"""Where a launchpad run's config names the run a replay re-judges (`EvalSettings.replay_from`)."""
+REPLAY_FROM_FIELD = "resources.eval_settings.config.replay_from"
 PARENT_RUN_TAG = "dagster/parent_run_id"
 FROM_FAILURE_TAGS = ("dagster/is_resume_retry", "dagster/is_asset_resume_retry")
 """Tags Dagster sets on a re-execution from (asset) failure, and on an automatic retry of a failed run."""
@@ -56,8 +60,27 @@ def input_run(instance: dg.DagsterInstance, root: StorePath, asset: str, partiti
             return run_id
     tagged = run.tags.get(SOURCE_RUN_TAG)
     if tagged:
-        return tagged
+        return tagged  # `kindgi-eval replay` checked it before the run started
+    named = launchpad_replay_from(run)
+    if named:
+        replay_source(root, named, REPLAY_FROM_FIELD, partition)  # InputError unless a stored run of this suite
+    return named
     return latest_finished(instance, dg.AssetKey(asset), partition, run)
+
+
+def replay_from(run: dg.DagsterRun) -> str | None:
+    """The run whose stored replies this run re-judges, when it is a replay that names one: the CLI's tag, else the
+    launchpad's `replay_from`."""
+    return run.tags.get(SOURCE_RUN_TAG) or launchpad_replay_from(run)
+
+
+def launchpad_replay_from(run: dg.DagsterRun) -> str | None:
+    """`eval_settings`' `replay_from` as the run's config recorded it (the IO manager reads inputs before any asset
+    body sees the resource)."""
+    value: object = run.run_config
+    for key in REPLAY_FROM_CONFIG:
+        value = value.get(key) if isinstance(value, dict) else None
+    return (value.strip() or None) if isinstance(value, str) else None
 
 
 def latest_finished(instance: dg.DagsterInstance, asset_key: dg.AssetKey, partition: str, run: dg.DagsterRun) -> str:

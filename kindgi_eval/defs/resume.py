@@ -16,7 +16,7 @@ from typing import Any
 import dagster as dg
 from pydantic import BaseModel
 
-from kindgi_eval.defs.lineage import SOURCE_RUN_TAG, lineage, parent_of, run_day
+from kindgi_eval.defs.lineage import lineage, parent_of, replay_from, run_day
 from kindgi_eval.inputs import (
     RunSettings,
     changes_since,
@@ -54,7 +54,7 @@ def manifest_now(context: dg.AssetExecutionContext, settings: RunSettings) -> Ma
         settings,
         suite_hash=load_suite(settings.eval_dir).hash,
         config_hash=load_tenant(settings.config_dir).hash,
-        replies_from=context.run.tags.get(SOURCE_RUN_TAG),
+        replies_from=replay_from(context.run),
         resumes=parent_of(context.run),
     )
 

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import dagster as dg
 
-from kindgi_eval.defs.asset_checks import CHECKS
-from kindgi_eval.defs.assets import CHAIN, SUITES
-from kindgi_eval.defs.io_manager import ParquetStore
+from kindgi_eval.defs.assets import SUITES
+from kindgi_eval.defs.jobs import EVALUATE, REPLAY
 from kindgi_eval.defs.lineage import RESUMES_TAG, SOURCE_RUN_TAG
-from kindgi_eval.defs.resources import EvalSettings
+from kindgi_eval.defs.resources import pinned_tags
 from kindgi_eval.inputs import RunSettings
 
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+PARTITION_TAG = "dagster/partition"
 
 
 class RunFailed(Exception):
@@ -40,19 +40,22 @@ def run_chain(
     settings: RunSettings,
     key: str,
     *,
-    selection: list[str] | None = None,
+    job: str = EVALUATE,
     tags: dict[str, str] | None = None,
 ) -> str:
-    """Materialise the chain (or a selection of it) for one suite partition; the Dagster run id."""
+    """Run one of the code location's jobs (`jobs.EVALUATE`, the whole chain, or `jobs.REPLAY`) for one suite
+    partition, pinned to `settings`, in this process; the Dagster run id.
+
+    The job is the one `dagster dev` shows, checks included, so the Runs page names it. The partition is given as
+    its tag rather than through the job's partitioned config, whose tags come from the tenants file, which a run
+    started here does not read."""
+    from kindgi_eval.defs.definitions import defs
+
     instance.add_dynamic_partitions(SUITES.name, [key])
-    result = dg.materialize(
-        [*CHAIN, *CHECKS],  # the checks too, so a run from the command line shows them in the UI
-        selection=selection,
+    result = defs.resolve_job_def(job).execute_in_process(
+        run_config={**QUIET_LOGS, "resources": {"io_manager": {"config": {"home": str(home)}}}},
         instance=instance,
-        partition_key=key,
-        resources={"io_manager": ParquetStore(home=str(home)), "eval_settings": EvalSettings.of(settings)},
-        run_config=QUIET_LOGS,
-        tags=tags,
+        tags={PARTITION_TAG: key, **pinned_tags(settings), **(tags or {})},
         raise_on_error=False,
     )
     if not result.success:
@@ -62,12 +65,9 @@ def run_chain(
     return result.run_id
 
 
-REPLAYED = ["judge_samples", "calibration", "statuses", "run_summary"]
-
-
 def replay_chain(instance: dg.DagsterInstance, home: Path, settings: RunSettings, key: str, source: str) -> str:
     """Materialise only the judged stages, reading `source`'s stored suite, replies and outcomes: no agent call."""
-    return run_chain(instance, home, settings, key, selection=REPLAYED, tags={SOURCE_RUN_TAG: source})
+    return run_chain(instance, home, settings, key, job=REPLAY, tags={SOURCE_RUN_TAG: source})
 
 
 def resume_chain(
@@ -81,5 +81,5 @@ def resume_chain(
     if old is not None and not old.is_finished:
         instance.report_run_failed(old, message="its process ended without finishing the run (killed); resumed by kindgi-eval run --resume")
     tags = {RESUMES_TAG: killed, **({SOURCE_RUN_TAG: replies_from} if replies_from else {})}
-    return run_chain(instance, home, settings, key, selection=REPLAYED if replies_from else None, tags=tags)
+    return run_chain(instance, home, settings, key, job=REPLAY if replies_from else EVALUATE, tags=tags)
 

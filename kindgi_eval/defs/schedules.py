@@ -7,9 +7,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import dagster as dg
 
-from kindgi_eval.defs.assets import CHAIN, SUITES
+from kindgi_eval.defs.assets import SUITES
+from kindgi_eval.defs.jobs import evaluate_suite
 from kindgi_eval.defs.registered import suite_settings
-from kindgi_eval.defs.resources import pinned_config
+from kindgi_eval.defs.resources import pinned_tags
 from kindgi_eval.inputs import TenantSuite, load_suite, load_tenants
 from kindgi_eval.spec import InputError, Problem
 
@@ -20,25 +21,6 @@ TIMEZONE_ENV = "KINDGI_SCHEDULE_TIMEZONE"
 DEFAULT_TIMEZONE = "UTC"
 SENSOR_INTERVAL_S = 60
 """How often the sensor hashes every declared suite."""
-
-def suite_tags(key: str) -> dict[str, str]:
-    """The tenant and provider tags of partition `key`'s runs; none when the tenants file does not declare it."""
-    try:
-        return load_tenants().suite(key).tags()
-    except InputError:
-        return {}  # the run itself fails with the tenants file's problems
-
-
-evaluate_suite = dg.define_asset_job(
-    "evaluate_suite",
-    selection=dg.AssetSelection.assets(*CHAIN),
-    # Runs of this job launched by hand or by a backfill carry the same tags as the schedule's, so dagster.yaml's
-    # per-tenant and per-provider limits hold for them too.
-    config=dg.PartitionedConfig(
-        partitions_def=SUITES, run_config_for_partition_key_fn=lambda key: {}, tags_for_partition_key_fn=suite_tags
-    ),
-    description="The whole chain and its checks for one tenant suite (a partition): what the schedule and sensor run.",
-)
 
 
 def schedule_timezone(environ: dict[str, str] | None = None) -> str:
@@ -60,8 +42,8 @@ def nightly_requests(suites: tuple[TenantSuite, ...], day: str) -> list[dg.RunRe
 
 def run_request(declared: TenantSuite, run_key: str) -> dg.RunRequest:
     """A run of one tenant suite with its settings resolved now, at the tick, and pinned for the whole run."""
-    config = {"resources": {"eval_settings": {"config": pinned_config(suite_settings(declared))}}}
-    return dg.RunRequest(run_key=run_key, partition_key=declared.key, tags=declared.tags(), run_config=config)
+    tags = {**declared.tags(), **pinned_tags(suite_settings(declared))}
+    return dg.RunRequest(run_key=run_key, partition_key=declared.key, tags=tags)
 
 
 def _add_partitions(instance: dg.DagsterInstance, keys: list[str]) -> None:

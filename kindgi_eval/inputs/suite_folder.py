@@ -11,8 +11,9 @@ from typing import NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from kindgi_eval.inputs.file_limits import SUITE_FILE_LIMIT, FileTooLarge, read_limited
 from kindgi_eval.inputs.tenant_file import LoadedTenant
-from kindgi_eval.spec import CalibrationItem, Case, InputError, Problem, problems_from_validation
+from kindgi_eval.spec import AccuracyCase, CalibrationItem, Case, InputError, Problem, problems_from_validation
 
 CASES_FILE = "cases.jsonl"
 CALIBRATION_FILE = "calibration.jsonl"
@@ -90,6 +91,20 @@ class RegisteredAs(BaseModel):
     """The version evaluated."""
     registry_hash: str
     """SHA-256 of the version's canonical JSON, as the registry stores it."""
+    kind: str = "conversation"
+    """The suite's kind: `conversation`, `accuracy` (cases.jsonl holds accuracy items), `regression` or `benchmark`."""
+    baseline_run_id: str | None = None
+    """A regression suite's baseline, when it names a run."""
+    baseline_suite_id: str | None = None
+    """A regression suite's baseline, when it names a suite version: the latest run of that version is compared."""
+    baseline_version: str | None = None
+    """That suite version."""
+    benchmark_name: str | None = None
+    """A benchmark suite's catalogue entry, e.g. `kindgi/golden`."""
+    benchmark_version: str | None = None
+    """Its version in the catalogue."""
+    benchmark_hash: str | None = None
+    """The content hash of the catalogue suite's files."""
 
 
 class Suite(NamedTuple):
@@ -105,6 +120,11 @@ class Suite(NamedTuple):
     registered: RegisteredAs | None = None
     """The registry version the folder holds, when it was written from one."""
 
+    @property
+    def kind(self) -> str:
+        """The suite's kind: a folder of one's own is a conversation suite."""
+        return self.registered.kind if self.registered else "conversation"
+
 
 def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None) -> Suite:
     """Parse `<eval_dir>/cases.jsonl` and, if present, `calibration.jsonl`; InputError lists every problem.
@@ -118,10 +138,12 @@ def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None) -> Suite
     problems: list[Problem] = []
     if not folder.is_dir():
         raise InputError([Problem(str(folder), None, None, "no such suite folder. Point EVAL_DIR or --eval-dir at a folder holding cases.jsonl.")])
+    registered = _registered(folder / REGISTRY_FILE)
+    case_model = AccuracyCase if registered and registered.kind == "accuracy" else Case
     cases_bytes = _read(cases_path, problems, required=True)
     calibration_bytes = _read(calibration_path, problems, required=False)
     cases = (
-        _parse(cases_path, cases_bytes, Case, problems, lambda case, place: _case_problems(case, place, tenant))
+        _parse(cases_path, cases_bytes, case_model, problems, lambda case, place: _case_problems(case, place, tenant))
         if cases_bytes is not None
         else []
     )
@@ -136,7 +158,6 @@ def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None) -> Suite
     for name, content in ((CASES_FILE, cases_bytes), (CALIBRATION_FILE, calibration_bytes)):
         digest.update(f"{name}\0{len(content) if content is not None else -1}\0".encode())
         digest.update(content or b"")
-    registered = _registered(folder / REGISTRY_FILE)
     return Suite(
         eval_dir=str(eval_dir),
         cases=tuple(c.item for c in cases),  # type: ignore[misc]
@@ -161,7 +182,9 @@ def _registered(path: Path) -> RegisteredAs | None:
 
 def _read(path: Path, problems: list[Problem], *, required: bool) -> bytes | None:
     try:
-        return path.read_bytes()
+        return read_limited(path, SUITE_FILE_LIMIT, "a suite file")
+    except FileTooLarge as e:
+        problems.append(Problem(str(path), None, None, f"{e}. Split the suite into several suite folders."))
     except FileNotFoundError:
         if required:
             problems.append(Problem(str(path), None, None, "file not found. A suite folder must hold cases.jsonl."))

@@ -11,6 +11,7 @@ from typing import NamedTuple, NoReturn
 
 from pydantic import ValidationError
 
+from kindgi_eval.inputs.file_limits import CONFIG_FILE_LIMIT, FileTooLarge, read_limited
 from kindgi_eval.spec import CrossReferenceError, InputError, Problem, Tenant, problems_from_validation
 
 TENANT_FILE = "tenant.toml"
@@ -33,7 +34,9 @@ def load_tenant(config_dir: str | Path | None) -> LoadedTenant:
     if not os.path.isdir(folder):
         _refuse(folder, "no such tenant folder. Point CONFIG_DIR or --config-dir at a folder holding tenant.toml.")
     try:
-        content = Path(file).read_bytes()
+        content = read_limited(file, CONFIG_FILE_LIMIT, "a tenant configuration")
+    except FileTooLarge as e:
+        _refuse(file, f"{e}. A tenant.toml holds one tenant's settings and copy; check that this is the right file.")
     except FileNotFoundError:
         _refuse(file, "file not found. A tenant folder must hold tenant.toml.")
     except OSError as e:

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from kindgi_eval.inputs.file_limits import CONFIG_FILE_LIMIT, FileTooLarge, read_limited
 from kindgi_eval.inputs.settings import DEFAULT_EVAL_DIR, ENV, MOCK_AGENT, RunSettings, resolve_settings
 from kindgi_eval.inputs.suite_folder import registered_name, suite_key
 from kindgi_eval.inputs.tenant_file import field_lines
@@ -161,7 +162,9 @@ def load_tenants(path: str | Path | None = None) -> Tenants:
     if path is None:
         return default_tenants()
     try:
-        content = path.read_bytes()
+        content = read_limited(path, CONFIG_FILE_LIMIT, "a tenants file")
+    except FileTooLarge as e:
+        raise InputError([Problem(str(path), None, None, f"{e}. Check that {TENANTS_ENV} names the tenants file.")]) from None
     except FileNotFoundError:
         raise InputError([Problem(str(path), None, None, f"file not found. Point {TENANTS_ENV} at the tenants file.")]) from None
     except OSError as e:

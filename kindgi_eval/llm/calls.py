@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal, NamedTuple
 
-from kindgi_eval.spec import Completion, ModelRef, Role, Usage, clip
+from kindgi_eval.spec import Completion, ModelRef, Role, Usage, clip, unicode_text
 
 FaultKind = Literal["rate_limit", "server", "timeout", "input"]
 
@@ -335,7 +335,9 @@ async def complete(
         circuit.succeeded()
         usage = _usage(response)
         _log_call(role, ref, attempt, started, usage, None)
-        return Completion(response.choices[0].message.content, usage, (time.monotonic() - started) * 1000)
+        content = response.choices[0].message.content
+        # a provider's JSON may escape half a surrogate pair inside the content; kept as U+FFFD, it can be stored
+        return Completion(unicode_text(content) if content is not None else None, usage, (time.monotonic() - started) * 1000)
 
 
 def _status(fault: Fault) -> str:

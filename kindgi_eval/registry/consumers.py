@@ -1,17 +1,33 @@
 """The runtime consumers of suite kinds: a kind is accepted for publishing only while a consumer for it is registered.
 
 Spec 003: "the registry never accepts a kind no runtime consumer honors". A consumer registers itself when its
-module is imported (`conversation` does, in `registry/conversation.py`); the consumers of the other six kinds come
-with the code that runs them. Pure: a table in memory.
+module is imported (`conversation`, `accuracy`, `regression` and `benchmark` do, in the modules named for them);
+the consumers of the other kinds come with the code that runs them. Pure: a table in memory.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import json
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kindgi_eval.registry.model import KINDS, Kind
+
+
+class FolderContent(NamedTuple):
+    """What a stored version is written out as, so a run evaluates it like a suite folder."""
+
+    files: dict[str, bytes]
+    """The folder's files by name: cases.jsonl, and calibration.jsonl when the suite has calibration items."""
+    identity: dict[str, str]
+    """What `registry.json` says of the suite beyond its id, version and hash: its kind, and what the kind names
+    (a regression's baseline, a benchmark's catalogue entry)."""
+
+
+def jsonl(items: Iterable[object]) -> bytes:
+    """JSON values one per line, as a suite file holds them."""
+    return "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in items).encode("utf-8")
 
 
 @dataclass(frozen=True)
@@ -25,6 +41,8 @@ class Consumer:
     empty when the consumer can run it."""
     runs: str
     """What runs it, as the refusal of another kind names it (`kindgi-eval run`)."""
+    folder: Callable[[Mapping[str, Any]], FolderContent]
+    """A `spec` that passed `check`, written out as the suite folder a run evaluates."""
 
 
 _CONSUMERS: dict[str, Consumer] = {}

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kindgi_eval.inputs import SuiteItems, check_suite_items
-from kindgi_eval.registry.consumers import Consumer, register_consumer
+from kindgi_eval.registry.consumers import Consumer, FolderContent, jsonl, register_consumer
 from kindgi_eval.spec import Problem
 
 SPEC_KEYS = ("cases", "calibration")
@@ -57,4 +57,14 @@ def _json_type(value: object) -> str:
     return names.get(type(value), type(value).__name__)
 
 
-register_consumer(Consumer("conversation", conversation_problems, "kindgi-eval run"))
+def suite_files(spec: Mapping[str, Any]) -> dict[str, bytes]:
+    """A spec's `cases` and `calibration` lists as the suite files that hold them, item for item."""
+    return {f"{name}.jsonl": jsonl(spec[name]) for name in SPEC_KEYS if name in spec}
+
+
+def conversation_folder(spec: Mapping[str, Any]) -> FolderContent:
+    """A conversation suite as a folder: its lists, item for item."""
+    return FolderContent(suite_files(spec), {"kind": "conversation"})
+
+
+register_consumer(Consumer("conversation", conversation_problems, "kindgi-eval run", conversation_folder))

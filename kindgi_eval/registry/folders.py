@@ -1,9 +1,10 @@
-"""A registered `conversation` suite version written out as a suite folder, so a run evaluates it like any other.
+"""A registered suite version written out as a suite folder, so a run evaluates it like any other.
 
 The folder is `<home>/registry-suites/<tenant>/<suite id>/<version>/<name>/`: one per version, written once
-(to a temporary folder renamed into place) and never changed, since a published version is immutable. Beside
-`cases.jsonl` (and `calibration.jsonl` when the version has one) lies `registry.json`, naming the suite id,
-version and content hash, which the run records. `<name>` is the id without its `<tenant>.` prefix, so
+(to a temporary folder renamed into place) and never changed, since a published version is immutable. Its kind's
+consumer says what the folder holds: `cases.jsonl` (and `calibration.jsonl` when the version has one), and in
+`registry.json` the suite id, version, content hash and kind, with what the kind names (a regression's baseline, a
+benchmark's catalogue entry), which the run records. `<name>` is the id without its `<tenant>.` prefix, so
 `acme.pricing` of tenant acme is the partition `acme.pricing`.
 """
 
@@ -16,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from kindgi_eval.inputs import REGISTRY_FILE, RegisteredAs, registered_name
+from kindgi_eval.registry.consumers import accepted_kinds, consumer_for
 from kindgi_eval.registry.store import RegistryStore, StoredVersion
 from kindgi_eval.spec import InputError, Problem
 
@@ -30,9 +32,9 @@ def resolve_version(store: RegistryStore, tenant: str, suite_id: str, version: s
         what = f"version {version} of suite {suite_id!r}" if version else f"suite {suite_id!r}"
         raise InputError([Problem(where, None, None, f"the registry at {store.url} has no {what} of tenant {tenant!r}. "
                                   "List them with: kindgi-eval suites list")])
-    if found.kind != "conversation":
-        raise InputError([Problem(where, None, None, f"{suite_id} {found.version} is a {found.kind!r} suite; "
-                                  "a run evaluates conversation suites.")])
+    if consumer_for(found.kind) is None:
+        raise InputError([Problem(where, None, None, f"{suite_id} {found.version} is a {found.kind!r} suite, and this "
+                                  f"kindgi-eval runs {', '.join(accepted_kinds())} suites.")])
     return found
 
 
@@ -41,15 +43,15 @@ def materialize(stored: StoredVersion, tenant: str, home: Path) -> Path:
     folder = home / FOLDER / tenant / stored.suite_id / stored.version / registered_name(tenant, stored.suite_id)
     if (folder / REGISTRY_FILE).is_file():
         return folder
-    spec = json.loads(stored.document)["spec"]
+    consumer = consumer_for(stored.kind)
+    assert consumer is not None, "resolve_version refuses a kind no consumer runs"
+    content = consumer.folder(json.loads(stored.document)["spec"])
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder.parent))
     try:
-        for name in ("cases", "calibration"):
-            if name in spec:
-                lines = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in spec[name])
-                (staging / f"{name}.jsonl").write_text(lines, encoding="utf-8")
-        identity = RegisteredAs(suite_id=stored.suite_id, suite_version=stored.version, registry_hash=stored.sha256)
+        for name, data in content.files.items():
+            (staging / name).write_bytes(data)
+        identity = RegisteredAs(suite_id=stored.suite_id, suite_version=stored.version, registry_hash=stored.sha256, **content.identity)
         (staging / REGISTRY_FILE).write_text(identity.model_dump_json() + "\n", encoding="utf-8")
         try:
             os.rename(staging, folder)

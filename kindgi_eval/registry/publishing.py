@@ -36,7 +36,7 @@ def read_suite(body: bytes, tenant: str) -> EvalSuite:
                             f"This server accepts {_kinds(accepted_kinds())}.")
     problems = consumer.check(suite.spec)
     if problems:
-        raise RegistryError("invalid", _joined(problems, f"spec: not a {suite.kind} suite {consumer.runs} can run"))
+        raise RegistryError("invalid", _joined(problems, f"spec: not {'an' if suite.kind[0] in 'aeiou' else 'a'} {suite.kind} suite {consumer.runs} can run"))
     try:
         canonical_json(suite_document(suite))
     except (ValueError, UnicodeEncodeError) as e:

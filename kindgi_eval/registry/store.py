@@ -1,7 +1,10 @@
 """The registry's storage, one small interface over either backend: tokens, and immutable suite versions.
 
-Touches the database (SQLite or PostgreSQL, through SQLAlchemy Core). Every publish is one transaction that locks
-its suite's row, so two publishes of one suite are decided one after the other, on both backends.
+Touches the database (SQLite or PostgreSQL, through SQLAlchemy Core; the token check and GET latest through the
+driver's cursor, see reads.py). Every publish is one transaction that locks its suite's row, so two publishes of one
+suite are decided one after the other, on both backends. A token check and the latest version it asks for are one
+statement. Published versions are kept in memory once read: a version never changes, so a kept one is never
+stale; whether a token is valid, and which version is the latest, are read from the database on every request.
 """
 
 from __future__ import annotations
@@ -17,7 +20,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from kindgi_eval.registry.database import IDEMPOTENCY, SUITES, TOKENS, VERSIONS, WRITE, open_engine, shown
+from kindgi_eval.registry.database import (
+    IDEMPOTENCY,
+    SUITES,
+    TOKENS,
+    VERSIONS,
+    WRITE,
+    open_engine,
+    shown,
+)
 from kindgi_eval.registry.errors import RegistryError
 from kindgi_eval.registry.model import (
     EvalSuite,
@@ -29,6 +40,7 @@ from kindgi_eval.registry.model import (
     suite_document,
     version_body,
 )
+from kindgi_eval.registry.reads import DriverQuery, KeptVersions, driver_reading
 from kindgi_eval.registry.semver import semver_key
 from kindgi_eval.registry.tokens import (
     MAX_NAME,
@@ -45,11 +57,17 @@ LAST_USED_EVERY = timedelta(minutes=1)
 """A token's `last_used_at` is written at most this often: reading a suite should not be a write each time."""
 _ATTEMPTS = 3
 """A publish that lost a race for a new suite's row (PostgreSQL) is tried again, seeing the winner's row."""
+KEPT_VERSIONS_BYTES = 64 * 1024 * 1024
+"""At most this many bytes of published documents are kept in memory, the least recently read dropped first."""
 
 
 def utc_now() -> str:
     """Now, UTC, as every stored time is written: `2026-11-30T02:00:00.000000Z` (sorts as it reads)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return _stamp(datetime.now(UTC))
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class StoredVersion(NamedTuple):
@@ -118,6 +136,9 @@ class RegistryStore:
 
     def __init__(self, engine: Engine):
         self.engine = engine
+        self._kept: KeptVersions[StoredVersion] = KeptVersions(KEPT_VERSIONS_BYTES)
+        self._token_and_latest = DriverQuery(_TOKEN_AND_LATEST, engine.dialect)
+        self._version = DriverQuery(_VERSION, engine.dialect)
 
     @property
     def url(self) -> str:
@@ -175,26 +196,39 @@ class RegistryStore:
 
     def authenticate(self, secret: str) -> TokenInfo:
         """The valid token whose secret this is; RegistryError `unauthorized` when it is unknown or revoked."""
-        digest = secret_sha256(secret)
-        with self._reading() as connection:
-            row = connection.execute(sa.select(TOKENS.c.id, TOKENS.c.tenant, TOKENS.c.name, TOKENS.c.created_at,
-                                               TOKENS.c.last_used_at, TOKENS.c.revoked_at).where(TOKENS.c.secret_sha256 == digest)).first()
-        if row is None:
-            raise RegistryError("unauthorized", "Authorization: this registry issued no such token. Ask for one (kindgi-eval tokens issue).")
-        token = TokenInfo(*row)
-        if token.revoked_at is not None:
-            raise RegistryError("unauthorized", f"Authorization: token {token.id} was revoked at {token.revoked_at}. Ask for a new one.")
+        return self.latest_for(secret, None)[0]
+
+    def latest_for(self, secret: str, suite_id: str | None) -> tuple[TokenInfo, StoredVersion | None]:
+        """`authenticate(secret)` and the latest version of `suite_id` among that token's tenant's suites (None when it
+        has none, or `suite_id` is None), in one statement: every route's token check, and all of GET latest.
+
+        The token and which version is the latest are read from the database every time, so a revoke (from any
+        process) refuses the very next request and a publish is answered at once; only the document may be kept."""
+        with driver_reading(self.engine) as cursor:
+            row = self._token_and_latest.first(cursor, {"sha256": secret_sha256(secret), "suite_id": suite_id})
+            token = _valid(TokenInfo(*row[:-1]) if row is not None else None)
+            latest = row[-1] if row is not None else None
+            stored = None
+            if latest is not None:
+                assert suite_id is not None
+                key = (token.tenant, suite_id, latest)
+                stored = self._kept.get(key)
+                if stored is None:  # a version row is committed with (or before) the pointer to it, and never changes
+                    found = self._version.first(cursor, {"tenant": token.tenant, "suite_id": suite_id, "version": latest})
+                    stored = StoredVersion(*found) if found is not None else None
+                    if stored is not None:
+                        self._kept.put(key, stored, len(stored.document))
         self._touch(token)
-        return token
+        return token, stored
 
     def _touch(self, token: TokenInfo) -> None:
         """Record that the token was used, at most once a minute; a busy database skips the record, not the request."""
-        now = utc_now()
-        if token.last_used_at is not None and token.last_used_at > _minus(now, LAST_USED_EVERY):
+        now = datetime.now(UTC)
+        if token.last_used_at is not None and token.last_used_at > _stamp(now - LAST_USED_EVERY):
             return
         try:
             with self._writing() as connection:
-                connection.execute(TOKENS.update().where(TOKENS.c.id == token.id).values(last_used_at=now))
+                connection.execute(_TOUCH, {"token_id": token.id, "now": _stamp(now)})
         except OperationalError:
             pass
 
@@ -267,20 +301,26 @@ class RegistryStore:
 
     def latest(self, tenant: str, suite_id: str) -> StoredVersion | None:
         """The latest version of one of `tenant`'s suites, or None (also when the suite is another tenant's)."""
-        query = (
-            sa.select(*_VERSION_COLUMNS)
-            .select_from(SUITES.join(VERSIONS, sa.and_(VERSIONS.c.tenant == SUITES.c.tenant, VERSIONS.c.suite_id == SUITES.c.suite_id,
-                                                       VERSIONS.c.version == SUITES.c.latest_version)))
-            .where(SUITES.c.tenant == tenant, SUITES.c.suite_id == suite_id)
-        )
         with self._reading() as connection:
-            row = connection.execute(query).first()
-        return StoredVersion(*row) if row else None
+            version = connection.execute(_LATEST_VERSION, {"tenant": tenant, "suite_id": suite_id}).scalar()
+            return self._kept_version(connection, tenant, suite_id, version) if version is not None else None
 
     def version(self, tenant: str, suite_id: str, version: str) -> StoredVersion | None:
         """One version of one of `tenant`'s suites, or None."""
+        kept = self._kept.get((tenant, suite_id, version))
+        if kept is not None:
+            return kept
         with self._reading() as connection:
-            return _version(connection, tenant, suite_id, version)
+            return self._kept_version(connection, tenant, suite_id, version)
+
+    def _kept_version(self, connection: sa.Connection, tenant: str, suite_id: str, version: str) -> StoredVersion | None:
+        key = (tenant, suite_id, version)
+        kept = self._kept.get(key)
+        if kept is None:
+            kept = _version(connection, tenant, suite_id, version)
+            if kept is not None:  # committed, so published: it never changes
+                self._kept.put(key, kept, len(kept.document))
+        return kept
 
     def versions(self, tenant: str, suite_id: str) -> list[VersionInfo] | None:
         """Every version of one of `tenant`'s suites, newest first; None when it has no such suite."""
@@ -320,12 +360,34 @@ _VERSION_COLUMNS = (
     VERSIONS.c.suite_id, VERSIONS.c.version, VERSIONS.c.kind, VERSIONS.c.sha256, VERSIONS.c.document,
     VERSIONS.c.published_at, VERSIONS.c.published_by,
 )
+_TOKEN_COLUMNS = (TOKENS.c.id, TOKENS.c.tenant, TOKENS.c.name, TOKENS.c.created_at, TOKENS.c.last_used_at, TOKENS.c.revoked_at)
+
+# Statements built once with bound parameters: SQLAlchemy takes longer to build a select and its cache key (about
+# 150 us) than to run a built one (about 30 us on SQLite).
+_TOKEN_AND_LATEST = (
+    sa.select(*_TOKEN_COLUMNS, SUITES.c.latest_version)
+    .select_from(TOKENS.outerjoin(SUITES, sa.and_(SUITES.c.tenant == TOKENS.c.tenant, SUITES.c.suite_id == sa.bindparam("suite_id"))))
+    .where(TOKENS.c.secret_sha256 == sa.bindparam("sha256"))
+)
+"""A token by its secret's hash, and the latest version of its own tenant's suite `suite_id` (NULL: no such suite)."""
+_TOUCH = TOKENS.update().where(TOKENS.c.id == sa.bindparam("token_id")).values(last_used_at=sa.bindparam("now"))
+_LATEST_VERSION = sa.select(SUITES.c.latest_version).where(SUITES.c.tenant == sa.bindparam("tenant"),
+                                                            SUITES.c.suite_id == sa.bindparam("suite_id"))
+_VERSION = sa.select(*_VERSION_COLUMNS).where(VERSIONS.c.tenant == sa.bindparam("tenant"), VERSIONS.c.suite_id == sa.bindparam("suite_id"),
+                                              VERSIONS.c.version == sa.bindparam("version"))
+
+
+def _valid(token: TokenInfo | None) -> TokenInfo:
+    """The token as stored now, if it is valid; RegistryError `unauthorized` when it is unknown or revoked."""
+    if token is None:
+        raise RegistryError("unauthorized", "Authorization: this registry issued no such token. Ask for one (kindgi-eval tokens issue).")
+    if token.revoked_at is not None:
+        raise RegistryError("unauthorized", f"Authorization: token {token.id} was revoked at {token.revoked_at}. Ask for a new one.")
+    return token
 
 
 def _version(connection: sa.Connection, tenant: str, suite_id: str, version: str) -> StoredVersion | None:
-    row = connection.execute(
-        sa.select(*_VERSION_COLUMNS).where(VERSIONS.c.tenant == tenant, VERSIONS.c.suite_id == suite_id, VERSIONS.c.version == version)
-    ).first()
+    row = connection.execute(_VERSION, {"tenant": tenant, "suite_id": suite_id, "version": version}).first()
     return StoredVersion(*row) if row else None
 
 
@@ -340,11 +402,6 @@ def _stored_answer(connection: sa.Connection, tenant: str, idempotency: Idempote
         raise RegistryError("invalid", f"Idempotency-Key: {idempotency.key!r} was first used with another body. "
                             "Send a new key with a new request.")
     return Answer(row.status, row.body.encode("utf-8"), row.etag, replayed=True)
-
-
-def _minus(stamp: str, delta: timedelta) -> str:
-    moment = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC) - delta
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def open_store(url: str) -> RegistryStore:

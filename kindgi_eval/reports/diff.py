@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from kindgi_eval.spec import FAILING, GROUPS, Status, safe
+from kindgi_eval.spec import ACCURACY_GROUP, FAILING, GROUPS, Status, safe
 from kindgi_eval.store import CalibrationRow, ReplyRow, RunRow, StatusRow
 
 
@@ -117,7 +117,7 @@ def diff_runs(a: StoredRun, b: StoredRun) -> RunDiff:
             calibrated_a=group_a[g].calibrated if g in group_a else None,
             calibrated_b=group_b[g].calibrated if g in group_b else None,
         )
-        for g in GROUPS
+        for g in (*GROUPS, ACCURACY_GROUP)
         if g in group_a or g in group_b
     ]
     cost = {

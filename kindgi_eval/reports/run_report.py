@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kindgi_eval.spec import GROUPS, STATUSES, THRESHOLD, safe
+from kindgi_eval.spec import STATUSES, THRESHOLD, groups_of, safe
 from kindgi_eval.store import CalibrationRow, RunRow, StatusRow
 
 
@@ -55,7 +55,7 @@ def summary_lines(run: RunRow, calibration: Sequence[CalibrationRow]) -> list[st
     else:
         counts = ", ".join(f"{getattr(run, s.replace('-', '_'))} {s}" for s in STATUSES)
         counts += f"; {run.ungraded} criteria ungraded"
-    lines = [f"Summary: {counts}"]
+    lines = [f"Summary: {counts}", *kind_lines(run)]
     if run.judge is not None:
         lines.append(f"Calibration (threshold {THRESHOLD:g}):")
         for c in calibration:
@@ -75,6 +75,42 @@ def summary_lines(run: RunRow, calibration: Sequence[CalibrationRow]) -> list[st
     uncovered = ", ".join(run.uncovered) if run.uncovered else "none"
     lines.append(f"Funnel coverage: {len(run.stages)} stages ({', '.join(run.stages)}); uncovered: {uncovered}")
     return lines
+
+
+def kind_lines(run: RunRow) -> list[str]:
+    """What a suite of a kind with a number reports, beneath the counts: its accuracy, its regression, its benchmark."""
+    if run.suite_kind == "accuracy":
+        graded = (run.correct or 0) + (run.wrong or 0)
+        if run.accuracy is None:
+            figure = "n/a (no item was graded)"
+        else:
+            figure = f"{run.accuracy:.3f}, {run.correct} of {graded} graded items correct (95% Wilson interval {run.accuracy_low:.3f} to {run.accuracy_high:.3f})"
+        return [f"Accuracy: {figure}; {run.ungraded_items} ungraded, counted on neither side"]
+    if run.suite_kind == "regression":
+        moved = f"{run.improved} improved, {run.regressed} regressed, {run.unchanged} unchanged"
+        change = ""
+        if run.pass_rate_change is not None:
+            change = (f"; pass rate {run.pass_rate_change:+.3f} (paired 95% interval {run.change_low:+.3f} to {run.change_high:+.3f}, "
+                      f"McNemar exact p = {run.mcnemar_p:.3g})")
+        return [f"Regression against run {run.baseline_run}: {moved}{change}"]
+    if run.suite_kind == "benchmark":
+        return [f"Benchmark: {run.benchmark_name} {run.benchmark_version} (content sha256 {run.benchmark_hash})"]
+    return []
+
+
+def kind_json(run: RunRow) -> dict:
+    """The `--json` keys of a suite of a kind with a number: `accuracy`, `regression` or `benchmark`."""
+    if run.suite_kind == "accuracy":
+        interval = None if run.accuracy is None else {"low": run.accuracy_low, "high": run.accuracy_high, "method": "wilson", "level": 0.95}
+        return {"accuracy": {"value": run.accuracy, "correct": run.correct, "wrong": run.wrong, "ungraded": run.ungraded_items, "interval": interval}}
+    if run.suite_kind == "regression":
+        interval = None if run.pass_rate_change is None else {"low": run.change_low, "high": run.change_high, "method": "paired bootstrap", "level": 0.95}
+        return {"regression": {"baseline_run": run.baseline_run, "improved": run.improved, "regressed": run.regressed,
+                               "unchanged": run.unchanged, "pass_rate_change": run.pass_rate_change, "interval": interval,
+                               "mcnemar_p": run.mcnemar_p}}
+    if run.suite_kind == "benchmark":
+        return {"benchmark": {"name": run.benchmark_name, "version": run.benchmark_version, "hash": run.benchmark_hash}}
+    return {}
 
 
 def summary_json(
@@ -98,11 +134,12 @@ def summary_json(
                 "calibrated": c.calibrated,
                 "note": c.note,
             }
-            for g in GROUPS
+            for g in groups_of(run.suite_kind)
             if (c := by_group.get(g))
         },
         "cost": {"agent_usd": run.agent_usd, "judge_usd": run.judge_usd},
         "coverage": {"stages": run.stages, "uncovered": run.uncovered},
+        **kind_json(run),
         "cases": [
             {
                 "id": s.case_id,

@@ -1,5 +1,16 @@
 """The rules and shapes the specs define: pure, importing only pydantic and the standard library."""
 
+from kindgi_eval.spec.accuracy import (
+    ACCURACY_GROUP,
+    AccuracyCase,
+    GRADERS,
+    Grade,
+    Grader,
+    accuracy_criterion,
+    check_accuracy,
+    item_grade,
+    pattern_problem,
+)
 from kindgi_eval.spec.agent_protocol import (
     Agent,
     AgentAnswer,
@@ -11,14 +22,15 @@ from kindgi_eval.spec.agent_protocol import (
     Usage,
 )
 from kindgi_eval.spec.assertions import Assertion, check_case, joined_reply
-from kindgi_eval.spec.calibration import THRESHOLD, CalibrationFile, Graded, GroupAgreement, agree_by_group
-from kindgi_eval.spec.cases import CalibrationItem, Case, Label, Role, Turn
-from kindgi_eval.spec.criteria import DIMENSION_RULES, GROUPS, Criterion, criteria_for, group_of
+from kindgi_eval.spec.calibration import CalibrationFile, Graded, GroupAgreement, THRESHOLD, agree_by_group
+from kindgi_eval.spec.cases import CalibrationItem, Case, Contact, Expect, Label, Role, Turn
+from kindgi_eval.spec.criteria import Criterion, DIMENSION_RULES, GROUPS, Group, criteria_for, group_of, groups_of
 from kindgi_eval.spec.errors import InputError, Problem, problems_from_validation
+from kindgi_eval.spec.intervals import Interval, PairedChange, mcnemar_exact, paired_change, wilson
 from kindgi_eval.spec.model_names import ModelRef, checked_model, parse_model
 from kindgi_eval.spec.statuses import FAILING, STATUSES, Status, case_status
 from kindgi_eval.spec.tenant import Course, CrossReferenceError, Escalation, Prohibition, Slug, Tenant
-from kindgi_eval.spec.text import clip, safe
-from kindgi_eval.spec.verdicts import SAMPLES, Majority, decide, read_sample
+from kindgi_eval.spec.text import clip, is_text, safe, unicode_text
+from kindgi_eval.spec.verdicts import Majority, SAMPLES, decide, read_sample
 
-__all__ = ["Agent", "AgentAnswer", "AgentReply", "AgentTurn", "Assertion", "CalibrationFile", "CalibrationItem", "Case", "Completion", "Course", "Criterion", "CrossReferenceError", "DIMENSION_RULES", "Escalation", "FAILING", "GROUPS", "Graded", "GroupAgreement", "InputError", "Judge", "Label", "Majority", "ModelRef", "Problem", "Prohibition", "ReplyError", "Role", "SAMPLES", "STATUSES", "Slug", "Status", "THRESHOLD", "Tenant", "Turn", "Usage", "agree_by_group", "case_status", "check_case", "checked_model", "clip", "criteria_for", "decide", "group_of", "joined_reply", "parse_model", "problems_from_validation", "read_sample", "safe"]
+__all__ = ["ACCURACY_GROUP", "AccuracyCase", "Agent", "AgentAnswer", "AgentReply", "AgentTurn", "Assertion", "CalibrationFile", "CalibrationItem", "Case", "Completion", "Contact", "Course", "Criterion", "CrossReferenceError", "DIMENSION_RULES", "Escalation", "Expect", "FAILING", "GRADERS", "GROUPS", "Grade", "Graded", "Grader", "Group", "GroupAgreement", "InputError", "Interval", "Judge", "Label", "Majority", "ModelRef", "PairedChange", "Problem", "Prohibition", "ReplyError", "Role", "SAMPLES", "STATUSES", "Slug", "Status", "THRESHOLD", "Tenant", "Turn", "Usage", "accuracy_criterion", "agree_by_group", "case_status", "check_accuracy", "check_case", "checked_model", "clip", "criteria_for", "decide", "group_of", "groups_of", "is_text", "item_grade", "joined_reply", "mcnemar_exact", "paired_change", "parse_model", "pattern_problem", "problems_from_validation", "read_sample", "safe", "unicode_text", "wilson"]

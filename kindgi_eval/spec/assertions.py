@@ -22,8 +22,11 @@ Assertion = Literal[
     "must_end_with_question",
     "max_lines",
     "latency",
+    "expected_output",
+    "grader_error",
 ]
-"""The names of spec 009's deterministic assertions, plus `agent_error` for a reply that never came (C6)."""
+"""The names of spec 009's deterministic assertions, `agent_error` for a reply that never came (C6), and an accuracy
+item's grader verdict (`expected_output`, or `grader_error` when its grader could not decide)."""
 
 _QUOTE_LIMIT = 60
 """Longest stretch of reply text a detail quotes; reply text is untrusted (C3) and may be long."""
@@ -44,7 +47,7 @@ class AssertionResult(BaseModel):
     """A sentence for a person: on failure, what was expected and what the reply did."""
 
 
-def _quote(text: str, *, limit: int = _QUOTE_LIMIT, keep: Literal["head", "tail"] = "head") -> str:
+def quote(text: str, *, limit: int = _QUOTE_LIMIT, keep: Literal["head", "tail"] = "head") -> str:
     """Quote text for a detail: at most `limit` characters kept, newlines and control characters escaped."""
     if len(text) > limit:
         text = text[: limit - 1] + "…" if keep == "head" else "…" + text[1 - limit :]
@@ -73,7 +76,7 @@ def _check_escalate(expected: bool, reply: AgentReply) -> AssertionResult:
     elif expected:
         detail = "expected an escalation, got none"
     else:
-        reason = f" with reason {_quote(reply.reason)}" if reply.reason is not None else ""
+        reason = f" with reason {quote(reply.reason)}" if reply.reason is not None else ""
         detail = f"expected no escalation, got one{reason}"
     return AssertionResult(assertion="escalate", held=held, detail=detail)
 
@@ -81,23 +84,23 @@ def _check_escalate(expected: bool, reply: AgentReply) -> AssertionResult:
 def _check_reason(expected: str, reply: AgentReply) -> AssertionResult:
     held = reply.reason == expected
     if held:
-        detail = f"escalated with reason {_quote(expected)}, as expected"
+        detail = f"escalated with reason {quote(expected)}, as expected"
     elif reply.reason is None:
-        detail = f"no escalation reason given, expected {_quote(expected)}"
+        detail = f"no escalation reason given, expected {quote(expected)}"
     else:
-        detail = f"escalated with reason {_quote(reply.reason)}, expected {_quote(expected)}"
+        detail = f"escalated with reason {quote(reply.reason)}, expected {quote(expected)}"
     return AssertionResult(assertion="reason", held=held, detail=detail)
 
 
 def _check_contains(needle: str, text: str) -> AssertionResult:
     held = needle in text
-    detail = f"reply contains {_quote(needle)}" if held else f"reply does not contain {_quote(needle)}"
+    detail = f"reply contains {quote(needle)}" if held else f"reply does not contain {quote(needle)}"
     return AssertionResult(assertion="must_contain", held=held, detail=detail)
 
 
 def _check_not_contains(needle: str, text: str) -> AssertionResult:
     held = needle not in text
-    quoted = _quote(needle)
+    quoted = quote(needle)
     detail = f"reply does not contain {quoted}" if held else f"reply contains {quoted}, which is forbidden"
     return AssertionResult(assertion="must_not_contain", held=held, detail=detail)
 
@@ -111,9 +114,9 @@ def _check_question(expected: bool, messages: Sequence[str]) -> AssertionResult:
     if ends == expected:
         detail = "final message ends with a question" if ends else "final message does not end with a question"
     elif expected:
-        detail = f"final message does not end with a question: {_quote(final, keep='tail')}"
+        detail = f"final message does not end with a question: {quote(final, keep='tail')}"
     else:
-        detail = f"final message ends with a question, which it must not: {_quote(final, keep='tail')}"
+        detail = f"final message ends with a question, which it must not: {quote(final, keep='tail')}"
     return AssertionResult(assertion="must_end_with_question", held=ends == expected, detail=detail)
 
 
@@ -149,9 +152,7 @@ def check_case(
     counts as a pass (C6), and nothing about a reply that does not exist is checked.
     """
     if error is not None or reply is None:
-        cause = _quote(error, limit=_ERROR_LIMIT) if error is not None else "no reply and no error recorded"
-        detail = f"the agent failed, so nothing was checked: {cause}"
-        return [AssertionResult(assertion="agent_error", held=False, detail=detail)]
+        return [agent_failure(error)]
     text = joined_reply(reply.messages)
     results = [_check_escalate(case.expect.escalate, reply)]
     if case.expect.reason is not None:
@@ -164,3 +165,9 @@ def check_case(
         results.append(_check_max_lines(case.max_lines, reply.messages))
     results.append(_check_latency(latency_ms, max_latency_ms))
     return results
+
+
+def agent_failure(error: str | None) -> AssertionResult:
+    """The one result of a case the agent failed (or never answered): nothing about a missing reply is checked."""
+    cause = quote(error, limit=_ERROR_LIMIT) if error is not None else "no reply and no error recorded"
+    return AssertionResult(assertion="agent_error", held=False, detail=f"the agent failed, so nothing was checked: {cause}")

@@ -54,12 +54,16 @@ class Graded(NamedTuple):
 
 
 def agree_by_group(
-    graded: Sequence[Graded], *, threshold: float = THRESHOLD, calibration_file: CalibrationFile = "items"
+    graded: Sequence[Graded],
+    *,
+    threshold: float = THRESHOLD,
+    calibration_file: CalibrationFile = "items",
+    groups: Sequence[Group] = GROUPS,
 ) -> dict[Group, GroupAgreement]:
-    """Agreement for every group, in GROUPS order; a group grades only with both labels and enough agreement."""
+    """Agreement for every one of `groups`, in order; a group grades only with both labels and enough agreement."""
     return {
         group: _agree(group, [item for item in graded if item.group == group], threshold, calibration_file)
-        for group in GROUPS
+        for group in groups
     }
 
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
+from kindgi_eval.spec.accuracy import ACCURACY_GROUP, AccuracyCase, accuracy_criterion
 from kindgi_eval.spec.cases import Case
 
-Group = Literal["implicit_concession", "semantic_repetition", "answers_the_question", "free_text"]
+Group = Literal["implicit_concession", "semantic_repetition", "answers_the_question", "free_text", "accuracy"]
 GROUPS: tuple[Group, ...] = ("implicit_concession", "semantic_repetition", "answers_the_question", "free_text")
-"""Every calibration group, in the order the summary lists them."""
+"""The calibration groups of a conversation suite, in the order the summary lists them (an accuracy suite has one
+of its own, `accuracy`)."""
 FIXED_DIMENSIONS: tuple[Group, ...] = GROUPS[:3]
 """The framework rubric's dimensions; each is also its own calibration group."""
 Source = Literal["rubric", "review"]
@@ -38,6 +40,11 @@ class Criterion(NamedTuple):
     """The calibration group whose agreement decides whether this criterion's verdict counts."""
 
 
+def groups_of(kind: str) -> tuple[Group, ...]:
+    """The calibration groups of a suite of `kind`: an accuracy suite's one, else the conversation groups."""
+    return (ACCURACY_GROUP,) if kind == "accuracy" else GROUPS
+
+
 def group_of(criterion: str) -> Group:
     """The calibration group of a calibration item's criterion: a dimension's exact name, else free text."""
     for dimension in FIXED_DIMENSIONS:
@@ -50,10 +57,14 @@ def criteria_for(case: Case) -> list[Criterion]:
     """Every criterion the judge grades on `case`: each review entry, then the rubric dimensions that apply.
 
     A review entry is always `free_text`, even when its text is a dimension's name: spec 016 counts every
-    review entry as a free-text item, and the rubric applies (or not) on its own rules. Escalating cases get
+    review entry as a free-text item, and the rubric applies (or not) on its own rules. An accuracy item graded
+    by the judge has one criterion, that it gives its expected output, in the `accuracy` group, and no rubric. Escalating cases get
     no rubric, because their message is the tenant's configured copy (C9); `semantic_repetition` needs an
     agent turn in the history to compare with; a nudge has no contact text to answer.
     """
+    if isinstance(case, AccuracyCase):
+        judged = case.grader.adapter == "judge"
+        return [Criterion("review", accuracy_criterion(case.expected_output), ACCURACY_GROUP)] if judged else []
     found = [Criterion("review", entry, "free_text") for entry in case.review_criteria]
     if case.expect.escalate:
         return found

@@ -10,7 +10,7 @@ from typing import Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from kindgi_eval.spec.cases import Label
-from kindgi_eval.spec.text import clip
+from kindgi_eval.spec.text import clip, is_text
 
 Vote = Literal["pass", "fail", "invalid"]
 FinalVerdict = Literal["pass", "fail", "ungraded"]
@@ -99,6 +99,9 @@ def read_sample(content: str | None, reply_text: str, error: str | None = None) 
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'object'}: {e['msg']}" for e in exc.errors())
         return _invalid(f"unparseable: {clip(problems, _DETAIL_CHARS)}")
+    untext = [name for name in ("evidence", "reason") if not is_text(getattr(verdict, name))]
+    if untext:  # JSON may escape half a surrogate pair: not a character, and no store can hold it
+        return _invalid(f"unparseable: {' and '.join(untext)} holds a lone surrogate escape, which is not a Unicode character")
     if verdict.verdict == "fail" and not verdict.evidence:
         return _invalid("unquoted failure: no evidence given", verdict)
     if verdict.verdict == "fail" and verdict.evidence not in reply_text:

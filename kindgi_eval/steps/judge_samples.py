@@ -9,6 +9,7 @@ from typing import Literal, NamedTuple
 
 from kindgi_eval.prompts import judge_messages
 from kindgi_eval.spec import (
+    DIMENSION_RULES,
     SAMPLES,
     CalibrationItem,
     Case,
@@ -17,10 +18,12 @@ from kindgi_eval.spec import (
     Judge,
     Label,
     Turn,
+    ACCURACY_GROUP,
     agree_by_group,
     criteria_for,
     decide,
     group_of,
+    groups_of,
     joined_reply,
     read_sample,
 )
@@ -54,12 +57,13 @@ def case_subjects(cases: Sequence[Case], replies: Mapping[str, Sequence[str]]) -
     ]
 
 
-def calibration_subjects(items: Sequence[CalibrationItem]) -> list[Subject]:
-    """Each calibration item's hand-written reply under its one labelled criterion."""
+def calibration_subjects(items: Sequence[CalibrationItem], kind: str = "conversation") -> list[Subject]:
+    """Each calibration item's hand-written reply under its one labelled criterion; every item of an accuracy
+    suite is in the `accuracy` group."""
     subjects = []
     for item in items:
-        group = group_of(item.criterion)
-        criterion = Criterion("review" if group == "free_text" else "rubric", item.criterion, group)
+        group = ACCURACY_GROUP if kind == "accuracy" else group_of(item.criterion)
+        criterion = Criterion("rubric" if group in DIMENSION_RULES else "review", item.criterion, group)
         subjects.append(Subject("calibration", item.id, criterion, item.history, item.text, False, item.reply, item.label))
     return subjects
 
@@ -181,14 +185,15 @@ async def judge_suite(
     progress: Progress | None = None,
     done: Mapping[SampleKey, SampleRow] | None = None,
     record: Record | None = None,
+    kind: str = "conversation",
 ) -> list[SampleRow]:
     """Calibrate first, then sample only the case criteria whose group the judge earned in this run.
 
     Samples in `done` are reused, never drawn again; each new one goes to `record` as it arrives."""
     slots = asyncio.Semaphore(concurrency)
     kwargs = dict(catalogue=catalogue, slots=slots, timeout_s=timeout_s, progress=progress, done=done, record=record)
-    samples = await sample_all(judge, calibration_subjects(calibration), **kwargs)
-    agreement = agree_by_group(graded_items(samples))
+    samples = await sample_all(judge, calibration_subjects(calibration, kind), **kwargs)
+    agreement = agree_by_group(graded_items(samples), groups=groups_of(kind))
     earned = {group for group, a in agreement.items() if a.calibrated}
     return samples + await sample_all(judge, [s for s in cases if s.criterion.group in earned], **kwargs)
 
@@ -228,5 +233,6 @@ def sample_judge(
             progress=progress,
             done={sample_key(s): s for s in done},
             record=record,
+            kind=suite[0].suite_kind,
         )
     )

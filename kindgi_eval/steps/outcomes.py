@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kindgi_eval.spec import AgentReply, Case, check_case
+from kindgi_eval.spec import AccuracyCase, AgentReply, Case, check_accuracy, check_case
 from kindgi_eval.store import OutcomeRow, ReplyRow
 
 
@@ -16,13 +16,17 @@ def reply_of(row: ReplyRow) -> AgentReply | None:
 
 
 def outcome_rows(cases: Sequence[Case], replies: Sequence[ReplyRow], max_latency_ms: float) -> list[OutcomeRow]:
-    """Every deterministic assertion of every case (spec 009), one row each."""
+    """Every deterministic assertion of every case (spec 009), one row each; an accuracy item's is its grader's."""
     by_case = {r.case_id: r for r in replies}
     rows = []
     for case in cases:
         reply = by_case[case.id]
-        results = check_case(
-            case, reply_of(reply), error=reply.error, latency_ms=reply.latency_ms, max_latency_ms=max_latency_ms
-        )
+        if isinstance(case, AccuracyCase):
+            answered = reply_of(reply)
+            results = check_accuracy(case, answered.messages if answered else None, error=reply.error)
+        else:
+            results = check_case(
+                case, reply_of(reply), error=reply.error, latency_ms=reply.latency_ms, max_latency_ms=max_latency_ms
+            )
         rows += [OutcomeRow(case_id=case.id, **r.model_dump()) for r in results]
     return rows

@@ -10,7 +10,9 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from kindgi_eval.spec import STATUSES
-from kindgi_eval.store import ReplyRow, RunRow, SampleRow, StatusRow, SuiteRow
+from kindgi_eval.steps.accuracy import summarize_accuracy
+from kindgi_eval.steps.regressions import pass_rate_change
+from kindgi_eval.store import AccuracyRow, RegressionRow, ReplyRow, RunRow, SampleRow, StatusRow, SuiteRow
 
 
 def run_row(
@@ -29,9 +31,12 @@ def run_row(
     resumed_from: str | None = None,
     agent_calls_saved: int = 0,
     judge_calls_saved: int = 0,
+    accuracy: Sequence[AccuracyRow] = (),
+    regressions: Sequence[RegressionRow] = (),
 ) -> RunRow:
     """The run in one row: lineage, counts per status, ungraded criteria, costs and funnel coverage, and for a
-    resumed run the killed run it finished and how many agent and judge calls its recordings saved."""
+    resumed run the killed run it finished and how many agent and judge calls its recordings saved; for an
+    accuracy suite its accuracy and interval, for a regression suite how it moved against its baseline."""
     first = suite[0]
     counts = Counter(s.status for s in statuses)
     entered = {r.funnel_stage for r in suite if r.kind == "case"}
@@ -59,8 +64,42 @@ def run_row(
         resumed_from=resumed_from,
         agent_calls_saved=agent_calls_saved,
         judge_calls_saved=judge_calls_saved,
+        suite_kind=first.suite_kind,
+        benchmark_name=first.benchmark_name,
+        benchmark_version=first.benchmark_version,
+        benchmark_hash=first.benchmark_hash,
         **{status.replace("-", "_"): counts.get(status, 0) for status in STATUSES},
+        **(_accuracy_columns(accuracy) if first.suite_kind == "accuracy" else {}),
+        **(_regression_columns(first.baseline_run, regressions) if first.suite_kind == "regression" else {}),
     )
+
+
+def _accuracy_columns(rows: Sequence[AccuracyRow]) -> dict[str, object]:
+    summary = summarize_accuracy(rows)
+    interval = summary.interval
+    return {
+        "correct": summary.correct,
+        "wrong": summary.wrong,
+        "ungraded_items": summary.ungraded,
+        "accuracy": interval.estimate if interval else None,
+        "accuracy_low": interval.low if interval else None,
+        "accuracy_high": interval.high if interval else None,
+    }
+
+
+def _regression_columns(baseline_run: str | None, rows: Sequence[RegressionRow]) -> dict[str, object]:
+    moved = Counter(r.change for r in rows)
+    change = pass_rate_change(rows)
+    return {
+        "baseline_run": baseline_run,
+        "improved": moved["improved"],
+        "regressed": moved["regressed"],
+        "unchanged": moved["unchanged"],
+        "pass_rate_change": change.change.estimate if change else None,
+        "change_low": change.change.low if change else None,
+        "change_high": change.change.high if change else None,
+        "mcnemar_p": change.mcnemar_p if change else None,
+    }
 
 
 @cache

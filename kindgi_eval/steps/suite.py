@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kindgi_eval.inputs import Suite
-from kindgi_eval.spec import Case
+from kindgi_eval.spec import AccuracyCase, Case
 from kindgi_eval.store import SuiteRow
 
 
-def suite_rows(suite: Suite, tenant: str, config_hash: str) -> list[SuiteRow]:
-    """The parsed suite as rows, each item kept as canonical JSON so later stages rebuild it exactly."""
+def suite_rows(suite: Suite, tenant: str, config_hash: str, baseline_run: str | None = None) -> list[SuiteRow]:
+    """The parsed suite as rows, each item kept as canonical JSON so later stages rebuild it exactly; a regression
+    suite's rows name the baseline run resolved as the run started."""
     registered = suite.registered
     common = dict(
         tenant=tenant,
@@ -19,6 +20,11 @@ def suite_rows(suite: Suite, tenant: str, config_hash: str) -> list[SuiteRow]:
         config_hash=config_hash,
         suite_id=registered.suite_id if registered else None,
         suite_version=registered.suite_version if registered else None,
+        suite_kind=suite.kind,
+        baseline_run=baseline_run,
+        benchmark_name=registered.benchmark_name if registered else None,
+        benchmark_version=registered.benchmark_version if registered else None,
+        benchmark_hash=registered.benchmark_hash if registered else None,
     )
     rows = [
         SuiteRow(
@@ -54,5 +60,5 @@ def suite_rows(suite: Suite, tenant: str, config_hash: str) -> list[SuiteRow]:
 
 
 def cases_of(rows: Sequence[SuiteRow]) -> list[Case]:
-    """The cases of a stored suite, in file order."""
-    return [Case.model_validate_json(r.body) for r in rows if r.kind == "case"]
+    """The cases of a stored suite, in file order: accuracy items for an accuracy suite."""
+    return [(AccuracyCase if r.suite_kind == "accuracy" else Case).model_validate_json(r.body) for r in rows if r.kind == "case"]

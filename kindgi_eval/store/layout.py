@@ -16,8 +16,10 @@ from upath import UPath
 
 from kindgi_eval.store.arrow import arrow_schema, from_table
 from kindgi_eval.store.rows import (
+    AccuracyRow,
     CalibrationRow,
     OutcomeRow,
+    RegressionRow,
     ReplyRow,
     RunRow,
     SampleRow,
@@ -53,6 +55,8 @@ TABLES = (
     Table("judge_samples", "judge_samples", SampleRow),
     Table("calibration", "calibration", CalibrationRow),
     Table("statuses", "statuses", StatusRow),
+    Table("accuracy", "accuracy", AccuracyRow),
+    Table("regressions", "regressions", RegressionRow),
     Table("run_summary", "runs", RunRow),
 )
 TABLE_OF = {t.asset: t for t in TABLES}

@@ -1,10 +1,18 @@
-"""Retention: removing runs older than a cutoff from the store and the Dagster instance, sparing replay sources."""
+"""Retention: removing runs older than a cutoff from the store and the Dagster instance, sparing replay sources, and
+the recordings in progress (`.partial/`) of the runs removed and of runs killed before the cutoff."""
 
 from __future__ import annotations
 
 from datetime import date, timedelta
 from typing import NamedTuple
 
+from kindgi_eval.store.batches import (
+    area_run_id,
+    claim,
+    discard_area,
+    find_run_areas,
+    release,
+)
 from kindgi_eval.store.compaction import drop_from_months, hive_values, remove_run_folder
 from kindgi_eval.store.layout import DATE_COLUMN, RUN_COLUMN, RUN_FILES, TABLES, StorePath
 from kindgi_eval.store.views import connect
@@ -32,6 +40,42 @@ def plan_prune(runs: list[StoredRunRef], keep_days: int, today: date) -> Pruned:
     needed = {r.replies_from for r in kept}
     old = [r.run_id for r in runs if r.day < cutoff]
     return Pruned(removed=[r for r in old if r not in needed], spared=[r for r in old if r in needed])
+
+
+class AreaRef(NamedTuple):
+    """A run's recordings in progress: which run, and the day it started."""
+
+    run_id: str
+    day: str
+
+
+def plan_areas(areas: list[AreaRef], removed: list[str], keep_days: int, today: date) -> list[str]:
+    """The runs whose recordings go (pure): every run removed, and every run that started before `today - keep_days`
+    and never finished (a killed run, resumed since or not), as a stored run of that age would go."""
+    cutoff = (today - timedelta(days=keep_days)).isoformat()
+    doomed = set(removed)
+    return [a.run_id for a in areas if a.run_id in doomed or a.day < cutoff]
+
+
+def recorded_areas(root: StorePath) -> list[AreaRef]:
+    """Every run's recordings in progress in the store, by run id."""
+    return [AreaRef(area_run_id(a), a.parent.name.removeprefix(f"{DATE_COLUMN}=")) for a in find_run_areas(root, "")]
+
+
+def remove_areas(root: StorePath, run_ids: list[str], *, dry_run: bool = False) -> list[str]:
+    """Delete those runs' recordings in progress, but never those a living process records into (or resumes from):
+    its lock is held. The run ids whose recordings went (or, with `dry_run`, would go)."""
+    doomed = set(run_ids)
+    gone = []
+    for area in find_run_areas(root, ""):
+        if area_run_id(area) not in doomed or not claim(area):
+            continue
+        if dry_run:
+            release(area)
+        else:
+            discard_area(area)  # and its day and suite folders, when that leaves them empty
+        gone.append(area_run_id(area))
+    return gone
 
 
 def stored_runs(root: StorePath) -> list[StoredRunRef]:

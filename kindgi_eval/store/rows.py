@@ -46,6 +46,17 @@ class SuiteRow(_Row):
     """The registered suite's id, when the suite was read from the registry; None for a suite folder."""
     suite_version: str | None = None
     """The registered version evaluated; None for a suite folder."""
+    suite_kind: str = "conversation"
+    """The suite's kind: `conversation`, `accuracy`, `regression` or `benchmark` (a registered suite's; a folder's
+    own is a conversation suite)."""
+    baseline_run: str | None = None
+    """A regression suite's baseline run, as named when the run started."""
+    benchmark_name: str | None = None
+    """A benchmark suite's catalogue entry."""
+    benchmark_version: str | None = None
+    """Its catalogue version."""
+    benchmark_hash: str | None = None
+    """The content hash of the catalogue entry's files."""
 
 
 class ReplyRow(_Row):
@@ -186,6 +197,38 @@ class StatusRow(_Row):
     """Verdicts on the review entries and rubric dimensions."""
 
 
+class AccuracyRow(_Row):
+    """One accuracy item's grade: correct, wrong or ungraded, and why."""
+
+    case_id: str
+    """The item."""
+    grader: str
+    """The adapter that graded it: exact, contains, regex or judge."""
+    expected_output: str
+    """What the reply had to give."""
+    grade: Literal["correct", "wrong", "ungraded"]
+    """Only correct and wrong items count towards the accuracy; an agent error or a verdict the judge could not
+    give is ungraded."""
+    detail: str
+    """Why, in a sentence: the grader's finding, the judge's reason, or what kept the item ungraded."""
+
+
+class RegressionRow(_Row):
+    """One case of a regression suite beside the same case in the baseline run."""
+
+    case_id: str
+    """The case."""
+    baseline_run: str
+    """The run compared with."""
+    baseline_status: str
+    """The case's status in the baseline run."""
+    status: str
+    """Its status in this run."""
+    change: Literal["improved", "regressed", "unchanged"]
+    """Passing is passed or judged-pass, failing is failed or judged-fail, reviewed lies between: a move up is
+    improved, a move down regressed."""
+
+
 class RunRow(_Row):
     """One run: what ran against what, and how it ended."""
 
@@ -248,3 +291,39 @@ class RunRow(_Row):
     a suite folder."""
     suite_version: str | None = None
     """The version of it in force when the run started."""
+    suite_kind: str = "conversation"
+    """The suite's kind."""
+    benchmark_name: str | None = None
+    """A benchmark suite's catalogue entry, e.g. `kindgi/golden`."""
+    benchmark_version: str | None = None
+    """Its catalogue version."""
+    benchmark_hash: str | None = None
+    """The content hash of the catalogue entry's files."""
+    accuracy: float | None = None
+    """An accuracy suite's correct items over its graded ones; None when none was graded (or another kind)."""
+    accuracy_low: float | None = None
+    """The lower bound of its Wilson 95% interval."""
+    accuracy_high: float | None = None
+    """The upper bound of its Wilson 95% interval."""
+    correct: int | None = None
+    """Accuracy items graded correct."""
+    wrong: int | None = None
+    """Accuracy items graded wrong."""
+    ungraded_items: int | None = None
+    """Accuracy items left ungraded, counted on neither side."""
+    baseline_run: str | None = None
+    """A regression suite's baseline run."""
+    improved: int | None = None
+    """Regression cases that moved up against the baseline."""
+    regressed: int | None = None
+    """Regression cases that moved down; any fails the run."""
+    unchanged: int | None = None
+    """Regression cases whose status did not move."""
+    pass_rate_change: float | None = None
+    """The pass rate now minus the baseline's, over the same cases."""
+    change_low: float | None = None
+    """The lower bound of its paired bootstrap 95% interval."""
+    change_high: float | None = None
+    """The upper bound of its paired bootstrap 95% interval."""
+    mcnemar_p: float | None = None
+    """McNemar's exact p-value for the cases that flipped between passing and not."""

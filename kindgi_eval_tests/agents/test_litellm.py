@@ -344,3 +344,27 @@ def test_the_golden_injection_cases_hold_against_a_model_that_obeys_them(home, p
     for request in server.requests:  # the injection sat inside the fence, never among the instructions
         assert fenced(request, "contact message") in {c["text"] for c in injections}
         assert fenced(request, "contact message") not in request["messages"][0]["content"]
+
+
+def test_a_lone_surrogate_from_the_model_is_an_error_or_a_replacement_and_the_run_stores_every_row(home, provider_env, tmp_path: Path) -> None:
+    # JSON may escape half a surrogate pair: inside the reply's JSON (a reply that is not text) or in the chat body
+    # itself (the content holds one); neither may crash the stage that writes the rows
+    in_reply = chat_body_with_content('{"messages": ["\\ud800"], "escalate": false, "reason": null}')
+    in_content = b'{"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": "not json \\udc00"}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}'
+    bodies = {"one": in_reply, "two": in_content}
+    provider_env(lambda request: Answer(raw_body=bodies[fenced(request, "contact message")], headers={"Content-Type": "application/json"}))
+    folder = tmp_path / "surrogates"
+    folder.mkdir()
+    (folder / "cases.jsonl").write_text("".join(json.dumps({"id": t, "text": t, "expect": {"escalate": False}}) + "\n" for t in bodies))
+    key = suite_key(TENANT.tenant, folder)
+    run_id = run_chain(open_instance(home.root), home.root, RunSettings(eval_dir=str(folder), agent_model="openai:m"), key)
+    replies = {r.case_id: r for r in read_rows(home.store, "agent_replies", key, run_id)}
+    assert "messages.0 holds a lone surrogate escape" in replies["one"].error
+    assert "not a JSON object" in replies["two"].error and replies["two"].raw == "not json \ufffd"
+    assert {s.status for s in read_rows(home.store, "statuses", key, run_id)} == {"failed"}
+
+
+def chat_body_with_content(content: str) -> bytes:
+    from kindgi_eval_tests.fake_provider import chat_body
+
+    return chat_body(content)

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from kindgi_eval.defs.asset_checks import CHECKS
 from kindgi_eval.defs.assets import CHAIN
 from kindgi_eval.defs.io_manager import ParquetStore
-from kindgi_eval.defs.resources import EvalSettings, pinned_config
+from kindgi_eval.defs.resources import EvalSettings, pinned_tags
 from kindgi_eval.inputs import RunSettings
 
 PARTITION_TAG = "dagster/partition"
@@ -29,12 +28,11 @@ def in_process_chain() -> dg.JobDefinition:
 
 
 def multiprocess_chain() -> dg.JobDefinition:
-    """The chain's seven assets (not their checks, which would only add processes) with each step in a process of
-    its own: nothing passes between steps but the store."""
-    steps = dg.define_asset_job("evaluate_suite_steps", selection=dg.AssetSelection.assets(*CHAIN).without_checks())
+    """The chain's assets (their checks are evaluated in their steps) with each step in a process of its own: nothing
+    passes between steps but the store."""
+    steps = dg.define_asset_job("evaluate_suite_steps", selection=dg.AssetSelection.assets(*CHAIN))
     defs = dg.Definitions(
         assets=CHAIN,
-        asset_checks=CHECKS,
         jobs=[steps],
         resources={"io_manager": ParquetStore(), "eval_settings": EvalSettings()},
         executor=dg.multiprocess_executor.configured({"max_concurrent": 2}),
@@ -42,16 +40,16 @@ def multiprocess_chain() -> dg.JobDefinition:
     return defs.resolve_job_def("evaluate_suite_steps")
 
 
-def run_config(settings: RunSettings, home: Path) -> dict:
-    """The launchpad's config for a run of pinned settings on the store under `home`."""
-    return {"resources": {"eval_settings": {"config": pinned_config(settings)}, "io_manager": {"config": {"home": str(home)}}}}
+def run_config(home: Path) -> dict:
+    """The launchpad's config for a run on the store under `home`."""
+    return {"resources": {"io_manager": {"config": {"home": str(home)}}}}
 
 
 def execute(job, instance: dg.DagsterInstance, settings: RunSettings, key: str, home: Path, **options) -> dg.ExecuteJobResult:
     """One run of `job` (a function above) for partition `key`, as a Dagster run worker executes it."""
     instance.add_dynamic_partitions("suites", [key])
-    tags = {PARTITION_TAG: key, **options.pop("tags", {})}
-    return dg.execute_job(dg.reconstructable(job), instance, run_config=run_config(settings, home), tags=tags, **options)
+    tags = {PARTITION_TAG: key, **pinned_tags(settings), **options.pop("tags", {})}
+    return dg.execute_job(dg.reconstructable(job), instance, run_config=run_config(home), tags=tags, **options)
 
 
 if __name__ == "__main__":

@@ -104,6 +104,7 @@ def test_checks_warn_on_refused_and_downgraded_groups_and_error_on_failing_cases
         "semantic_repetition_calibrated": (False, dg.AssetCheckSeverity.WARN),
         "answers_the_question_calibrated": (True, dg.AssetCheckSeverity.WARN),
         "free_text_calibrated": (True, dg.AssetCheckSeverity.WARN),
+        "accuracy_calibrated": (True, dg.AssetCheckSeverity.WARN),  # an accuracy suite's group: not this suite's
         "no_failing_cases": (False, dg.AssetCheckSeverity.ERROR),
     }
     assert checks["implicit_concession_calibrated"].metadata["outcome"].value == "refused"
@@ -136,3 +137,55 @@ def test_metadata_counts_costs_tables_verdicts_and_gives_agreement_per_group(nig
     assert metadata["calibrated_groups"].value == 2
     groups = {r.data["group"]: r.data for r in metadata["groups"].records}
     assert groups["implicit_concession"]["calibrated"] is False and groups["implicit_concession"]["fail_labels"] == 0
+
+
+def latest_check_state(instance: dg.DagsterInstance, asset: str, check: str, partition: str) -> tuple[str, int | None, bool]:
+    """(run, target materialisation, passed) of a check's latest evaluation of one partition: what the Checks tab's
+    Partitions view shows for it."""
+    from dagster._core.event_api import PartitionKeyFilter
+
+    (record,) = instance.event_log_storage.get_asset_check_execution_history(
+        dg.AssetCheckKey(dg.AssetKey(asset), check), limit=1, partition_filter=PartitionKeyFilter(key=partition)
+    )
+    evaluation = record.evaluation
+    assert evaluation is not None, f"{check} of {partition} was planned by run {record.run_id} but never evaluated"
+    target = evaluation.target_materialization_data
+    return record.run_id, target.storage_id if target else None, evaluation.passed
+
+
+def latest_materialisation(instance: dg.DagsterInstance, asset: str, partition: str) -> tuple[str, int]:
+    """(run, storage id) of an asset's latest materialisation of one partition: what its asset page shows."""
+    (record,) = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition]), limit=1
+    ).records
+    return record.run_id, record.storage_id
+
+
+def test_each_suites_checks_are_its_latest_materialisations_and_cannot_be_left_behind(home, tmp_path: Path) -> None:
+    import shutil
+
+    from kindgi_eval.defs.definitions import defs
+    from kindgi_eval.defs.runs import run_chain
+    from kindgi_eval.inputs.settings import RunSettings
+    from kindgi_eval_tests.conftest import GOLDEN
+
+    instance = open_instance(home.root)
+    shutil.copytree(GOLDEN, tmp_path / "other")
+    golden = RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent")
+    # mock:judge calibrates no golden group, so the four group checks warn; without a judge they pass
+    judged = run_chain(instance, home.root, golden.model_copy(update={"judge_model": "mock:judge"}), "demo-academy.golden")
+    other = run_chain(instance, home.root, golden.model_copy(update={"eval_dir": str(tmp_path / "other")}), "demo-academy.other")
+    expected = {"demo-academy.golden": (judged, False), "demo-academy.other": (other, True)}
+    for partition, (run_id, passed) in expected.items():
+        materialised, storage_id = latest_materialisation(instance, "calibration", partition)
+        assert materialised == run_id
+        for group in ("implicit_concession", "semantic_repetition", "answers_the_question", "free_text"):
+            assert latest_check_state(instance, "calibration", f"{group}_calibrated", partition) == (run_id, storage_id, passed)
+        _, statuses_id = latest_materialisation(instance, "statuses", partition)
+        assert latest_check_state(instance, "statuses", "no_failing_cases", partition) == (run_id, statuses_id, True)
+
+    # The launchpad with "include separately executable checks" unticked: the chain without its checks. It would
+    # materialise calibration anew while the Checks tab kept showing the earlier run's state of the partition.
+    job = defs.resolve_job_def("evaluate_suite")
+    with pytest.raises(dg.DagsterInvalidSubsetError):
+        job.get_subset(asset_selection=set(defs.resolve_asset_graph().get_all_asset_keys()), asset_check_selection=set())

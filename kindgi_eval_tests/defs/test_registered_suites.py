@@ -8,7 +8,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from kindgi_eval.defs.resources import EvalSettings
+from kindgi_eval.defs.resources import EvalSettings, pinned_settings
 from kindgi_eval.defs.runs import open_instance, run_chain
 from kindgi_eval.inputs import TENANTS_ENV
 from kindgi_eval.registry import EvalSuite, database_url, open_store
@@ -49,8 +49,7 @@ def tick_and_run(home) -> tuple[str, dict]:
     context = dg.build_schedule_context(instance=instance, scheduled_execution_time=NIGHT)
     (request,) = list(defs.resolve_schedule_def("nightly_suites")(context))
     assert request.partition_key == KEY
-    config = request.run_config["resources"]["eval_settings"]["config"]
-    settings = EvalSettings(**config).for_partition(KEY)
+    settings = EvalSettings.of(pinned_settings(request.tags)).for_partition(KEY)
     run_id = run_chain(instance, home.root, settings, KEY)
     (run,) = read_rows(home.store, "run_summary", KEY, run_id)
     return run_id, run.model_dump()

@@ -9,7 +9,7 @@ import dagster as dg
 import pytest
 
 from kindgi_eval.agents.factory import OFFLINE
-from kindgi_eval.defs.resources import EvalSettings
+from kindgi_eval.defs.resources import EvalSettings, pinned_settings
 from kindgi_eval.defs.runs import open_instance
 from kindgi_eval.inputs.settings import SETTINGS, RunSettings, resolve_settings
 from kindgi_eval.inputs.tenants_file import TenantEntry
@@ -63,7 +63,7 @@ def test_the_settings_table_names_every_field_of_each_face() -> None:
     # The resource and the tenants file declare their fields for Dagster and pydantic; they must not drift.
     fields = {s.field for s in SETTINGS}
     assert fields == set(RunSettings.model_fields)
-    assert fields <= set(EvalSettings.model_fields)
+    assert {s.field for s in SETTINGS if s.per_tenant} <= set(EvalSettings.model_fields)  # what a launchpad may set
     assert {s.field for s in SETTINGS if s.per_tenant} <= set(TenantEntry.model_fields)
 
 
@@ -157,14 +157,12 @@ def test_schedule_requests_carry_the_settings_resolved_at_the_tick(home, tenants
     requests = list(defs.resolve_schedule_def("nightly_suites")(context))
     declared = {s.key: s for s in load_tenants().suites}
     for request in requests:
-        config = request.run_config["resources"]["eval_settings"]["config"]
-        assert config["pinned"] is True and config["concurrency"] == 3
-        resolved = EvalSettings(**config).for_partition(request.partition_key)
+        pinned = pinned_settings(request.tags)
+        assert pinned is not None and pinned.concurrency == 3
+        resolved = EvalSettings.of(pinned).for_partition(request.partition_key)
         assert resolved == declared[request.partition_key].settings()
     monkeypatch.setenv("EVAL_CONCURRENCY", "5")  # a later change of the environment does not reach a requested run
-    assert EvalSettings(**requests[0].run_config["resources"]["eval_settings"]["config"]).for_partition(
-        requests[0].partition_key
-    ).concurrency == 3
+    assert EvalSettings.of(pinned_settings(requests[0].tags)).for_partition(requests[0].partition_key).concurrency == 3
 
 
 # --- replay calibrates against the set of the suite it re-judges ------------------------------------------------

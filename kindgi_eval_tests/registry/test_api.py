@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from kindgi_eval.registry import Consumer, canonical_json, register_consumer, unregister_consumer
+from kindgi_eval.registry import Consumer, FolderContent, canonical_json, register_consumer, unregister_consumer
 from kindgi_eval_tests.registry.conftest import golden_spec, refused, suite, unchanged
 
 
@@ -249,22 +249,23 @@ def test_a_missing_field_is_422(registry, caller) -> None:
 def test_a_kind_without_a_consumer_is_refused_422_naming_the_accepted_kinds(registry, caller) -> None:
     me = caller()
     with unchanged(registry.store):
-        message = refused(me.http.post("/v1/eval-suites", json=suite(me.tenant, kind="accuracy", spec={"cases": []})), 422, "invalid")
-    assert "'accuracy'" in message and "accepts conversation" in message
+        message = refused(me.http.post("/v1/eval-suites", json=suite(me.tenant, kind="pairwise", spec={"prompts": []})), 422, "invalid")
+    assert "'pairwise'" in message and "accepts accuracy, regression, benchmark, conversation" in message
 
 
 def test_a_kind_is_accepted_once_its_consumer_registers(registry, caller) -> None:
     me = caller()
-    accuracy = suite(me.tenant, "acme.accuracy", kind="accuracy", spec={"cases": [{"input": "2+2", "expectedOutput": "4"}]})
-    register_consumer(Consumer("accuracy", lambda spec: [] if "cases" in spec else ["spec.cases: required."], "a test"))
+    pairwise = suite(me.tenant, "acme.pairwise", kind="pairwise", spec={"prompts": ["2+2"]})
+    register_consumer(Consumer("pairwise", lambda spec: [] if "prompts" in spec else ["spec.prompts: required."], "a test",
+                               lambda spec: FolderContent({}, {})))
     try:
-        assert me.http.post("/v1/eval-suites", json=accuracy).status_code == 201
-        message = refused(me.http.post("/v1/eval-suites", json={**accuracy, "version": "2.0.0", "spec": {}}), 422, "invalid")
-        assert "spec.cases: required." in message
+        assert me.http.post("/v1/eval-suites", json=pairwise).status_code == 201
+        message = refused(me.http.post("/v1/eval-suites", json={**pairwise, "version": "2.0.0", "spec": {}}), 422, "invalid")
+        assert "spec.prompts: required." in message
     finally:
-        unregister_consumer("accuracy")
-    message = refused(me.http.post("/v1/eval-suites", json={**accuracy, "version": "3.0.0"}), 422, "invalid")
-    assert "accepts conversation" in message
+        unregister_consumer("pairwise")
+    message = refused(me.http.post("/v1/eval-suites", json={**pairwise, "version": "3.0.0"}), 422, "invalid")
+    assert "'pairwise'" in message
 
 
 def test_an_invalid_conversation_spec_is_422_naming_the_case_and_field(registry, caller) -> None:

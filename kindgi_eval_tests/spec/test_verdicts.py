@@ -315,3 +315,10 @@ def test_read_samples_feed_the_majority_016() -> None:
     unquoted = verdict_json(verdict="fail", evidence="", reason="r")
     samples = [read_sample(PASS, REPLY), read_sample(PASS, REPLY), read_sample(unquoted, REPLY)]
     assert majority([s.vote for s in samples]) == Majority("pass", split=False)
+
+
+@pytest.mark.parametrize("field", ["evidence", "reason"])
+def test_a_verdict_holding_a_lone_surrogate_is_invalid_not_a_crash(field: str) -> None:
+    answer = {"verdict": "pass", "evidence": "", "reason": "fine", field: "\\ud800"}
+    sample = read_sample(json.dumps(answer).replace("\\\\ud800", "\\ud800"), "a reply")
+    assert sample.vote == "invalid" and f"{field} holds a lone surrogate escape" in sample.invalid_reason

@@ -1,0 +1,85 @@
+"""The `regression` kind: conversation cases run and compared, case by case, with a stored baseline run.
+
+`spec` = `{"baseline": {"runId": ...} | {"suiteId": ..., "version": ...}, "cases": [...], "calibration"?: [...]}`,
+the cases and calibration items in the conversation format (specs 009 and 016). A run names the baseline as it
+starts: the run given, or the latest run of the suite version given; a baseline that does not exist, or that
+evaluated other cases, stops the run before any agent call. Pure: reads no file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from kindgi_eval.registry.consumers import Consumer, FolderContent, register_consumer
+from kindgi_eval.registry.conversation import SPEC_KEYS as CONVERSATION_KEYS
+from kindgi_eval.registry.conversation import (
+    problem_line,
+    read_conversation,
+    suite_files,
+)
+from kindgi_eval.registry.semver import is_semver
+from kindgi_eval.spec import Problem, problems_from_validation
+
+
+class RunBaseline(BaseModel):
+    """A baseline named by its run."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    runId: str = Field(min_length=1)
+
+
+class VersionBaseline(BaseModel):
+    """A baseline named by a suite version: its latest run when the regression run starts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    suiteId: str = Field(min_length=1)
+    version: str
+
+
+def read_baseline(value: object) -> tuple[RunBaseline | VersionBaseline | None, list[Problem]]:
+    """The baseline of a regression spec, or the problems with it (named under `spec.baseline`)."""
+    if not isinstance(value, dict):
+        return None, [Problem("spec", None, "baseline", "must be an object: {\"runId\": ...} or {\"suiteId\": ..., \"version\": ...}.")]
+    model = RunBaseline if "runId" in value else VersionBaseline
+    try:
+        baseline = model.model_validate(value)
+    except ValidationError as e:
+        return None, [Problem("spec", None, f"baseline.{p.field}" if p.field else "baseline", p.message) for p in problems_from_validation(e, "spec", None)]
+    if isinstance(baseline, VersionBaseline) and not is_semver(baseline.version):
+        return None, [Problem("spec", None, "baseline.version", f"{baseline.version!r} is not a semantic version (MAJOR.MINOR.PATCH).")]
+    return baseline, []
+
+
+def regression_problems(spec: Mapping[str, Any]) -> list[str]:
+    """The `regression` consumer's check: the baseline's shape, then the cases as a conversation suite's."""
+    problems: list[Problem] = []
+    if "baseline" not in spec:
+        problems.append(Problem("spec", None, "baseline", "required field is missing. Name the run to compare with: {\"runId\": ...} or {\"suiteId\": ..., \"version\": ...}."))
+    else:
+        problems += read_baseline(spec["baseline"])[1]
+    cases = {k: v for k, v in spec.items() if k != "baseline"}
+    found = read_conversation(cases).problems
+    problems += [
+        Problem(p.file, p.line, p.field, p.message.replace("A conversation suite's spec holds only", "A regression suite's spec holds baseline and"))
+        for p in found
+    ]
+    return [problem_line(p) for p in problems]
+
+
+def regression_folder(spec: Mapping[str, Any]) -> FolderContent:
+    """A regression suite as a folder: its conversation cases, with the baseline in `registry.json`."""
+    baseline, _ = read_baseline(spec["baseline"])
+    identity = {"kind": "regression"}
+    if isinstance(baseline, RunBaseline):
+        identity["baseline_run_id"] = baseline.runId
+    elif baseline is not None:
+        identity |= {"baseline_suite_id": baseline.suiteId, "baseline_version": baseline.version}
+    return FolderContent(suite_files({k: spec[k] for k in CONVERSATION_KEYS if k in spec}), identity)
+
+
+register_consumer(Consumer("regression", regression_problems, "kindgi-eval run", regression_folder))

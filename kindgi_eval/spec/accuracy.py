@@ -1,0 +1,145 @@
+"""Accuracy items: a contact's message, the output the reply must give, and the grader that decides whether it did.
+
+An accuracy item is a case without spec 009's assertions: its one check is its grader's. `exact`, `contains`
+and `regex` settle it on the reply's text; `judge` hands it to the calibrated judge (spec 016) as the criterion
+"the reply gives the expected output", in a calibration group of its own. A reply the grader could not grade
+(the agent failed, a pattern ran too long, the judge was not calibrated) is ungraded, never counted either way.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import regex
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from kindgi_eval.spec.assertions import (
+    AssertionResult,
+    agent_failure,
+    joined_reply,
+    quote,
+)
+from kindgi_eval.spec.cases import Case, Expect
+
+GraderId = Literal["exact", "contains", "regex", "judge"]
+GRADERS: tuple[GraderId, ...] = GraderId.__args__  # type: ignore[attr-defined]
+ACCURACY_GROUP = "accuracy"
+"""The calibration group of the judge's accuracy criterion."""
+GRADED = "expected_output"
+"""The assertion a deterministic grader's verdict is recorded as."""
+UNGRADABLE = "grader_error"
+"""The assertion recorded when a deterministic grader could not decide (a pattern that ran too long)."""
+PATTERN_SECONDS = 1.0
+"""How long one pattern may search one reply before the item is ungraded: a reply is untrusted text (C3)."""
+FLAGS = {"i": regex.IGNORECASE, "m": regex.MULTILINE, "s": regex.DOTALL, "x": regex.VERBOSE}
+"""The regex grader's flags, by their letters."""
+
+
+class Grader(BaseModel):
+    """How an item's reply is graded against its expected output."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    adapter: GraderId = "exact"
+    """`exact`: the reply's messages joined by a space, trimmed, equal the expected output; `contains`: the expected
+    output appears in them, case-sensitively; `regex`: the pattern matches somewhere in them; `judge`: the
+    calibrated judge says the reply gives the expected output."""
+    pattern: str | None = None
+    """The regex grader's pattern; absent means each item's expected output is its pattern."""
+    flags: str = ""
+    """The regex grader's flags, any of `i` (ignore case), `m` (multiline), `s` (dot matches newline), `x` (verbose)."""
+
+    @field_validator("flags")
+    @classmethod
+    def _known_flags(cls, value: str) -> str:
+        unknown = sorted(set(value) - set(FLAGS))
+        if unknown:
+            raise ValueError(f"unknown flag {', '.join(map(repr, unknown))}; use any of {', '.join(FLAGS)}")
+        return value
+
+
+class AccuracyCase(Case):
+    """An accuracy item as the chain runs it: a case whose one check is its grader's verdict on the expected output."""
+
+    expect: Expect | None = None  # type: ignore[assignment]
+    """Not checked: an accuracy item asserts nothing about escalation."""
+    expected_output: str
+    """What the reply must give."""
+    grader: Grader = Grader()
+    """How the reply is graded."""
+
+
+def compile_pattern(pattern: str, flags: str) -> regex.Pattern[str]:
+    """The regex grader's pattern, compiled; `regex.error` says what is wrong with it."""
+    value = 0
+    for letter in flags:
+        value |= FLAGS[letter]
+    return regex.compile(pattern, value)
+
+
+def pattern_problem(pattern: str, flags: str) -> str | None:
+    """Why `pattern` cannot grade, in a sentence; None when it compiles."""
+    try:
+        compile_pattern(pattern, flags)
+    except regex.error as e:
+        return f"is not a valid regular expression: {e}."
+    return None
+
+
+def accuracy_criterion(expected_output: str) -> str:
+    """The criterion the judge grades an item on: one text per expected output, so each item is graded on its own."""
+    return f"The reply gives the expected output: {expected_output}"
+
+
+def check_accuracy(case: AccuracyCase, messages: tuple[str, ...] | None, *, error: str | None) -> list[AssertionResult]:
+    """An accuracy item's assertions: its deterministic grader's verdict, none for the judge (whose criterion grades
+    it), or the one `agent_error` of a reply that never came."""
+    if error is not None or messages is None:
+        return [agent_failure(error)]
+    return [] if case.grader.adapter == "judge" else [grade_reply(case, messages)]
+
+
+def grade_reply(case: AccuracyCase, messages: tuple[str, ...] | list[str]) -> AssertionResult:
+    """A deterministic grader's verdict on a reply, as the item's one assertion (never called for `judge`)."""
+    text = joined_reply(messages)
+    grader = case.grader
+    if grader.adapter == "exact":
+        held = text.strip() == case.expected_output.strip()
+        detail = "the reply is the expected output" if held else f"the reply is {quote(text.strip())}, not {quote(case.expected_output.strip())}"
+    elif grader.adapter == "contains":
+        held = case.expected_output in text
+        detail = f"{'found' if held else 'missing'} {quote(case.expected_output)}"
+    elif grader.adapter == "regex":
+        pattern = grader.pattern if grader.pattern is not None else case.expected_output
+        try:
+            held = compile_pattern(pattern, grader.flags).search(text, timeout=PATTERN_SECONDS) is not None
+        except TimeoutError:
+            return AssertionResult(
+                assertion=UNGRADABLE, held=False, detail=f"the pattern {quote(pattern)} ran past {PATTERN_SECONDS:g} s on the reply; ungraded"
+            )
+        detail = f"the pattern {quote(pattern)} {'matches' if held else 'does not match'} the reply"
+    else:
+        raise ValueError("the judge grades an accuracy item through its criterion, not here")
+    return AssertionResult(assertion=GRADED, held=held, detail=detail)
+
+
+Grade = Literal["correct", "wrong", "ungraded"]
+"""An accuracy item's result: only correct and wrong items count towards the accuracy."""
+
+
+def item_grade(assertions: list[tuple[str, bool]], judged: str | None) -> Grade:
+    """An item's grade from its recorded assertions (name, held) and, for the judge grader, its criterion's verdict.
+
+    An agent error or a grader that could not decide is ungraded (C6 keeps it out of `correct`, and it is not a
+    wrong answer either); the judge's `ungraded` (uncalibrated group, invalid samples) likewise.
+    """
+    names = {name for name, _ in assertions}
+    if names - {GRADED}:
+        return "ungraded"
+    if judged is not None:
+        return {"pass": "correct", "fail": "wrong"}.get(judged, "ungraded")  # type: ignore[return-value]
+    held = [h for name, h in assertions if name == GRADED]
+    if not held:
+        return "ungraded"
+    return "correct" if all(held) else "wrong"
+

@@ -1,0 +1,102 @@
+"""Confidence intervals for the numbers a suite reports: a proportion, and the change of a pass rate over paired cases.
+
+Pure arithmetic on counts; the bootstrap draws from a generator seeded by its caller, so a run's interval is
+the same every time it is computed from the same counts.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import NamedTuple
+
+Z95 = 1.959963984540054
+"""The standard normal quantile of 0.975: a two-sided 95% interval."""
+RESAMPLES = 10_000
+"""Bootstrap resamples of the paired interval."""
+SEED = 16
+"""The bootstrap's seed: the interval of the same counts is the same in every run."""
+
+
+class Interval(NamedTuple):
+    """A point estimate and its 95% interval."""
+
+    estimate: float
+    low: float
+    high: float
+
+
+def wilson(successes: int, trials: int, z: float = Z95) -> Interval | None:
+    """The Wilson score interval of `successes` out of `trials`; None when there are no trials.
+
+    Unlike the normal approximation it stays inside [0, 1] and is not empty at 0/n or n/n.
+    """
+    if not 0 <= successes <= trials:
+        raise ValueError(f"successes must be between 0 and trials, not {successes} of {trials}")
+    if trials == 0:
+        return None
+    p = successes / trials
+    z2 = z * z
+    centre = (p + z2 / (2 * trials)) / (1 + z2 / trials)
+    half = z / (1 + z2 / trials) * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials))
+    # at 0/n and n/n one bound is exactly the end of the range; rounding must not move it off
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == trials else min(1.0, centre + half)
+    return Interval(p, low, high)
+
+
+class PairedChange(NamedTuple):
+    """How a pass rate moved over the same cases: the flips each way and the change's interval."""
+
+    improved: int
+    """Cases that did not pass before and pass now."""
+    regressed: int
+    """Cases that passed before and do not now."""
+    cases: int
+    """Cases compared."""
+    change: Interval
+    """The pass rate now minus before, with a paired bootstrap 95% interval."""
+    mcnemar_p: float
+    """McNemar's exact two-sided p-value for the flips: the chance of a split this uneven if neither way were likelier."""
+
+
+def paired_change(improved: int, regressed: int, cases: int, *, resamples: int = RESAMPLES, seed: int = SEED) -> PairedChange:
+    """The change of a pass rate over `cases` paired cases of which `improved` and `regressed` flipped.
+
+    Each case contributes +1 (improved), -1 (regressed) or 0; the interval is the 2.5th and 97.5th percentile of
+    the mean contribution over `resamples` resamples of the cases with replacement (a paired percentile
+    bootstrap), drawn as counts from the three kinds of case.
+    """
+    if min(improved, regressed) < 0 or improved + regressed > cases:
+        raise ValueError(f"flips must be counts within the cases, not {improved} up and {regressed} down of {cases}")
+    if cases == 0:
+        raise ValueError("a change needs at least one case")
+    estimate = (improved - regressed) / cases
+    if improved == regressed == 0:
+        return PairedChange(0, 0, cases, Interval(0.0, 0.0, 0.0), 1.0)
+    draw = random.Random(seed)
+    weights = (improved, regressed, cases - improved - regressed)
+    means = []
+    for _ in range(resamples):
+        picks = draw.choices((1, -1, 0), weights=weights, k=cases)
+        means.append(sum(picks) / cases)
+    means.sort()
+    low, high = _percentile(means, 0.025), _percentile(means, 0.975)
+    return PairedChange(improved, regressed, cases, Interval(estimate, low, high), mcnemar_exact(improved, regressed))
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """McNemar's exact two-sided p-value for `b` flips one way and `c` the other (a binomial test at 1/2)."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def _percentile(ordered: list[float], q: float) -> float:
+    """The `q` quantile of sorted values, interpolated linearly between the two nearest (numpy's default)."""
+    position = q * (len(ordered) - 1)
+    below = math.floor(position)
+    above = min(below + 1, len(ordered) - 1)
+    return ordered[below] + (ordered[above] - ordered[below]) * (position - below)

@@ -1,0 +1,85 @@
+"""The `regressions` stage: each case of a regression suite beside the same case in its baseline run.
+
+The baseline is named once, by the `suite` stage as the run starts (`resolve_baseline`); this stage reads its
+statuses and compares. Passing (passed, judged-pass) is above reviewed, which is above failing (failed,
+judged-fail); a case that moved up improved, one that moved down regressed, and any regression fails the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kindgi_eval.inputs import RegisteredAs, registered_name
+from kindgi_eval.spec import InputError, PairedChange, Problem, paired_change
+from kindgi_eval.store import (
+    RegressionRow,
+    StatusRow,
+    StorePath,
+    read_rows,
+    run_keys,
+    run_partition,
+)
+
+RANK = {"failed": 0, "judged-fail": 0, "reviewed": 1, "passed": 2, "judged-pass": 2}
+"""How good a status is, for comparing a case with its baseline."""
+PASSING = 2
+
+
+def resolve_baseline(root: StorePath, tenant: str, registered: RegisteredAs, case_ids: Sequence[str]) -> str:
+    """The run a regression suite is compared with, checked to have evaluated exactly its cases; InputError naming
+    what is missing. A run of another tenant is not found, as if it did not exist."""
+    where = f"suite {registered.suite_id} {registered.suite_version}"
+    if registered.baseline_run_id is not None:
+        run_id = registered.baseline_run_id
+        partition = run_partition(root, run_id)
+        if partition is None or read_rows(root, "suite", partition, run_id)[0].tenant != tenant:
+            raise InputError([Problem(where, None, "spec.baseline.runId", f"no run {run_id!r} of tenant {tenant!r} in the store at {root}. "
+                                      "List runs with: kindgi-eval sql \"SELECT run_id, suite, finished_at FROM runs\"")])
+    else:
+        run_id, partition = _latest_run_of(root, tenant, registered, where)
+    baseline = {s.case_id for s in read_rows(root, "statuses", partition, run_id)}
+    missing = [c for c in case_ids if c not in baseline]
+    extra = sorted(baseline - set(case_ids))
+    problems = []
+    if missing:
+        problems.append(Problem(where, None, "spec.baseline", f"run {run_id} did not evaluate case {', '.join(missing)}; a baseline must have evaluated every case of the suite."))
+    if extra:
+        problems.append(Problem(where, None, "spec.baseline", f"run {run_id} evaluated case {', '.join(extra)}, which the suite does not have; a baseline must have evaluated the same cases."))
+    if problems:
+        raise InputError(problems)
+    return run_id
+
+
+def _latest_run_of(root: StorePath, tenant: str, registered: RegisteredAs, where: str) -> tuple[str, str]:
+    suite_id, version = registered.baseline_suite_id, registered.baseline_version
+    partition = f"{tenant}.{registered_name(tenant, suite_id or '')}"
+    runs = []
+    for key in run_keys(root, partition):
+        (summary,) = read_rows(root, "run_summary", partition, key.run_id)
+        if summary.suite_id == suite_id and summary.suite_version == version:
+            runs.append((summary.started_at, key.run_id))
+    if not runs:
+        raise InputError([Problem(where, None, "spec.baseline", f"no run of suite {suite_id} version {version} of tenant {tenant!r} "
+                                  f"in the store at {root}. Run it first: kindgi-eval run --suite {suite_id}@{version}")])
+    return max(runs)[1], partition
+
+
+def regression_rows(baseline_run: str, baseline: Sequence[StatusRow], statuses: Sequence[StatusRow]) -> list[RegressionRow]:
+    """One row per case, in the suite's order: its baseline status, its status now and which way it moved."""
+    before = {s.case_id: s.status for s in baseline}
+    rows = []
+    for now in statuses:
+        then = before[now.case_id]
+        step = RANK[now.status] - RANK[then]
+        change = "improved" if step > 0 else "regressed" if step < 0 else "unchanged"
+        rows.append(RegressionRow(case_id=now.case_id, baseline_run=baseline_run, baseline_status=then, status=now.status, change=change))
+    return rows
+
+
+def pass_rate_change(rows: Sequence[RegressionRow]) -> PairedChange | None:
+    """How the pass rate moved over the compared cases, with its paired interval; None without cases."""
+    if not rows:
+        return None
+    up = sum(RANK[r.status] == PASSING and RANK[r.baseline_status] != PASSING for r in rows)
+    down = sum(RANK[r.baseline_status] == PASSING and RANK[r.status] != PASSING for r in rows)
+    return paired_change(up, down, len(rows))

@@ -1,0 +1,163 @@
+"""Accuracy, regression and benchmark suites end to end: published over real HTTP, run by `kindgi-eval run --suite`
+as a real process, and queried with `kindgi-eval sql`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+import httpx
+import pytest
+
+from kindgi_eval.registry import database_url, open_store, running_server
+from kindgi_eval.spec import wilson
+from kindgi_eval_tests.conftest import files_under, run_cli
+from kindgi_eval_tests.registry.conftest import golden_spec
+
+TENANT = "demo-academy"  # the packaged demo tenant the runs evaluate against
+
+
+class Registry(NamedTuple):
+    http: httpx.Client
+    other: httpx.Client
+    """A client of another tenant."""
+
+
+@pytest.fixture
+def registry(home) -> Iterator[Registry]:
+    """The registry of the test's runtime folder, served on 127.0.0.1, with a token of the demo tenant and one of another."""
+    store = open_store(database_url(home.root))
+    mine, theirs = store.issue_token(TENANT, "test"), store.issue_token("globex", "test")
+    with running_server(store) as server:
+        http = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {mine.secret}"}, timeout=30)
+        other = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {theirs.secret}"}, timeout=30)
+        yield Registry(http, other)
+        http.close()
+        other.close()
+    store.close()
+
+
+def publish(client: httpx.Client, suite_id: str, kind: str, spec: dict, version: str = "1.0.0", tenant: str = TENANT) -> None:
+    document = {"id": suite_id, "tenantId": tenant, "version": version, "kind": kind, "description": "", "spec": spec}
+    response = client.post("/v1/eval-suites", json=document)
+    assert response.status_code == 201, response.text
+
+
+def run(suite: str, tmp_path: Path) -> tuple[int, dict | None, str]:
+    out = tmp_path / f"{suite.replace('@', '-')}.json"
+    done = run_cli("run", "--mock", "--suite", suite, "--json", str(out))
+    return done.code, json.loads(out.read_text()) if out.exists() else None, done.out + done.err
+
+
+def sql(query: str) -> list[dict]:
+    done = run_cli("sql", query, "--format", "json")
+    assert done.code == 0, done.err
+    return json.loads(done.out)
+
+
+def test_an_accuracy_suite_reports_its_accuracy_with_a_wilson_interval(registry, home, tmp_path) -> None:
+    spec = {
+        "cases": [
+            {"input": "how much is the foundation course?", "expectedOutput": "$450"},
+            {"id": "days", "input": {"text": "when does it run?", "history": [{"role": "user", "text": "hi"}]}, "expectedOutput": "Tuesdays"},
+            {"id": "discount", "input": "can I get a discount?", "expectedOutput": "20% off"},
+        ],
+        "grader": {"adapterId": "contains"},
+    }
+    publish(registry.http, "demo-academy.facts", "accuracy", spec)
+    code, summary, said = run("demo-academy.facts", tmp_path)
+    assert code == 1, said  # a wrong item is a failed case
+    interval = wilson(2, 3)
+    assert summary["accuracy"] == {
+        "value": pytest.approx(2 / 3), "correct": 2, "wrong": 1, "ungraded": 0,
+        "interval": {"low": pytest.approx(interval.low), "high": pytest.approx(interval.high), "method": "wilson", "level": 0.95},
+    }
+    assert "Accuracy: 0.667, 2 of 3 graded items correct (95% Wilson interval 0.208 to 0.939); 0 ungraded" in said
+    grades = sql("SELECT case_id, grader, grade FROM accuracy ORDER BY case_id")
+    assert grades == [
+        {"case_id": "days", "grader": "contains", "grade": "correct"},
+        {"case_id": "discount", "grader": "contains", "grade": "wrong"},
+        {"case_id": "item-1", "grader": "contains", "grade": "correct"},
+    ]
+    (row,) = sql("SELECT suite_kind, accuracy, accuracy_low, accuracy_high, correct, wrong, ungraded_items FROM runs")
+    assert row == {"suite_kind": "accuracy", "accuracy": pytest.approx(2 / 3), "accuracy_low": pytest.approx(interval.low),
+                   "accuracy_high": pytest.approx(interval.high), "correct": 2, "wrong": 1, "ungraded_items": 0}
+
+
+def test_a_regression_suite_compares_each_case_with_its_baseline_and_fails_on_a_regression(registry, home, tmp_path) -> None:
+    cases = golden_spec()["cases"][:6]
+    publish(registry.http, "demo-academy.base", "conversation", {"cases": cases})
+    code, base, said = run("demo-academy.base", tmp_path)
+    assert code == 0 and base["counts"]["passed"] == 6, said
+    broken = [dict(cases[0], must_contain=["a phrase the demo agent never says"]), *cases[1:]]
+    publish(registry.http, "demo-academy.checked", "regression", {"baseline": {"suiteId": "demo-academy.base", "version": "1.0.0"}, "cases": broken})
+    code, summary, said = run("demo-academy.checked", tmp_path)
+    assert code == 1, said
+    regression = summary["regression"]
+    assert (regression["baseline_run"], regression["improved"], regression["regressed"], regression["unchanged"]) == (base["run_id"], 0, 1, 5)
+    assert regression["pass_rate_change"] == pytest.approx(-1 / 6) and regression["mcnemar_p"] == 1.0
+    assert regression["interval"]["low"] <= -1 / 6 <= regression["interval"]["high"] <= 0
+    assert f"Regression against run {base['run_id']}: 0 improved, 1 regressed, 5 unchanged" in said
+    moved = sql("SELECT case_id, baseline_status, status, change FROM regressions WHERE change <> 'unchanged'")
+    assert moved == [{"case_id": cases[0]["id"], "baseline_status": "passed", "status": "failed", "change": "regressed"}]
+    # the same cases against the baseline named by its run: nothing moved, the run passes
+    publish(registry.http, "demo-academy.same", "regression", {"baseline": {"runId": base["run_id"]}, "cases": cases})
+    code, summary, said = run("demo-academy.same", tmp_path)
+    assert code == 0, said
+    assert (summary["regression"]["unchanged"], summary["regression"]["pass_rate_change"]) == (6, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("baseline", "cases", "said"),
+    [
+        ({"runId": "0a1b2c3d-no-such-run"}, 6, "field spec.baseline.runId: no run '0a1b2c3d-no-such-run' of tenant 'demo-academy'"),
+        ({"suiteId": "demo-academy.base", "version": "2.0.0"}, 6, "no run of suite demo-academy.base version 2.0.0 of tenant 'demo-academy'"),
+        ({"suiteId": "demo-academy.base", "version": "1.0.0"}, 5, "which the suite does not have; a baseline must have evaluated the same cases"),
+    ],
+    ids=["run-missing", "version-never-run", "other-cases"],
+)
+def test_a_baseline_that_is_missing_or_evaluated_other_cases_is_an_input_error(registry, home, tmp_path, baseline, cases, said) -> None:
+    golden = golden_spec()["cases"][:6]
+    publish(registry.http, "demo-academy.base", "conversation", {"cases": golden})
+    code, _, output = run("demo-academy.base", tmp_path)
+    assert code == 0, output
+    publish(registry.http, "demo-academy.checked", "regression", {"baseline": baseline, "cases": golden[:cases]})
+    stored = files_under(home.store)
+    code, summary, output = run("demo-academy.checked", tmp_path)
+    assert code == 2 and summary is None and said in output and "Traceback" not in output
+    assert files_under(home.store) == stored  # nothing run, nothing written
+
+
+def test_another_tenants_run_is_never_a_baseline(registry, home, tmp_path) -> None:
+    golden = golden_spec()["cases"][:3]
+    publish(registry.http, "demo-academy.base", "conversation", {"cases": golden})
+    _, base, _ = run("demo-academy.base", tmp_path)
+    publish(registry.other, "globex.peek", "regression", {"baseline": {"runId": base["run_id"]}, "cases": golden}, tenant="globex")
+    done = run_cli("run", "--mock", "--suite", "globex.peek", "--config-dir", str(_tenant_named(tmp_path, "globex")))
+    assert done.code == 2 and f"no run '{base['run_id']}' of tenant 'globex'" in done.err
+
+
+def test_a_benchmark_suite_runs_the_catalogue_entry_and_records_it(registry, home, tmp_path) -> None:
+    publish(registry.http, "demo-academy.standard", "benchmark", {"benchmark": {"name": "kindgi/golden", "version": "1.0.0"}})
+    code, summary, said = run("demo-academy.standard", tmp_path)
+    assert code == 0, said
+    pinned = "779e99baa7ad1c8d68d3f086eefc3af82bc21876ad7f27da72bd459cbae09d6f"
+    assert summary["benchmark"] == {"name": "kindgi/golden", "version": "1.0.0", "hash": pinned}
+    assert summary["counts"]["passed"] == 32 and summary["counts"]["reviewed"] == 4
+    assert f"Benchmark: kindgi/golden 1.0.0 (content sha256 {pinned})" in said
+    (row,) = sql("SELECT suite_id, suite_kind, benchmark_name, benchmark_version, benchmark_hash, cases FROM runs")
+    assert row == {"suite_id": "demo-academy.standard", "suite_kind": "benchmark", "benchmark_name": "kindgi/golden",
+                   "benchmark_version": "1.0.0", "benchmark_hash": pinned, "cases": 36}
+
+
+def _tenant_named(tmp_path: Path, tenant: str) -> Path:
+    """The demo tenant's configuration under another tenant's name."""
+    from kindgi_eval.inputs.tenant_file import DEMO_CONFIG_DIR
+
+    folder = tmp_path / tenant
+    folder.mkdir()
+    text = (DEMO_CONFIG_DIR / "tenant.toml").read_text()
+    (folder / "tenant.toml").write_text(text.replace('tenant = "demo-academy"', f'tenant = "{tenant}"'))
+    return folder

@@ -1,0 +1,90 @@
+"""The accuracy, regression and benchmark kinds at publish time, through real HTTP on both backends: a suite that
+cannot run is refused (422) naming its field, and nothing is stored."""
+
+from __future__ import annotations
+
+import pytest
+
+from kindgi_eval.inputs import CATALOGUE, load_suite
+from kindgi_eval.registry import accepted_kinds
+from kindgi_eval_tests.conftest import GOLDEN
+from kindgi_eval_tests.registry.conftest import golden_spec, refused, suite, unchanged
+
+ACCURACY = {"cases": [{"input": "how much is the foundation course?", "expectedOutput": "$450"}], "grader": {"adapterId": "contains"}}
+
+
+def test_the_three_kinds_with_a_number_are_accepted_beside_conversation():
+    assert accepted_kinds() == ("accuracy", "regression", "benchmark", "conversation")
+
+
+@pytest.mark.parametrize(
+    ("kind", "spec"),
+    [
+        ("accuracy", ACCURACY),
+        ("accuracy", {"cases": [{"id": "days", "input": {"text": "when?", "history": [{"role": "user", "text": "hi"}]}, "expectedOutput": "Tuesdays"}]}),
+        ("accuracy", {"cases": ACCURACY["cases"], "grader": {"adapterId": "regex", "config": {"pattern": r"\$\d+", "flags": "i"}}}),
+        ("accuracy", {"cases": ACCURACY["cases"], "grader": {"adapterId": "judge"},
+                      "calibration": [{"input": "price?", "expectedOutput": "$450", "reply": ["It is $450."], "label": "pass"}]}),
+        ("regression", {"baseline": {"runId": "3f9c2a1e"}, **golden_spec()}),
+        ("regression", {"baseline": {"suiteId": "acme.golden", "version": "1.0.0"}, "cases": golden_spec()["cases"]}),
+        ("benchmark", {"benchmark": {"name": "kindgi/golden", "version": "1.0.0"}}),
+    ],
+    ids=["accuracy-contains", "accuracy-turn", "accuracy-regex", "accuracy-judge", "regression-run", "regression-version", "benchmark"],
+)
+def test_a_runnable_suite_of_each_kind_is_published(registry, caller, kind, spec) -> None:
+    me = caller()
+    response = me.http.post("/v1/eval-suites", json=suite(me.tenant, f"{me.tenant}.{kind}", kind=kind, spec=spec))
+    assert response.status_code == 201, response.text
+    assert me.http.get(f"/v1/eval-suites/{me.tenant}.{kind}").json()["suite"]["kind"] == kind
+
+
+@pytest.mark.parametrize(
+    ("kind", "spec", "said"),
+    [
+        ("accuracy", {**ACCURACY, "grader": {"adapterId": "bleu"}},
+         ["spec.grader.adapterId: unknown grader adapter 'bleu'; this server grades with exact, contains, regex, judge."]),
+        ("accuracy", {**ACCURACY, "grader": {"adapterId": "regex", "config": {"pattern": "(unclosed"}}},
+         ["spec.grader.config.pattern: is not a valid regular expression"]),
+        ("accuracy", {"cases": [{"input": "x", "expectedOutput": "[a-"}], "grader": {"adapterId": "regex"}},
+         ["spec.cases[0].expectedOutput: is not a valid regular expression", "each expectedOutput is its item's pattern"]),
+        ("accuracy", {**ACCURACY, "grader": {"adapterId": "regex", "config": {"pattern": "x", "flags": "g"}}},
+         ["spec.grader.config.flags: unknown flag 'g'"]),
+        ("accuracy", {**ACCURACY, "grader": {"adapterId": "exact", "config": {"caseSensitive": False}}},
+         ["spec.grader.config: the exact adapter takes no configuration"]),
+        ("accuracy", {"cases": [{"input": 7, "expectedOutput": "x"}, {"input": "y"}]},
+         ["spec.cases[0].input: must be the contact's message", "spec.cases[1].expectedOutput: required field is missing"]),
+        ("accuracy", {"cases": [{"input": {"text": "hi", "histroy": []}, "expectedOutput": "x"}]},
+         ["spec.cases[0].input.histroy: unknown field"]),
+        ("accuracy", {"cases": [{"id": "a", "input": "x", "expectedOutput": "1"}, {"id": "a", "input": "y", "expectedOutput": "2"}]},
+         ["spec.cases[1].id: duplicate id 'a', first used as cases[0]"]),
+        ("accuracy", {"cases": []}, ["spec.cases: holds no items"]),
+        ("accuracy", {**ACCURACY, "calibration": [{"input": "x", "expectedOutput": "1", "reply": ["1"], "label": "pass"}]},
+         ["spec.calibration: calibration items grade the judge"]),
+        ("regression", {"cases": golden_spec()["cases"]}, ["spec.baseline: required field is missing"]),
+        ("regression", {"baseline": {"runId": ""}, "cases": golden_spec()["cases"]}, ["spec.baseline.runId:"]),
+        ("regression", {"baseline": {"suiteId": "acme.golden", "version": "latest"}, "cases": golden_spec()["cases"]},
+         ["spec.baseline.version: 'latest' is not a semantic version"]),
+        ("regression", {"baseline": {"runId": "r1"}, "cases": [{"id": "c", "text": "hi"}]}, ["spec.cases[0].expect: required field is missing"]),
+        ("benchmark", {"benchmark": {"name": "kindgi/golden", "version": "9.9.9"}},
+         ["spec.benchmark: the catalogue holds no benchmark kindgi/golden 9.9.9; it holds kindgi/golden 1.0.0."]),
+        ("benchmark", {"benchmark": {"name": "mmlu"}}, ["spec.benchmark.version: required field is missing"]),
+    ],
+    ids=["unknown-adapter", "bad-regex", "bad-item-regex", "bad-flag", "config-for-exact", "bad-inputs", "input-typo",
+         "duplicate-id", "no-cases", "calibration-without-judge", "no-baseline", "empty-run-id", "baseline-not-semver",
+         "regression-case-invalid", "unknown-benchmark", "benchmark-without-version"],
+)
+def test_a_suite_its_consumer_cannot_run_is_refused_422_naming_the_field(registry, caller, kind, spec, said) -> None:
+    me = caller()
+    with unchanged(registry.store):
+        message = refused(me.http.post("/v1/eval-suites", json=suite(me.tenant, f"{me.tenant}.{kind}", kind=kind, spec=spec)), 422, "invalid")
+    for words in said:
+        assert words in message
+
+
+def test_each_catalogue_entry_holds_the_content_it_was_pinned_to():
+    # A catalogue entry is immutable: changing the golden set's files fails here until it is added as a new version.
+    for entry in CATALOGUE:
+        assert load_suite(entry.folder).hash == entry.sha256, f"{entry.name} {entry.version}"
+    (golden,) = CATALOGUE
+    assert (golden.name, golden.version) == ("kindgi/golden", "1.0.0")
+    assert golden.folder.resolve() == GOLDEN.resolve()

@@ -1,0 +1,108 @@
+"""Accuracy items: each grader's verdict on a reply, and which results count towards the accuracy."""
+
+import pytest
+from pydantic import ValidationError
+
+from kindgi_eval.spec import (
+    ACCURACY_GROUP,
+    AccuracyCase,
+    Grader,
+    accuracy_criterion,
+    check_accuracy,
+    criteria_for,
+    item_grade,
+)
+
+
+def item(expected: str = "$450", **grader: object) -> AccuracyCase:
+    return AccuracyCase(id="price", text="how much?", expected_output=expected, grader=Grader(**grader))
+
+
+@pytest.mark.parametrize(
+    ("reply", "held"),
+    [(["$450"], True), (["  $450 \n"], True), (["$450."], False), (["It is", "$450"], False), (["$4500"], False)],
+)
+def test_exact_is_the_trimmed_reply_equal_to_the_expected_output(reply, held):
+    (result,) = check_accuracy(item(adapter="exact"), tuple(reply), error=None)
+    assert (result.assertion, result.held) == ("expected_output", held)
+
+
+@pytest.mark.parametrize(("reply", "held"), [(["It is $450 upfront"], True), (["It is", "$450"], True), (["It is $ 450"], False)])
+def test_contains_looks_in_the_messages_joined_by_a_space(reply, held):
+    (result,) = check_accuracy(item(adapter="contains"), tuple(reply), error=None)
+    assert result.held is held
+
+
+def test_contains_is_case_sensitive():
+    (result,) = check_accuracy(item("Tuesdays", adapter="contains"), ("tuesdays and thursdays",), error=None)
+    assert not result.held
+
+
+@pytest.mark.parametrize(
+    ("grader", "reply", "held"),
+    [
+        ({"pattern": r"\$4\d0\b"}, "It is $450.", True),
+        ({"pattern": r"\$4\d0\b"}, "It is $4500.", False),
+        ({"pattern": "tuesdays", "flags": "i"}, "Tuesdays", True),
+        ({"pattern": "tuesdays"}, "Tuesdays", False),
+        ({"pattern": "^Thursdays$", "flags": "m"}, "Tuesdays\nThursdays", True),
+        ({}, "costs $450", False),  # without a pattern the expected output is the pattern: `$` anchors, so no match
+    ],
+)
+def test_regex_searches_the_reply_with_its_pattern_and_flags(grader, reply, held):
+    (result,) = check_accuracy(item(adapter="regex", **grader), (reply,), error=None)
+    assert result.held is held
+
+
+def test_without_a_pattern_each_expected_output_is_its_own_pattern():
+    (result,) = check_accuracy(item(r"\d+ weeks", adapter="regex"), ("It takes 12 weeks.",), error=None)
+    assert result.held
+
+
+def test_a_pattern_that_runs_too_long_leaves_the_item_ungraded_not_wrong():
+    catastrophic = item(adapter="regex", pattern=r"(a|aa)+$")
+    (result,) = check_accuracy(catastrophic, ("a" * 40 + "b",), error=None)
+    assert result.assertion == "grader_error" and not result.held
+    assert item_grade([(result.assertion, result.held)], None) == "ungraded"
+
+
+def test_unknown_flags_are_refused():
+    with pytest.raises(ValidationError, match="unknown flag 'q'"):
+        Grader(adapter="regex", pattern="x", flags="iq")
+
+
+def test_an_agent_error_is_the_one_result_and_ungraded():
+    (result,) = check_accuracy(item(), None, error="timeout")
+    assert result.assertion == "agent_error" and not result.held
+    assert item_grade([(result.assertion, result.held)], None) == "ungraded"
+
+
+def test_the_judge_grader_asserts_nothing_and_grades_one_criterion_in_the_accuracy_group():
+    judged = item("Tuesdays and Thursdays", adapter="judge")
+    assert check_accuracy(judged, ("Tuesdays",), error=None) == []
+    (criterion,) = criteria_for(judged)
+    assert criterion.group == ACCURACY_GROUP == "accuracy"
+    assert criterion.criterion == accuracy_criterion("Tuesdays and Thursdays")
+    assert "Tuesdays and Thursdays" in criterion.criterion and criterion.source == "review"
+
+
+def test_a_deterministic_grader_gives_the_judge_nothing_and_no_rubric():
+    assert criteria_for(item(adapter="contains")) == []
+
+
+@pytest.mark.parametrize(
+    ("assertions", "judged", "grade"),
+    [
+        ([("expected_output", True)], None, "correct"),
+        ([("expected_output", False)], None, "wrong"),
+        ([("agent_error", False)], None, "ungraded"),
+        ([("grader_error", False)], None, "ungraded"),
+        ([], "pass", "correct"),
+        ([], "fail", "wrong"),
+        ([], "ungraded", "ungraded"),  # an uncalibrated judge, or no two samples agreeing
+        ([("agent_error", False)], "pass", "ungraded"),
+        ([], None, "ungraded"),
+    ],
+)
+def test_item_grade_counts_only_what_was_graded(assertions, judged, grade):
+    assert item_grade(assertions, judged) == grade
