@@ -41,6 +41,8 @@ def test_pytest_is_blocked() -> None:
         ("judge_calls.py", ("--cases", "4", "--concurrency", "4", "--delay", "0.01")),
         # a suite over the limit refused, and an answer over it; the slow suite at the limit skipped
         ("big_inputs.py", ("--suite-mb", "20", "--body-mb", "2", "--skip-at-limit")),
+        # whole processes: the golden run, and runs of 1 and 8 cases beside the bare loop, once each
+        ("whole_run.py", ("--quick",)),
     ],
 )
 def test_a_benchmark_runs_without_pytest(script: str, args: tuple[str, ...]) -> None:

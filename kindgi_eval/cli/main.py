@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -69,6 +69,7 @@ def _settings_options(*fields: str) -> Callable:
 
 RUN_SETTINGS = (
     "eval_dir", "config_dir", "agent_model", "agent_url", "judge_model", "max_latency_ms", "concurrency", "model_timeout_s",
+    "handler_timeout_s", "handler_memory_mib",
 )
 REPLAY_SETTINGS = ("eval_dir", "config_dir", "judge_model", "concurrency", "model_timeout_s")
 
@@ -120,31 +121,66 @@ def run(mock: bool, json_path: str | None, resume: str | None, registered: str |
     if registered and (flags.get("eval_dir") or resume):
         raise InputError([Problem("--suite", None, None, "names the suite, and so does --eval-dir or --resume. Pass one of them.")])
     if resume is not None:
-        sys.exit(_resume_run(resume, mock, json_path, flags))
+        _resume_run(resume, mock, json_path, flags)
     settings = resolve_settings(flags, mock=mock)
+    _start_model_worker(settings)
     loaded = load_tenant(settings.config_dir)
     if registered:
         settings = settings.model_copy(update={"eval_dir": str(_registered_folder(registered, loaded.tenant.tenant))})
     suite = load_checked_suite(settings.eval_dir, loaded)
     if suite.kind == "regression":
         _check_baseline(suite, loaded.tenant.tenant)
+    if suite.kind == "pairwise":
+        from kindgi_eval.inputs import pairwise_variants, variant_settings
+
+        for variant in pairwise_variants(suite.registered, loaded.tenant.tenant):
+            make_agent(variant_settings(settings, variant), loaded.tenant)
+
+    from kindgi_eval.defs import RunFailed, open_instance, run_chain  # while the worker imports litellm
+    from kindgi_eval.store import runtime_home
+
     make_agent(settings, loaded.tenant)
     make_judge(settings)
     _check_json_path(json_path)
     if settings.judge_model and settings.judge_model == settings.agent_model:
         click.echo(f"warning: the judge is the agent's own model ({settings.judge_model}); it may favour its own replies.", err=True)
 
-    from kindgi_eval.defs import RunFailed, open_instance, run_chain
-    from kindgi_eval.store import runtime_home
-
     home = runtime_home()
     key = suite_key(loaded.tenant.tenant, settings.eval_dir)
+    instance = open_instance(home)
     try:
-        run_id = run_chain(open_instance(home), home, settings, key)
+        run_id = run_chain(instance, home, settings, key)
     except RunFailed as e:
         click.echo(f"error: {e}", err=True)
-        sys.exit(EXIT_FAILED)
-    sys.exit(_report(home, key, run_id, json_path))
+        _exit(EXIT_FAILED, instance)
+    _exit(_report(home, key, run_id, json_path), instance)
+
+
+def _start_model_worker(settings) -> None:
+    """When the settings name a litellm model, start the process that imports litellm and makes the model calls
+    (`llm.start_worker`), so that its import runs beside Dagster's instead of before it."""
+    from kindgi_eval.llm import start_worker
+    from kindgi_eval.spec import parse_model
+
+    names = (settings.judge_model, None if settings.agent_url else settings.agent_model)
+    try:
+        if any(name and not parse_model(name).is_mock for name in names):
+            start_worker()
+    except ValueError:
+        pass  # a malformed name: make_agent or make_judge says what is wrong, and nothing is run
+
+
+def _exit(code: int, instance) -> NoReturn:
+    """End a run's process with `code` now that it has run: its Dagster instance closed and the output flushed, what
+    `sys.exit` would add is the interpreter's teardown of litellm's and Dagster's modules, seconds that write nothing.
+    (litellm's exit hooks flush logging callbacks, which kindgi-eval sets none of, and close its HTTP clients.)"""
+    from kindgi_eval.llm import stop_worker
+
+    stop_worker()
+    instance.dispose()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _check_baseline(suite, tenant: str) -> None:
@@ -169,8 +205,8 @@ def _registered_folder(named: str, tenant: str) -> Path:
         store.close()
 
 
-def _resume_run(prefix: str, mock: bool, json_path: str | None, flags: dict[str, object]) -> int:
-    """`run --resume`: check that the killed run may be resumed, run what it had not finished, print the report.
+def _resume_run(prefix: str, mock: bool, json_path: str | None, flags: dict[str, object]) -> NoReturn:
+    """`run --resume`: check that the killed run may be resumed, run what it had not finished, print the report, exit.
 
     InputError (exit 2, nothing run) when no killed run has that id, when it completed or was finished already, when
     it is still running, or when its suite, tenant configuration or settings changed since it recorded its rows."""
@@ -205,12 +241,13 @@ def _resume_run(prefix: str, mock: bool, json_path: str | None, flags: dict[str,
     from kindgi_eval.defs import RunFailed, open_instance, resume_chain
 
     click.echo(f"resuming run {killed}", err=True)
+    instance = open_instance(home)
     try:
-        run_id = resume_chain(open_instance(home), home, settings, key, killed, recorded.replies_from)
+        run_id = resume_chain(instance, home, settings, key, killed, recorded.replies_from)
     except RunFailed as e:
         click.echo(f"error: {e}", err=True)
-        return EXIT_FAILED
-    return _report(home, key, run_id, json_path)
+        _exit(EXIT_FAILED, instance)
+    _exit(_report(home, key, run_id, json_path), instance)
 
 
 def _killed_run(root: StorePath, prefix: str):
@@ -286,12 +323,13 @@ def replay(source: str, json_path: str | None, **flags: object) -> None:
 
     from kindgi_eval.defs import RunFailed, open_instance, replay_chain
 
+    instance = open_instance(home)
     try:
-        run_id = replay_chain(open_instance(home), home, settings, key, source)
+        run_id = replay_chain(instance, home, settings, key, source)
     except RunFailed as e:
         click.echo(f"error: {e}", err=True)
-        sys.exit(EXIT_FAILED)
-    sys.exit(_report(home, key, run_id, json_path))
+        _exit(EXIT_FAILED, instance)
+    _exit(_report(home, key, run_id, json_path), instance)
 
 
 def _check_json_path(json_path: str | None, flag: str = "--json") -> None:
@@ -803,3 +841,9 @@ def tokens_revoke(token_id: str) -> None:
     """
     token = _registry_store().revoke_token(token_id)
     click.echo(f"revoked {token.id} (tenant {token.tenant}) at {token.revoked_at}")
+
+
+# The `review` group lives in its own module, which uses the helpers above: imported last, once they exist.
+from kindgi_eval.cli.review import review
+
+main.add_command(review)

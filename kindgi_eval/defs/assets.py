@@ -1,5 +1,5 @@
 """The asset chain: suite -> agent_replies -> outcomes -> judge_samples -> calibration -> statuses -> accuracy,
-regressions -> run_summary.
+custom, regressions, pairwise -> run_summary.
 
 Every asset is one Parquet table per run in the store (its layout is store.table_path's) and one DuckDB view of
 `kindgi-eval sql`. The IO manager hands each asset the rows of its inputs as their row models, and stores the
@@ -7,30 +7,47 @@ rows it returns; each body is a call into `steps/`, which holds what the stage c
 """
 
 
+import os
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import dagster as dg
 
-from kindgi_eval.agents import make_agent, make_judge
+from kindgi_eval.agents import make_agent, make_judge, make_sandbox
 from kindgi_eval.defs.asset_checks import calibration_checks, check_specs, statuses_result
 from kindgi_eval.defs.io_manager import ParquetStore
 from kindgi_eval.defs.lineage import input_run
 from kindgi_eval.defs.resume import manifest_now, recording, resume_summary
 from kindgi_eval.defs.resources import EvalSettings
 from kindgi_eval.defs.ui_metadata import NIGHTS, column_schema, calibration_metadata, history_metadata, result_tags, statuses_metadata
-from kindgi_eval.inputs import RunSettings, has_calibration_file, load_checked_suite, load_suite, load_tenant, suite_key
+from kindgi_eval.inputs import (
+    RunSettings,
+    has_calibration_file,
+    load_checked_suite,
+    load_suite,
+    load_tenant,
+    pairwise_variants,
+    suite_key,
+    variant_settings,
+)
 from kindgi_eval.prompts import template_hash
 from kindgi_eval.spec import InputError
 from kindgi_eval.steps import (
     accuracy_rows,
+    agreement_of,
     ask_agent,
     calibration_rows,
     cases_of,
     code_version,
+    custom_rows,
+    grade_replies,
+    handler_of,
+    judge_pairwise,
     outcome_rows,
+    pairwise_summary,
     pass_rate_change,
+    queue_rows,
     regression_rows,
     resolve_baseline,
     run_row,
@@ -38,11 +55,16 @@ from kindgi_eval.steps import (
     status_rows,
     suite_rows,
     summarize_accuracy,
+    summarize_custom,
+    summarize_queue,
 )
 from kindgi_eval.store import (
     AccuracyRow,
     CalibrationRow,
+    CustomRow,
     OutcomeRow,
+    PairwiseRow,
+    QueueRow,
     RegressionRow,
     ReplyRow,
     RunRow,
@@ -91,15 +113,17 @@ def suite(context: dg.AssetExecutionContext, eval_settings: EvalSettings) -> lis
             f"(tenant {loaded.tenant.tenant!r} in {loaded.config_dir}/tenant.toml, suite folder {settings.eval_dir}). "
             "A tenants file entry's name must equal its tenant.toml's tenant."
         )
-    baseline = None
+    baseline, variants = None, None
     if parsed.kind == "regression":
         ids = [c.id for c in parsed.cases]
         baseline = _inputs(lambda: resolve_baseline(store_root(), loaded.tenant.tenant, parsed.registered, ids))
+    if parsed.kind == "pairwise":
+        variants = _inputs(lambda: pairwise_variants(parsed.registered, loaded.tenant.tenant))
     context.add_output_metadata(
         {"suite_hash": parsed.hash, "config_hash": loaded.hash, "cases": len(parsed.cases), "calibration_items": len(parsed.calibration),
          "kind": parsed.kind, **({"baseline_run": baseline} if baseline else {})}
     )
-    return suite_rows(parsed, loaded.tenant.tenant, loaded.hash, baseline)
+    return suite_rows(parsed, loaded.tenant.tenant, loaded.hash, baseline, variants)
 
 
 @dg.asset(**chain_asset("agent_replies"))
@@ -115,20 +139,31 @@ def agent_replies(
     Query: `kindgi-eval sql "SELECT case_id, messages, escalate, latency_ms, cost_usd, error FROM replies WHERE suite = '<partition>'"`.
     """
     settings = _settings(context, eval_settings)
-    agent = _inputs(lambda: make_agent(settings, load_tenant(settings.config_dir).tenant))
+    tenant = _inputs(lambda: load_tenant(settings.config_dir)).tenant
+    first = suite[0]
+    # a pairwise suite's prompts are asked of its two variants (resolved by `suite`), each its own half of the cases
+    askings = (
+        [(variant_settings(settings, first.variant_a), [r for r in suite if r.kind == "case" and r.id.endswith("/A")]),
+         (variant_settings(settings, first.variant_b), [r for r in suite if r.kind == "case" and r.id.endswith("/B")])]
+        if first.suite_kind == "pairwise" and first.variant_a and first.variant_b
+        else [(settings, suite)]
+    )
+    agents = [(_inputs(lambda s=s: make_agent(s, tenant)), rows) for s, rows in askings]
+    rows = []
     with recording(context, io_manager.root(), "agent_replies", _inputs(lambda: manifest_now(context, settings))) as (done, record):
-        rows = ask_agent(
-            agent,
-            suite,
-            concurrency=settings.concurrency,
-            deadline_ms=settings.max_latency_ms,
-            progress=_progress_logger(context, "agent replies"),
-            done=done,
-            record=record,
-        )
+        for agent, cases in agents:
+            rows += ask_agent(
+                agent,
+                cases,
+                concurrency=settings.concurrency,
+                deadline_ms=settings.max_latency_ms,
+                progress=_progress_logger(context, "agent replies"),
+                done=done,
+                record=record,
+            )
     context.add_output_metadata(
         {
-            "agent": agent.name,
+            "agent": ", ".join(agent.name for agent, _ in agents),
             "errors": sum(r.error is not None for r in rows),
             "agent_usd": float(sum(r.cost_usd for r in rows)),
             "latency_ms_max": float(max((r.latency_ms for r in rows), default=0.0)),
@@ -143,11 +178,22 @@ def outcomes(
 ) -> list[OutcomeRow]:
     """Every deterministic assertion of every case: which held, which failed and why (spec 009).
 
+    A custom suite's handler runs here, on every reply, each call in its own sandbox, since its verdict is each
+    case's check (`custom_handler`, or `handler_error` when it gave no valid verdict, never a pass).
     Query: `kindgi-eval sql "SELECT case_id, assertion, detail FROM outcomes WHERE NOT held"`.
     """
     settings = _settings(context, eval_settings)
-    rows = outcome_rows(cases_of(suite), agent_replies, settings.max_latency_ms)
-    context.add_output_metadata({"assertions": len(rows), "failed_assertions": sum(not r.held for r in rows)})
+    cases, handler = cases_of(suite), handler_of(suite)
+    handled = None
+    if handler is not None:
+        sandbox = _inputs(lambda: make_sandbox(settings))
+        workers = min(settings.concurrency, os.cpu_count() or 1)  # each sandbox may take a core for its whole time limit
+        handled = grade_replies(sandbox.run, handler, cases, agent_replies, concurrency=workers)
+    rows = outcome_rows(cases, agent_replies, settings.max_latency_ms, handled)
+    context.add_output_metadata(
+        {"assertions": len(rows), "failed_assertions": sum(not r.held for r in rows)}
+        | ({"handler": handler.name, "handler_errors": sum(v.verdict == "error" for v in handled.values())} if handler and handled is not None else {})
+    )
     return rows
 
 
@@ -259,6 +305,28 @@ def accuracy(
     return rows
 
 
+@dg.asset(**chain_asset("custom"))
+def custom(
+    context: dg.AssetExecutionContext, suite: list[SuiteRow], outcomes: list[OutcomeRow], statuses: list[StatusRow]
+) -> list[CustomRow]:
+    """Each case of a custom suite with its handler's verdict (pass, fail, error or skipped), score, reason, error and
+    time in the sandbox, beside the case's status; empty for other kinds.
+
+    The verdicts are the ones `outcomes` recorded (the handler is not run again here, nor in a replay).
+    Query: `kindgi-eval sql "SELECT case_id, verdict, score, reason, error, duration_ms FROM custom WHERE verdict <> 'pass'"`.
+    """
+    handler = handler_of(suite)
+    if suite[0].suite_kind != "custom" or handler is None:
+        return []
+    rows = custom_rows(handler, cases_of(suite), outcomes, statuses)
+    summary = summarize_custom(rows)
+    context.add_output_metadata(
+        {"handler": handler.name, "passed": summary.passed, "failed": summary.failed, "errors": summary.errors, "skipped": summary.skipped,
+         "duration_ms_max": float(max((r.duration_ms or 0.0 for r in rows), default=0.0))}
+    )
+    return rows
+
+
 @dg.asset(**chain_asset("regressions"))
 def regressions(context: dg.AssetExecutionContext, suite: list[SuiteRow], statuses: list[StatusRow]) -> list[RegressionRow]:
     """Each case of a regression suite beside its baseline run's status: improved, regressed or unchanged; empty
@@ -283,6 +351,61 @@ def regressions(context: dg.AssetExecutionContext, suite: list[SuiteRow], status
     return rows
 
 
+@dg.asset(**chain_asset("pairwise"))
+def pairwise(
+    context: dg.AssetExecutionContext, suite: list[SuiteRow], statuses: list[StatusRow], eval_settings: EvalSettings
+) -> list[PairwiseRow]:
+    """Each prompt of a pairwise suite judged in both orders (A first, then B first), and each hand-labelled pair
+    that calibrates the judge; empty for other kinds and without a judge.
+
+    A variant wins a prompt only when it wins in both orders. The metadata holds variant A's win rate and its
+    bootstrap 95% interval and the position consistency as numbers, so they plot night over night.
+    Query: `kindgi-eval sql "SELECT subject_id, ab, ba, outcome, consistent, reason_ab FROM pairwise WHERE subject = 'prompt'"`.
+    """
+    if suite[0].suite_kind != "pairwise":
+        return []
+    settings = _settings(context, eval_settings)
+    rows = judge_pairwise(
+        _inputs(lambda: make_judge(settings)),
+        cases_of(suite),
+        statuses,
+        _inputs(lambda: load_suite(settings.eval_dir)).calibration,
+        catalogue=_inputs(lambda: load_tenant(settings.config_dir)).tenant.catalogue_text(),
+        concurrency=settings.concurrency,
+        timeout_s=settings.model_timeout_s,
+        progress=_progress_logger(context, "pairwise judgements"),
+    )
+    agreement, summary = agreement_of(rows), pairwise_summary(rows)
+    context.add_output_metadata(
+        {"calibrated": agreement.calibrated, "calibration_note": agreement.note, "judge_usd": float(sum(r.cost_usd for r in rows))}
+        | ({"wins": summary.wins, "losses": summary.losses, "ties": summary.ties, "win_rate": summary.rate.estimate,
+            "win_rate_low": summary.rate.low, "win_rate_high": summary.rate.high, "position_consistency": summary.consistency}
+           if summary else {})
+    )
+    return rows
+
+
+@dg.asset(**chain_asset("review_queue"))
+def review_queue(
+    context: dg.AssetExecutionContext, suite: list[SuiteRow], agent_replies: list[ReplyRow], statuses: list[StatusRow]
+) -> list[QueueRow]:
+    """A human-review suite's replies, one row per reply and rubric item, for a person to label; empty for other kinds.
+
+    `kindgi-eval review export RUN_ID` writes it as the CSV or JSONL a person fills in; `review import` reads the
+    labels back into the `reviews` view, and `statuses` shows them beside the judge's verdicts.
+    Query: `kindgi-eval sql "SELECT case_id, rubric_item, judge_verdict FROM review_queue WHERE suite = '<partition>'"`.
+    """
+    if suite[0].suite_kind != "human-review":
+        return []
+    rows = queue_rows(suite, cases_of(suite), agent_replies, statuses)
+    summary = summarize_queue(agent_replies, rows)
+    context.add_output_metadata(
+        {"reviewer_role": suite[0].reviewer_role or "", "rubric_items": len(suite[0].rubric or []), "queued": summary.items,
+         "replies": summary.replies, "skipped_without_reply": summary.skipped}
+    )
+    return rows
+
+
 @dg.asset(**chain_asset("run_summary"))
 def run_summary(
     context: dg.AssetExecutionContext,
@@ -293,6 +416,9 @@ def run_summary(
     calibration: list[CalibrationRow],
     accuracy: list[AccuracyRow],
     regressions: list[RegressionRow],
+    pairwise: list[PairwiseRow],
+    review_queue: list[QueueRow],
+    custom: list[CustomRow],
     eval_settings: EvalSettings,
     io_manager: dg.ResourceParam[ParquetStore],
 ) -> list[RunRow]:
@@ -324,6 +450,9 @@ def run_summary(
         judge_calls_saved=judge_saved,
         accuracy=accuracy,
         regressions=regressions,
+        pairwise=pairwise,
+        review_queue=review_queue,
+        custom=custom,
     )
     earlier = earlier_runs(store_root(), context.partition_key, context.run.run_id, row.started_at, NIGHTS - 1)
     context.add_output_metadata(history_metadata([*earlier, (context.run.run_id, row, calibration)], context.partition_key))
@@ -361,4 +490,4 @@ def _progress_logger(context: dg.AssetExecutionContext, what: str):
     return report
 
 
-CHAIN = [suite, agent_replies, outcomes, judge_samples, calibration, statuses, accuracy, regressions, run_summary]
+CHAIN = [suite, agent_replies, outcomes, judge_samples, calibration, statuses, accuracy, custom, regressions, pairwise, review_queue, run_summary]

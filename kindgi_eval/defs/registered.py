@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from kindgi_eval.inputs import RunSettings, TenantSuite
-from kindgi_eval.registry import database_url, materialize, open_store, resolve_version
 from kindgi_eval.store import runtime_home
 
 
@@ -25,6 +24,14 @@ def suite_settings(declared: TenantSuite, overrides: Mapping[str, object] | None
 
 def registered_folder(declared: TenantSuite) -> Path:
     """The suite folder of a registered suite's version in force now: the entry's `version`, else the latest."""
+    # imported here, not above: they import SQLAlchemy and Alembic, which a run of a suite folder never needs
+    from kindgi_eval.registry import (
+        database_url,
+        materialize,
+        open_store,
+        resolve_version,
+    )
+
     home = runtime_home()
     store = open_store(database_url(home))
     try:

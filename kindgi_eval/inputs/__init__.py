@@ -3,10 +3,12 @@
 from kindgi_eval.inputs.catalogue import Benchmark, CATALOGUE, catalogue_listing, find_benchmark, load_benchmark
 from kindgi_eval.inputs.file_limits import CONFIG_FILE_LIMIT, SUITE_FILE_LIMIT, mib
 from kindgi_eval.inputs.resume import changes_since, manifest_of, resumed_settings
+from kindgi_eval.inputs.review_file import LABELS, REVIEW_COLUMNS, LabelFile, LabelLine, QueueKeys, check_labels, read_label_file
 from kindgi_eval.inputs.settings import DEFAULT_MODEL_TIMEOUT_S, RunSettings, SETTING, SETTINGS, resolve_settings
 from kindgi_eval.inputs.suite_folder import (
     CALIBRATION_FILE,
     CASES_FILE,
+    HANDLER_FILE,
     REGISTRY_FILE,
     RegisteredAs,
     Suite,
@@ -19,6 +21,17 @@ from kindgi_eval.inputs.suite_folder import (
     suite_key,
 )
 from kindgi_eval.inputs.tenant_file import load_tenant
-from kindgi_eval.inputs.tenants_file import TAG_RESULT, TAG_SUITE, TAG_TENANT, TENANTS_ENV, TenantSuite, load_tenants
+from kindgi_eval.inputs.tenants_file import (
+    DeclaredAgent,
+    TAG_RESULT,
+    TAG_SUITE,
+    TAG_TENANT,
+    TENANTS_ENV,
+    TenantSuite,
+    declared_variant,
+    load_tenants,
+    pairwise_variants,
+    variant_settings,
+)
 
-__all__ = ["Benchmark", "CALIBRATION_FILE", "CASES_FILE", "CATALOGUE", "CONFIG_FILE_LIMIT", "DEFAULT_MODEL_TIMEOUT_S", "REGISTRY_FILE", "RegisteredAs", "RunSettings", "SETTING", "SETTINGS", "SUITE_FILE_LIMIT", "Suite", "SuiteItems", "TAG_RESULT", "TAG_SUITE", "TAG_TENANT", "TENANTS_ENV", "TenantSuite", "catalogue_listing", "changes_since", "check_suite_items", "find_benchmark", "has_calibration_file", "load_benchmark", "load_checked_suite", "load_suite", "load_tenant", "load_tenants", "manifest_of", "mib", "registered_name", "resolve_settings", "resumed_settings", "suite_key"]
+__all__ = ["LABELS", "REVIEW_COLUMNS", "LabelFile", "LabelLine", "QueueKeys", "check_labels", "read_label_file", "Benchmark", "CALIBRATION_FILE", "CASES_FILE", "CATALOGUE", "CONFIG_FILE_LIMIT", "DEFAULT_MODEL_TIMEOUT_S", "HANDLER_FILE", "DeclaredAgent", "REGISTRY_FILE", "RegisteredAs", "RunSettings", "SETTING", "SETTINGS", "SUITE_FILE_LIMIT", "Suite", "SuiteItems", "TAG_RESULT", "TAG_SUITE", "TAG_TENANT", "TENANTS_ENV", "TenantSuite", "catalogue_listing", "changes_since", "check_suite_items", "declared_variant", "find_benchmark", "has_calibration_file", "load_benchmark", "load_checked_suite", "load_suite", "load_tenant", "load_tenants", "manifest_of", "mib", "pairwise_variants", "registered_name", "resolve_settings", "resumed_settings", "suite_key", "variant_settings"]

@@ -20,6 +20,10 @@ DEFAULT_EVAL_DIR = "evals/golden"
 DEFAULT_MAX_LATENCY_MS = 15_000.0
 DEFAULT_CONCURRENCY = 8
 DEFAULT_MODEL_TIMEOUT_S = 60.0
+DEFAULT_HANDLER_TIMEOUT_S = 120.0
+"""A custom suite's handler's time per call: OpenAI's python grader allows 2 minutes."""
+DEFAULT_HANDLER_MEMORY_MIB = 2048
+"""A custom suite's handler's address space: OpenAI's python grader allows 2 GB."""
 MOCK_AGENT = "mock:agent"
 
 Kind = Literal["folder", "model", "url", "float", "int"]
@@ -72,6 +76,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("model_timeout_s", "EVAL_MODEL_TIMEOUT_S", "float", DEFAULT_MODEL_TIMEOUT_S,
             "Seconds one model call (retries included) or one HTTP agent request may take.", low=0, low_open=True,
             per_tenant=True),
+    Setting("handler_timeout_s", "EVAL_HANDLER_TIMEOUT_S", "float", DEFAULT_HANDLER_TIMEOUT_S,
+            "Seconds a custom suite's handler may run on one reply, in its sandbox; past them it is killed.",
+            low=0, low_open=True),
+    Setting("handler_memory_mib", "EVAL_HANDLER_MEMORY_MIB", "int", DEFAULT_HANDLER_MEMORY_MIB,
+            "MiB of address space a custom suite's handler may use, in its sandbox.", low=64, high=65536),
 )
 SETTING = {s.field: s for s in SETTINGS}
 ENV = {s.field: s.var for s in SETTINGS}
@@ -99,6 +108,10 @@ class RunSettings(BaseModel):
     """Model calls in flight at once."""
     model_timeout_s: float = DEFAULT_MODEL_TIMEOUT_S
     """How long one model call, the agent's or the judge's, may take with its retries."""
+    handler_timeout_s: float = DEFAULT_HANDLER_TIMEOUT_S
+    """How long a custom suite's handler may run on one reply before it is killed."""
+    handler_memory_mib: int = DEFAULT_HANDLER_MEMORY_MIB
+    """The address space a custom suite's handler may use (RLIMIT_AS), in MiB."""
 
     @property
     def agent_name(self) -> str | None:

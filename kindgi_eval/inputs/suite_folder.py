@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
@@ -13,12 +13,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kindgi_eval.inputs.file_limits import SUITE_FILE_LIMIT, FileTooLarge, read_limited
 from kindgi_eval.inputs.tenant_file import LoadedTenant
-from kindgi_eval.spec import AccuracyCase, CalibrationItem, Case, InputError, Problem, problems_from_validation
+from kindgi_eval.spec import AccuracyCase, CalibrationItem, Case, Handler, InputError, PairwiseCalibration, PairwiseCase, Problem, problems_from_validation
 
 CASES_FILE = "cases.jsonl"
 CALIBRATION_FILE = "calibration.jsonl"
 REGISTRY_FILE = "registry.json"
 """Beside a registered suite version written out as a folder: which suite, version and content it is."""
+HANDLER_FILE = "handler.json"
+"""A custom suite's handler (`spec.Handler`: module path, entrypoint, source), beside its cases."""
 
 Item = TypeVar("Item", bound=BaseModel)
 
@@ -105,6 +107,20 @@ class RegisteredAs(BaseModel):
     """Its version in the catalogue."""
     benchmark_hash: str | None = None
     """The content hash of the catalogue suite's files."""
+    handler_hash: str | None = None
+    """A custom suite's handler: the SHA-256 of its published source, checked before the run runs it."""
+    rubric: tuple[str, ...] = ()
+    """A human-review suite's rubric: the items a reviewer labels each reply against (every case's review names them)."""
+    reviewer_role: str | None = None
+    """A human-review suite's reviewer role: who labels the replies."""
+    variant_a_id: str | None = None
+    """A pairwise suite's variant A: the id of an agent the tenant declares in the tenants file."""
+    variant_a_version: str | None = None
+    """The version label it must be declared with."""
+    variant_b_id: str | None = None
+    """A pairwise suite's variant B."""
+    variant_b_version: str | None = None
+    """Its version label."""
 
 
 class Suite(NamedTuple):
@@ -119,6 +135,8 @@ class Suite(NamedTuple):
     """The content hash: of the files, or for a registered version the registry's hash of its content."""
     registered: RegisteredAs | None = None
     """The registry version the folder holds, when it was written from one."""
+    handler: Handler | None = None
+    """A custom suite's handler, as published."""
 
     @property
     def kind(self) -> str:
@@ -139,7 +157,10 @@ def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None) -> Suite
     if not folder.is_dir():
         raise InputError([Problem(str(folder), None, None, "no such suite folder. Point EVAL_DIR or --eval-dir at a folder holding cases.jsonl.")])
     registered = _registered(folder / REGISTRY_FILE)
-    case_model = AccuracyCase if registered and registered.kind == "accuracy" else Case
+    kind = registered.kind if registered else "conversation"
+    case_model = {"accuracy": AccuracyCase, "pairwise": PairwiseCase}.get(kind, Case)
+    calibration_model = PairwiseCalibration if kind == "pairwise" else CalibrationItem
+    handler = _handler(folder / HANDLER_FILE, registered, problems) if registered and registered.kind == "custom" else None
     cases_bytes = _read(cases_path, problems, required=True)
     calibration_bytes = _read(calibration_path, problems, required=False)
     cases = (
@@ -148,7 +169,7 @@ def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None) -> Suite
         else []
     )
     calibration = (
-        _parse(calibration_path, calibration_bytes, CalibrationItem, problems) if calibration_bytes is not None else []
+        _parse(calibration_path, calibration_bytes, calibration_model, problems) if calibration_bytes is not None else []
     )
     if cases_bytes is not None and not cases and not problems:
         problems.append(Problem(str(cases_path), None, None, "holds no cases. Write one JSON object per line."))
@@ -166,7 +187,25 @@ def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None) -> Suite
         has_calibration=calibration_bytes is not None,
         hash=registered.registry_hash if registered else digest.hexdigest(),
         registered=registered,
+        handler=handler,
     )
+
+
+def _handler(path: Path, registered: RegisteredAs, problems: list[Problem]) -> Handler | None:
+    """A custom suite's handler, only if its source is the one published (its SHA-256 is registry.json's)."""
+    redo = "Delete the suite's folder; the next run writes it again from the registry."
+    try:
+        handler = Handler.model_validate_json(read_limited(path, SUITE_FILE_LIMIT, "a suite file"))
+    except FileNotFoundError:
+        problems.append(Problem(str(path), None, None, f"file not found: a custom suite's folder holds its handler. {redo}"))
+        return None
+    except (OSError, FileTooLarge, ValidationError) as e:
+        problems.append(Problem(str(path), None, None, f"is not a custom suite's handler ({e}). {redo}"))
+        return None
+    if hashlib.sha256(handler.source.encode("utf-8")).hexdigest() != registered.handler_hash:
+        problems.append(Problem(str(path), None, "source", f"is not the handler's published source (its SHA-256 differs from {REGISTRY_FILE}'s). {redo}"))
+        return None
+    return handler
 
 
 def _registered(path: Path) -> RegisteredAs | None:
@@ -211,18 +250,25 @@ def _parse(
     except UnicodeDecodeError as e:
         problems.append(Problem(str(path), None, None, f"is not UTF-8 text (byte {e.start})."))
         return items
+    for number, line, data in json_lines(str(path), text, problems):
+        item = _checked_item(data, line, model, Place(str(path), number), first_place_of, problems, check)
+        if item is not None:
+            items.append(Lined(number, item))
+    return items
+
+
+def json_lines(where: str, text: str, problems: list[Problem]) -> Iterator[tuple[int, str, object]]:
+    """Each non-blank line of a JSONL text as (1-based number, the line, its JSON value); a line that is not JSON is
+    a problem of `where` at its line, and is skipped."""
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             data = json.loads(line)
         except json.JSONDecodeError as e:
-            problems.append(Problem(str(path), number, None, f"not valid JSON: {e.msg} at column {e.colno}."))
+            problems.append(Problem(where, number, None, f"not valid JSON: {e.msg} at column {e.colno}."))
             continue
-        item = _checked_item(data, line, model, Place(str(path), number), first_place_of, problems, check)
-        if item is not None:
-            items.append(Lined(number, item))
-    return items
+        yield number, line, data
 
 
 def _checked_item(

@@ -9,6 +9,10 @@ suites = ["evals/golden"]          # suite folders under home; each is the parti
 agent_model = "mock:agent"         # or agent_url = "https://..."; one of the two
 judge_model = "openai:gpt-4o"      # optional; unset means no judge
 concurrency = 4                    # optional: also max_latency_ms, model_timeout_s
+
+[tenant.agents.champion]           # optional: agents a pairwise suite of this tenant may compare, by id
+agent_model = "openai:gpt-4o-mini" # or agent_url
+version = "2026-11"                # the label a suite names the variant by
 ```
 
 A relative `home` resolves against the tenants file's folder; `config` and `suites` resolve against `home`,
@@ -26,13 +30,25 @@ from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from kindgi_eval.inputs.file_limits import CONFIG_FILE_LIMIT, FileTooLarge, read_limited
-from kindgi_eval.inputs.settings import DEFAULT_EVAL_DIR, ENV, MOCK_AGENT, RunSettings, resolve_settings
+from kindgi_eval.inputs.settings import (
+    DEFAULT_EVAL_DIR,
+    ENV,
+    MOCK_AGENT,
+    RunSettings,
+    resolve_settings,
+)
 from kindgi_eval.inputs.suite_folder import registered_name, suite_key
 from kindgi_eval.inputs.tenant_file import field_lines
-from kindgi_eval.spec import InputError, Problem, Slug, parse_model, problems_from_validation
+from kindgi_eval.spec import (
+    InputError,
+    Problem,
+    Slug,
+    parse_model,
+    problems_from_validation,
+)
 
 TENANTS_ENV = "KINDGI_TENANTS"
 """The environment variable naming the tenants file."""
@@ -47,6 +63,31 @@ TAG_AGENT_PROVIDER = "kindgi/agent_provider"
 TAG_JUDGE_PROVIDER = "kindgi/judge_provider"
 TAG_RESULT = "kindgi/result"
 """Run tags: dagster.yaml limits concurrent runs per tenant and per provider by these."""
+
+
+class DeclaredAgent(BaseModel):
+    """An agent a tenant declares for pairwise suites to compare (`[tenant.agents.<id>]`): a model or a URL, and a
+    version label a suite must name."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    agent_model: str | None = None
+    """The agent as provider:model."""
+    agent_url: str | None = None
+    """An agent served over HTTP."""
+    version: str = Field(min_length=1)
+    """The label of the agent's version (a prompt revision, a release), which a suite names with its id."""
+
+    @model_validator(mode="after")
+    def _one_agent(self) -> DeclaredAgent:
+        if (self.agent_model is None) == (self.agent_url is None):
+            raise ValueError("give exactly one of agent_model and agent_url")
+        return self
+
+    @property
+    def agent(self) -> str:
+        """The agent as a run names it: its URL or its model."""
+        return self.agent_url or self.agent_model or ""
 
 
 class TenantEntry(BaseModel):
@@ -78,6 +119,8 @@ class TenantEntry(BaseModel):
     """Model calls in flight at once within one run; unset: EVAL_CONCURRENCY, else the default."""
     model_timeout_s: float | None = None
     """Seconds one model call may take, retries included; unset: EVAL_MODEL_TIMEOUT_S, else the default."""
+    agents: dict[str, DeclaredAgent] = Field(default_factory=dict)
+    """Agents a pairwise suite of this tenant may compare, by id."""
 
 
 class TenantSuite(NamedTuple):
@@ -309,3 +352,32 @@ def _line(lines: Mapping[str, int], field: str) -> int | None:
         cut = max(field.rfind("."), field.rfind("["))
         field = field[:cut] if cut > 0 else ""
     return None
+
+
+def declared_variant(tenant: str, agent_id: str, version: str, where: str, path: str | Path | None = None) -> str:
+    """The agent (model or URL) a tenant declares as `agent_id` at `version` in the tenants file (KINDGI_TENANTS);
+    InputError naming what is declared when it is not."""
+    tenants = load_tenants(path)
+    entries = [s.entry for s in tenants.suites if s.tenant == tenant]
+    agents = entries[0].agents if entries else {}
+    declared = agents.get(agent_id)
+    if declared is None or declared.version != version:
+        known = ", ".join(f"{name} {a.version}" for name, a in agents.items()) or "none"
+        raise InputError([Problem(where, None, None, f"agent {agent_id!r} version {version!r} is not declared for tenant {tenant!r} in "
+                                  f"{tenants.source} (declared: {known}). Add it under [tenant.agents.{agent_id}] with agent_model or agent_url and version.")])
+    return declared.agent
+
+
+def pairwise_variants(registered, tenant: str) -> tuple[str, str]:
+    """The agents (model or URL) a pairwise suite's variants A and B name, as the tenants file declares them."""
+    where = f"suite {registered.suite_id} {registered.suite_version}"
+    return (
+        declared_variant(tenant, registered.variant_a_id, registered.variant_a_version, f"{where}: spec.variantA"),
+        declared_variant(tenant, registered.variant_b_id, registered.variant_b_version, f"{where}: spec.variantB"),
+    )
+
+
+def variant_settings(settings: RunSettings, agent: str) -> RunSettings:
+    """The run's settings with `agent` (a declared variant's model or URL) as the agent asked."""
+    is_url = agent.startswith(("http://", "https://"))
+    return settings.model_copy(update={"agent_url": agent if is_url else None, "agent_model": None if is_url else agent})

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import random
@@ -29,6 +30,7 @@ from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal, NamedTuple
 
+from kindgi_eval.llm.worker import running
 from kindgi_eval.spec import Completion, ModelRef, Role, Usage, clip, unicode_text
 
 FaultKind = Literal["rate_limit", "server", "timeout", "input"]
@@ -245,14 +247,24 @@ def _litellm():
     return _loaded
 
 
+@functools.cache
 def provider_names() -> frozenset[str]:
-    """Every provider name litellm routes (`openai`, `anthropic`, `ollama`, ...); imports litellm."""
+    """Every provider name litellm routes (`openai`, `anthropic`, `ollama`, ...); imports litellm, or asks the
+    worker that did (`llm.worker`)."""
+    if (worker := running()) is not None:
+        return worker.ask("providers")
     return frozenset(str(getattr(p, "value", p)) for p in _litellm().provider_list)
 
 
 def prepare() -> None:
-    """Import litellm now, so that no call's latency or timeout pays for the import."""
-    _litellm()
+    """Import litellm now, or wait for the worker to have, so that no call's latency or timeout pays for the import."""
+    provider_names()
+
+
+async def warm_up() -> None:
+    """Build what litellm builds on its first call (its response types' schemas: about 0.3 s) with a call litellm
+    answers itself (`mock_response`), so nothing is sent: for a process idle before its first real call."""
+    await _litellm().acompletion(model="openai/warm-up", messages=[{"role": "user", "content": "ok"}], mock_response="ok")
 
 
 def forget_clients() -> None:
@@ -302,8 +314,10 @@ async def complete(
     """One chat completion within `timeout_s` (all attempts together); ModelCallError when there is no answer.
 
     `role` tags the call as the agent's or the judge's in the call log; `params` go to litellm as they are
-    (e.g. `response_format`).
+    (e.g. `response_format`). With a worker started (`llm.worker`), the call is made there.
     """
+    if (worker := running()) is not None:
+        return await worker.complete(ref, messages, timeout_s=timeout_s, role=role, policy=policy, **params)
     litellm = _litellm()  # before the clock starts: the import's seconds are no provider's latency
     started = time.monotonic()
     circuit = _circuit(ref.provider, policy.circuit)

@@ -100,13 +100,13 @@ def read_accuracy(spec: Mapping[str, Any]) -> tuple[list[AccuracyCase], list[Cal
     ids: dict[str, int] = {}
     for index, item in cases:
         case = _case(index, item, grader or Grader(), problems)
-        if case is not None and _unique(case.id, index, "cases", ids, problems):
+        if case is not None and unique(case.id, index, "cases", ids, problems):
             built.append(case)
     calibration: list[CalibrationItem] = []
     pair_ids: dict[str, int] = {}
     for index, pair in pairs:
         item = _calibration(index, pair, problems)
-        if item is not None and _unique(item.id, index, "calibration", pair_ids, problems):
+        if item is not None and unique(item.id, index, "calibration", pair_ids, problems):
             calibration.append(item)
     return built, calibration, problems
 
@@ -134,7 +134,7 @@ def _grader(value: object, problems: list[Problem]) -> Grader | None:
         if any(err["loc"][:1] == ("adapterId",) and err["type"] == "literal_error" for err in e.errors()):
             given = value.get("adapterId") if isinstance(value, dict) else None
             problems.append(Problem("spec", None, "grader.adapterId", f"unknown grader adapter {given!r}; this server grades with {', '.join(GRADERS)}."))
-        problems.extend(_under("grader", p) for p in problems_from_validation(e, "spec", None) if p.field != "adapterId")
+        problems.extend(under("grader", p) for p in problems_from_validation(e, "spec", None) if p.field != "adapterId")
         return None
     config = ref.config or {}
     if ref.adapterId != "regex":
@@ -144,12 +144,12 @@ def _grader(value: object, problems: list[Problem]) -> Grader | None:
     try:
         regex_config = RegexConfig.model_validate(config)
     except ValidationError as e:
-        problems.extend(_under("grader.config", p) for p in problems_from_validation(e, "spec", None))
+        problems.extend(under("grader.config", p) for p in problems_from_validation(e, "spec", None))
         return None
     try:
         grader = Grader(adapter="regex", pattern=regex_config.pattern, flags=regex_config.flags)
     except ValidationError as e:
-        problems.extend(_under("grader.config", p) for p in problems_from_validation(e, "spec", None))
+        problems.extend(under("grader.config", p) for p in problems_from_validation(e, "spec", None))
         return None
     if grader.pattern is not None:
         reason = pattern_problem(grader.pattern, grader.flags)
@@ -174,11 +174,11 @@ def _items(spec: Mapping[str, Any], key: str, model: type[Item], problems: list[
         try:
             parsed.append((index, model.model_validate_json(json.dumps(data))))
         except ValidationError as e:
-            problems.extend(_under(f"{key}[{index}]", p) for p in problems_from_validation(e, "spec", None))
+            problems.extend(under(f"{key}[{index}]", p) for p in problems_from_validation(e, "spec", None))
     return parsed
 
 
-def _turn(where: str, value: object, problems: list[Problem]) -> InputTurn | None:
+def input_turn(where: str, value: object, problems: list[Problem]) -> InputTurn | None:
     """An item's input as a turn: a string is the contact's message of a new conversation."""
     if isinstance(value, str):
         return InputTurn(text=value)
@@ -188,12 +188,12 @@ def _turn(where: str, value: object, problems: list[Problem]) -> InputTurn | Non
     try:
         return InputTurn.model_validate_json(json.dumps(value))
     except ValidationError as e:
-        problems.extend(_under(where, p) for p in problems_from_validation(e, "spec", None))
+        problems.extend(under(where, p) for p in problems_from_validation(e, "spec", None))
         return None
 
 
 def _case(index: int, item: Item, grader: Grader, problems: list[Problem]) -> AccuracyCase | None:
-    turn = _turn(f"cases[{index}].input", item.input, problems)
+    turn = input_turn(f"cases[{index}].input", item.input, problems)
     if turn is None:
         return None
     return AccuracyCase(
@@ -203,7 +203,7 @@ def _case(index: int, item: Item, grader: Grader, problems: list[Problem]) -> Ac
 
 
 def _calibration(index: int, pair: CalibrationPair, problems: list[Problem]) -> CalibrationItem | None:
-    turn = _turn(f"calibration[{index}].input", pair.input, problems)
+    turn = input_turn(f"calibration[{index}].input", pair.input, problems)
     if turn is None:
         return None
     return CalibrationItem(
@@ -212,7 +212,7 @@ def _calibration(index: int, pair: CalibrationPair, problems: list[Problem]) -> 
     )
 
 
-def _unique(item_id: str, index: int, key: str, seen: dict[str, int], problems: list[Problem]) -> bool:
+def unique(item_id: str, index: int, key: str, seen: dict[str, int], problems: list[Problem]) -> bool:
     if item_id in seen:
         problems.append(Problem("spec", None, f"{key}[{index}].id", f"duplicate id {item_id!r}, first used as {key}[{seen[item_id]}]. Ids must be unique in spec.{key}."))
         return False
@@ -220,7 +220,7 @@ def _unique(item_id: str, index: int, key: str, seen: dict[str, int], problems: 
     return True
 
 
-def _under(prefix: str, problem: Problem) -> Problem:
+def under(prefix: str, problem: Problem) -> Problem:
     field = f"{prefix}.{problem.field}" if problem.field and not problem.field.startswith("[") else f"{prefix}{problem.field or ''}"
     return Problem(problem.file, problem.line, field, problem.message)
 

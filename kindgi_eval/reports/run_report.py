@@ -78,7 +78,8 @@ def summary_lines(run: RunRow, calibration: Sequence[CalibrationRow]) -> list[st
 
 
 def kind_lines(run: RunRow) -> list[str]:
-    """What a suite of a kind with a number reports, beneath the counts: its accuracy, its regression, its benchmark."""
+    """What a suite of a kind with a number reports, beneath the counts: its accuracy, its regression, its benchmark,
+    its pairwise result, its review queue."""
     if run.suite_kind == "accuracy":
         graded = (run.correct or 0) + (run.wrong or 0)
         if run.accuracy is None:
@@ -95,6 +96,23 @@ def kind_lines(run: RunRow) -> list[str]:
         return [f"Regression against run {run.baseline_run}: {moved}{change}"]
     if run.suite_kind == "benchmark":
         return [f"Benchmark: {run.benchmark_name} {run.benchmark_version} (content sha256 {run.benchmark_hash})"]
+    if run.suite_kind == "human-review":
+        skipped = f"; {run.review_skipped} cases without a reply left out" if run.review_skipped else ""
+        each = f", {(run.review_items or 0) // run.review_replies} rubric items each" if run.review_replies else ""
+        queued = f"Human review: {run.review_items} items queued for the {run.reviewer_role} ({run.review_replies} replies{each}){skipped}"
+        return [f"{queued}; kindgi-eval review export <run id> writes the file to label"]
+    if run.suite_kind == "pairwise":
+        if not run.pairwise_calibrated:
+            return [f"Pairwise {run.variant_a} (A) against {run.variant_b} (B): not judged, the judge is not calibrated on the labelled pairs"]
+        if run.win_rate is None:
+            return [f"Pairwise {run.variant_a} (A) against {run.variant_b} (B): no prompt was answered by both"]
+        return [f"Pairwise {run.variant_a} (A) against {run.variant_b} (B): {run.wins} wins, {run.losses} losses, {run.ties} ties; "
+                f"win rate {run.win_rate:.3f} (bootstrap 95% interval {run.win_rate_low:.3f} to {run.win_rate_high:.3f}); "
+                f"position consistency {run.position_consistency:.2f}"]
+    if run.suite_kind == "custom":
+        return [f"Custom handler {run.handler_name} (source sha256 {(run.handler_hash or '')[:12]}): {run.handler_passed} passed, "
+                f"{run.handler_failed} failed, {run.handler_errors} errors (no valid verdict, never a pass), "
+                f"{run.handler_skipped} skipped (no reply)"]
     return []
 
 
@@ -110,6 +128,17 @@ def kind_json(run: RunRow) -> dict:
                                "mcnemar_p": run.mcnemar_p}}
     if run.suite_kind == "benchmark":
         return {"benchmark": {"name": run.benchmark_name, "version": run.benchmark_version, "hash": run.benchmark_hash}}
+    if run.suite_kind == "human-review":
+        return {"human_review": {"reviewer_role": run.reviewer_role, "queue": run.review_items, "replies": run.review_replies,
+                                 "skipped": run.review_skipped}}
+    if run.suite_kind == "pairwise":
+        interval = None if run.win_rate is None else {"low": run.win_rate_low, "high": run.win_rate_high, "method": "bootstrap", "level": 0.95}
+        return {"pairwise": {"variant_a": run.variant_a, "variant_b": run.variant_b, "calibrated": run.pairwise_calibrated,
+                             "agreement": run.pairwise_agreement, "wins": run.wins, "losses": run.losses, "ties": run.ties,
+                             "win_rate": run.win_rate, "interval": interval, "position_consistency": run.position_consistency}}
+    if run.suite_kind == "custom":
+        return {"custom": {"handler": run.handler_name, "hash": run.handler_hash, "passed": run.handler_passed,
+                           "failed": run.handler_failed, "errors": run.handler_errors, "skipped": run.handler_skipped}}
     return {}
 
 

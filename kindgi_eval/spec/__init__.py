@@ -21,16 +21,34 @@ from kindgi_eval.spec.agent_protocol import (
     ReplyError,
     Usage,
 )
-from kindgi_eval.spec.assertions import Assertion, check_case, joined_reply
+from kindgi_eval.spec.assertions import Assertion, agent_failure, check_case, joined_reply
 from kindgi_eval.spec.calibration import CalibrationFile, Graded, GroupAgreement, THRESHOLD, agree_by_group
 from kindgi_eval.spec.cases import CalibrationItem, Case, Contact, Expect, Label, Role, Turn
+from kindgi_eval.spec.custom import ANSWER_LIMIT, HANDLER_CHECK, HANDLER_ERROR, Answer, Handler, HandlerExit, HandlerVerdict, MEMORY_EXIT, RAISED_EXIT, check_handler, judge_exit, read_answer, skipped
 from kindgi_eval.spec.criteria import Criterion, DIMENSION_RULES, GROUPS, Group, criteria_for, group_of, groups_of
 from kindgi_eval.spec.errors import InputError, Problem, problems_from_validation
-from kindgi_eval.spec.intervals import Interval, PairedChange, mcnemar_exact, paired_change, wilson
+from kindgi_eval.spec.intervals import Interval, PairedChange, bootstrap_mean, mcnemar_exact, paired_change, wilson
+from kindgi_eval.spec.pairwise import (
+    ORDERS,
+    PAIRWISE_GROUP,
+    Judgement,
+    Outcome,
+    PairwiseAgreement,
+    PairwiseCalibration,
+    PairwiseCase,
+    Preference,
+    Variant,
+    WinRate,
+    combine,
+    pairwise_agreement,
+    preferred_variant,
+    read_judgement,
+    win_rate,
+)
 from kindgi_eval.spec.model_names import ModelRef, checked_model, parse_model
 from kindgi_eval.spec.statuses import FAILING, STATUSES, Status, case_status
 from kindgi_eval.spec.tenant import Course, CrossReferenceError, Escalation, Prohibition, Slug, Tenant
 from kindgi_eval.spec.text import clip, is_text, safe, unicode_text
 from kindgi_eval.spec.verdicts import Majority, SAMPLES, decide, read_sample
 
-__all__ = ["ACCURACY_GROUP", "AccuracyCase", "Agent", "AgentAnswer", "AgentReply", "AgentTurn", "Assertion", "CalibrationFile", "CalibrationItem", "Case", "Completion", "Contact", "Course", "Criterion", "CrossReferenceError", "DIMENSION_RULES", "Escalation", "Expect", "FAILING", "GRADERS", "GROUPS", "Grade", "Graded", "Grader", "Group", "GroupAgreement", "InputError", "Interval", "Judge", "Label", "Majority", "ModelRef", "PairedChange", "Problem", "Prohibition", "ReplyError", "Role", "SAMPLES", "STATUSES", "Slug", "Status", "THRESHOLD", "Tenant", "Turn", "Usage", "accuracy_criterion", "agree_by_group", "case_status", "check_accuracy", "check_case", "checked_model", "clip", "criteria_for", "decide", "group_of", "groups_of", "is_text", "item_grade", "joined_reply", "mcnemar_exact", "paired_change", "parse_model", "pattern_problem", "problems_from_validation", "read_sample", "safe", "unicode_text", "wilson"]
+__all__ = ["ANSWER_LIMIT", "HANDLER_CHECK", "HANDLER_ERROR", "Answer", "Handler", "HandlerExit", "HandlerVerdict", "MEMORY_EXIT", "RAISED_EXIT", "check_handler", "judge_exit", "read_answer", "skipped", "ACCURACY_GROUP", "AccuracyCase", "Agent", "AgentAnswer", "AgentReply", "AgentTurn", "Assertion", "CalibrationFile", "CalibrationItem", "Case", "Completion", "Contact", "Course", "Criterion", "CrossReferenceError", "DIMENSION_RULES", "Escalation", "Expect", "FAILING", "GRADERS", "GROUPS", "Grade", "Graded", "Grader", "Group", "GroupAgreement", "InputError", "Interval", "Judge", "Judgement", "Label", "Majority", "ModelRef", "ORDERS", "Outcome", "PAIRWISE_GROUP", "PairedChange", "PairwiseAgreement", "PairwiseCalibration", "PairwiseCase", "Preference", "Problem", "Prohibition", "ReplyError", "Role", "SAMPLES", "STATUSES", "Slug", "Status", "THRESHOLD", "Tenant", "Turn", "Usage", "Variant", "WinRate", "accuracy_criterion", "agent_failure", "agree_by_group", "bootstrap_mean", "case_status", "check_accuracy", "check_case", "checked_model", "clip", "combine", "criteria_for", "decide", "group_of", "groups_of", "is_text", "item_grade", "joined_reply", "mcnemar_exact", "paired_change", "pairwise_agreement", "parse_model", "pattern_problem", "preferred_variant", "problems_from_validation", "read_judgement", "read_sample", "safe", "unicode_text", "wilson", "win_rate"]

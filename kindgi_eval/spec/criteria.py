@@ -42,7 +42,7 @@ class Criterion(NamedTuple):
 
 def groups_of(kind: str) -> tuple[Group, ...]:
     """The calibration groups of a suite of `kind`: an accuracy suite's one, else the conversation groups."""
-    return (ACCURACY_GROUP,) if kind == "accuracy" else GROUPS
+    return {"accuracy": (ACCURACY_GROUP,), "pairwise": ()}.get(kind, GROUPS)
 
 
 def group_of(criterion: str) -> Group:
@@ -66,6 +66,8 @@ def criteria_for(case: Case) -> list[Criterion]:
         judged = case.grader.adapter == "judge"
         return [Criterion("review", accuracy_criterion(case.expected_output), ACCURACY_GROUP)] if judged else []
     found = [Criterion("review", entry, "free_text") for entry in case.review_criteria]
+    if case.expect is None:  # a pairwise prompt: the judge compares it with the other variant's, in its own stage
+        return found
     if case.expect.escalate:
         return found
     applies: dict[Group, bool] = {

@@ -74,15 +74,21 @@ def paired_change(improved: int, regressed: int, cases: int, *, resamples: int =
     estimate = (improved - regressed) / cases
     if improved == regressed == 0:
         return PairedChange(0, 0, cases, Interval(0.0, 0.0, 0.0), 1.0)
-    draw = random.Random(seed)
-    weights = (improved, regressed, cases - improved - regressed)
-    means = []
-    for _ in range(resamples):
-        picks = draw.choices((1, -1, 0), weights=weights, k=cases)
-        means.append(sum(picks) / cases)
-    means.sort()
-    low, high = _percentile(means, 0.025), _percentile(means, 0.975)
+    low, high = bootstrap_mean({1.0: improved, -1.0: regressed, 0.0: cases - improved - regressed}, resamples=resamples, seed=seed)
     return PairedChange(improved, regressed, cases, Interval(estimate, low, high), mcnemar_exact(improved, regressed))
+
+
+def bootstrap_mean(counts: dict[float, int], *, resamples: int = RESAMPLES, seed: int = SEED) -> tuple[float, float]:
+    """The percentile bootstrap 95% interval of the mean of values given as {value: how many cases have it}:
+    the 2.5th and 97.5th percentiles of the mean over `resamples` resamples of the cases with replacement."""
+    values = [v for v, n in counts.items() if n]
+    weights = [counts[v] for v in values]
+    size = sum(weights)
+    if size == 0:
+        raise ValueError("a bootstrap needs at least one case")
+    draw = random.Random(seed)
+    means = sorted(sum(draw.choices(values, weights=weights, k=size)) / size for _ in range(resamples))
+    return _percentile(means, 0.025), _percentile(means, 0.975)
 
 
 def mcnemar_exact(b: int, c: int) -> float:

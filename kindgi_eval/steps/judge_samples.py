@@ -217,7 +217,7 @@ def sample_judge(
 
     `done` holds the samples a killed attempt of this run recorded: they are not drawn again. Each new sample goes
     to `record` as it arrives, so that a run killed now keeps it."""
-    if judge is None:
+    if judge is None or suite[0].suite_kind == "pairwise":  # a pairwise suite is judged in pairs, by its own stage
         return []
     failed = {o.case_id for o in outcomes if not o.held}
     held = [c for c in cases_of(suite) if c.id not in failed]

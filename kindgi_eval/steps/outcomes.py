@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from kindgi_eval.spec import AccuracyCase, AgentReply, Case, check_accuracy, check_case
-from kindgi_eval.store import OutcomeRow, ReplyRow
+from kindgi_eval.spec import (
+    AccuracyCase,
+    AgentReply,
+    Case,
+    HandlerVerdict,
+    PairwiseCase,
+    agent_failure,
+    check_accuracy,
+    check_case,
+    check_handler,
+)
+from kindgi_eval.store import HandlerRow, OutcomeRow, ReplyRow
 
 
 def reply_of(row: ReplyRow) -> AgentReply | None:
@@ -15,13 +25,18 @@ def reply_of(row: ReplyRow) -> AgentReply | None:
     return AgentReply(messages=tuple(row.messages), escalate=row.escalate, reason=row.reason)
 
 
-def outcome_rows(cases: Sequence[Case], replies: Sequence[ReplyRow], max_latency_ms: float) -> list[OutcomeRow]:
-    """Every deterministic assertion of every case (spec 009), one row each; an accuracy item's is its grader's."""
+def outcome_rows(
+    cases: Sequence[Case], replies: Sequence[ReplyRow], max_latency_ms: float, handled: Mapping[str, HandlerVerdict] | None = None
+) -> list[OutcomeRow]:
+    """Every deterministic assertion of every case (spec 009), one row each; an accuracy item's is its grader's; a
+    custom suite's case also has its handler's verdict (`handled`, by case id) as one more."""
     by_case = {r.case_id: r for r in replies}
     rows = []
     for case in cases:
         reply = by_case[case.id]
-        if isinstance(case, AccuracyCase):
+        if isinstance(case, PairwiseCase):  # nothing asserted: the judge compares it with the other variant's reply
+            results = [agent_failure(reply.error)] if reply_of(reply) is None else []
+        elif isinstance(case, AccuracyCase):
             answered = reply_of(reply)
             results = check_accuracy(case, answered.messages if answered else None, error=reply.error)
         else:
@@ -29,4 +44,8 @@ def outcome_rows(cases: Sequence[Case], replies: Sequence[ReplyRow], max_latency
                 case, reply_of(reply), error=reply.error, latency_ms=reply.latency_ms, max_latency_ms=max_latency_ms
             )
         rows += [OutcomeRow(case_id=case.id, **r.model_dump()) for r in results]
+        verdict = handled.get(case.id) if handled is not None else None
+        checked = check_handler(verdict) if verdict is not None else None
+        if checked is not None:
+            rows.append(OutcomeRow(case_id=case.id, **checked.model_dump(), handler=HandlerRow(**verdict._asdict())))
     return rows

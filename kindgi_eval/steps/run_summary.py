@@ -11,8 +11,11 @@ from pathlib import Path
 
 from kindgi_eval.spec import STATUSES
 from kindgi_eval.steps.accuracy import summarize_accuracy
+from kindgi_eval.steps.custom import custom_columns, handler_of
+from kindgi_eval.steps.pairwise import agreement_of, pairwise_summary
 from kindgi_eval.steps.regressions import pass_rate_change
-from kindgi_eval.store import AccuracyRow, RegressionRow, ReplyRow, RunRow, SampleRow, StatusRow, SuiteRow
+from kindgi_eval.steps.review_queue import summarize_queue
+from kindgi_eval.store import AccuracyRow, CustomRow, PairwiseRow, QueueRow, RegressionRow, ReplyRow, RunRow, SampleRow, StatusRow, SuiteRow
 
 
 def run_row(
@@ -33,6 +36,9 @@ def run_row(
     judge_calls_saved: int = 0,
     accuracy: Sequence[AccuracyRow] = (),
     regressions: Sequence[RegressionRow] = (),
+    pairwise: Sequence[PairwiseRow] = (),
+    review_queue: Sequence[QueueRow] = (),
+    custom: Sequence[CustomRow] = (),
 ) -> RunRow:
     """The run in one row: lineage, counts per status, ungraded criteria, costs and funnel coverage, and for a
     resumed run the killed run it finished and how many agent and judge calls its recordings saved; for an
@@ -57,7 +63,7 @@ def run_row(
         cases=len(statuses),
         ungraded=sum(c.verdict == "ungraded" for s in statuses for c in s.criteria) if judge else 0,
         agent_usd=sum(r.cost_usd for r in replies),
-        judge_usd=sum(s.cost_usd for s in samples),
+        judge_usd=sum(s.cost_usd for s in samples) + sum(p.cost_usd for p in pairwise),
         cost_unknown=not all(r.cost_known for r in replies) or not all(s.cost_known for s in samples),
         stages=list(stages),
         uncovered=[s for s in stages if s not in entered],
@@ -71,7 +77,33 @@ def run_row(
         **{status.replace("-", "_"): counts.get(status, 0) for status in STATUSES},
         **(_accuracy_columns(accuracy) if first.suite_kind == "accuracy" else {}),
         **(_regression_columns(first.baseline_run, regressions) if first.suite_kind == "regression" else {}),
+        **(_pairwise_columns(first, pairwise) if first.suite_kind == "pairwise" else {}),
+        **(_review_columns(first, replies, review_queue) if first.suite_kind == "human-review" else {}),
+        **(custom_columns(handler_of(suite), custom) if first.suite_kind == "custom" else {}),
     )
+
+
+def _review_columns(first: SuiteRow, replies: Sequence[ReplyRow], queue: Sequence[QueueRow]) -> dict[str, object]:
+    summary = summarize_queue(replies, queue)
+    return {"reviewer_role": first.reviewer_role, "review_items": summary.items, "review_replies": summary.replies,
+            "review_skipped": summary.skipped}
+
+
+def _pairwise_columns(first: SuiteRow, rows: Sequence[PairwiseRow]) -> dict[str, object]:
+    agreement, summary = agreement_of(rows), pairwise_summary(rows)
+    return {
+        "variant_a": first.variant_a_label,
+        "variant_b": first.variant_b_label,
+        "pairwise_calibrated": agreement.calibrated if rows else False,
+        "pairwise_agreement": agreement.agreement,
+        "wins": summary.wins if summary else None,
+        "losses": summary.losses if summary else None,
+        "ties": summary.ties if summary else None,
+        "win_rate": summary.rate.estimate if summary else None,
+        "win_rate_low": summary.rate.low if summary else None,
+        "win_rate_high": summary.rate.high if summary else None,
+        "position_consistency": summary.consistency if summary else None,
+    }
 
 
 def _accuracy_columns(rows: Sequence[AccuracyRow]) -> dict[str, object]:

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kindgi_eval.inputs import Suite
-from kindgi_eval.spec import AccuracyCase, Case
+from kindgi_eval.spec import AccuracyCase, CalibrationItem, Case, PairwiseCase
 from kindgi_eval.store import SuiteRow
 
 
-def suite_rows(suite: Suite, tenant: str, config_hash: str, baseline_run: str | None = None) -> list[SuiteRow]:
+def suite_rows(
+    suite: Suite, tenant: str, config_hash: str, baseline_run: str | None = None, variants: tuple[str, str] | None = None
+) -> list[SuiteRow]:
     """The parsed suite as rows, each item kept as canonical JSON so later stages rebuild it exactly; a regression
     suite's rows name the baseline run resolved as the run started."""
     registered = suite.registered
@@ -25,6 +27,12 @@ def suite_rows(suite: Suite, tenant: str, config_hash: str, baseline_run: str | 
         benchmark_name=registered.benchmark_name if registered else None,
         benchmark_version=registered.benchmark_version if registered else None,
         benchmark_hash=registered.benchmark_hash if registered else None,
+        variant_a=variants[0] if variants else None,
+        variant_b=variants[1] if variants else None,
+        variant_a_label=f"{registered.variant_a_id} {registered.variant_a_version}" if variants and registered else None,
+        variant_b_label=f"{registered.variant_b_id} {registered.variant_b_version}" if variants and registered else None,
+        rubric=list(registered.rubric) if registered and registered.kind == "human-review" else None,
+        reviewer_role=registered.reviewer_role if registered else None,
     )
     rows = [
         SuiteRow(
@@ -50,15 +58,19 @@ def suite_rows(suite: Suite, tenant: str, config_hash: str, baseline_run: str | 
             nudge=False,
             funnel_stage=None,
             course=None,
-            review=[item.criterion],
+            review=[item.criterion] if isinstance(item, CalibrationItem) else ["pairwise"],
             body=item.model_dump_json(),
             **common,
         )
         for item in suite.calibration
     ]
+    if suite.handler is not None:  # a custom suite's handler, source and all, so the chain runs what was published
+        rows.append(SuiteRow(kind="handler", id=suite.handler.name, line=0, text="", nudge=False, funnel_stage=None, course=None,
+                             review=[], body=suite.handler.model_dump_json(), **common))
     return rows
 
 
 def cases_of(rows: Sequence[SuiteRow]) -> list[Case]:
     """The cases of a stored suite, in file order: accuracy items for an accuracy suite."""
-    return [(AccuracyCase if r.suite_kind == "accuracy" else Case).model_validate_json(r.body) for r in rows if r.kind == "case"]
+    model = {"accuracy": AccuracyCase, "pairwise": PairwiseCase}.get(rows[0].suite_kind if rows else "", Case)
+    return [model.model_validate_json(r.body) for r in rows if r.kind == "case"]

@@ -18,7 +18,10 @@ from kindgi_eval.store.arrow import arrow_schema, from_table
 from kindgi_eval.store.rows import (
     AccuracyRow,
     CalibrationRow,
+    CustomRow,
     OutcomeRow,
+    PairwiseRow,
+    QueueRow,
     RegressionRow,
     ReplyRow,
     RunRow,
@@ -56,7 +59,10 @@ TABLES = (
     Table("calibration", "calibration", CalibrationRow),
     Table("statuses", "statuses", StatusRow),
     Table("accuracy", "accuracy", AccuracyRow),
+    Table("custom", "custom", CustomRow),
     Table("regressions", "regressions", RegressionRow),
+    Table("pairwise", "pairwise", PairwiseRow),
+    Table("review_queue", "review_queue", QueueRow),
     Table("run_summary", "runs", RunRow),
 )
 TABLE_OF = {t.asset: t for t in TABLES}

@@ -16,8 +16,9 @@ class _Row(BaseModel):
 class SuiteRow(_Row):
     """One parsed case or calibration item of the suite, as it was when the run read it."""
 
-    kind: Literal["case", "calibration"]
-    """A case under test, or a hand-labelled calibration item."""
+    kind: Literal["case", "calibration", "handler"]
+    """A case under test, a hand-labelled calibration item, or a custom suite's handler (one row; `id` is its
+    `module:entrypoint`, `body` the handler with its source)."""
     id: str
     """The item's id, unique within its file."""
     line: int
@@ -57,6 +58,18 @@ class SuiteRow(_Row):
     """Its catalogue version."""
     benchmark_hash: str | None = None
     """The content hash of the catalogue entry's files."""
+    variant_a: str | None = None
+    """A pairwise suite's variant A as the run asked it: the model or URL the tenants file declares for it."""
+    variant_b: str | None = None
+    """A pairwise suite's variant B."""
+    variant_a_label: str | None = None
+    """Variant A's agent id and version label."""
+    variant_b_label: str | None = None
+    """Variant B's agent id and version label."""
+    rubric: list[str] | None = None
+    """A human-review suite's rubric items, which its review queue pairs with every reply; None for other kinds."""
+    reviewer_role: str | None = None
+    """A human-review suite's reviewer role."""
 
 
 class ReplyRow(_Row):
@@ -88,6 +101,22 @@ class ReplyRow(_Row):
     """The agent's raw output when it could not be read as a reply."""
 
 
+class HandlerRow(_Row):
+    """What a custom suite's handler made of one reply, run in its sandbox."""
+
+    verdict: Literal["pass", "fail", "error", "skipped"]
+    """Its answer's pass or fail; error when it gave no valid answer (timeout, memory, crash, garbage), which is
+    never a pass; skipped when the agent gave no reply to grade."""
+    score: float | None
+    """The score it answered, if it gave one."""
+    reason: str | None
+    """Its reason, when it answered."""
+    error: str | None
+    """What went wrong, when it did not answer or was not run."""
+    duration_ms: float | None
+    """How long it ran in the sandbox; None when it was not run."""
+
+
 class OutcomeRow(_Row):
     """One deterministic assertion of one case: held or failed, and why."""
 
@@ -99,6 +128,8 @@ class OutcomeRow(_Row):
     """True when it held."""
     detail: str
     """A sentence saying what was checked and, on failure, what the reply did."""
+    handler: HandlerRow | None = None
+    """A custom suite's handler verdict in full, on its `custom_handler` or `handler_error` row; None on the others."""
 
 
 class SampleRow(_Row):
@@ -211,6 +242,103 @@ class AccuracyRow(_Row):
     give is ungraded."""
     detail: str
     """Why, in a sentence: the grader's finding, the judge's reason, or what kept the item ungraded."""
+
+
+class PairwiseRow(_Row):
+    """One prompt (or hand-labelled pair) judged in both orders: which variant each order preferred, and the outcome."""
+
+    subject: Literal["prompt", "calibration"]
+    """A prompt both variants answered, or a hand-labelled pair calibrating the judge."""
+    subject_id: str
+    """The prompt's id, or the labelled pair's."""
+    label: Literal["A", "B", "tie"] | None
+    """A labelled pair's hand label; None for a prompt."""
+    ab: Literal["A", "B", "tie"] | None
+    """The variant preferred with variant A's reply shown first; None when that answer was invalid."""
+    ba: Literal["A", "B", "tie"] | None
+    """The variant preferred with variant B's reply shown first; None when that answer was invalid."""
+    outcome: Literal["A", "B", "tie"]
+    """A or B when that variant won in both orders, else tie."""
+    consistent: bool
+    """Whether both orders gave the same valid answer."""
+    reason_ab: str
+    """The judge's reason, variant A first."""
+    reason_ba: str
+    """The judge's reason, variant B first."""
+    invalid_reason: str | None
+    """Why an answer was invalid, when one was."""
+    raw_ab: str | None
+    """The judge's raw answer, variant A first."""
+    raw_ba: str | None
+    """The judge's raw answer, variant B first."""
+    judge: str
+    """The judge model."""
+    cost_usd: float
+    """Dollars for both answers; 0 when unknown."""
+    cost_known: bool
+    """False when the judge's price is unknown."""
+
+
+class QueueRow(_Row):
+    """One reply of a human-review suite paired with one rubric item: what a person labels pass or fail."""
+
+    case_id: str
+    """The case whose reply is reviewed."""
+    rubric_item: str
+    """The rubric item the reply is labelled against."""
+    reviewer_role: str
+    """Who labels it, as the suite names the role."""
+    history: list[str]
+    """The conversation before the turn, one `role: text` line per earlier message."""
+    text: str
+    """The contact's message the reply answers (empty on a nudge)."""
+    reply: list[str]
+    """The agent's messages, as the contact saw them."""
+    status: str
+    """The case's status in the run."""
+    judge_verdict: str | None
+    """The judge's verdict on this rubric item as `statuses` holds it: pass, fail, or ungraded (so always without a
+    judge, or where its group is not calibrated)."""
+
+
+class ReviewRow(_Row):
+    """One label a person gave one reply on one rubric item, as one import read it; every import is kept."""
+
+    import_id: str
+    """The import that read it: one id per `kindgi-eval review import`."""
+    imported_at: str
+    """When it was imported (UTC, ISO 8601 with microseconds); of one item's labels the latest import's counts."""
+    source: str
+    """The file it was read from, as given."""
+    line: int
+    """The line of that file its row starts on."""
+    run_id: str
+    """The run whose reply was labelled."""
+    suite: str
+    """That run's suite partition."""
+    case_id: str
+    """The case."""
+    rubric_item: str
+    """The rubric item."""
+    reviewer_role: str
+    """The role the suite names for the reviewer."""
+    reviewer: str | None
+    """Who labelled it, when the file says."""
+    label: Literal["pass", "fail"]
+    """The person's verdict."""
+    note: str
+    """Why, in the reviewer's words; may be empty."""
+
+
+class CustomRow(HandlerRow):
+    """One case of a custom suite: its handler's verdict beside the case's status."""
+
+    case_id: str
+    """The case."""
+    handler_name: str
+    """The handler, as `module:entrypoint`."""
+    status: str
+    """The case's status, from its assertions (the handler's among them) and the judge."""
 
 
 class RegressionRow(_Row):
@@ -327,3 +455,45 @@ class RunRow(_Row):
     """The upper bound of its paired bootstrap 95% interval."""
     mcnemar_p: float | None = None
     """McNemar's exact p-value for the cases that flipped between passing and not."""
+    handler_name: str | None = None
+    """A custom suite's handler, as `module:entrypoint`."""
+    handler_hash: str | None = None
+    """The SHA-256 of the handler's published source."""
+    handler_passed: int | None = None
+    """Custom cases the handler passed."""
+    handler_failed: int | None = None
+    """Custom cases the handler failed."""
+    handler_errors: int | None = None
+    """Custom cases the handler gave no valid verdict on (timeout, memory, crash, garbage): never passes."""
+    handler_skipped: int | None = None
+    """Custom cases the handler was not run on, since the agent gave no reply."""
+    variant_a: str | None = None
+    """A pairwise suite's variant A: its agent id and version label."""
+    variant_b: str | None = None
+    """A pairwise suite's variant B: its agent id and version label."""
+    pairwise_calibrated: bool | None = None
+    """Whether the pairwise judge agreed with the hand-labelled pairs, so its preferences count."""
+    pairwise_agreement: float | None = None
+    """Its agreement with them."""
+    wins: int | None = None
+    """Prompts variant A won in both orders."""
+    losses: int | None = None
+    """Prompts variant B won in both orders."""
+    ties: int | None = None
+    """Every other judged prompt."""
+    win_rate: float | None = None
+    """Variant A's (wins + 0.5 ties) / judged prompts."""
+    win_rate_low: float | None = None
+    """The lower bound of its bootstrap 95% interval."""
+    win_rate_high: float | None = None
+    """The upper bound of its bootstrap 95% interval."""
+    position_consistency: float | None = None
+    """The share of judged prompts whose two orders agreed."""
+    reviewer_role: str | None = None
+    """A human-review suite's reviewer role; None for other kinds."""
+    review_items: int | None = None
+    """Rows of its review queue: one per reply and rubric item."""
+    review_replies: int | None = None
+    """Replies in the queue."""
+    review_skipped: int | None = None
+    """Cases left out of the queue because the agent gave no reply (an error)."""

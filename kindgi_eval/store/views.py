@@ -22,6 +22,8 @@ from upath import UPath
 from kindgi_eval.spec import safe
 from kindgi_eval.store.arrow import arrow_schema
 from kindgi_eval.store.layout import HIVE_COLUMNS, MONTH_FILES, RUN_FILES, TABLES, StorePath, Table, runtime_home
+from kindgi_eval.store.reviews import REVIEW_FILES, REVIEWS
+from kindgi_eval.store.rows import ReviewRow
 
 DATABASE_FILE = "kindgi.duckdb"
 _SQL_TYPES = {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN"}
@@ -53,19 +55,52 @@ def view_sql(table: Table, root: StorePath) -> str:
     if not sources:
         columns = [f'CAST(NULL AS {sql_type(f.type)}) AS "{f.name}"' for f in arrow_schema(table.row)]
         columns += [f'CAST(NULL AS VARCHAR) AS "{name}"' for name in HIVE_COLUMNS]
-        return f"CREATE OR REPLACE VIEW {table.view} AS SELECT {', '.join(columns)} WHERE false"
-    body = " UNION ALL BY NAME ".join(f"SELECT * FROM {source}" for source in sources)
+        body = f"SELECT {', '.join(columns)} WHERE false"
+    else:
+        body = " UNION ALL BY NAME ".join(f"SELECT * FROM {source}" for source in sources)
+    if table.view == "statuses":
+        body = with_reviewer_verdicts(body, root)
     return f"CREATE OR REPLACE VIEW {table.view} AS {body}"
+
+
+def reviews_source(root: StorePath) -> str:
+    """A SELECT of every label people imported (`store.reviews`); with none, an empty one with the same columns."""
+    folder = root.absolute() / REVIEWS
+    if next(folder.glob(REVIEW_FILES), None) is not None:
+        return f"SELECT * FROM read_parquet('{_quoted(folder / REVIEW_FILES)}', hive_partitioning = false, union_by_name = true)"
+    columns = [f'CAST(NULL AS {sql_type(f.type)}) AS "{f.name}"' for f in arrow_schema(ReviewRow)]
+    return f"SELECT {', '.join(columns)} WHERE false"
+
+
+def reviews_view_sql(root: StorePath) -> str:
+    """The `reviews` view: every label of every import, earlier imports kept beside later ones."""
+    return f"CREATE OR REPLACE VIEW {REVIEWS} AS {reviews_source(root)}"
+
+
+def with_reviewer_verdicts(statuses: str, root: StorePath) -> str:
+    """The statuses SELECT with the reviewer's verdict beside the judge's: `reviewer_labels`, the label in force
+    (the latest import's) of each rubric item of the case, and `reviewer_verdict`, fail when any of them is fail,
+    else pass; both NULL for a case nobody labelled. The stored statuses are never rewritten: this is a join."""
+    latest = (f"SELECT * FROM ({reviews_source(root)}) QUALIFY row_number() OVER "
+              "(PARTITION BY run_id, case_id, rubric_item ORDER BY imported_at DESC, import_id DESC, line DESC) = 1")
+    by_case = ("SELECT run_id, case_id, CASE WHEN bool_or(label = 'fail') THEN 'fail' ELSE 'pass' END AS reviewer_verdict, "
+               "list({'rubric_item': rubric_item, 'label': label, 'note': note, 'reviewer': reviewer, "
+               "'reviewer_role': reviewer_role, 'imported_at': imported_at} ORDER BY rubric_item) AS reviewer_labels "
+               f"FROM ({latest}) GROUP BY run_id, case_id")
+    return (f"SELECT s.*, r.reviewer_verdict, r.reviewer_labels FROM ({statuses}) AS s "
+            f"LEFT JOIN ({by_case}) AS r ON s.run_id = r.run_id AND s.case_id = r.case_id")
 
 
 def _quoted(path: StorePath) -> str:
     return str(path).replace("'", "''")
 
 
-def define_views(con: duckdb.DuckDBPyConnection, root: StorePath, tables: Sequence[Table] = TABLES) -> None:
-    """Create or replace the views of `tables` (all by default) on a connection."""
+def define_views(con: duckdb.DuckDBPyConnection, root: StorePath, tables: Sequence[Table] = TABLES, *, reviews: bool = True) -> None:
+    """Create or replace the views of `tables` (all by default) on a connection, and the `reviews` view unless told not to."""
     for table in tables:
         con.execute(view_sql(table, root))
+    if reviews:
+        con.execute(reviews_view_sql(root))
 
 
 def views_named(query: str) -> list[Table]:
@@ -74,6 +109,13 @@ def views_named(query: str) -> list[Table]:
     Defining a view lists its files, so a query pays only for the views it uses."""
     named = [t for t in TABLES if re.search(rf"\b{t.view}\b", query, re.IGNORECASE)]
     return named or list(TABLES)
+
+
+def names_reviews(query: str) -> bool:
+    """Whether a query needs the `reviews` view: it names it, or names no view at all (as `views_named` gives all)."""
+    return re.search(rf"\b{REVIEWS}\b", query, re.IGNORECASE) is not None or not any(
+        re.search(rf"\b{t.view}\b", query, re.IGNORECASE) for t in TABLES
+    )
 
 
 def open_database(root: StorePath, database: str = ":memory:") -> duckdb.DuckDBPyConnection:
@@ -90,7 +132,7 @@ def connect(root: StorePath, query: str | None = None) -> Iterator[duckdb.DuckDB
     """An in-memory DuckDB with the views over the store as it is now: those `query` names, or all."""
     con = open_database(root)
     try:
-        define_views(con, root, views_named(query) if query else TABLES)
+        define_views(con, root, views_named(query) if query else TABLES, reviews=not query or names_reviews(query))
         yield con
     finally:
         con.close()

@@ -179,7 +179,7 @@ def test_exported_database_opens_in_a_plain_duckdb_client(home) -> None:
         ((count,),) = con.execute(f"SELECT count(*) FROM statuses WHERE run_id = '{run_id}'").fetchall()
         views = {r[0] for r in con.sql("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
     assert count == sum(1 for line in (GOLDEN / "cases.jsonl").read_text().splitlines() if line.strip())
-    assert views == {"runs", "cases", "replies", "outcomes", "judge_samples", "calibration", "statuses", "accuracy", "regressions"}
+    assert views == {"runs", "cases", "replies", "outcomes", "judge_samples", "calibration", "statuses", "accuracy", "regressions", "pairwise", "custom", "review_queue", "reviews"}
 
 
 def age_runs(store: Path, run_ids: list[str], day: str) -> None:

@@ -4,57 +4,20 @@ as a real process, and queried with `kindgi-eval sql`."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
 
-import httpx
 import pytest
 
-from kindgi_eval.registry import database_url, open_store, running_server
 from kindgi_eval.spec import wilson
+from kindgi_eval_tests.cli.conftest import publish, sql
 from kindgi_eval_tests.conftest import files_under, run_cli
 from kindgi_eval_tests.registry.conftest import golden_spec
-
-TENANT = "demo-academy"  # the packaged demo tenant the runs evaluate against
-
-
-class Registry(NamedTuple):
-    http: httpx.Client
-    other: httpx.Client
-    """A client of another tenant."""
-
-
-@pytest.fixture
-def registry(home) -> Iterator[Registry]:
-    """The registry of the test's runtime folder, served on 127.0.0.1, with a token of the demo tenant and one of another."""
-    store = open_store(database_url(home.root))
-    mine, theirs = store.issue_token(TENANT, "test"), store.issue_token("globex", "test")
-    with running_server(store) as server:
-        http = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {mine.secret}"}, timeout=30)
-        other = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {theirs.secret}"}, timeout=30)
-        yield Registry(http, other)
-        http.close()
-        other.close()
-    store.close()
-
-
-def publish(client: httpx.Client, suite_id: str, kind: str, spec: dict, version: str = "1.0.0", tenant: str = TENANT) -> None:
-    document = {"id": suite_id, "tenantId": tenant, "version": version, "kind": kind, "description": "", "spec": spec}
-    response = client.post("/v1/eval-suites", json=document)
-    assert response.status_code == 201, response.text
 
 
 def run(suite: str, tmp_path: Path) -> tuple[int, dict | None, str]:
     out = tmp_path / f"{suite.replace('@', '-')}.json"
     done = run_cli("run", "--mock", "--suite", suite, "--json", str(out))
     return done.code, json.loads(out.read_text()) if out.exists() else None, done.out + done.err
-
-
-def sql(query: str) -> list[dict]:
-    done = run_cli("sql", query, "--format", "json")
-    assert done.code == 0, done.err
-    return json.loads(done.out)
 
 
 def test_an_accuracy_suite_reports_its_accuracy_with_a_wilson_interval(registry, home, tmp_path) -> None:

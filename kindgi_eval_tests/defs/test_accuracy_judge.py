@@ -71,5 +71,5 @@ def test_the_accuracy_groups_check_warns_when_its_judge_is_refused(home, provide
     provider_env(Judge())
     _, _, calibration, _, _ = accuracy_run(home, PAIRS[:1])
     checks = {c.check_name: c for c in calibration_checks(calibration)}
-    assert not checks["accuracy_calibrated"].passed and checks["accuracy_calibrated"].metadata["outcome"] == "refused"
-    assert checks["free_text_calibrated"].passed and checks["free_text_calibrated"].metadata["outcome"] == "not applicable"
+    assert not checks["accuracy_calibrated"].passed and checks["accuracy_calibrated"].metadata["outcome"].value == "refused"
+    assert checks["free_text_calibrated"].passed and checks["free_text_calibrated"].metadata["outcome"].value == "not applicable"

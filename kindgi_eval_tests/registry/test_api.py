@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from kindgi_eval.registry import Consumer, FolderContent, canonical_json, register_consumer, unregister_consumer
+from kindgi_eval.registry import Consumer, FolderContent, accepted_kinds, canonical_json, consumer_for, register_consumer, unregister_consumer
 from kindgi_eval_tests.registry.conftest import golden_spec, refused, suite, unchanged
 
 
@@ -246,14 +246,23 @@ def test_a_missing_field_is_422(registry, caller) -> None:
         assert "spec: required field is missing" in refused(me.http.post("/v1/eval-suites", json=document), 422, "invalid")
 
 
-def test_a_kind_without_a_consumer_is_refused_422_naming_the_accepted_kinds(registry, caller) -> None:
+@pytest.fixture
+def without_pairwise():
+    """The running code with the pairwise consumer unloaded, as a build without it would be; restored after."""
+    consumer = consumer_for("pairwise")
+    unregister_consumer("pairwise")
+    yield
+    register_consumer(consumer)
+
+
+def test_a_kind_without_a_consumer_is_refused_422_naming_the_accepted_kinds(registry, caller, without_pairwise) -> None:
     me = caller()
     with unchanged(registry.store):
         message = refused(me.http.post("/v1/eval-suites", json=suite(me.tenant, kind="pairwise", spec={"prompts": []})), 422, "invalid")
-    assert "'pairwise'" in message and "accepts accuracy, regression, benchmark, conversation" in message
+    assert "'pairwise'" in message and f"accepts {', '.join(accepted_kinds())}" in message and "pairwise," not in message
 
 
-def test_a_kind_is_accepted_once_its_consumer_registers(registry, caller) -> None:
+def test_a_kind_is_accepted_once_its_consumer_registers(registry, caller, without_pairwise) -> None:
     me = caller()
     pairwise = suite(me.tenant, "acme.pairwise", kind="pairwise", spec={"prompts": ["2+2"]})
     register_consumer(Consumer("pairwise", lambda spec: [] if "prompts" in spec else ["spec.prompts: required."], "a test",

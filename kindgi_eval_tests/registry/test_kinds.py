@@ -10,11 +10,14 @@ from kindgi_eval.registry import accepted_kinds
 from kindgi_eval_tests.conftest import GOLDEN
 from kindgi_eval_tests.registry.conftest import golden_spec, refused, suite, unchanged
 
+PAIRWISE = {"prompts": ["how much is it?", {"id": "days", "text": "when?"}], "variantA": {"agentId": "champion", "version": "1"},
+            "variantB": {"agentId": "challenger", "version": "2"},
+            "calibration": [{"input": "price?", "replyA": ["$450"], "replyB": ["ask later"], "label": "A"}]}
 ACCURACY = {"cases": [{"input": "how much is the foundation course?", "expectedOutput": "$450"}], "grader": {"adapterId": "contains"}}
 
 
-def test_the_three_kinds_with_a_number_are_accepted_beside_conversation():
-    assert accepted_kinds() == ("accuracy", "regression", "benchmark", "conversation")
+def test_the_kinds_with_a_number_are_accepted_beside_conversation():
+    assert {"accuracy", "pairwise", "regression", "human-review", "benchmark", "conversation"} <= set(accepted_kinds())
 
 
 @pytest.mark.parametrize(
@@ -28,8 +31,9 @@ def test_the_three_kinds_with_a_number_are_accepted_beside_conversation():
         ("regression", {"baseline": {"runId": "3f9c2a1e"}, **golden_spec()}),
         ("regression", {"baseline": {"suiteId": "acme.golden", "version": "1.0.0"}, "cases": golden_spec()["cases"]}),
         ("benchmark", {"benchmark": {"name": "kindgi/golden", "version": "1.0.0"}}),
+        ("pairwise", PAIRWISE),
     ],
-    ids=["accuracy-contains", "accuracy-turn", "accuracy-regex", "accuracy-judge", "regression-run", "regression-version", "benchmark"],
+    ids=["accuracy-contains", "accuracy-turn", "accuracy-regex", "accuracy-judge", "regression-run", "regression-version", "benchmark", "pairwise"],
 )
 def test_a_runnable_suite_of_each_kind_is_published(registry, caller, kind, spec) -> None:
     me = caller()
@@ -68,10 +72,19 @@ def test_a_runnable_suite_of_each_kind_is_published(registry, caller, kind, spec
         ("benchmark", {"benchmark": {"name": "kindgi/golden", "version": "9.9.9"}},
          ["spec.benchmark: the catalogue holds no benchmark kindgi/golden 9.9.9; it holds kindgi/golden 1.0.0."]),
         ("benchmark", {"benchmark": {"name": "mmlu"}}, ["spec.benchmark.version: required field is missing"]),
+        ("pairwise", {**PAIRWISE, "variantB": PAIRWISE["variantA"]}, ["spec.variantB: is the same agent and version as variantA"]),
+        ("pairwise", {**PAIRWISE, "variantA": {"agentId": "champion"}}, ["spec.variantA.version: required field is missing"]),
+        ("pairwise", {**PAIRWISE, "prompts": []}, ["spec.prompts: must be a non-empty list"]),
+        ("pairwise", {**PAIRWISE, "prompts": ["a", {"id": "p", "text": "b"}, {"id": "p", "text": "c"}]},
+         ["spec.prompts[2].id: duplicate id 'p', first used as prompts[1]"]),
+        ("pairwise", {**PAIRWISE, "calibration": [{"input": "q", "replyA": ["a"], "replyB": ["b"], "label": "both"}]},
+         ["spec.calibration[0].label: input should be 'A', 'B' or 'tie'"]),
     ],
     ids=["unknown-adapter", "bad-regex", "bad-item-regex", "bad-flag", "config-for-exact", "bad-inputs", "input-typo",
          "duplicate-id", "no-cases", "calibration-without-judge", "no-baseline", "empty-run-id", "baseline-not-semver",
-         "regression-case-invalid", "unknown-benchmark", "benchmark-without-version"],
+         "regression-case-invalid", "unknown-benchmark", "benchmark-without-version",
+         "pairwise-same-variants", "pairwise-variant-without-version", "pairwise-no-prompts", "pairwise-duplicate-prompt",
+         "pairwise-bad-label"],
 )
 def test_a_suite_its_consumer_cannot_run_is_refused_422_naming_the_field(registry, caller, kind, spec, said) -> None:
     me = caller()

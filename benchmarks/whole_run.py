@@ -1,0 +1,219 @@
+"""A whole `kindgi-eval run --agent-model openai:...` process, start to exit, against a local OpenAI-compatible
+server answering after 200 ms, on generated suites of 1 and 400 one-turn cases; beside it, a bare asyncio +
+aiohttp loop making the same calls in a process of its own, and the offline golden run (`run --mock`).
+
+    .venv/bin/python benchmarks/whole_run.py [--sizes 1 400] [--concurrency 16 64] [--delay 0.2] [--repeat 3] [--quick]
+
+Prints, for each suite size and concurrency, the median wall time of each process, the time from its start to the
+server's first request and from the server's last reply to its exit (from the server's own clock), the run's peak
+memory (from the kernel, wait4's rusage: its largest process's RSS; and from /proc, sampled every 20 ms: the sum over it and
+its child processes, as PSS), its CPU time (its processes' user + system), and the run over the bare loop. The goals: N = 1 under 3 s,
+N = 400 at most 1.5x the bare loop, 400 cases in at most 240 MB, the golden run under 2.5 s.
+The server is asyncio (aiohttp) in a forked child, as in agent_calls.py: the fake provider's thread per connection
+would share its interpreter lock among 64 threads, and its clock would then be the server's, not the client's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import NamedTuple
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # for the server's kindgi_eval_tests.fake_provider
+CLI = Path(sys.executable).parent / "kindgi-eval"
+MODEL = "bench-agent"
+REPLY = json.dumps({"messages": ["The Foundation Course is $450. Would you pay upfront or in instalments?"], "escalate": False, "reason": None})
+CASE = {"text": "how much is the foundation course?", "expect": {"escalate": False}, "must_contain": ["$450"]}
+KEY = "sk-bench-not-a-key"
+
+
+def _serve(delay: float, port_out) -> None:
+    """The chat server: answers REPLY after `delay`; /stats says how many it served, its peak in flight, and the
+    wall-clock times of its first request and last reply."""
+    from aiohttp import web
+
+    from kindgi_eval_tests.fake_provider import chat_body
+
+    seen = {"requests": 0, "in_flight": 0, "peak": 0, "first_request": None, "last_reply": None}
+    bodies: list[dict] = []
+    body = chat_body(REPLY, MODEL).decode()
+
+    async def chat(request: web.Request) -> web.Response:
+        bodies.append(await request.json())
+        seen["first_request"] = seen["first_request"] or time.time()
+        seen["requests"] += 1
+        seen["in_flight"] += 1
+        seen["peak"] = max(seen["peak"], seen["in_flight"])
+        try:
+            await asyncio.sleep(delay)
+            response = web.Response(text=body, content_type="application/json")
+            await response.prepare(request)
+            await response.write_eof()
+            seen["last_reply"] = time.time()
+            return response
+        finally:
+            seen["in_flight"] -= 1
+
+    async def stats(request: web.Request) -> web.Response:
+        return web.json_response({**seen, "bodies": bodies})
+
+    async def run() -> None:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", chat)
+        app.router.add_get("/stats", stats)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
+        await site.start()
+        port_out.send(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+        await asyncio.Event().wait()
+
+    asyncio.run(run())
+
+
+class Timed(NamedTuple):
+    wall: float
+    to_first: float
+    after_last: float
+    peak_mb: float
+    tree_peak_mb: float
+    cpu: float
+    code: int
+    served: int
+    peak_in_flight: int
+    bodies: list[dict]
+
+
+def timed(command: list[str], env: dict[str, str], delay: float) -> Timed:
+    """One process run to exit against a fresh server: its wall time, the server's view of it, its peak RSS.
+
+    Its peak RSS counts this process's at the fork too (Linux keeps the larger across exec), so this process
+    imports nothing of the project's."""
+    receive, send = multiprocessing.Pipe(duplex=False)
+    server = multiprocessing.get_context("fork").Process(target=_serve, args=(delay, send), daemon=True)
+    server.start()
+    try:
+        base_url = f"http://127.0.0.1:{receive.recv()}/v1"
+        started = time.time()
+        tree_peak = 0
+        with open(os.devnull, "w") as sink:
+            process = subprocess.Popen(command, cwd=REPO, env={**env, "OPENAI_BASE_URL": base_url}, stdout=sink, stderr=sink)
+            while True:
+                pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+                if pid:
+                    break
+                tree_peak = max(tree_peak, tree_pss_kb(process.pid))
+                time.sleep(0.02)
+        ended = time.time()
+        with urllib.request.urlopen(base_url.removesuffix("/v1") + "/stats", timeout=5) as response:
+            seen = json.loads(response.read())
+    finally:
+        server.kill()
+        server.join()
+    first, last = seen["first_request"] or ended, seen["last_reply"] or ended
+    return Timed(ended - started, first - started, ended - last, usage.ru_maxrss / 1024, tree_peak / 1024,
+                 usage.ru_utime + usage.ru_stime, os.waitstatus_to_exitcode(status),
+                 seen["requests"], seen["peak"], seen["bodies"])
+
+
+def tree_pss_kb(pid: int) -> int:
+    """The proportional set size of a process and all its descendants now, in KB, from /proc (0 once it is gone):
+    each page shared between them counted once in all, where their RSS would count it in each."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            pss = next((int(line.split()[1]) for line in rollup if line.startswith("Pss:")), 0)
+        with open(f"/proc/{pid}/task/{pid}/children") as children:
+            return pss + sum(tree_pss_kb(int(child)) for child in children.read().split())
+    except (FileNotFoundError, ProcessLookupError):
+        return 0
+
+
+def median(runs: list[Timed]) -> Timed:
+    """Each figure's median over the runs (the exit status and counts of the last)."""
+    return Timed(*(statistics.median(getattr(r, f) for r in runs) for f in Timed._fields[:6]), *runs[-1][6:])
+
+
+def generate(folder: Path, size: int) -> Path:
+    """A suite of `size` one-turn cases, each reaching the model."""
+    folder.mkdir(parents=True)
+    (folder / "cases.jsonl").write_text("".join(json.dumps({"id": f"case-{n:04d}", **CASE}) + "\n" for n in range(size)))
+    return folder
+
+
+def bare_loop(bodies_file: str, concurrency: int) -> None:
+    """The floor: the same requests posted by aiohttp under a semaphore, in a process importing nothing else."""
+    import aiohttp
+
+    bodies = json.loads(Path(bodies_file).read_text())
+    base_url = os.environ["OPENAI_BASE_URL"]
+
+    async def run() -> None:
+        slots = asyncio.Semaphore(concurrency)
+        headers = {"Authorization": f"Bearer {KEY}"}
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as session:
+
+            async def one(body: dict) -> str:
+                async with slots, session.post(f"{base_url}/chat/completions", json=body, headers=headers) as response:
+                    return (await response.json())["choices"][0]["message"]["content"]
+
+            await asyncio.gather(*(one(b) for b in bodies))
+
+    asyncio.run(run())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1, 400])
+    parser.add_argument("--concurrency", type=int, nargs="*", default=[16, 64], help="for suites of more than one case")
+    parser.add_argument("--delay", type=float, default=0.2)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure; the median is shown")
+    parser.add_argument("--quick", action="store_true", help="suites of 1 and 8 cases, concurrency 4, no delay, one run each")
+    parser.add_argument("--bare-loop", nargs=2, metavar=("BODIES", "C"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.bare_loop:
+        bare_loop(args.bare_loop[0], int(args.bare_loop[1]))
+        return
+    if args.quick:
+        args.sizes, args.concurrency, args.delay, args.repeat = [1, 8], [4], 0.0, 1
+
+    load = os.getloadavg()
+    print(f"server answering after {args.delay * 1000:.0f} ms; median of {args.repeat}; load average {load[0]:.2f} {load[1]:.2f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "KINDGI_HOME": f"{tmp}/home", "DAGSTER_HOME": f"{tmp}/home/dagster", "OPENAI_API_KEY": KEY}
+        for var in ("EVAL_DIR", "AGENT_URL", "AGENT_MODEL", "EVAL_JUDGE_MODEL", "EVAL_CONCURRENCY"):
+            env.pop(var, None)
+        first = timed([str(CLI), "run", "--mock"], env, args.delay)  # creates the instance's database; not counted
+        assert first.code in (0, 1), f"run --mock exited {first.code}"
+        golden = median([timed([str(CLI), "run", "--mock"], env, args.delay) for _ in range(args.repeat)])
+        print(f"golden set (run --mock): wall {golden.wall:.2f} s, CPU {golden.cpu:.2f} s, peak {golden.peak_mb:.0f} MB, exit {golden.code}  (goal < 2.5 s)")
+        for size in args.sizes:
+            suite = generate(Path(tmp) / f"suite{size}", size)
+            for concurrency in args.concurrency if size > 1 else [1]:
+                command = [str(CLI), "run", "--agent-model", f"openai:{MODEL}", "--eval-dir", str(suite), "--concurrency", str(concurrency)]
+                ours = median([timed(command, env, args.delay) for _ in range(args.repeat)])
+                bodies = Path(tmp) / "bodies.json"  # the bare loop sends the very requests the run sent
+                bodies.write_text(json.dumps(ours.bodies))
+                bare_command = [sys.executable, __file__, "--bare-loop", str(bodies), str(concurrency)]
+                bare = median([timed(bare_command, env, args.delay) for _ in range(args.repeat)])
+                assert ours.served == bare.served == size, f"served {ours.served} and {bare.served} of {size} calls"
+                goal = "goal < 3 s" if size == 1 else "goal run / bare <= 1.5, peak <= 240 MB"
+                print(f"N={size:<4} C={concurrency:<3} ({goal}), exit {ours.code}, server peak in flight {ours.peak_in_flight}")
+                for label, t in (("kindgi-eval run", ours), ("bare aiohttp", bare)):
+                    print(f"  {label:<16} wall {t.wall:6.2f} s  to first request {t.to_first:5.2f} s  after last reply "
+                          f"{t.after_last:5.2f} s  CPU {t.cpu:5.2f} s  peak RSS {t.peak_mb:4.0f} MB (PSS of all its processes {t.tree_peak_mb:4.0f} MB)")
+                print(f"  run / bare: wall {ours.wall / bare.wall:.2f}, peak RSS {ours.peak_mb / bare.peak_mb:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""The `custom` kind: conversation cases graded, each, by the tenant's own handler, run in a sandbox.
+
+`spec` = `{"handler": {"modulePath", "entrypointPath", "source"}, "cases": [...], "calibration"?: [...]}`, the cases
+and calibration items in the conversation format (specs 009 and 016). The handler's source is carried in the spec:
+what runs is what was published, immutable and under the version's content hash, and never a file that could have
+changed since. The suite is written out as the conversation files and `handler.json`, with the source's SHA-256 in
+`registry.json`, which the run checks before it runs a line of it. Pure: reads no file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from kindgi_eval.inputs import HANDLER_FILE
+from kindgi_eval.registry.consumers import Consumer, FolderContent, register_consumer
+from kindgi_eval.registry.conversation import SPEC_KEYS as CONVERSATION_KEYS
+from kindgi_eval.registry.conversation import (
+    problem_line,
+    read_conversation,
+    suite_files,
+)
+from kindgi_eval.spec import Handler, Problem, problems_from_validation
+
+
+def read_handler(value: object) -> tuple[Handler | None, list[Problem]]:
+    """The handler of a custom spec, or the problems with it (named under `spec.handler`)."""
+    if not isinstance(value, dict):
+        return None, [Problem("spec", None, "handler", 'must be an object: {"modulePath": "graders/tone.py", "entrypointPath": "grade", "source": "..."}.')]
+    try:
+        return Handler.model_validate_json(json.dumps(value)), []
+    except ValidationError as e:
+        return None, [Problem("spec", None, f"handler.{p.field}" if p.field else "handler", p.message) for p in problems_from_validation(e, "spec", None)]
+
+
+def custom_problems(spec: Mapping[str, Any]) -> list[str]:
+    """The `custom` consumer's check: the handler's shape, then the cases as a conversation suite's."""
+    problems: list[Problem] = []
+    if "handler" not in spec:
+        problems.append(Problem("spec", None, "handler", 'required field is missing. Give {"modulePath", "entrypointPath", "source"}: '
+                                "the module's path, the function that grades, and the module's source."))
+    else:
+        problems += read_handler(spec["handler"])[1]
+    cases = {k: v for k, v in spec.items() if k != "handler"}
+    problems += [
+        Problem(p.file, p.line, p.field, p.message.replace("A conversation suite's spec holds only", "A custom suite's spec holds handler and"))
+        for p in read_conversation(cases).problems
+    ]
+    return [problem_line(p) for p in problems]
+
+
+def handler_hash(handler: Handler) -> str:
+    """The SHA-256 of the handler's source, as `registry.json` records it."""
+    return hashlib.sha256(handler.source.encode("utf-8")).hexdigest()
+
+
+def custom_folder(spec: Mapping[str, Any]) -> FolderContent:
+    """A custom suite as a folder: its conversation cases, the handler in `handler.json`, its hash in `registry.json`."""
+    handler, _ = read_handler(spec["handler"])
+    assert handler is not None, "the consumer's check refuses a spec without a valid handler"
+    files = suite_files({k: spec[k] for k in CONVERSATION_KEYS if k in spec})
+    files[HANDLER_FILE] = (handler.model_dump_json() + "\n").encode("utf-8")
+    return FolderContent(files, {"kind": "custom", "handler_hash": handler_hash(handler)})
+
+
+register_consumer(Consumer("custom", custom_problems, "kindgi-eval run", custom_folder))

@@ -1,0 +1,106 @@
+"""A custom suite's handler: run on every reply (in the `outcomes` stage, since its verdict is each case's check),
+and the `custom` stage's table of what it made of each.
+
+The handler is called through `run`, the sandbox's entry (`agents.Sandbox.run`), which starts a process per reply;
+this module only decides what it is asked and reads what it did (`spec.judge_exit`), so a test can hand it any
+runner. A handler that fails is an `error` verdict and the stage goes on to the next reply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, NamedTuple
+
+from kindgi_eval.spec import (
+    HANDLER_CHECK,
+    HANDLER_ERROR,
+    Case,
+    Handler,
+    HandlerExit,
+    HandlerVerdict,
+    judge_exit,
+    skipped,
+)
+from kindgi_eval.store import CustomRow, OutcomeRow, ReplyRow, StatusRow, SuiteRow
+
+Run = Callable[[Handler, dict[str, Any]], HandlerExit]
+"""Runs a handler on one `{"case", "reply"}` payload in the sandbox."""
+
+
+class CustomSummary(NamedTuple):
+    """How the handler's verdicts fell, over a run's cases."""
+
+    passed: int
+    failed: int
+    errors: int
+    skipped: int
+
+
+def handler_of(rows: Sequence[SuiteRow]) -> Handler | None:
+    """The handler of a stored custom suite (its `handler` row); None for another kind."""
+    found = next((r for r in rows if r.kind == "handler"), None)
+    return Handler.model_validate_json(found.body) if found else None
+
+
+def handler_hash(handler: Handler) -> str:
+    """The SHA-256 of the handler's source, as the run records it."""
+    return hashlib.sha256(handler.source.encode("utf-8")).hexdigest()
+
+
+def payload(case: Case, reply: ReplyRow) -> dict[str, Any]:
+    """What the handler is given for one reply: the case as published, and the agent's reply."""
+    return {
+        "case": case.model_dump(mode="json"),
+        "reply": {"messages": list(reply.messages), "escalate": reply.escalate, "reason": reply.reason},
+    }
+
+
+def grade_replies(
+    run: Run, handler: Handler, cases: Sequence[Case], replies: Sequence[ReplyRow], *, concurrency: int
+) -> dict[str, HandlerVerdict]:
+    """The handler's verdict on every case's reply, `concurrency` sandboxes at a time; a case whose agent failed is
+    skipped, not graded."""
+    by_case = {r.case_id: r for r in replies}
+
+    def grade(case: Case) -> HandlerVerdict:
+        reply = by_case[case.id]
+        if reply.error is not None or reply.escalate is None:
+            return skipped(reply.error)
+        return judge_exit(run(handler, payload(case, reply)))
+
+    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="handler") as pool:
+        verdicts = list(pool.map(grade, cases))
+    return {case.id: verdict for case, verdict in zip(cases, verdicts, strict=True)}
+
+
+def custom_rows(handler: Handler, cases: Sequence[Case], outcomes: Sequence[OutcomeRow], statuses: Sequence[StatusRow]) -> list[CustomRow]:
+    """One row per case of a custom suite, in suite order: the handler's verdict as `outcomes` recorded it, beside the
+    case's status. A case without a handler outcome was skipped (its agent gave no reply)."""
+    recorded = {o.case_id: o.handler for o in outcomes if o.assertion in (HANDLER_CHECK, HANDLER_ERROR) and o.handler is not None}
+    status_of = {s.case_id: s for s in statuses}
+    rows = []
+    for case in cases:
+        status = status_of[case.id]
+        found = recorded.get(case.id)
+        verdict = found.model_dump() if found else skipped(status.error)._asdict()
+        rows.append(CustomRow(case_id=case.id, handler_name=handler.name, status=status.status, **verdict))
+    return rows
+
+
+def summarize_custom(rows: Sequence[CustomRow]) -> CustomSummary:
+    """How many cases the handler passed, failed, gave no valid verdict on, and was not run on."""
+    count = {v: sum(r.verdict == v for r in rows) for v in ("pass", "fail", "error", "skipped")}
+    return CustomSummary(count["pass"], count["fail"], count["error"], count["skipped"])
+
+
+def custom_columns(handler: Handler | None, rows: Sequence[CustomRow]) -> Mapping[str, object]:
+    """The `runs` columns of a custom suite: its handler and how its verdicts fell."""
+    if handler is None:
+        return {}
+    summary = summarize_custom(rows)
+    return {
+        "handler_name": handler.name, "handler_hash": handler_hash(handler), "handler_passed": summary.passed,
+        "handler_failed": summary.failed, "handler_errors": summary.errors, "handler_skipped": summary.skipped,
+    }

@@ -1,0 +1,139 @@
+"""The `pairwise` stage: the judge compares the two variants' replies to each prompt, in both orders.
+
+The hand-labelled pairs go first: only when the judge's combined verdicts agreed with their labels does it go on
+to the prompts (it grades nothing otherwise, as spec 016's groups). A prompt either variant failed to answer is
+not judged: an error is never a win (C6).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from kindgi_eval.prompts import pairwise_messages
+from kindgi_eval.spec import (
+    ORDERS,
+    THRESHOLD,
+    Judge,
+    Outcome,
+    PairwiseAgreement,
+    PairwiseCalibration,
+    PairwiseCase,
+    Preference,
+    Turn,
+    WinRate,
+    combine,
+    pairwise_agreement,
+    preferred_variant,
+    read_judgement,
+    win_rate,
+)
+from kindgi_eval.store import PairwiseRow, StatusRow
+
+Progress = Callable[[int, int], None]
+
+
+class Pair(NamedTuple):
+    """Two replies to one message, to be compared."""
+
+    subject: str
+    id: str
+    history: tuple[Turn, ...]
+    text: str
+    reply_a: tuple[str, ...]
+    reply_b: tuple[str, ...]
+    label: Preference | None = None
+
+
+def prompt_pairs(cases: Sequence[PairwiseCase], statuses: Sequence[StatusRow]) -> list[Pair]:
+    """Each prompt both variants answered (their cases' replies, as the statuses hold them), in suite order."""
+    by_case = {s.case_id: s for s in statuses}
+    pairs = []
+    for case in cases:
+        if case.variant != "A":
+            continue
+        a, b = by_case[case.id], by_case[case.id.removesuffix("/A") + "/B"]
+        if a.error is None and b.error is None:
+            pairs.append(Pair("prompt", case.prompt_id, case.history, case.text, tuple(a.messages), tuple(b.messages)))
+    return pairs
+
+
+def calibration_pairs(items: Sequence[PairwiseCalibration]) -> list[Pair]:
+    """Each hand-labelled pair."""
+    return [Pair("calibration", i.id, i.history, i.text, i.reply_a, i.reply_b, i.label) for i in items]
+
+
+async def _judge_pair(judge: Judge, pair: Pair, catalogue: str, slots: asyncio.Semaphore, timeout_s: float) -> PairwiseRow:
+    answers = {}
+    for order in ORDERS:
+        first, second = (pair.reply_a, pair.reply_b) if order == "AB" else (pair.reply_b, pair.reply_a)
+        messages = pairwise_messages(catalogue=catalogue, history=pair.history, text=pair.text, first=first, second=second)
+        content, error, usage = None, None, None
+        try:
+            async with slots:
+                content, usage, _ = await judge.grade(messages, timeout_s=timeout_s)
+        except Exception as e:  # a provider fault is an invalid answer; the run goes on
+            error = f"{type(e).__name__}: {e}"
+        answers[order] = (read_judgement(content, error), content, usage)
+    (j_ab, raw_ab, u_ab), (j_ba, raw_ba, u_ba) = answers["AB"], answers["BA"]
+    ab, ba = preferred_variant("AB", j_ab), preferred_variant("BA", j_ba)
+    outcome = combine(ab, ba)
+    invalid = "; ".join(f"{order}: {j.invalid_reason}" for order, j in (("AB", j_ab), ("BA", j_ba)) if j.invalid_reason)
+    usages = [u for u in (u_ab, u_ba) if u is not None]
+    return PairwiseRow(
+        subject=pair.subject, subject_id=pair.id, label=pair.label, ab=ab, ba=ba, outcome=outcome.preference,
+        consistent=outcome.consistent, reason_ab=j_ab.reason, reason_ba=j_ba.reason, invalid_reason=invalid or None,
+        raw_ab=raw_ab, raw_ba=raw_ba, judge=judge.name, cost_usd=sum(u.cost_usd for u in usages),
+        cost_known=all(u.cost_known for u in usages),
+    )
+
+
+async def _judge_all(judge: Judge, pairs: Sequence[Pair], catalogue: str, slots: asyncio.Semaphore, timeout_s: float,
+                     progress: Progress | None) -> list[PairwiseRow]:
+    done = 0
+
+    async def one(pair: Pair) -> PairwiseRow:
+        nonlocal done
+        row = await _judge_pair(judge, pair, catalogue, slots, timeout_s)
+        done += 1
+        if progress:
+            progress(done, len(pairs))
+        return row
+
+    return list(await asyncio.gather(*(one(p) for p in pairs)))
+
+
+def judge_pairwise(
+    judge: Judge | None,
+    cases: Sequence[PairwiseCase],
+    statuses: Sequence[StatusRow],
+    calibration: Sequence[PairwiseCalibration],
+    *,
+    catalogue: str,
+    concurrency: int,
+    timeout_s: float,
+    progress: Progress | None = None,
+) -> list[PairwiseRow]:
+    """The labelled pairs judged in both orders, then, if the judge agreed with them, every answered prompt."""
+    if judge is None:
+        return []
+
+    async def run() -> list[PairwiseRow]:
+        slots = asyncio.Semaphore(concurrency)
+        rows = await _judge_all(judge, calibration_pairs(calibration), catalogue, slots, timeout_s, progress)
+        if not agreement_of(rows).calibrated:
+            return rows
+        return rows + await _judge_all(judge, prompt_pairs(cases, statuses), catalogue, slots, timeout_s, progress)
+
+    return asyncio.run(run())
+
+
+def agreement_of(rows: Sequence[PairwiseRow]) -> PairwiseAgreement:
+    """Whether the judge agreed with the hand-labelled pairs of this run."""
+    return pairwise_agreement([(r.label, r.outcome) for r in rows if r.subject == "calibration" and r.label], THRESHOLD)
+
+
+def pairwise_summary(rows: Sequence[PairwiseRow]) -> WinRate | None:
+    """Variant A's record against variant B over the judged prompts; None when none was judged."""
+    return win_rate([Outcome(r.outcome, r.consistent) for r in rows if r.subject == "prompt"])
