@@ -24,7 +24,7 @@ def suite_settings(declared: TenantSuite, overrides: Mapping[str, object] | None
 
 def registered_folder(declared: TenantSuite) -> Path:
     """The suite folder of a registered suite's version in force now: the entry's `version`, else the latest."""
-    # imported here, not above: they import SQLAlchemy and Alembic, which a run of a suite folder never needs
+    # imported here, not above: the registry's storage and Alembic, which a run of a suite folder never needs
     from kindgi_eval.registry import (
         database_url,
         materialize,

@@ -141,8 +141,8 @@ def _serve(requests: Connection, replies: Connection) -> None:
 
     calls.prepare()  # litellm's import: the seconds this process exists to take beside the run's
     loop = asyncio.new_event_loop()
-    loop.run_until_complete(calls.warm_up())  # while the run still sets up
     tasks: dict[int, asyncio.Task] = {}
+    warming: list[asyncio.Task] = []
 
     def reply(call: int, outcome: tuple[str, Any]) -> None:
         tasks.pop(call, None)
@@ -167,6 +167,8 @@ def _serve(requests: Connection, replies: Connection) -> None:
             tasks[call].cancel()
         elif kind == "providers":
             reply(call, ("ok", calls.provider_names()))
+            if not warming:  # the run asks this first, then sets up for a second before its first call: warm up now
+                warming.append(loop.create_task(calls.warm_up()))
 
     def read() -> None:
         while True:
