@@ -9,7 +9,7 @@ rows it returns; each body is a call into `steps/`, which holds what the stage c
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 
 import dagster as dg
@@ -34,6 +34,7 @@ from kindgi_eval.inputs import (
 from kindgi_eval.prompts import template_hash
 from kindgi_eval.spec import InputError
 from kindgi_eval.steps import (
+    accuracy_columns,
     accuracy_rows,
     agreement_of,
     ask_agent,
@@ -45,16 +46,15 @@ from kindgi_eval.steps import (
     handler_of,
     judge_pairwise,
     outcome_rows,
-    pairwise_summary,
-    pass_rate_change,
+    pairwise_columns,
     queue_rows,
+    regression_columns,
     regression_rows,
     resolve_baseline,
     run_row,
     sample_judge,
     status_rows,
     suite_rows,
-    summarize_accuracy,
     summarize_custom,
     summarize_queue,
 )
@@ -296,12 +296,7 @@ def accuracy(
     if suite[0].suite_kind != "accuracy":
         return []
     rows = accuracy_rows(cases_of(suite), outcomes, statuses)
-    summary = summarize_accuracy(rows)
-    interval = summary.interval
-    context.add_output_metadata(
-        {"correct": summary.correct, "wrong": summary.wrong, "ungraded": summary.ungraded}
-        | ({"accuracy": interval.estimate, "accuracy_low": interval.low, "accuracy_high": interval.high} if interval else {})
-    )
+    context.add_output_metadata(_figures(accuracy_columns(rows)))
     return rows
 
 
@@ -341,13 +336,7 @@ def regressions(context: dg.AssetExecutionContext, suite: list[SuiteRow], status
     partition = run_partition(store_root(), first.baseline_run)
     baseline = read_rows(store_root(), "statuses", partition, first.baseline_run)
     rows = regression_rows(first.baseline_run, baseline, statuses)
-    change = pass_rate_change(rows)
-    moved = {c: sum(r.change == c for r in rows) for c in ("improved", "regressed", "unchanged")}
-    context.add_output_metadata(
-        {"baseline_run": first.baseline_run, **moved}
-        | ({"pass_rate_change": change.change.estimate, "change_low": change.change.low, "change_high": change.change.high,
-            "mcnemar_p": change.mcnemar_p} if change else {})
-    )
+    context.add_output_metadata(_figures(regression_columns(first.baseline_run, rows)))
     return rows
 
 
@@ -375,12 +364,9 @@ def pairwise(
         timeout_s=settings.model_timeout_s,
         progress=_progress_logger(context, "pairwise judgements"),
     )
-    agreement, summary = agreement_of(rows), pairwise_summary(rows)
     context.add_output_metadata(
-        {"calibrated": agreement.calibrated, "calibration_note": agreement.note, "judge_usd": float(sum(r.cost_usd for r in rows))}
-        | ({"wins": summary.wins, "losses": summary.losses, "ties": summary.ties, "win_rate": summary.rate.estimate,
-            "win_rate_low": summary.rate.low, "win_rate_high": summary.rate.high, "position_consistency": summary.consistency}
-           if summary else {})
+        _figures(pairwise_columns(suite[0], rows))
+        | {"calibration_note": agreement_of(rows).note, "judge_usd": float(sum(r.cost_usd for r in rows))}
     )
     return rows
 
@@ -462,6 +448,11 @@ def run_summary(
 def _settings(context: dg.AssetExecutionContext, eval_settings: EvalSettings) -> RunSettings:
     """This partition's settings; a problem with them fails the step with the problem's words, not a traceback."""
     return _inputs(lambda: eval_settings.for_partition(context.partition_key))
+
+
+def _figures(columns: Mapping[str, object]) -> dict[str, object]:
+    """A kind's `runs` columns as its asset's metadata: the same names and values, the ones it has no value for left out."""
+    return {name: value for name, value in columns.items() if value is not None}
 
 
 def _inputs(read):

@@ -50,3 +50,17 @@ def summarize_accuracy(rows: Sequence[AccuracyRow]) -> AccuracySummary:
     correct = sum(r.grade == "correct" for r in rows)
     wrong = sum(r.grade == "wrong" for r in rows)
     return AccuracySummary(correct, wrong, len(rows) - correct - wrong, wilson(correct, correct + wrong))
+
+
+def accuracy_columns(rows: Sequence[AccuracyRow]) -> dict[str, object]:
+    """The `runs` columns of an accuracy suite, and its `accuracy` asset's metadata: counts, accuracy and Wilson interval."""
+    summary = summarize_accuracy(rows)
+    interval = summary.interval
+    return {
+        "correct": summary.correct,
+        "wrong": summary.wrong,
+        "ungraded_items": summary.ungraded,
+        "accuracy": interval.estimate if interval else None,
+        "accuracy_low": interval.low if interval else None,
+        "accuracy_high": interval.high if interval else None,
+    }

@@ -29,7 +29,7 @@ from kindgi_eval.spec import (
     read_judgement,
     win_rate,
 )
-from kindgi_eval.store import PairwiseRow, StatusRow
+from kindgi_eval.store import PairwiseRow, StatusRow, SuiteRow
 
 Progress = Callable[[int, int], None]
 
@@ -137,3 +137,21 @@ def agreement_of(rows: Sequence[PairwiseRow]) -> PairwiseAgreement:
 def pairwise_summary(rows: Sequence[PairwiseRow]) -> WinRate | None:
     """Variant A's record against variant B over the judged prompts; None when none was judged."""
     return win_rate([Outcome(r.outcome, r.consistent) for r in rows if r.subject == "prompt"])
+
+
+def pairwise_columns(first: SuiteRow, rows: Sequence[PairwiseRow]) -> dict[str, object]:
+    """The `runs` columns of a pairwise suite, and its `pairwise` asset's metadata: the variants, calibration and win rate."""
+    agreement, summary = agreement_of(rows), pairwise_summary(rows)
+    return {
+        "variant_a": first.variant_a_label,
+        "variant_b": first.variant_b_label,
+        "pairwise_calibrated": agreement.calibrated if rows else False,
+        "pairwise_agreement": agreement.agreement,
+        "wins": summary.wins if summary else None,
+        "losses": summary.losses if summary else None,
+        "ties": summary.ties if summary else None,
+        "win_rate": summary.rate.estimate if summary else None,
+        "win_rate_low": summary.rate.low if summary else None,
+        "win_rate_high": summary.rate.high if summary else None,
+        "position_consistency": summary.consistency if summary else None,
+    }

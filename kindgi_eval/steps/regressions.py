@@ -7,6 +7,7 @@ judged-fail); a case that moved up improved, one that moved down regressed, and 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from kindgi_eval.inputs import RegisteredAs, registered_name
@@ -83,3 +84,19 @@ def pass_rate_change(rows: Sequence[RegressionRow]) -> PairedChange | None:
     up = sum(RANK[r.status] == PASSING and RANK[r.baseline_status] != PASSING for r in rows)
     down = sum(RANK[r.baseline_status] == PASSING and RANK[r.status] != PASSING for r in rows)
     return paired_change(up, down, len(rows))
+
+
+def regression_columns(baseline_run: str | None, rows: Sequence[RegressionRow]) -> dict[str, object]:
+    """The `runs` columns of a regression suite, and its `regressions` asset's metadata: the baseline, how cases moved, the pass-rate change."""
+    moved = Counter(r.change for r in rows)
+    change = pass_rate_change(rows)
+    return {
+        "baseline_run": baseline_run,
+        "improved": moved["improved"],
+        "regressed": moved["regressed"],
+        "unchanged": moved["unchanged"],
+        "pass_rate_change": change.change.estimate if change else None,
+        "change_low": change.change.low if change else None,
+        "change_high": change.change.high if change else None,
+        "mcnemar_p": change.mcnemar_p if change else None,
+    }

@@ -10,10 +10,10 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from kindgi_eval.spec import STATUSES
-from kindgi_eval.steps.accuracy import summarize_accuracy
+from kindgi_eval.steps.accuracy import accuracy_columns
 from kindgi_eval.steps.custom import custom_columns, handler_of
-from kindgi_eval.steps.pairwise import agreement_of, pairwise_summary
-from kindgi_eval.steps.regressions import pass_rate_change
+from kindgi_eval.steps.pairwise import pairwise_columns
+from kindgi_eval.steps.regressions import regression_columns
 from kindgi_eval.steps.review_queue import summarize_queue
 from kindgi_eval.store import AccuracyRow, CustomRow, PairwiseRow, QueueRow, RegressionRow, ReplyRow, RunRow, SampleRow, StatusRow, SuiteRow
 
@@ -75,9 +75,9 @@ def run_row(
         benchmark_version=first.benchmark_version,
         benchmark_hash=first.benchmark_hash,
         **{status.replace("-", "_"): counts.get(status, 0) for status in STATUSES},
-        **(_accuracy_columns(accuracy) if first.suite_kind == "accuracy" else {}),
-        **(_regression_columns(first.baseline_run, regressions) if first.suite_kind == "regression" else {}),
-        **(_pairwise_columns(first, pairwise) if first.suite_kind == "pairwise" else {}),
+        **(accuracy_columns(accuracy) if first.suite_kind == "accuracy" else {}),
+        **(regression_columns(first.baseline_run, regressions) if first.suite_kind == "regression" else {}),
+        **(pairwise_columns(first, pairwise) if first.suite_kind == "pairwise" else {}),
         **(_review_columns(first, replies, review_queue) if first.suite_kind == "human-review" else {}),
         **(custom_columns(handler_of(suite), custom) if first.suite_kind == "custom" else {}),
     )
@@ -89,49 +89,10 @@ def _review_columns(first: SuiteRow, replies: Sequence[ReplyRow], queue: Sequenc
             "review_skipped": summary.skipped}
 
 
-def _pairwise_columns(first: SuiteRow, rows: Sequence[PairwiseRow]) -> dict[str, object]:
-    agreement, summary = agreement_of(rows), pairwise_summary(rows)
-    return {
-        "variant_a": first.variant_a_label,
-        "variant_b": first.variant_b_label,
-        "pairwise_calibrated": agreement.calibrated if rows else False,
-        "pairwise_agreement": agreement.agreement,
-        "wins": summary.wins if summary else None,
-        "losses": summary.losses if summary else None,
-        "ties": summary.ties if summary else None,
-        "win_rate": summary.rate.estimate if summary else None,
-        "win_rate_low": summary.rate.low if summary else None,
-        "win_rate_high": summary.rate.high if summary else None,
-        "position_consistency": summary.consistency if summary else None,
-    }
 
 
-def _accuracy_columns(rows: Sequence[AccuracyRow]) -> dict[str, object]:
-    summary = summarize_accuracy(rows)
-    interval = summary.interval
-    return {
-        "correct": summary.correct,
-        "wrong": summary.wrong,
-        "ungraded_items": summary.ungraded,
-        "accuracy": interval.estimate if interval else None,
-        "accuracy_low": interval.low if interval else None,
-        "accuracy_high": interval.high if interval else None,
-    }
 
 
-def _regression_columns(baseline_run: str | None, rows: Sequence[RegressionRow]) -> dict[str, object]:
-    moved = Counter(r.change for r in rows)
-    change = pass_rate_change(rows)
-    return {
-        "baseline_run": baseline_run,
-        "improved": moved["improved"],
-        "regressed": moved["regressed"],
-        "unchanged": moved["unchanged"],
-        "pass_rate_change": change.change.estimate if change else None,
-        "change_low": change.change.low if change else None,
-        "change_high": change.change.high if change else None,
-        "mcnemar_p": change.mcnemar_p if change else None,
-    }
 
 
 @cache

@@ -47,3 +47,21 @@ def sql(query: str) -> list[dict]:
     return json.loads(done.out)
 
 
+
+
+def kind_figures(home, asset: str, run_id: str, names: tuple[str, ...]) -> tuple[dict, dict]:
+    """The figures `names` as `asset` recorded them in its metadata in run `run_id`, and as that run's row of the
+    `runs` view holds them: a kind's figures are the same numbers under the same names in both."""
+    import dagster as dg
+
+    from kindgi_eval.defs import open_instance
+
+    instance = open_instance(home.root)
+    try:
+        (record,) = instance.fetch_materializations(dg.AssetKey(asset), limit=1).records
+        assert record.run_id == run_id
+        metadata = record.asset_materialization.metadata
+    finally:
+        instance.dispose()
+    (row,) = sql(f"SELECT * FROM runs WHERE run_id = '{run_id}'")
+    return {name: metadata[name].value for name in names}, {name: row[name] for name in names}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kindgi_eval.spec import wilson
-from kindgi_eval_tests.cli.conftest import publish, sql
+from kindgi_eval_tests.cli.conftest import kind_figures, publish, sql
 from kindgi_eval_tests.conftest import files_under, run_cli
 from kindgi_eval_tests.registry.conftest import golden_spec
 
@@ -47,6 +47,9 @@ def test_an_accuracy_suite_reports_its_accuracy_with_a_wilson_interval(registry,
     (row,) = sql("SELECT suite_kind, accuracy, accuracy_low, accuracy_high, correct, wrong, ungraded_items FROM runs")
     assert row == {"suite_kind": "accuracy", "accuracy": pytest.approx(2 / 3), "accuracy_low": pytest.approx(interval.low),
                    "accuracy_high": pytest.approx(interval.high), "correct": 2, "wrong": 1, "ungraded_items": 0}
+    # the asset's metadata (plotted night over night in the UI) holds the very figures of the runs view
+    metadata, row = kind_figures(home, "accuracy", summary["run_id"], ("correct", "wrong", "ungraded_items", "accuracy", "accuracy_low", "accuracy_high"))
+    assert metadata == row
 
 
 def test_a_regression_suite_compares_each_case_with_its_baseline_and_fails_on_a_regression(registry, home, tmp_path) -> None:
@@ -65,6 +68,9 @@ def test_a_regression_suite_compares_each_case_with_its_baseline_and_fails_on_a_
     assert f"Regression against run {base['run_id']}: 0 improved, 1 regressed, 5 unchanged" in said
     moved = sql("SELECT case_id, baseline_status, status, change FROM regressions WHERE change <> 'unchanged'")
     assert moved == [{"case_id": cases[0]["id"], "baseline_status": "passed", "status": "failed", "change": "regressed"}]
+    figures = ("baseline_run", "improved", "regressed", "unchanged", "pass_rate_change", "change_low", "change_high", "mcnemar_p")
+    metadata, row = kind_figures(home, "regressions", summary["run_id"], figures)
+    assert metadata == row and metadata["regressed"] == 1
     # the same cases against the baseline named by its run: nothing moved, the run passes
     publish(registry.http, "demo-academy.same", "regression", {"baseline": {"runId": base["run_id"]}, "cases": cases})
     code, summary, said = run("demo-academy.same", tmp_path)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kindgi_eval.prompts import PAIRWISE_SYSTEM
-from kindgi_eval_tests.cli.conftest import TENANT, publish, sql
+from kindgi_eval_tests.cli.conftest import TENANT, kind_figures, publish, sql
 from kindgi_eval_tests.conftest import GOLDEN, files_under, run_cli
 from kindgi_eval_tests.fake_provider import Answer, fenced
 
@@ -81,6 +81,10 @@ def test_a_calibrated_judge_compares_the_variants_in_both_orders(registry, home,
     assert (result["variant_a"], result["variant_b"]) == ("champion 1", "challenger 2")
     assert "Pairwise champion 1 (A) against challenger 2 (B): 2 wins, 0 losses, 1 ties" in said
     assert provider.calls == {"agent": 3, "judge": 2 * (len(PAIRS) + len(PROMPTS))}  # both orders of every pair
+    figures = ("variant_a", "variant_b", "pairwise_calibrated", "pairwise_agreement", "wins", "losses", "ties", "win_rate",
+               "win_rate_low", "win_rate_high", "position_consistency")
+    metadata, row = kind_figures(home, "pairwise", summary["run_id"], figures)
+    assert metadata == row and metadata["wins"] == 2
     rows = sql("SELECT subject, subject_id, ab, ba, outcome, consistent FROM pairwise ORDER BY subject, subject_id")
     assert [tuple(r.values()) for r in rows] == [
         ("calibration", "a-better", "A", "A", "A", True),
