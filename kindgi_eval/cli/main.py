@@ -128,15 +128,16 @@ def run(mock: bool, json_path: str | None, resume: str | None, registered: str |
     if registered:
         settings = settings.model_copy(update={"eval_dir": str(_registered_folder(registered, loaded.tenant.tenant))})
     suite = load_checked_suite(settings.eval_dir, loaded)
-    if suite.kind == "regression":
-        _check_baseline(suite, loaded.tenant.tenant)
+    baseline = _baseline(suite, loaded.tenant.tenant) if suite.kind == "regression" else None
+    variants = None
     if suite.kind == "pairwise":
         from kindgi_eval.inputs import pairwise_variants, variant_settings
 
-        for variant in pairwise_variants(suite.registered, loaded.tenant.tenant):
+        variants = pairwise_variants(suite.registered, loaded.tenant.tenant)
+        for variant in variants:
             make_agent(variant_settings(settings, variant), loaded.tenant)
 
-    from kindgi_eval.defs import RunFailed, open_instance, run_chain  # while the worker imports litellm
+    from kindgi_eval.defs import RunFailed, open_instance, resolved_tags, run_chain  # while the worker imports litellm
     from kindgi_eval.store import runtime_home
 
     make_agent(settings, loaded.tenant)
@@ -149,7 +150,7 @@ def run(mock: bool, json_path: str | None, resume: str | None, registered: str |
     key = suite_key(loaded.tenant.tenant, settings.eval_dir)
     instance = open_instance(home)
     try:
-        run_id = run_chain(instance, home, settings, key)
+        run_id = run_chain(instance, home, settings, key, tags=resolved_tags(baseline, variants))  # resolved once, here
     except RunFailed as e:
         click.echo(f"error: {e}", err=True)
         _exit(EXIT_FAILED, instance)
@@ -183,12 +184,13 @@ def _exit(code: int, instance) -> NoReturn:
     os._exit(code)
 
 
-def _check_baseline(suite, tenant: str) -> None:
-    """InputError (exit 2, nothing run) when a regression suite's baseline run is not stored or evaluated other cases."""
+def _baseline(suite, tenant: str) -> str:
+    """The run a regression suite is compared with; InputError (exit 2, nothing run) when it is not stored or
+    evaluated other cases."""
     from kindgi_eval.steps import resolve_baseline
     from kindgi_eval.store import store_root
 
-    resolve_baseline(store_root(), tenant, suite.registered, [c.id for c in suite.cases])
+    return resolve_baseline(store_root(), tenant, suite.registered, [c.id for c in suite.cases])
 
 
 def _registered_folder(named: str, tenant: str) -> Path:

@@ -17,7 +17,7 @@ import dagster as dg
 from kindgi_eval.agents import make_agent, make_judge, make_sandbox
 from kindgi_eval.defs.asset_checks import calibration_checks, check_specs, statuses_result
 from kindgi_eval.defs.io_manager import ParquetStore
-from kindgi_eval.defs.lineage import input_run
+from kindgi_eval.defs.lineage import BASELINE_TAG, input_run, pinned_variants, resolved_tags
 from kindgi_eval.defs.resume import manifest_now, recording, resume_summary
 from kindgi_eval.defs.resources import EvalSettings
 from kindgi_eval.defs.ui_metadata import NIGHTS, column_schema, calibration_metadata, history_metadata, result_tags, statuses_metadata
@@ -113,12 +113,15 @@ def suite(context: dg.AssetExecutionContext, eval_settings: EvalSettings) -> lis
             f"(tenant {loaded.tenant.tenant!r} in {loaded.config_dir}/tenant.toml, suite folder {settings.eval_dir}). "
             "A tenants file entry's name must equal its tenant.toml's tenant."
         )
-    baseline, variants = None, None
+    tags, baseline, variants = context.run.tags, None, None
     if parsed.kind == "regression":
         ids = [c.id for c in parsed.cases]
-        baseline = _inputs(lambda: resolve_baseline(store_root(), loaded.tenant.tenant, parsed.registered, ids))
+        baseline = tags.get(BASELINE_TAG) or _inputs(lambda: resolve_baseline(store_root(), loaded.tenant.tenant, parsed.registered, ids))
     if parsed.kind == "pairwise":
-        variants = _inputs(lambda: pairwise_variants(parsed.registered, loaded.tenant.tenant))
+        variants = pinned_variants(tags) or _inputs(lambda: pairwise_variants(parsed.registered, loaded.tenant.tenant))
+    resolved = resolved_tags(baseline, variants)
+    if any(tags.get(tag) != value for tag, value in resolved.items()):
+        context.instance.add_run_tags(context.run.run_id, resolved)  # so a resume or re-execution of this run uses them too
     context.add_output_metadata(
         {"suite_hash": parsed.hash, "config_hash": loaded.hash, "cases": len(parsed.cases), "calibration_items": len(parsed.calibration),
          "kind": parsed.kind, **({"baseline_run": baseline} if baseline else {})}

@@ -13,6 +13,8 @@ A run reads an upstream table from the first of:
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 
 import dagster as dg
@@ -23,6 +25,24 @@ SOURCE_RUN_TAG = "kindgi/replies_from"
 """A replay's source run: the run whose stored suite, replies and outcomes it judges."""
 RESUMES_TAG = "kindgi/resumes"
 """The killed run `kindgi-eval run --resume` finishes."""
+BASELINE_TAG = "kindgi/baseline_run"
+"""The run a regression suite's run is compared with, resolved once: by `kindgi-eval run` before the run starts,
+else by the run's `suite` step, which records it here; a resume or a re-execution carries it on."""
+VARIANTS_TAG = "kindgi/variants"
+"""The agents a pairwise suite's variants A and B are, as JSON `[A, B]`, resolved once as `BASELINE_TAG` is."""
+PINNED_TAGS = (BASELINE_TAG, VARIANTS_TAG)
+"""The tags a resumed run takes from the run it finishes, so that it evaluates against what that run resolved."""
+
+
+def resolved_tags(baseline: str | None, variants: tuple[str, str] | None) -> dict[str, str]:
+    """The tags that pin a regression suite's baseline run and a pairwise suite's variants to a run."""
+    return {**({BASELINE_TAG: baseline} if baseline else {}), **({VARIANTS_TAG: json.dumps(list(variants))} if variants else {})}
+
+
+def pinned_variants(tags: Mapping[str, str]) -> tuple[str, str] | None:
+    """The variants `VARIANTS_TAG` pins, or None."""
+    pinned = tags.get(VARIANTS_TAG)
+    return tuple(json.loads(pinned)) if pinned else None  # type: ignore[return-value]
 REPLAY_FROM_CONFIG = ("resources", "eval_settings", "config", "replay_from")
 """Where a launchpad run's config names the run a replay re-judges (`EvalSettings.replay_from`)."""
 REPLAY_FROM_FIELD = "resources.eval_settings.config.replay_from"

@@ -11,7 +11,7 @@ import dagster as dg
 
 from kindgi_eval.defs.assets import SUITES
 from kindgi_eval.defs.jobs import EVALUATE, REPLAY
-from kindgi_eval.defs.lineage import RESUMES_TAG, SOURCE_RUN_TAG
+from kindgi_eval.defs.lineage import PINNED_TAGS, RESUMES_TAG, SOURCE_RUN_TAG
 from kindgi_eval.defs.resources import pinned_tags
 from kindgi_eval.inputs import RunSettings
 
@@ -76,10 +76,12 @@ def resume_chain(
     """Finish a killed run as a new run, under its own id, tagged `kindgi/resumes=<killed>`: every stage runs again,
     the paid ones reusing what the killed run recorded (a killed replay is resumed as a replay of the same source).
 
-    The killed run, left "started" in the instance by a process that died without a word, is marked failed."""
+    The killed run, left "started" in the instance by a process that died without a word, is marked failed. The
+    baseline or variants it resolved are the resumed run's too (`lineage.PINNED_TAGS`)."""
     old = instance.get_run_by_id(killed)
     if old is not None and not old.is_finished:
         instance.report_run_failed(old, message="its process ended without finishing the run (killed); resumed by kindgi-eval run --resume")
-    tags = {RESUMES_TAG: killed, **({SOURCE_RUN_TAG: replies_from} if replies_from else {})}
+    pinned = {tag: old.tags[tag] for tag in PINNED_TAGS if old is not None and tag in old.tags}
+    tags = {RESUMES_TAG: killed, **pinned, **({SOURCE_RUN_TAG: replies_from} if replies_from else {})}
     return run_chain(instance, home, settings, key, job=REPLAY if replies_from else EVALUATE, tags=tags)
 

@@ -99,6 +99,32 @@ def test_a_baseline_that_is_missing_or_evaluated_other_cases_is_an_input_error(r
     assert files_under(home.store) == stored  # nothing run, nothing written
 
 
+def test_the_baseline_is_resolved_once_as_a_run_starts_and_a_resumed_run_keeps_it(registry, home, tmp_path) -> None:
+    from kindgi_eval.defs import open_instance, resume_chain, run_chain
+    from kindgi_eval.defs.resources import pinned_settings
+
+    golden = golden_spec()["cases"][:3]
+    publish(registry.http, "demo-academy.base", "conversation", {"cases": golden})
+    _, first, _ = run("demo-academy.base", tmp_path)
+    publish(registry.http, "demo-academy.checked", "regression", {"baseline": {"suiteId": "demo-academy.base", "version": "1.0.0"}, "cases": golden})
+    code, checked, said = run("demo-academy.checked", tmp_path)
+    assert code == 0 and checked["regression"]["baseline_run"] == first["run_id"], said
+    _, second, _ = run("demo-academy.base", tmp_path)  # now the latest run of the baseline suite
+    instance = open_instance(home.root)
+    try:
+        started = instance.get_run_by_id(checked["run_id"])
+        assert started.tags["kindgi/baseline_run"] == first["run_id"]  # the command line's resolution, pinned to the run
+        settings, key = pinned_settings(started.tags), started.tags["dagster/partition"]
+        resumed = resume_chain(instance, home.root, settings, key, checked["run_id"], None)
+        fresh = run_chain(instance, home.root, settings, key)  # a run with nothing pinned resolves, and records, the latest
+        assert instance.get_run_by_id(fresh).tags["kindgi/baseline_run"] == second["run_id"]
+    finally:
+        instance.dispose()
+    compared = sql("SELECT DISTINCT run_id, baseline_run FROM regressions")
+    assert {r["run_id"]: r["baseline_run"] for r in compared} == {
+        checked["run_id"]: first["run_id"], resumed: first["run_id"], fresh: second["run_id"]}
+
+
 def test_another_tenants_run_is_never_a_baseline(registry, home, tmp_path) -> None:
     golden = golden_spec()["cases"][:3]
     publish(registry.http, "demo-academy.base", "conversation", {"cases": golden})
