@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
 from importlib.resources import files
 from pathlib import Path
 
@@ -17,6 +17,8 @@ from kindgi_eval.inputs import RunSettings
 
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 PARTITION_TAG = "dagster/partition"
+HOME_FROM_ENV = "base_dir: {env: DAGSTER_HOME}"
+"""How the packaged dagster.yaml names its storage's folder."""
 
 
 class RunFailed(Exception):
@@ -24,12 +26,14 @@ class RunFailed(Exception):
 
 
 def open_instance(home: Path) -> dg.DagsterInstance:
-    """The instance in `$DAGSTER_HOME`, else `<home>/dagster`, created with the packaged dagster.yaml if new."""
+    """The instance in `$DAGSTER_HOME`, else `<home>/dagster`, created with the packaged dagster.yaml if new (its
+    storage's folder written in, so that the instance opens with or without $DAGSTER_HOME set)."""
     dagster_home = Path(os.environ.get("DAGSTER_HOME") or home / "dagster").absolute()
     dagster_home.mkdir(parents=True, exist_ok=True)
     config = dagster_home / "dagster.yaml"
     if not config.exists():
-        shutil.copyfile(str(files("kindgi_eval") / "dagster.yaml"), config)
+        packaged = (files("kindgi_eval") / "dagster.yaml").read_text()
+        config.write_text(packaged.replace(HOME_FROM_ENV, f"base_dir: {json.dumps(str(dagster_home))}"))
     os.environ["DAGSTER_HOME"] = str(dagster_home)
     return dg.DagsterInstance.get()
 

@@ -1,0 +1,90 @@
+"""The SQLite storage of the packaged Dagster instance (`kindgi_eval/dagster.yaml`): Dagster's own, with each event
+log database opened once per process instead of once per statement.
+
+Dagster's SQLite event log builds a new SQLAlchemy engine, and opens the database file, for every statement it
+runs: a run of the golden suite stores about 120 events in some 1,200 statements, and those engines were a third
+of its time. Here the engine of each database is kept (the most recently used `KEPT_DATABASES` of them), while
+every statement still runs in its own transaction and commits as before, so a killed run loses nothing it would
+not have lost anyway. The files and their layout are Dagster's: an instance can switch between this class and
+`storage: sqlite` at any time. Touches files.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import SQLITE_BUSY_TIMEOUT_SECONDS, SqliteEventLogStorage
+from dagster._core.storage.sqlite_storage import DagsterSqliteStorage, _event_logs_directory
+from dagster._serdes import ConfigurableClassData
+from sqlalchemy import create_engine
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.pool import StaticPool
+
+KEPT_DATABASES = 16
+"""Event log databases (one per run, and the index) kept open by a process; the least recently used is closed."""
+
+
+class KeptSqliteEventLogStorage(SqliteEventLogStorage):
+    """Dagster's SQLite event log, keeping one connection to each database it uses, used under the storage's lock
+    (one statement of this process at a time, as Dagster's own class does)."""
+
+    def __init__(self, base_dir: str, inst_data: ConfigurableClassData | None = None):
+        self._engines: OrderedDict[str, Engine] = OrderedDict()
+        self._engines_lock = threading.Lock()
+        super().__init__(base_dir, inst_data)
+
+    @contextmanager
+    def _connect(self, shard: str) -> Iterator[Connection]:
+        with self._db_lock:
+            engine = self._engine(shard)
+            with engine.connect() as connection, connection.begin():
+                yield connection
+
+    def _engine(self, shard: str) -> Engine:
+        with self._engines_lock:
+            engine = self._engines.get(shard)
+            if engine is not None:
+                self._engines.move_to_end(shard)
+                return engine
+            engine = create_engine(
+                self.conn_string_for_shard(shard),
+                poolclass=StaticPool,
+                connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
+            )
+            self._engines[shard] = engine
+            while len(self._engines) > KEPT_DATABASES:
+                self._engines.popitem(last=False)[1].dispose()
+        if shard not in self._initialized_dbs:
+            self._initdb(engine)
+            self._initialized_dbs.add(shard)
+        return engine
+
+    def _close_all(self) -> None:
+        with self._engines_lock:
+            while self._engines:
+                self._engines.popitem()[1].dispose()
+
+    def wipe(self) -> None:
+        """Dagster's wipe deletes the runs' database files: close them first."""
+        with self._db_lock:
+            self._close_all()
+        super().wipe()
+
+    def dispose(self) -> None:
+        self._close_all()
+        super().dispose()
+
+
+class KeptSqliteStorage(DagsterSqliteStorage):
+    """`storage: sqlite` with `KeptSqliteEventLogStorage` as its event log; the same `base_dir` and files."""
+
+    def __init__(self, base_dir: str, inst_data: ConfigurableClassData | None = None):
+        super().__init__(base_dir, inst_data)
+        self._event_log_storage = KeptSqliteEventLogStorage(_event_logs_directory(base_dir))
+
+    @classmethod
+    def from_config_value(cls, inst_data: ConfigurableClassData, config_value) -> KeptSqliteStorage:  # type: ignore[override]
+        return cls.from_local(inst_data=inst_data, **config_value)

@@ -1,0 +1,78 @@
+"""The packaged instance's SQLite storage: Dagster's files, each event log database kept open by the process that
+uses it, and every event committed as it is stored."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dagster as dg
+from dagster._core.events.log import EventLogEntry
+
+from kindgi_eval.defs import open_instance
+from kindgi_eval.defs.instance_storage import KEPT_DATABASES, KeptSqliteEventLogStorage
+
+
+def _entry(run_id: str, message: str) -> EventLogEntry:
+    return EventLogEntry(error_info=None, level=logging.INFO, user_message=message, run_id=run_id, timestamp=time.time())
+
+
+def _messages(storage, run_id: str) -> list[str]:
+    return [e.user_message for e in storage.get_logs_for_run(run_id)]
+
+
+def test_a_new_instance_keeps_its_event_logs_open_and_opens_without_dagster_home(home, monkeypatch) -> None:
+    monkeypatch.delenv("DAGSTER_HOME")
+    instance = open_instance(home.root)
+    try:
+        assert isinstance(instance.event_log_storage, KeptSqliteEventLogStorage)
+        instance.event_log_storage.store_event(_entry("run-a", "stored"))
+    finally:
+        instance.dispose()
+    monkeypatch.delenv("DAGSTER_HOME")  # open_instance set it; the copied dagster.yaml names its folder itself
+    with dg.DagsterInstance.from_config(str(home.dagster)) as again:
+        assert _messages(again.event_log_storage, "run-a") == ["stored"]
+    # the files are Dagster's own: `storage: sqlite` over the same folder reads them
+    plain = home.root / "plain"
+    plain.mkdir()
+    (plain / "dagster.yaml").write_text(f"storage:\n  sqlite:\n    base_dir: {home.dagster}\n")
+    with dg.DagsterInstance.from_config(str(plain)) as other:
+        assert type(other.event_log_storage).__name__ == "SqliteEventLogStorage"
+        assert _messages(other.event_log_storage, "run-a") == ["stored"]
+
+
+def test_more_runs_than_it_keeps_open_lose_no_event(tmp_path: Path) -> None:
+    storage = KeptSqliteEventLogStorage(str(tmp_path))
+    runs = [f"run-{n:02d}" for n in range(KEPT_DATABASES + 4)]
+    for round_ in range(2):  # the second round reopens the databases the first one had to close
+        for run_id in runs:
+            storage.store_event(_entry(run_id, f"{run_id} #{round_}"))
+    assert len(storage._engines) == KEPT_DATABASES
+    assert all(_messages(storage, r) == [f"{r} #0", f"{r} #1"] for r in runs)
+    storage.dispose()
+
+
+def test_each_event_is_committed_as_it_is_stored(tmp_path: Path) -> None:
+    # another process reads what this one stored while this one still holds the database open
+    storage = KeptSqliteEventLogStorage(str(tmp_path))
+    storage.store_event(_entry("run-a", "before the reader"))
+    reader = (
+        "import sys; from dagster._core.storage.event_log import SqliteEventLogStorage; "
+        "print([e.user_message for e in SqliteEventLogStorage(sys.argv[1]).get_logs_for_run('run-a')])"
+    )
+    done = subprocess.run([sys.executable, "-c", reader, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "['before the reader']", done.stderr
+    storage.dispose()
+
+
+def test_a_wipe_closes_the_databases_it_deletes(tmp_path: Path) -> None:
+    storage = KeptSqliteEventLogStorage(str(tmp_path))
+    storage.store_event(_entry("run-a", "old"))
+    storage.wipe()
+    assert _messages(storage, "run-a") == []
+    storage.store_event(_entry("run-a", "new"))  # written to a new file, not to the deleted one still open
+    assert _messages(KeptSqliteEventLogStorage(str(tmp_path)), "run-a") == ["new"]
+    storage.dispose()
