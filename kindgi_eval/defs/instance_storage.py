@@ -1,5 +1,6 @@
 """The SQLite storage of the packaged Dagster instance (`kindgi_eval/dagster.yaml`): Dagster's own, with each event
-log database opened once per process instead of once per statement.
+log database opened once per process instead of once per statement, and a partition known to exist not asked
+about again for a few seconds.
 
 Dagster's SQLite event log builds a new SQLAlchemy engine, and opens the database file, for every statement it
 runs: a run of the golden suite stores about 120 events in some 1,200 statements, and those engines were a third
@@ -12,6 +13,7 @@ not have lost anyway. The files and their layout are Dagster's: an instance can 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +27,9 @@ from sqlalchemy.pool import StaticPool
 
 KEPT_DATABASES = 16
 """Event log databases (one per run, and the index) kept open by a process; the least recently used is closed."""
+PARTITION_SEEN_S = 5.0
+"""How long a dynamic partition found to exist is taken to exist without asking again. A run checks its partition
+once per input of every step (some 60 times); a partition deleted meanwhile by another process is seen after this."""
 
 
 class KeptSqliteEventLogStorage(SqliteEventLogStorage):
@@ -34,6 +39,7 @@ class KeptSqliteEventLogStorage(SqliteEventLogStorage):
     def __init__(self, base_dir: str, inst_data: ConfigurableClassData | None = None):
         self._engines: OrderedDict[str, Engine] = OrderedDict()
         self._engines_lock = threading.Lock()
+        self._partitions_seen: dict[tuple[str, str], float] = {}
         super().__init__(base_dir, inst_data)
 
     @contextmanager
@@ -61,6 +67,20 @@ class KeptSqliteEventLogStorage(SqliteEventLogStorage):
             self._initdb(engine)
             self._initialized_dbs.add(shard)
         return engine
+
+    def has_dynamic_partition(self, partitions_def_name: str, partition_key: str) -> bool:
+        key = (partitions_def_name, partition_key)
+        seen = self._partitions_seen.get(key)
+        if seen is not None and time.monotonic() - seen < PARTITION_SEEN_S:
+            return True
+        found = super().has_dynamic_partition(partitions_def_name, partition_key)
+        if found:
+            self._partitions_seen[key] = time.monotonic()
+        return found
+
+    def delete_dynamic_partition(self, partitions_def_name: str, partition_key: str) -> None:
+        self._partitions_seen.pop((partitions_def_name, partition_key), None)
+        super().delete_dynamic_partition(partitions_def_name, partition_key)
 
     def _close_all(self) -> None:
         with self._engines_lock:

@@ -13,6 +13,7 @@ import dagster as dg
 from dagster._core.events.log import EventLogEntry
 
 from kindgi_eval.defs import open_instance
+from kindgi_eval.defs import instance_storage
 from kindgi_eval.defs.instance_storage import KEPT_DATABASES, KeptSqliteEventLogStorage
 
 
@@ -76,3 +77,18 @@ def test_a_wipe_closes_the_databases_it_deletes(tmp_path: Path) -> None:
     storage.store_event(_entry("run-a", "new"))  # written to a new file, not to the deleted one still open
     assert _messages(KeptSqliteEventLogStorage(str(tmp_path)), "run-a") == ["new"]
     storage.dispose()
+
+
+def test_a_partition_deleted_is_seen_gone_at_once_here_and_within_seconds_elsewhere(tmp_path: Path, monkeypatch) -> None:
+    here, elsewhere = KeptSqliteEventLogStorage(str(tmp_path)), KeptSqliteEventLogStorage(str(tmp_path))
+    here.add_dynamic_partitions("suites", ["a.one", "a.two"])
+    assert here.has_dynamic_partition("suites", "a.one") and elsewhere.has_dynamic_partition("suites", "a.two")
+    here.delete_dynamic_partition("suites", "a.one")
+    assert not here.has_dynamic_partition("suites", "a.one")
+    here.delete_dynamic_partition("suites", "a.two")
+    assert elsewhere.has_dynamic_partition("suites", "a.two")  # still taken to exist for PARTITION_SEEN_S
+    monkeypatch.setattr(instance_storage, "PARTITION_SEEN_S", 0.0)
+    assert not elsewhere.has_dynamic_partition("suites", "a.two")
+    assert not elsewhere.has_dynamic_partition("suites", "never-added")
+    here.dispose()
+    elsewhere.dispose()
