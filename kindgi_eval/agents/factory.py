@@ -19,8 +19,10 @@ OFFLINE_JUDGES: dict[str, Callable[[], Judge]] = {"mock:judge": MockJudge}
 OFFLINE: dict[Role, list[str]] = {"agent": list(OFFLINE_AGENTS), "judge": list(OFFLINE_JUDGES)}
 
 
-def make_agent(settings: RunSettings, tenant: Tenant) -> Agent:
-    """The agent the settings name: AGENT_URL first, then AGENT_MODEL; InputError when none is named or it is not one."""
+def make_agent(settings: RunSettings, tenant: Tenant, *, check_only: bool = False) -> Agent:
+    """The agent the settings name: AGENT_URL first, then AGENT_MODEL; InputError when none is named or it is not one.
+
+    `check_only`: built only to check the settings, so a litellm agent does not wait for litellm's import."""
     if settings.agent_url:
         from kindgi_eval.agents.http import HttpAgent
 
@@ -34,11 +36,12 @@ def make_agent(settings: RunSettings, tenant: Tenant) -> Agent:
         return OFFLINE_AGENTS[str(ref)](tenant)
     from kindgi_eval.agents.litellm import LitellmAgent
 
-    return LitellmAgent(ref, tenant, timeout_s=settings.model_timeout_s)
+    return LitellmAgent(ref, tenant, timeout_s=settings.model_timeout_s, prepared=not check_only)
 
 
-def make_judge(settings: RunSettings) -> Judge | None:
-    """The judge the settings name, checked exactly as the agent's model is; None when there is no judge."""
+def make_judge(settings: RunSettings, *, check_only: bool = False) -> Judge | None:
+    """The judge the settings name, checked exactly as the agent's model is; None when there is no judge.
+    `check_only` as for `make_agent`."""
     if settings.judge_model is None:
         return None
     ref = model_ref(settings.judge_model, "judge")
@@ -46,7 +49,7 @@ def make_judge(settings: RunSettings) -> Judge | None:
         return OFFLINE_JUDGES[str(ref)]()
     from kindgi_eval.agents.litellm import LitellmJudge
 
-    return LitellmJudge(ref)
+    return LitellmJudge(ref, prepared=not check_only)
 
 
 def model_ref(name: str, role: Role) -> ModelRef:
@@ -59,9 +62,10 @@ def model_ref(name: str, role: Role) -> ModelRef:
     try:
         ref = checked_model(name, role, offline=OFFLINE, known_provider=None)
         if not ref.is_mock:
-            from kindgi_eval.llm import provider_names
+            from kindgi_eval.llm import WELL_KNOWN_PROVIDERS, provider_names
 
-            ref = checked_model(name, role, offline=OFFLINE, known_provider=provider_names())
+            if ref.provider not in WELL_KNOWN_PROVIDERS:
+                ref = checked_model(name, role, offline=OFFLINE, known_provider=provider_names())
     except ValueError as e:
         raise InputError([Problem(var, None, None, str(e))]) from None
     return ref

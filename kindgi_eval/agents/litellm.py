@@ -22,6 +22,7 @@ class LitellmAgent:
         *,
         timeout_s: float = DEFAULT_MODEL_TIMEOUT_S,
         policy: CallPolicy = DEFAULT_POLICY,
+        prepared: bool = True,
     ):
         self.ref = ref
         self.tenant = tenant
@@ -29,7 +30,8 @@ class LitellmAgent:
         self.policy = policy
         self.name = str(ref)
         self._rules = tenant_rules(tenant)  # the same on every turn: built once
-        prepare()  # litellm's import takes seconds; pay them here, not in the first case's latency
+        if prepared:  # litellm's import takes seconds; pay them here, not in the first case's latency
+            prepare()
 
     async def answer(self, turn: AgentTurn) -> AgentAnswer:
         """Answer one turn; ReplyError (raw output kept) when the model's answer cannot be sent."""
@@ -55,11 +57,12 @@ class LitellmAgent:
 class LitellmJudge:
     """A judge answered by a model through litellm (`EVAL_JUDGE_MODEL=provider:model`)."""
 
-    def __init__(self, ref: ModelRef, *, policy: CallPolicy = DEFAULT_POLICY):
+    def __init__(self, ref: ModelRef, *, policy: CallPolicy = DEFAULT_POLICY, prepared: bool = True):
         self.ref = ref
         self.policy = policy
         self.name = str(ref)
-        prepare()  # the import's seconds are paid here, never inside a sample's timeout
+        if prepared:  # the import's seconds are paid here, never inside a sample's timeout
+            prepare()
 
     async def grade(self, messages: list[dict[str, str]], *, timeout_s: float) -> Completion:
         """One answer to one judge request, retried and timed as every model call is."""

@@ -135,13 +135,13 @@ def run(mock: bool, json_path: str | None, resume: str | None, registered: str |
 
         variants = pairwise_variants(suite.registered, loaded.tenant.tenant)
         for variant in variants:
-            make_agent(variant_settings(settings, variant), loaded.tenant)
+            make_agent(variant_settings(settings, variant), loaded.tenant, check_only=True)
 
     from kindgi_eval.defs import RunFailed, open_instance, resolved_tags, run_chain  # while the worker imports litellm
     from kindgi_eval.store import runtime_home
 
-    make_agent(settings, loaded.tenant)
-    make_judge(settings)
+    make_agent(settings, loaded.tenant, check_only=True)  # the run builds its own, once litellm is imported
+    make_judge(settings, check_only=True)
     _check_json_path(json_path)
     if settings.judge_model and settings.judge_model == settings.agent_model:
         click.echo(f"warning: the judge is the agent's own model ({settings.judge_model}); it may favour its own replies.", err=True)
@@ -233,8 +233,8 @@ def _resume_run(prefix: str, mock: bool, json_path: str | None, flags: dict[str,
     if problems:
         raise InputError(problems)
     if recorded.replies_from is None:
-        make_agent(settings, loaded.tenant)
-    make_judge(settings)
+        make_agent(settings, loaded.tenant, check_only=True)  # the run builds its own, once litellm is imported
+    make_judge(settings, check_only=True)
     _check_json_path(json_path)
     if not claim(area):  # held until this process ends: the killed run cannot be resumed twice at once either
         raise InputError([Problem("--resume", None, None, f"run {killed} is still running: a process holds {area}/lock. "

@@ -247,6 +247,16 @@ def _litellm():
     return _loaded
 
 
+WELL_KNOWN_PROVIDERS = frozenset({
+    "openai", "anthropic", "azure", "azure_ai", "ollama", "ollama_chat", "gemini", "vertex_ai", "bedrock", "groq",
+    "mistral", "together_ai", "openrouter", "deepseek", "cohere", "huggingface", "fireworks_ai", "xai", "perplexity",
+    "hosted_vllm", "lm_studio", "cerebras", "databricks", "watsonx", "sagemaker", "nvidia_nim", "deepinfra",
+    "replicate", "openai_like", "custom_openai",
+})
+"""Providers taken as known without asking litellm, whose whole list (`provider_names`) is had only by importing it:
+seconds a run would wait before it may start. A test checks that the installed litellm routes each of them."""
+
+
 @functools.cache
 def provider_names() -> frozenset[str]:
     """Every provider name litellm routes (`openai`, `anthropic`, `ollama`, ...); imports litellm, or asks the

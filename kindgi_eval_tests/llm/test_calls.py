@@ -303,3 +303,9 @@ def test_every_call_is_logged_tagged_agent_or_judge_with_tokens_cost_and_latency
     lines = [r.getMessage() for r in caplog.records if r.name == "kindgi_eval.llm.calls"]
     assert re.fullmatch(r"agent call to openai:fake: 2 attempt\(s\), \d+ ms, 100\+20 tokens, \$0\.000000 \(price unknown\)", lines[0])
     assert lines[1].startswith("judge call to openai:fake: 1 attempt(s), ")
+
+
+def test_every_provider_taken_as_known_without_asking_is_one_the_installed_litellm_routes() -> None:
+    from kindgi_eval.llm import WELL_KNOWN_PROVIDERS, provider_names
+
+    assert WELL_KNOWN_PROVIDERS <= provider_names(), sorted(WELL_KNOWN_PROVIDERS - provider_names())
