@@ -10,6 +10,8 @@ import base64
 import binascii
 import hashlib
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, Query, Request, Security
@@ -71,7 +73,7 @@ async def caller(request: Request, secret: Secret) -> TokenInfo:
     """The token a request carries, valid and not revoked; it alone says which tenant the request acts for.
 
     It runs on the event loop: one indexed read by the hash, which costs less than a hop to the thread pool."""
-    return request.app.state.store.authenticate(secret)
+    return await request.app.state.store.authenticate_awaited(secret)
 
 
 Caller = Annotated[TokenInfo, Depends(caller)]
@@ -86,6 +88,13 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {status: {"model": ErrorBody, "description": words[status]} for status in statuses}
 
 
+@asynccontextmanager
+async def _serving(app: FastAPI) -> AsyncIterator[None]:
+    """The app's life on one event loop: what the store opened on that loop is closed on it at shutdown."""
+    yield
+    await app.state.store.aclose()
+
+
 def create_app(store: RegistryStore) -> FastAPI:  # reads run on the event loop, writes in the thread pool
     """The registry's ASGI application over `store`."""
     app = FastAPI(
@@ -96,6 +105,7 @@ def create_app(store: RegistryStore) -> FastAPI:  # reads run on the event loop,
         docs_url=None,
         redoc_url=None,
         separate_input_output_schemas=False,
+        lifespan=_serving,
     )
     app.state.store = store
     _handle_errors(app)
@@ -141,7 +151,7 @@ def create_app(store: RegistryStore) -> FastAPI:  # reads run on the event loop,
     async def latest(secret: Secret, suite_id: str) -> Response:
         """The latest (greatest) version of one of the caller's suites."""
         # the busiest route: the token's check and the read are one statement (401 still comes first)
-        _, stored = store.latest_for(secret, suite_id if _SUITE_ID.fullmatch(suite_id) else None)
+        _, stored = await store.latest_for_awaited(secret, suite_id if _SUITE_ID.fullmatch(suite_id) else None)
         return _version(_found(stored, suite_id))
 
     @app.get("/v1/eval-suites/{suite_id}/versions", response_model=VersionList, summary="Every version", responses=_errors(401, 404))

@@ -29,7 +29,7 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def _server(store: RegistryStore, *, quiet: bool) -> uvicorn.Server:
-    config = uvicorn.Config(create_app(store), lifespan="off", log_level="warning" if quiet else "info",
+    config = uvicorn.Config(create_app(store), lifespan="on", log_level="warning" if quiet else "info",
                             log_config=None if quiet else uvicorn.config.LOGGING_CONFIG, access_log=not quiet)
     return uvicorn.Server(config)
 

@@ -40,7 +40,7 @@ from kindgi_eval.registry.model import (
     suite_document,
     version_body,
 )
-from kindgi_eval.registry.reads import DriverQuery, KeptVersions, driver_reading
+from kindgi_eval.registry.reads import AwaitedReads, DriverQuery, KeptVersions, driver_reading
 from kindgi_eval.registry.semver import semver_key
 from kindgi_eval.registry.tokens import (
     MAX_NAME,
@@ -139,6 +139,10 @@ class RegistryStore:
         self._kept: KeptVersions[StoredVersion] = KeptVersions(KEPT_VERSIONS_BYTES)
         self._token_and_latest = DriverQuery(_TOKEN_AND_LATEST, engine.dialect)
         self._version = DriverQuery(_VERSION, engine.dialect)
+        self._awaited = AwaitedReads(engine.url) if engine.dialect.name == "postgresql" else None
+        if self._awaited is not None:
+            self._token_and_latest_awaited = self._awaited.query(_TOKEN_AND_LATEST)
+            self._version_awaited = self._awaited.query(_VERSION)
 
     @property
     def url(self) -> str:
@@ -146,8 +150,13 @@ class RegistryStore:
         return shown(self.engine.url)
 
     def close(self) -> None:
-        """Close every pooled connection."""
+        """Close every pooled connection (`aclose` first, on the event loop that served, when there was one)."""
         self.engine.dispose()
+
+    async def aclose(self) -> None:
+        """Close the connections this event loop's awaited reads opened."""
+        if self._awaited is not None:
+            await self._awaited.close()
 
     @contextmanager
     def _reading(self) -> Iterator[sa.Connection]:
@@ -198,6 +207,10 @@ class RegistryStore:
         """The valid token whose secret this is; RegistryError `unauthorized` when it is unknown or revoked."""
         return self.latest_for(secret, None)[0]
 
+    async def authenticate_awaited(self, secret: str) -> TokenInfo:
+        """`authenticate`, awaited as `latest_for_awaited` is."""
+        return (await self.latest_for_awaited(secret, None))[0]
+
     def latest_for(self, secret: str, suite_id: str | None) -> tuple[TokenInfo, StoredVersion | None]:
         """`authenticate(secret)` and the latest version of `suite_id` among that token's tenant's suites (None when it
         has none, or `suite_id` is None), in one statement: every route's token check, and all of GET latest.
@@ -205,21 +218,38 @@ class RegistryStore:
         The token and which version is the latest are read from the database every time, so a revoke (from any
         process) refuses the very next request and a publish is answered at once; only the document may be kept."""
         with driver_reading(self.engine) as cursor:
-            row = self._token_and_latest.first(cursor, {"sha256": secret_sha256(secret), "suite_id": suite_id})
-            token = _valid(TokenInfo(*row[:-1]) if row is not None else None)
-            latest = row[-1] if row is not None else None
+            token, latest = _token_and_latest(self._token_and_latest.first(cursor, {"sha256": secret_sha256(secret), "suite_id": suite_id}))
             stored = None
             if latest is not None:
-                assert suite_id is not None
                 key = (token.tenant, suite_id, latest)
                 stored = self._kept.get(key)
-                if stored is None:  # a version row is committed with (or before) the pointer to it, and never changes
-                    found = self._version.first(cursor, {"tenant": token.tenant, "suite_id": suite_id, "version": latest})
-                    stored = StoredVersion(*found) if found is not None else None
-                    if stored is not None:
-                        self._kept.put(key, stored, len(stored.document))
+                if stored is None:
+                    stored = self._keep(key, self._version.first(cursor, _version_of(key)))
         self._touch(token)
         return token, stored
+
+    async def latest_for_awaited(self, secret: str, suite_id: str | None) -> tuple[TokenInfo, StoredVersion | None]:
+        """`latest_for`, awaited: on PostgreSQL its statements run on asyncpg, so the event loop serves other requests
+        while the database answers; on SQLite (a local file, answering in microseconds) it is `latest_for`."""
+        if self._awaited is None:
+            return self.latest_for(secret, suite_id)
+        row = await self._awaited.first(self._token_and_latest_awaited, {"sha256": secret_sha256(secret), "suite_id": suite_id})
+        token, latest = _token_and_latest(row)
+        stored = None
+        if latest is not None:
+            key = (token.tenant, suite_id, latest)
+            stored = self._kept.get(key)
+            if stored is None:
+                stored = self._keep(key, await self._awaited.first(self._version_awaited, _version_of(key)))
+        self._touch(token)
+        return token, stored
+
+    def _keep(self, key: tuple, found: tuple | None) -> StoredVersion | None:
+        """A version row read by its key, kept: it is committed with (or before) the pointer to it, and never changes."""
+        stored = StoredVersion(*found) if found is not None else None
+        if stored is not None:
+            self._kept.put(key, stored, len(stored.document))
+        return stored
 
     def _touch(self, token: TokenInfo) -> None:
         """Record that the token was used, at most once a minute; a busy database skips the record, not the request."""
@@ -375,6 +405,16 @@ _LATEST_VERSION = sa.select(SUITES.c.latest_version).where(SUITES.c.tenant == sa
                                                             SUITES.c.suite_id == sa.bindparam("suite_id"))
 _VERSION = sa.select(*_VERSION_COLUMNS).where(VERSIONS.c.tenant == sa.bindparam("tenant"), VERSIONS.c.suite_id == sa.bindparam("suite_id"),
                                               VERSIONS.c.version == sa.bindparam("version"))
+
+
+def _token_and_latest(row: tuple | None) -> tuple[TokenInfo, str | None]:
+    """A `_TOKEN_AND_LATEST` row as the valid token and its suite's latest version; RegistryError when not valid."""
+    return _valid(TokenInfo(*row[:-1]) if row is not None else None), row[-1] if row is not None else None
+
+
+def _version_of(key: tuple) -> dict[str, str]:
+    tenant, suite_id, version = key
+    return {"tenant": tenant, "suite_id": suite_id, "version": version}
 
 
 def _valid(token: TokenInfo | None) -> TokenInfo:
