@@ -19,17 +19,18 @@ import argparse
 import asyncio
 import json
 import math
-import multiprocessing
 import os
 import statistics
 import sys
 import time
-import urllib.request
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))  # its neighbour chat_server.py
+
+import chat_server  # noqa: E402
 
 from kindgi_eval.agents.litellm import LitellmAgent  # noqa: E402
 from kindgi_eval.inputs.suite_folder import load_suite  # noqa: E402
@@ -41,61 +42,22 @@ from kindgi_eval.steps.agent_replies import (
     collect_replies,  # noqa: E402
     turn_of,  # noqa: E402
 )
-from kindgi_eval_tests.fake_provider import chat_body  # noqa: E402
 
 MODEL = "openai:bench-agent"
 REPLY = json.dumps({"messages": ["The Foundation Course is $450. Upfront or instalments?"], "escalate": False, "reason": None})
 
 
-def _serve(delay: float, port_out) -> None:
-    """An OpenAI-compatible chat server on asyncio (aiohttp), answering REPLY after `delay`; counts what it saw."""
-    from aiohttp import web
-
-    seen = {"requests": 0, "in_flight": 0, "peak": 0}
-    body = chat_body(REPLY).decode()
-
-    async def chat(request: web.Request) -> web.Response:
-        await request.read()
-        seen["requests"] += 1
-        seen["in_flight"] += 1
-        seen["peak"] = max(seen["peak"], seen["in_flight"])
-        try:
-            await asyncio.sleep(delay)
-            return web.Response(text=body, content_type="application/json")
-        finally:
-            seen["in_flight"] -= 1
-
-    async def stats(request: web.Request) -> web.Response:
-        return web.json_response(seen)
-
-    async def run() -> None:
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", chat)
-        app.router.add_get("/stats", stats)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
-        await site.start()
-        port_out.send(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
-        await asyncio.Event().wait()
-
-    asyncio.run(run())
-
 
 def measure(run: Callable[[str], Awaitable[int]], delay: float) -> tuple[float, int, int]:
     """(wall seconds, server peak, requests served) of one batch against a fresh server in a child process."""
-    receive, send = multiprocessing.Pipe(duplex=False)
-    child = multiprocessing.get_context("fork").Process(target=_serve, args=(delay, send), daemon=True)
-    child.start()
+    child, base_url = chat_server.start(delay, REPLY)
     try:
-        base_url = f"http://127.0.0.1:{receive.recv()}/v1"
         os.environ["OPENAI_BASE_URL"] = base_url
         forget_clients()
         started = time.perf_counter()
         asyncio.run(run(base_url))
         wall = time.perf_counter() - started
-        with urllib.request.urlopen(base_url.removesuffix("/v1") + "/stats", timeout=5) as response:
-            stats = json.loads(response.read())
+        stats = chat_server.stats(base_url)
     finally:
         child.kill()
         child.join()

@@ -9,7 +9,7 @@ server's first request and from the server's last reply to its exit (from the se
 memory (from the kernel, wait4's rusage: its largest process's RSS; and from /proc, sampled every 20 ms: the sum over it and
 its child processes, as PSS), its CPU time (its processes' user + system), and the run over the bare loop. The goals: N = 1 under 3 s,
 N = 400 at most 1.5x the bare loop, 400 cases in at most 240 MB, the golden run under 2.5 s.
-The server is asyncio (aiohttp) in a forked child, as in agent_calls.py: the fake provider's thread per connection
+The server (chat_server.py) is asyncio (aiohttp) in a forked child, as for agent_calls.py: the fake provider's thread per connection
 would share its interpreter lock among 64 threads, and its clock would then be the server's, not the client's.
 """
 
@@ -18,68 +18,27 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import multiprocessing
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # for the server's kindgi_eval_tests.fake_provider
+sys.path.insert(0, str(REPO / "benchmarks"))  # its neighbour chat_server.py
+
+import chat_server  # noqa: E402
+
 CLI = Path(sys.executable).parent / "kindgi-eval"
 MODEL = "bench-agent"
 REPLY = json.dumps({"messages": ["The Foundation Course is $450. Would you pay upfront or in instalments?"], "escalate": False, "reason": None})
 CASE = {"text": "how much is the foundation course?", "expect": {"escalate": False}, "must_contain": ["$450"]}
 KEY = "sk-bench-not-a-key"
 
-
-def _serve(delay: float, port_out) -> None:
-    """The chat server: answers REPLY after `delay`; /stats says how many it served, its peak in flight, and the
-    wall-clock times of its first request and last reply."""
-    from aiohttp import web
-
-    from kindgi_eval_tests.fake_provider import chat_body
-
-    seen = {"requests": 0, "in_flight": 0, "peak": 0, "first_request": None, "last_reply": None}
-    bodies: list[dict] = []
-    body = chat_body(REPLY, MODEL).decode()
-
-    async def chat(request: web.Request) -> web.Response:
-        bodies.append(await request.json())
-        seen["first_request"] = seen["first_request"] or time.time()
-        seen["requests"] += 1
-        seen["in_flight"] += 1
-        seen["peak"] = max(seen["peak"], seen["in_flight"])
-        try:
-            await asyncio.sleep(delay)
-            response = web.Response(text=body, content_type="application/json")
-            await response.prepare(request)
-            await response.write_eof()
-            seen["last_reply"] = time.time()
-            return response
-        finally:
-            seen["in_flight"] -= 1
-
-    async def stats(request: web.Request) -> web.Response:
-        return web.json_response({**seen, "bodies": bodies})
-
-    async def run() -> None:
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", chat)
-        app.router.add_get("/stats", stats)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
-        await site.start()
-        port_out.send(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
-        await asyncio.Event().wait()
-
-    asyncio.run(run())
 
 
 class Timed(NamedTuple):
@@ -100,11 +59,8 @@ def timed(command: list[str], env: dict[str, str], delay: float) -> Timed:
 
     Its peak RSS counts this process's at the fork too (Linux keeps the larger across exec), so this process
     imports nothing of the project's."""
-    receive, send = multiprocessing.Pipe(duplex=False)
-    server = multiprocessing.get_context("fork").Process(target=_serve, args=(delay, send), daemon=True)
-    server.start()
+    server, base_url = chat_server.start(delay, REPLY, MODEL)
     try:
-        base_url = f"http://127.0.0.1:{receive.recv()}/v1"
         started = time.time()
         tree_peak = 0
         with open(os.devnull, "w") as sink:
@@ -116,8 +72,7 @@ def timed(command: list[str], env: dict[str, str], delay: float) -> Timed:
                 tree_peak = max(tree_peak, tree_pss_kb(process.pid))
                 time.sleep(0.02)
         ended = time.time()
-        with urllib.request.urlopen(base_url.removesuffix("/v1") + "/stats", timeout=5) as response:
-            seen = json.loads(response.read())
+        seen = chat_server.stats(base_url)
     finally:
         server.kill()
         server.join()

@@ -82,7 +82,12 @@ class FakeProvider:
                 self.wfile.write(payload)
 
             def do_POST(self) -> None:  # noqa: N802 - the http.server API
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                length = int(self.headers.get("Content-Length", 0))
+                raw = self.rfile.read(length)
+                if len(raw) < length:  # the client died mid-request (a killed run): nothing was asked
+                    self.close_connection = True
+                    return
+                body = json.loads(raw or b"{}")
                 with provider._lock:
                     provider.requests.append(body)
                     provider.headers.append(dict(self.headers))
