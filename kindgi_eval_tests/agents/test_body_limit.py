@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,13 +33,8 @@ def padded(value: object, size: int) -> bytes:
 
 @pytest.fixture
 def server() -> Iterator[AgentServer]:
-    serving = AgentServer()
-    thread = threading.Thread(target=serving.serve_forever, daemon=True)
-    thread.start()
-    yield serving
-    serving.shutdown()
-    serving.server_close()
-    thread.join(timeout=5)
+    with AgentServer().running() as serving:
+        yield serving
 
 
 def ask(server: AgentServer, body: Body) -> tuple[ReplyRow, int]:

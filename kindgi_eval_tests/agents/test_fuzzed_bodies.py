@@ -14,6 +14,7 @@ import socket
 import socketserver
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
@@ -92,6 +93,18 @@ class AgentServer(socketserver.ThreadingTCPServer):
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}/reply"
 
+    @contextmanager
+    def running(self) -> Iterator[AgentServer]:
+        """This server, serving from a thread of its own for the block, then shut down and closed."""
+        thread = threading.Thread(target=self.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            self.shutdown()
+            self.server_close()
+            thread.join(timeout=5)
+
 
 class _Handler(socketserver.StreamRequestHandler):
     def handle(self) -> None:
@@ -118,13 +131,8 @@ class _Handler(socketserver.StreamRequestHandler):
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[AgentServer]:
-    serving = AgentServer()
-    thread = threading.Thread(target=serving.serve_forever, daemon=True)
-    thread.start()
-    yield serving
-    serving.shutdown()
-    serving.server_close()
-    thread.join(timeout=5)
+    with AgentServer().running() as serving:
+        yield serving
 
 
 # --- what the server may answer ---------------------------------------------------------------------------------
