@@ -29,7 +29,6 @@ from kindgi_eval.inputs import (
     load_tenant,
     pairwise_variants,
     suite_key,
-    variant_settings,
 )
 from kindgi_eval.prompts import template_hash
 from kindgi_eval.spec import InputError
@@ -38,6 +37,7 @@ from kindgi_eval.steps import (
     accuracy_rows,
     agreement_of,
     ask_agent,
+    askings,
     calibration_rows,
     cases_of,
     code_version,
@@ -143,15 +143,7 @@ def agent_replies(
     """
     settings = _settings(context, eval_settings)
     tenant = _inputs(lambda: load_tenant(settings.config_dir)).tenant
-    first = suite[0]
-    # a pairwise suite's prompts are asked of its two variants (resolved by `suite`), each its own half of the cases
-    askings = (
-        [(variant_settings(settings, first.variant_a), [r for r in suite if r.kind == "case" and r.id.endswith("/A")]),
-         (variant_settings(settings, first.variant_b), [r for r in suite if r.kind == "case" and r.id.endswith("/B")])]
-        if first.suite_kind == "pairwise" and first.variant_a and first.variant_b
-        else [(settings, suite)]
-    )
-    agents = [(_inputs(lambda s=s: make_agent(s, tenant)), rows) for s, rows in askings]
+    agents = [(_inputs(lambda s=s: make_agent(s, tenant)), rows) for s, rows in askings(settings, suite)]
     rows = []
     with recording(context, io_manager.root(), "agent_replies", _inputs(lambda: manifest_now(context, settings))) as (done, record):
         for agent, cases in agents:

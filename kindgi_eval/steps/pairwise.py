@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from kindgi_eval.inputs import RunSettings, variant_settings
 from kindgi_eval.prompts import pairwise_messages
 from kindgi_eval.spec import (
     ORDERS,
@@ -29,6 +30,7 @@ from kindgi_eval.spec import (
     read_judgement,
     win_rate,
 )
+from kindgi_eval.steps.suite import cases_of
 from kindgi_eval.store import PairwiseRow, StatusRow, SuiteRow
 
 Progress = Callable[[int, int], None]
@@ -49,11 +51,12 @@ class Pair(NamedTuple):
 def prompt_pairs(cases: Sequence[PairwiseCase], statuses: Sequence[StatusRow]) -> list[Pair]:
     """Each prompt both variants answered (their cases' replies, as the statuses hold them), in suite order."""
     by_case = {s.case_id: s for s in statuses}
+    case_of = {(case.prompt_id, case.variant): case.id for case in cases}
     pairs = []
     for case in cases:
         if case.variant != "A":
             continue
-        a, b = by_case[case.id], by_case[case.id.removesuffix("/A") + "/B"]
+        a, b = by_case[case.id], by_case[case_of[(case.prompt_id, "B")]]
         if a.error is None and b.error is None:
             pairs.append(Pair("prompt", case.prompt_id, case.history, case.text, tuple(a.messages), tuple(b.messages)))
     return pairs
@@ -155,3 +158,17 @@ def pairwise_columns(first: SuiteRow, rows: Sequence[PairwiseRow]) -> dict[str, 
         "win_rate_high": summary.rate.high if summary else None,
         "position_consistency": summary.consistency if summary else None,
     }
+
+
+def askings(settings: RunSettings, suite: Sequence[SuiteRow]) -> list[tuple[RunSettings, list[SuiteRow]]]:
+    """Who is asked what in the `agent_replies` stage: in a pairwise suite, each variant (the agents the `suite`
+    stage resolved) its own cases; in any other suite, the run's agent every row."""
+    first = suite[0]
+    if first.suite_kind != "pairwise" or not (first.variant_a and first.variant_b):
+        return [(settings, list(suite))]
+    rows = [r for r in suite if r.kind == "case"]
+    answered_by = {case.id: case.variant for case in cases_of(rows)}
+    return [
+        (variant_settings(settings, agent), [r for r in rows if answered_by[r.id] == variant])
+        for variant, agent in (("A", first.variant_a), ("B", first.variant_b))
+    ]
