@@ -225,6 +225,7 @@ def _resume_run(prefix: str, mock: bool, json_path: str | None, flags: dict[str,
                                   "Start a new run instead.")])
     _refuse_finished(root, area, recorded)
     settings = resumed_settings(recorded, flags, mock=mock)
+    _start_model_worker(settings)
     loaded = load_tenant(settings.config_dir)
     suite = load_checked_suite(settings.eval_dir, loaded)
     key = suite_key(loaded.tenant.tenant, settings.eval_dir)
@@ -315,7 +316,8 @@ def replay(source: str, json_path: str | None, **flags: object) -> None:
     settings = resolve_settings(flags, {var: value for var, value in os.environ.items() if var not in not_read})
     if settings.judge_model is None:
         raise InputError([Problem("--judge-model", None, None, "a replay needs a judge. Pass --judge-model or set EVAL_JUDGE_MODEL.")])
-    make_judge(settings)
+    _start_model_worker(settings)
+    make_judge(settings, check_only=True)  # the replay builds its own, once litellm is imported
     loaded = load_tenant(settings.config_dir)
     if loaded.tenant.tenant != original.tenant:
         raise InputError([Problem("--config-dir", None, None, f"run {source} evaluated tenant {original.tenant!r}, but the tenant configuration "
