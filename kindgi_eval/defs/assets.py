@@ -337,28 +337,37 @@ def regressions(context: dg.AssetExecutionContext, suite: list[SuiteRow], status
 
 @dg.asset(**chain_asset("pairwise"))
 def pairwise(
-    context: dg.AssetExecutionContext, suite: list[SuiteRow], statuses: list[StatusRow], eval_settings: EvalSettings
+    context: dg.AssetExecutionContext,
+    suite: list[SuiteRow],
+    statuses: list[StatusRow],
+    eval_settings: EvalSettings,
+    io_manager: dg.ResourceParam[ParquetStore],
 ) -> list[PairwiseRow]:
     """Each prompt of a pairwise suite judged in both orders (A first, then B first), and each hand-labelled pair
     that calibrates the judge; empty for other kinds and without a judge.
 
     A variant wins a prompt only when it wins in both orders. The metadata holds variant A's win rate and its
     bootstrap 95% interval and the position consistency as numbers, so they plot night over night.
+    Each judged pair is recorded as it arrives, so a killed run resumed judges only the pairs it had not.
     Query: `kindgi-eval sql "SELECT subject_id, ab, ba, outcome, consistent, reason_ab FROM pairwise WHERE subject = 'prompt'"`.
     """
     if suite[0].suite_kind != "pairwise":
         return []
     settings = _settings(context, eval_settings)
-    rows = judge_pairwise(
-        _inputs(lambda: make_judge(settings)),
-        cases_of(suite),
-        statuses,
-        _inputs(lambda: load_suite(settings.eval_dir)).calibration,
-        catalogue=_inputs(lambda: load_tenant(settings.config_dir)).tenant.catalogue_text(),
-        concurrency=settings.concurrency,
-        timeout_s=settings.model_timeout_s,
-        progress=_progress_logger(context, "pairwise judgements"),
-    )
+    judge = _inputs(lambda: make_judge(settings))
+    with recording(context, io_manager.root(), "pairwise", _inputs(lambda: manifest_now(context, settings))) as (done, record):
+        rows = judge_pairwise(
+            judge,
+            cases_of(suite),
+            statuses,
+            _inputs(lambda: load_suite(settings.eval_dir)).calibration,
+            catalogue=_inputs(lambda: load_tenant(settings.config_dir)).tenant.catalogue_text(),
+            concurrency=settings.concurrency,
+            timeout_s=settings.model_timeout_s,
+            progress=_progress_logger(context, "pairwise judgements"),
+            done=done,
+            record=record,
+        )
     context.add_output_metadata(
         _figures(pairwise_columns(suite[0], rows))
         | {"calibration_note": agreement_of(rows).note, "judge_usd": float(sum(r.cost_usd for r in rows))}
@@ -413,7 +422,7 @@ def run_summary(
     record = context.instance.get_run_record_by_id(context.run.run_id)
     started = record.start_time if record and record.start_time else time.time()
     root = io_manager.root()
-    resumed_from, agent_saved, judge_saved = resume_summary(context, root, agent_replies, judge_samples)
+    resumed_from, agent_saved, judge_saved = resume_summary(context, root, agent_replies, judge_samples, pairwise)
     row = run_row(
         suite,
         agent_replies,

@@ -25,7 +25,7 @@ from kindgi_eval.inputs import (
     manifest_of,
 )
 from kindgi_eval.spec import InputError
-from kindgi_eval.steps import sample_key
+from kindgi_eval.steps import pair_key, sample_key
 from kindgi_eval.store import (
     TABLE_OF,
     BatchWriter,
@@ -42,8 +42,9 @@ from kindgi_eval.store import (
     write_manifest,
 )
 
-KEY_OF: dict[str, Callable[[Any], object]] = {"agent_replies": lambda r: r.case_id, "judge_samples": sample_key}
-"""The paid stages, and what names one of their rows: a reply by its case, a sample by subject, criterion and number."""
+KEY_OF: dict[str, Callable[[Any], object]] = {"agent_replies": lambda r: r.case_id, "judge_samples": sample_key, "pairwise": pair_key}
+"""The paid stages, and what names one of their rows: a reply by its case, a sample by subject, criterion and
+number, a judged pair by its prompt or labelled pair."""
 
 
 def manifest_now(context: dg.AssetExecutionContext, settings: RunSettings) -> Manifest:
@@ -113,18 +114,18 @@ def recording(context: dg.AssetExecutionContext, root: StorePath, asset: str, no
 
 
 def resume_summary(
-    context: dg.AssetExecutionContext, root: StorePath, replies: list, samples: list
+    context: dg.AssetExecutionContext, root: StorePath, replies: list, samples: list, pairs: list
 ) -> tuple[str | None, int, int]:
-    """(the killed run this run finished, agent calls saved, judge calls saved): how many of this run's replies and
-    samples the killed runs had recorded. (None, 0, 0) for a run that started afresh."""
+    """(the killed run this run finished, agent calls saved, judge calls saved): how many of this run's replies,
+    samples and judged pairs (two judge calls each, one per order) the killed runs had recorded. (None, 0, 0) for
+    a run that started afresh."""
     ids = lineage(context.instance, context.run)
     if len(ids) == 1:
         return None, 0, 0
     earlier = ids[1:]
-    replied = {KEY_OF["agent_replies"](r) for r in recorded_rows(root, context.partition_key, earlier, "agent_replies")}
-    sampled = {KEY_OF["judge_samples"](s) for s in recorded_rows(root, context.partition_key, earlier, "judge_samples")}
-    return (
-        ids[1],
-        sum(KEY_OF["agent_replies"](r) in replied for r in replies),
-        sum(KEY_OF["judge_samples"](s) in sampled for s in samples),
-    )
+
+    def saved(asset: str, rows: list) -> int:
+        recorded = {KEY_OF[asset](r) for r in recorded_rows(root, context.partition_key, earlier, asset)}
+        return sum(KEY_OF[asset](r) in recorded for r in rows)
+
+    return ids[1], saved("agent_replies", replies), saved("judge_samples", samples) + 2 * saved("pairwise", pairs)

@@ -8,7 +8,7 @@ not judged: an error is never a win (C6).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from kindgi_eval.inputs import RunSettings, variant_settings
@@ -34,6 +34,7 @@ from kindgi_eval.steps.suite import cases_of
 from kindgi_eval.store import PairwiseRow, StatusRow, SuiteRow
 
 Progress = Callable[[int, int], None]
+Record = Callable[[PairwiseRow], None]
 
 
 class Pair(NamedTuple):
@@ -92,16 +93,25 @@ async def _judge_pair(judge: Judge, pair: Pair, catalogue: str, slots: asyncio.S
     )
 
 
+def pair_key(row: PairwiseRow) -> tuple[str, str]:
+    """What names a judged pair: a prompt or a labelled pair, by its id."""
+    return row.subject, row.subject_id
+
+
 async def _judge_all(judge: Judge, pairs: Sequence[Pair], catalogue: str, slots: asyncio.Semaphore, timeout_s: float,
-                     progress: Progress | None) -> list[PairwiseRow]:
-    done = 0
+                     progress: Progress | None, done: Mapping[tuple[str, str], PairwiseRow], record: Record | None) -> list[PairwiseRow]:
+    judged = 0
 
     async def one(pair: Pair) -> PairwiseRow:
-        nonlocal done
-        row = await _judge_pair(judge, pair, catalogue, slots, timeout_s)
-        done += 1
+        nonlocal judged
+        row = done.get((pair.subject, pair.id))
+        if row is None:
+            row = await _judge_pair(judge, pair, catalogue, slots, timeout_s)
+            if record:
+                record(row)
+        judged += 1
         if progress:
-            progress(done, len(pairs))
+            progress(judged, len(pairs))
         return row
 
     return list(await asyncio.gather(*(one(p) for p in pairs)))
@@ -117,17 +127,23 @@ def judge_pairwise(
     concurrency: int,
     timeout_s: float,
     progress: Progress | None = None,
+    done: Sequence[PairwiseRow] = (),
+    record: Record | None = None,
 ) -> list[PairwiseRow]:
-    """The labelled pairs judged in both orders, then, if the judge agreed with them, every answered prompt."""
+    """The labelled pairs judged in both orders, then, if the judge agreed with them, every answered prompt.
+
+    A pair in `done` (recorded by a killed attempt of the run) is not judged again: that row is its judgement. Every
+    pair judged is passed to `record` as soon as both its orders are in."""
     if judge is None:
         return []
+    recorded = {pair_key(r): r for r in done}
 
     async def run() -> list[PairwiseRow]:
         slots = asyncio.Semaphore(concurrency)
-        rows = await _judge_all(judge, calibration_pairs(calibration), catalogue, slots, timeout_s, progress)
+        rows = await _judge_all(judge, calibration_pairs(calibration), catalogue, slots, timeout_s, progress, recorded, record)
         if not agreement_of(rows).calibrated:
             return rows
-        return rows + await _judge_all(judge, prompt_pairs(cases, statuses), catalogue, slots, timeout_s, progress)
+        return rows + await _judge_all(judge, prompt_pairs(cases, statuses), catalogue, slots, timeout_s, progress, recorded, record)
 
     return asyncio.run(run())
 

@@ -4,7 +4,7 @@ Each run has a hidden area in the store, `<root>/.partial/suite=<key>/date=<day>
 compaction or prune glob reaches (they read `<asset>/.../data.parquet` only). It holds:
 - `manifest.json`: what the run's rows were recorded under (its settings and the suite's and the tenant
   configuration's hashes), which a resume must find unchanged;
-- `agent_replies/`, `judge_samples/`: the rows of the paid stages, in small batches written as they arrive, each
+- `agent_replies/`, `judge_samples/`, `pairwise/`: the rows of the paid stages, in small batches written as they arrive, each
   batch one Parquet file written whole or not at all (a hidden temporary file, flushed to disk, renamed);
 - `lock`: held by the process recording into the area, so a run still alive is never resumed.
 The area is removed when the run has stored its summary. Touches files (locally or through fsspec).

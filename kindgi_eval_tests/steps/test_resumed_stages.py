@@ -76,3 +76,46 @@ def test_the_judge_draws_only_the_samples_not_recorded_and_rows_keep_their_order
     assert [sample_key(s) for s in rows] == [sample_key(s) for s in whole]
     assert len(again.asked) == len(whole) - len(done) == len(recorded)
     assert {sample_key(s) for s in recorded}.isdisjoint({sample_key(s) for s in done})
+
+
+class PairJudge:
+    """A pairwise judge preferring the reply shown first that says "$450", counting the orders it was shown."""
+
+    name = "counting:pairwise"
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    async def grade(self, messages, *, timeout_s):
+        self.asked += 1
+        await asyncio.sleep(0)
+        text = messages[-1]["content"]
+        first = text.index("$450") < text.index("Hello") if "$450" in text and "Hello" in text else True
+        return Completion(json.dumps({"winner": "A" if first else "B", "reason": "the price"}), Usage(), 1.0)
+
+
+def test_the_pairwise_judge_compares_only_the_pairs_not_recorded_and_rows_keep_their_order() -> None:
+    from kindgi_eval.spec import PairwiseCalibration, PairwiseCase
+    from kindgi_eval.steps import judge_pairwise, pair_key
+    from kindgi_eval.store import StatusRow
+
+    def case(prompt: str, variant: str) -> PairwiseCase:
+        return PairwiseCase(id=f"{prompt}/{variant}", text=f"{prompt}?", prompt_id=prompt, variant=variant)
+
+    cases = [case(f"p{n}", v) for n in range(6) for v in ("A", "B")]
+    statuses = [StatusRow(case_id=c.id, status="passed", failures=[], messages=["$450 it is." if c.variant == "A" else "Hello there."],
+                          escalate=False, reason=None, latency_ms=1.0, error=None, review=[], criteria=[]) for c in cases]
+    better, worse = ("$450.",), ("Hello.",)
+    calibration = [PairwiseCalibration(id=f"cal-{n}", text="price?", reply_a=better if n % 2 else worse, reply_b=worse if n % 2 else better,
+                                       label="A" if n % 2 else "B") for n in range(4)]  # both labels, as calibration needs
+    kwargs = dict(catalogue="", concurrency=4, timeout_s=5)
+    first = PairJudge()
+    whole = judge_pairwise(first, cases, statuses, calibration, **kwargs)
+    assert [r.subject for r in whole] == ["calibration"] * 4 + ["prompt"] * 6 and first.asked == 2 * 10
+    done = whole[1:3] + whole[5:8]  # a killed attempt recorded two labelled pairs and three prompts
+    again, recorded = PairJudge(), []
+    rows = judge_pairwise(again, cases, statuses, calibration, done=done, record=recorded.append, **kwargs)
+    assert [pair_key(r) for r in rows] == [pair_key(r) for r in whole]  # the order an unbroken run has
+    assert [rows[1], rows[2], rows[5], rows[6], rows[7]] == done  # the recorded rows are the rows, untouched
+    assert again.asked == 2 * (10 - len(done)) and len(recorded) == 10 - len(done)  # both orders of each pair not recorded
+    assert {pair_key(r) for r in recorded}.isdisjoint({pair_key(r) for r in done})
