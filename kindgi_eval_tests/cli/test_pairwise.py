@@ -4,8 +4,12 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -14,7 +18,7 @@ import pytest
 
 from kindgi_eval.prompts import PAIRWISE_SYSTEM
 from kindgi_eval_tests.cli.conftest import TENANT, kind_figures, publish, sql
-from kindgi_eval_tests.conftest import GOLDEN, files_under, run_cli
+from kindgi_eval_tests.conftest import CLI, GOLDEN, REPO, files_under, run_cli
 from kindgi_eval_tests.fake_provider import Answer, fenced
 
 PRICE = "how much is the foundation course?"
@@ -28,8 +32,9 @@ PAIRS = [
 class Provider:
     """Variant B (a model that never quotes a price) and a judge that prefers the reply quoting $450; counts calls."""
 
-    def __init__(self, judge_prefers_first: bool = False) -> None:
+    def __init__(self, judge_prefers_first: bool = False, judge_delay_s: float = 0.0) -> None:
         self.prefers_first = judge_prefers_first
+        self.judge_delay_s = judge_delay_s
         self.calls: Counter[str] = Counter()
         self.lock = threading.Lock()
 
@@ -40,10 +45,10 @@ class Provider:
         if not judging:
             return Answer(json.dumps({"messages": ["Happy to help! What would you like to learn?"], "escalate": False, "reason": None}))
         if self.prefers_first:
-            return Answer(json.dumps({"winner": "A", "reason": "the first is better"}))
+            return Answer(json.dumps({"winner": "A", "reason": "the first is better"}), delay_s=self.judge_delay_s)
         first, second = "450" in fenced(request, "reply A"), "450" in fenced(request, "reply B")
         winner = "A" if first and not second else "B" if second and not first else "tie"
-        return Answer(json.dumps({"winner": winner, "reason": f"{winner}: the price is quoted"}))
+        return Answer(json.dumps({"winner": winner, "reason": f"{winner}: the price is quoted"}), delay_s=self.judge_delay_s)
 
 
 @pytest.fixture
@@ -130,3 +135,37 @@ def _run(tmp_path: Path):
     out = tmp_path / "pairwise.json"
     done = run_cli("run", "--mock", "--suite", "demo-academy.ab", "--judge-model", "openai:judge", "--json", str(out))
     return done.code, json.loads(out.read_text()) if out.exists() else None, done.out + done.err
+
+
+def test_a_run_killed_while_judging_pairs_resumes_without_judging_a_recorded_pair_again(registry, home, tenants, provider_env, tmp_path) -> None:
+    from kindgi_eval.store import PairwiseRow, area_run_id, find_run_areas, read_batches
+
+    provider = Provider(judge_delay_s=0.1)
+    provider_env(provider)
+    prompts = [{"id": f"p{n:02d}", "text": PRICE} for n in range(12)]
+    publish(registry.http, "demo-academy.ab", "pairwise", spec() | {"prompts": prompts})
+    pairs = len(PAIRS) + len(prompts)
+    command = [str(CLI), "run", "--mock", "--suite", "demo-academy.ab", "--judge-model", "openai:judge", "--concurrency", "2"]
+    process = subprocess.Popen(command, cwd=REPO, env=os.environ, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    try:
+        # the labelled pairs judged, then every prompt in the first order, and some in the second: more than a batch
+        while provider.calls["judge"] < 2 * len(PAIRS) + len(prompts) + 8:
+            assert process.poll() is None and time.monotonic() < deadline, "the run ended before it could be killed"
+            time.sleep(0.02)
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        process.wait()
+    (area,) = find_run_areas(home.store, "")
+    recorded = read_batches(area / "pairwise", PairwiseRow)
+    assert 0 < len(recorded) < pairs  # killed mid-stage, with whole batches on disk
+    asked = provider.calls["judge"]
+    out = tmp_path / "resumed.json"
+    done = run_cli("run", "--resume", area_run_id(area), "--json", str(out))
+    assert done.code == 0, done.err
+    # every pair not on disk is judged again, in both orders, and none that is
+    assert provider.calls["judge"] - asked == 2 * (pairs - len(recorded))
+    result = json.loads(out.read_text())
+    assert result["pairwise"]["wins"] == len(prompts)  # the champion quotes $450 to every price prompt
+    (row,) = sql(f"SELECT judge_calls_saved, resumed_from FROM runs WHERE run_id = '{result['run_id']}'")
+    assert row == {"judge_calls_saved": 2 * len(recorded), "resumed_from": area_run_id(area)}
