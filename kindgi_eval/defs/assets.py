@@ -212,20 +212,7 @@ def judge_samples(
     judge = _inputs(lambda: make_judge(settings))
     if judge is None:
         return []
-    with recording(context, io_manager.root(), "judge_samples", _inputs(lambda: manifest_now(context, settings))) as (done, record):
-        rows = sample_judge(
-            judge,
-            suite,
-            agent_replies,
-            outcomes,
-            _inputs(lambda: load_suite(settings.eval_dir)).calibration,
-            catalogue=_inputs(lambda: load_tenant(settings.config_dir)).tenant.catalogue_text(),
-            concurrency=settings.concurrency,
-            timeout_s=settings.model_timeout_s,
-            progress=_progress_logger(context, "judge samples"),
-            done=done,
-            record=record,
-        )
+    rows = _judged(context, settings, io_manager, "judge_samples", "judge samples", sample_judge, judge, suite, agent_replies, outcomes)
     context.add_output_metadata(
         {
             "judge": settings.judge_model,
@@ -355,19 +342,8 @@ def pairwise(
         return []
     settings = _settings(context, eval_settings)
     judge = _inputs(lambda: make_judge(settings))
-    with recording(context, io_manager.root(), "pairwise", _inputs(lambda: manifest_now(context, settings))) as (done, record):
-        rows = judge_pairwise(
-            judge,
-            cases_of(suite),
-            statuses,
-            _inputs(lambda: load_suite(settings.eval_dir)).calibration,
-            catalogue=_inputs(lambda: load_tenant(settings.config_dir)).tenant.catalogue_text(),
-            concurrency=settings.concurrency,
-            timeout_s=settings.model_timeout_s,
-            progress=_progress_logger(context, "pairwise judgements"),
-            done=done,
-            record=record,
-        )
+    rows = [] if judge is None else _judged(context, settings, io_manager, "pairwise", "pairwise judgements", judge_pairwise,
+                                            judge, cases_of(suite), statuses)
     context.add_output_metadata(
         _figures(pairwise_columns(suite[0], rows))
         | {"calibration_note": agreement_of(rows).note, "judge_usd": float(sum(r.cost_usd for r in rows))}
@@ -452,6 +428,23 @@ def run_summary(
 def _settings(context: dg.AssetExecutionContext, eval_settings: EvalSettings) -> RunSettings:
     """This partition's settings; a problem with them fails the step with the problem's words, not a traceback."""
     return _inputs(lambda: eval_settings.for_partition(context.partition_key))
+
+
+def _judged(context: dg.AssetExecutionContext, settings: RunSettings, io_manager: ParquetStore, asset: str, what: str, step, *inputs):
+    """`step(*inputs, calibration, ...)`, a stage that pays the judge: given the suite folder's calibration items as
+    they are now (so a replay is graded on today's labels), the tenant's catalogue and the run's limits, what the
+    killed runs this run finishes recorded of `asset`, and where to record each new row as it arrives."""
+    with recording(context, io_manager.root(), asset, _inputs(lambda: manifest_now(context, settings))) as (done, record):
+        return step(
+            *inputs,
+            _inputs(lambda: load_suite(settings.eval_dir)).calibration,
+            catalogue=_inputs(lambda: load_tenant(settings.config_dir)).tenant.catalogue_text(),
+            concurrency=settings.concurrency,
+            timeout_s=settings.model_timeout_s,
+            progress=_progress_logger(context, what),
+            done=done,
+            record=record,
+        )
 
 
 def _figures(columns: Mapping[str, object]) -> dict[str, object]:
