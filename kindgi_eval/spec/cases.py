@@ -10,6 +10,11 @@ Role = Literal["user", "agent"]
 Label = Literal["pass", "fail"]
 
 
+def json_list_as_tuple(value: object) -> object:
+    """A JSON array as the tuple a frozen model holds (strict mode takes no list for a tuple); anything else as it is."""
+    return tuple(value) if isinstance(value, list) else value
+
+
 class Turn(BaseModel):
     """One earlier message in the conversation, before the turn under test."""
 
@@ -78,10 +83,7 @@ class Case(BaseModel):
     review: str | tuple[str, ...] | None = None
     """Criteria a person (or a calibrated judge) reads the reply against; a string is a one-entry list."""
 
-    @field_validator("history", "must_contain", "must_not_contain", mode="before")
-    @classmethod
-    def _list_to_tuple(cls, value: object) -> object:
-        return tuple(value) if isinstance(value, list) else value
+    _list_to_tuple = field_validator("history", "must_contain", "must_not_contain", mode="before")(json_list_as_tuple)
 
     @field_validator("review", mode="before")
     @classmethod
@@ -123,7 +125,4 @@ class CalibrationItem(BaseModel):
     label: Label
     """The verdict a person gave this reply on this criterion."""
 
-    @field_validator("history", "reply", mode="before")
-    @classmethod
-    def _list_to_tuple(cls, value: object) -> object:
-        return tuple(value) if isinstance(value, list) else value
+    _list_to_tuple = field_validator("history", "reply", mode="before")(json_list_as_tuple)

@@ -15,7 +15,7 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from kindgi_eval.spec.cases import Case, Expect, Turn
+from kindgi_eval.spec.cases import Case, Expect, Turn, json_list_as_tuple
 from kindgi_eval.spec.intervals import Interval, bootstrap_mean
 from kindgi_eval.spec.text import clip, is_text
 
@@ -50,10 +50,7 @@ class PairwiseCalibration(BaseModel):
     reply_b: tuple[str, ...] = Field(min_length=1)
     label: Preference
 
-    @field_validator("history", "reply_a", "reply_b", mode="before")
-    @classmethod
-    def _list_to_tuple(cls, value: object) -> object:
-        return tuple(value) if isinstance(value, list) else value
+    _list_to_tuple = field_validator("history", "reply_a", "reply_b", mode="before")(json_list_as_tuple)
 
 
 class _Answer(BaseModel):
