@@ -53,6 +53,12 @@ def _connection_lost() -> tuple[type[BaseException], ...]:
     return (asyncpg.InterfaceError, asyncpg.InternalClientError, asyncpg.PostgresConnectionError, asyncpg.AdminShutdownError, OSError)
 
 
+async def _fetch_first(pool, sql: str, arguments: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    async with pool.acquire() as connection:
+        row = await connection.fetchrow(sql, *arguments)
+    return tuple(row) if row is not None else None
+
+
 class AwaitedReads:
     """PostgreSQL reads awaited on the event loop that serves the request, through asyncpg: while the database
     answers, the loop serves other requests (a psycopg2 statement holds the loop for its round trips). One pool of
@@ -76,16 +82,11 @@ class AwaitedReads:
         """The first row `query` answers for these parameter values, or None."""
         pool = await self._pool()
         arguments = query.arguments(values)
-        for attempt in range(2):
-            try:
-                async with pool.acquire() as connection:
-                    row = await connection.fetchrow(query.sql, *arguments)
-                return tuple(row) if row is not None else None
-            except self._lost:
-                if attempt:
-                    raise
-                await pool.expire_connections()  # the others are likely gone too: each is replaced as it is next taken
-        return None  # not reached
+        try:
+            return await _fetch_first(pool, query.sql, arguments)
+        except self._lost:
+            await pool.expire_connections()  # the others are likely gone too: each is replaced as it is next taken
+            return await _fetch_first(pool, query.sql, arguments)
 
     async def close(self) -> None:
         """Close this event loop's pool, if it opened one."""
