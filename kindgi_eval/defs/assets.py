@@ -75,7 +75,6 @@ from kindgi_eval.store import (
     earlier_runs,
     read_rows,
     run_partition,
-    store_root,
 )
 
 SUITES = dg.DynamicPartitionsDefinition(name="suites")
@@ -97,7 +96,9 @@ def chain_asset(name: str) -> dict[str, object]:
 
 
 @dg.asset(**chain_asset("suite"))
-def suite(context: dg.AssetExecutionContext, eval_settings: EvalSettings) -> list[SuiteRow]:
+def suite(
+    context: dg.AssetExecutionContext, eval_settings: EvalSettings, io_manager: dg.ResourceParam[ParquetStore]
+) -> list[SuiteRow]:
     """Parsed cases and calibration items of one tenant suite, with the suite's and the tenant's content hashes.
 
     One row per case (`kind = 'case'`) and per calibration item, each kept whole as JSON in `body`.
@@ -116,7 +117,7 @@ def suite(context: dg.AssetExecutionContext, eval_settings: EvalSettings) -> lis
     tags, baseline, variants = context.run.tags, None, None
     if parsed.kind == "regression":
         ids = [c.id for c in parsed.cases]
-        baseline = tags.get(BASELINE_TAG) or _inputs(lambda: resolve_baseline(store_root(), loaded.tenant.tenant, parsed.registered, ids))
+        baseline = tags.get(BASELINE_TAG) or _inputs(lambda: resolve_baseline(io_manager.root(), loaded.tenant.tenant, parsed.registered, ids))
     if parsed.kind == "pairwise":
         variants = pinned_variants(tags) or _inputs(lambda: pairwise_variants(parsed.registered, loaded.tenant.tenant))
     resolved = resolved_tags(baseline, variants)
@@ -305,7 +306,9 @@ def custom(
 
 
 @dg.asset(**chain_asset("regressions"))
-def regressions(context: dg.AssetExecutionContext, suite: list[SuiteRow], statuses: list[StatusRow]) -> list[RegressionRow]:
+def regressions(
+    context: dg.AssetExecutionContext, suite: list[SuiteRow], statuses: list[StatusRow], io_manager: dg.ResourceParam[ParquetStore]
+) -> list[RegressionRow]:
     """Each case of a regression suite beside its baseline run's status: improved, regressed or unchanged; empty
     for other kinds.
 
@@ -315,8 +318,8 @@ def regressions(context: dg.AssetExecutionContext, suite: list[SuiteRow], status
     first = suite[0]
     if first.suite_kind != "regression" or first.baseline_run is None:
         return []
-    partition = run_partition(store_root(), first.baseline_run)
-    baseline = read_rows(store_root(), "statuses", partition, first.baseline_run)
+    root = io_manager.root()  # the store this run reads and writes, wherever the run's config puts it
+    baseline = read_rows(root, "statuses", run_partition(root, first.baseline_run), first.baseline_run)
     rows = regression_rows(first.baseline_run, baseline, statuses)
     context.add_output_metadata(_figures(regression_columns(first.baseline_run, rows)))
     return rows
@@ -420,7 +423,7 @@ def run_summary(
         review_queue=review_queue,
         custom=custom,
     )
-    earlier = earlier_runs(store_root(), context.partition_key, context.run.run_id, row.started_at, NIGHTS - 1)
+    earlier = earlier_runs(root, context.partition_key, context.run.run_id, row.started_at, NIGHTS - 1)
     context.add_output_metadata(history_metadata([*earlier, (context.run.run_id, row, calibration)], context.partition_key))
     return [row]
 
