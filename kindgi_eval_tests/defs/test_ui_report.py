@@ -77,3 +77,22 @@ def test_the_night_over_night_table_holds_one_suites_runs_only(home, tmp_path: P
     assert expected_passed == 1 and nights[2].data["change"] == "passed -1"
     assert metadata["demo-academy.alpha/passed"].value == nights[2].data["passed"]
     assert "demo-academy.beta/passed" not in metadata
+
+
+def test_the_night_over_night_table_reads_the_store_the_runs_write(home, tmp_path: Path) -> None:
+    # a launchpad run whose IO manager is configured with another home than $KINDGI_HOME: earlier runs are read from
+    # the store the run writes, never from one the environment names
+    from kindgi_eval.inputs import RunSettings
+    from kindgi_eval_tests.conftest import GOLDEN
+    from kindgi_eval_tests.defs.chain_jobs import execute, in_process_chain
+
+    elsewhere = tmp_path / "configured-home"
+    instance = open_instance(home.root)
+    settings = RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent")
+    first, second = (execute(in_process_chain, instance, settings, "demo-academy.golden", elsewhere) for _ in range(2))
+    assert first.success and second.success
+    assert not home.store.exists() and (elsewhere / "store").is_dir()
+    (record,) = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=dg.AssetKey("run_summary")), limit=1).records
+    assert record.run_id == second.run_id
+    nights = record.asset_materialization.metadata["nights"].value.records
+    assert [n.data["run"] for n in nights] == [first.run_id[:8], second.run_id[:8]]
