@@ -6,6 +6,7 @@ modules are imported only when named, so the offline path never loads httpx or l
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from kindgi_eval.agents.mock import MockAgent, MockJudge
@@ -68,4 +69,11 @@ def model_ref(name: str, role: Role) -> ModelRef:
                 ref = checked_model(name, role, offline=OFFLINE, known_provider=provider_names())
     except ValueError as e:
         raise InputError([Problem(var, None, None, str(e))]) from None
+    if not ref.is_mock:
+        from kindgi_eval.llm import missing_credentials
+
+        needed = missing_credentials(ref.provider, os.environ)  # litellm's own variables, read where it reads them
+        if needed:
+            raise InputError([Problem(var, None, None, f"{name} needs its key in {' or '.join(needed)}, which is not set: "
+                                      f"every call would be refused. Set {needed[0]}, or name another {role}.")])
     return ref

@@ -113,7 +113,7 @@ def run(mock: bool, json_path: str | None, resume: str | None, registered: str |
       kindgi-eval run --resume 3f9c2a1e
       kindgi-eval run --suite acme.pricing@1.4.0 --config-dir ../acme/config --agent-model openai:gpt-4o-mini
     """
-    from kindgi_eval.agents import make_agent, make_judge
+    from kindgi_eval.agents import make_agent, make_judge, make_sandbox
     from kindgi_eval.inputs import load_checked_suite, load_tenant, resolve_settings, suite_key
 
     if mock and (flags.get("agent_model") or flags.get("agent_url")):
@@ -128,12 +128,18 @@ def run(mock: bool, json_path: str | None, resume: str | None, registered: str |
     if registered:
         settings = settings.model_copy(update={"eval_dir": str(_registered_folder(registered, loaded.tenant.tenant))})
     suite = load_checked_suite(settings.eval_dir, loaded)
+    if suite.kind == "custom":
+        make_sandbox(settings)  # a machine that cannot sandbox the handler is exit 2 before the agent is asked anything
     baseline = _baseline(suite, loaded.tenant.tenant) if suite.kind == "regression" else None
     variants = None
     if suite.kind == "pairwise":
         from kindgi_eval.inputs import pairwise_variants, variant_settings
 
         variants = pairwise_variants(suite.registered, loaded.tenant.tenant)
+        if mock:  # --mock replaces every agent the run would call, the variants too
+            click.echo(f"--mock: variants A ({variants[0]}) and B ({variants[1]}) are both answered by the offline demo "
+                       f"agent {settings.agent_model}.", err=True)
+            variants = (settings.agent_model, settings.agent_model)
         for variant in variants:
             make_agent(variant_settings(settings, variant), loaded.tenant, check_only=True)
 
@@ -143,8 +149,9 @@ def run(mock: bool, json_path: str | None, resume: str | None, registered: str |
     make_agent(settings, loaded.tenant, check_only=True)  # the run builds its own, once litellm is imported
     make_judge(settings, check_only=True)
     _check_json_path(json_path)
-    if settings.judge_model and settings.judge_model == settings.agent_model:
-        click.echo(f"warning: the judge is the agent's own model ({settings.judge_model}); it may favour its own replies.", err=True)
+    for agent in dict.fromkeys(variants or (settings.agent_model,)):  # the agents actually evaluated, each once
+        if settings.judge_model and settings.judge_model == agent:
+            click.echo(f"warning: the judge is the agent's own model ({settings.judge_model}); it may favour its own replies.", err=True)
 
     home = runtime_home()
     key = suite_key(loaded.tenant.tenant, settings.eval_dir)
@@ -429,7 +436,8 @@ def sql(query: str, fmt: str) -> None:
 @main.command(short_help="What changed between two runs.")
 @click.argument("run_a", required=False)
 @click.argument("run_b", required=False)
-@click.option("--suite", metavar="KEY", help="Compare this suite's latest run (B) with the one before it (A), by start time.")
+@click.option("--suite", metavar="KEY", help="Compare this suite's latest run (B) with the one before it (A), by start time. KEY is the "
+              "partition the run header names (`demo-academy.golden`, `acme@acme.pricing`), or a registry suite's id.")
 @click.option("--json", "as_json", is_flag=True, help="Print the difference as JSON.")
 @click.option(
     "--exit-code",
@@ -504,6 +512,10 @@ def _latest_two(root: StorePath, suite: str):
     from kindgi_eval.store import read_rows, run_keys
 
     keys = run_keys(root, suite)
+    if not keys:  # a registry suite named by its id: the one partition of that id (`registry_key`), whatever the tenant
+        named = sorted({k.partition for k in run_keys(root) if k.partition.partition("@")[2] == suite.lower()})
+        if len(named) == 1:
+            suite, keys = named[0], run_keys(root, named[0])
     if len(keys) < 2:
         known = sorted({k.partition for k in run_keys(root)}) if not keys else []
         also = f" Suites with runs: {', '.join(known)}." if known else ""

@@ -7,6 +7,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import dagster as dg
 
+from kindgi_eval.agents import make_sandbox
 from kindgi_eval.defs.assets import SUITES
 from kindgi_eval.defs.jobs import evaluate_suite
 from kindgi_eval.defs.registered import suite_settings
@@ -35,14 +36,27 @@ def schedule_timezone(environ: dict[str, str] | None = None) -> str:
     return name
 
 
-def nightly_requests(suites: tuple[TenantSuite, ...], day: str) -> list[dg.RunRequest]:
-    """One run request per tenant suite, keyed by suite and day so a tick retried never runs a suite twice."""
-    return [run_request(s, f"{s.key}@{day}") for s in suites]
+def nightly_requests(suites: tuple[TenantSuite, ...], day: str, log=None) -> list[dg.RunRequest]:
+    """One run request per tenant suite, keyed by suite and day so a tick retried never runs a suite twice; a suite
+    that cannot run here (`run_request`) is left out, with a warning naming it and the fix, and the others run."""
+    requests = []
+    for s in suites:
+        try:
+            requests.append(run_request(s, f"{s.key}@{day}"))
+        except InputError as e:
+            if log is not None:
+                log.warning(f"{s.key}: not run: {e}")
+    return requests
 
 
 def run_request(declared: TenantSuite, run_key: str) -> dg.RunRequest:
-    """A run of one tenant suite with its settings resolved now, at the tick, and pinned for the whole run."""
-    tags = {**declared.tags(), **pinned_tags(suite_settings(declared))}
+    """A run of one tenant suite with its settings resolved now, at the tick, and pinned for the whole run;
+    InputError when it cannot run here (a registered version that no longer passes its check, a custom suite on a
+    machine that cannot sandbox its handler), before anything is asked of the agent."""
+    settings = suite_settings(declared)
+    if load_suite(settings.eval_dir).kind == "custom":
+        make_sandbox(settings)
+    tags = {**declared.tags(), **pinned_tags(settings)}
     return dg.RunRequest(run_key=run_key, partition_key=declared.key, tags=tags)
 
 
@@ -69,7 +83,8 @@ def nightly_schedule(timezone: str | None = None) -> dg.ScheduleDefinition:
         if not tenants.suites:
             return dg.SkipReason(f"{tenants.source} declares no tenant suite.")
         _add_partitions(context.instance, tenants.keys)
-        return nightly_requests(tenants.suites, context.scheduled_execution_time.strftime("%Y-%m-%d"))
+        requests = nightly_requests(tenants.suites, context.scheduled_execution_time.strftime("%Y-%m-%d"), context.log)
+        return requests or dg.SkipReason(f"No suite of {tenants.source} can run here; the warnings above say why.")
 
     return nightly_suites
 
@@ -110,9 +125,13 @@ def suite_changes(context: dg.SensorEvaluationContext) -> dg.SensorResult:
             # Keyed by the new hash and the materialisation it replaces: a change is run once, and changing back
             # to an older content after a newer one was run is a change again.
             run_key = f"{declared.key}@{current[:16]}@{event or 'never'}"
-            requests.append(run_request(declared, run_key))
+            try:
+                requests.append(run_request(declared, run_key))
+            except InputError as e:
+                unreadable.append(declared.key)
+                context.log.warning(f"{declared.key}: not run: {e}")
     new = [r.partition_key for r in requests if not context.instance.has_dynamic_partition(SUITES.name, r.partition_key)]
-    skip = None if requests else ("No suite changed" + (f"; not parsed: {', '.join(unreadable)}" if unreadable else "") + ".")
+    skip = None if requests else ("No suite changed" + (f"; not run: {', '.join(unreadable)}" if unreadable else "") + ".")
     return dg.SensorResult(
         run_requests=requests,
         dynamic_partitions_requests=[SUITES.build_add_request(new)] if new else None,

@@ -5,7 +5,7 @@ from pydantic import BaseModel
 
 from kindgi_eval.inputs import TAG_RESULT, TAG_SUITE, TAG_TENANT
 from kindgi_eval.reports import verdicts_markdown
-from kindgi_eval.spec import FAILING, STATUSES, Case
+from kindgi_eval.spec import FAILING, STATUSES, Case, judge_was_down
 from kindgi_eval.store import CalibrationRow, ReplyRow, RunRow, SampleRow, StatusRow, arrow_schema
 
 def column_schema(row: type[BaseModel]) -> dg.TableSchema:
@@ -44,7 +44,9 @@ CALIBRATION_COLUMNS = dg.TableSchema(
         dg.TableColumn("pass_labels", "int"),
         dg.TableColumn("fail_labels", "int"),
         dg.TableColumn("agreement", "float", description="Empty when the group has no items."),
+        dg.TableColumn("agreement_low", "float", description="The agreement's Wilson 95% lower bound: how little a few labels prove."),
         dg.TableColumn("kappa", "float"),
+        dg.TableColumn("invalid_samples", "int", description="Samples drawn on the group's items that were invalid."),
         dg.TableColumn("calibrated", "bool"),
         dg.TableColumn("note", "string"),
     ]
@@ -116,6 +118,7 @@ def calibration_metadata(rows: list[CalibrationRow]) -> dict[str, object]:
         f"agreement/{r.group}": float(r.agreement) for r in rows if r.agreement is not None
     }
     metadata["calibrated_groups"] = int(sum(r.calibrated for r in rows))
+    metadata["judge_down"] = judge_was_down(rows)  # no calibration sample was valid: the judge was never heard from
     metadata["groups"] = dg.MetadataValue.table(
         [
             dg.TableRecord(
@@ -125,7 +128,9 @@ def calibration_metadata(rows: list[CalibrationRow]) -> dict[str, object]:
                     "pass_labels": int(r.pass_labels),
                     "fail_labels": int(r.fail_labels),
                     "agreement": float(r.agreement) if r.agreement is not None else None,
+                    "agreement_low": float(r.agreement_low) if r.agreement_low is not None else None,
                     "kappa": float(r.kappa) if r.kappa is not None else None,
+                    "invalid_samples": int(r.invalid_samples),
                     "calibrated": bool(r.calibrated),
                     "note": r.note,
                 }
@@ -168,6 +173,8 @@ def history_metadata(runs: list[tuple[str, RunRow, list[CalibrationRow]]], suite
                 if counts[status] != getattr(previous, status.replace("-", "_"))
             ]
             change = ", ".join(moved) or "no change"
+            if run.suite_hash != previous.suite_hash:  # then the change may be the suite's, not the agent's
+                change = f"suite content changed; {change}"
         agreement = ", ".join(f"{c.group} {c.agreement:.2f}" for c in calibration if c.agreement is not None)
         records.append(
             dg.TableRecord(

@@ -94,7 +94,8 @@ class RegisteredAs(BaseModel):
     registry_hash: str
     """SHA-256 of the version's canonical JSON, as the registry stores it."""
     kind: str = "conversation"
-    """The suite's kind: `conversation`, `accuracy` (cases.jsonl holds accuracy items), `regression` or `benchmark`."""
+    """The suite's kind: `conversation`, `accuracy` (cases.jsonl holds accuracy items), `pairwise` (two cases per
+    prompt), `regression`, `human-review`, `benchmark` or `custom`."""
     baseline_run_id: str | None = None
     """A regression suite's baseline, when it names a run."""
     baseline_suite_id: str | None = None
@@ -340,9 +341,22 @@ def _parse_list(
 
 
 def suite_key(tenant: str, eval_dir: str | Path) -> str:
-    """The partition key of a tenant suite: `<tenant>.<suite folder name>`, e.g. `demo-academy.golden`."""
-    name = re.sub(r"[^a-z0-9_-]+", "-", Path(eval_dir).absolute().name.lower()).strip("-") or "suite"
+    """The partition key of the suite in `eval_dir`, the one name its runs are stored and looked up under: a folder
+    written out from the registry (it holds `registry.json`) is its registry suite's (`registry_key`), any other
+    folder `<tenant>.<folder name>` (lower case, runs of other characters as one `-`), e.g. `demo-academy.golden`."""
+    folder = Path(eval_dir).absolute()
+    registered = _registered(folder / REGISTRY_FILE)
+    if registered is not None:
+        return registry_key(tenant, registered.suite_id)
+    name = re.sub(r"[^a-z0-9_-]+", "-", folder.name.lower()).strip("-") or "suite"
     return f"{tenant}.{name}"
+
+
+def registry_key(tenant: str, suite_id: str) -> str:
+    """The partition key of a registry suite: `<tenant>@<id in lower case>`, e.g. `acme@acme.sales.pricing`. The `@`
+    keeps it apart from every suite folder's key; ids that differ only in case are refused at publish
+    (`registry.partition_clash`), so two ids of one tenant never share a partition."""
+    return f"{tenant}@{suite_id.lower()}"
 
 
 def _case_problems(case: Case, place: Place, tenant: TenantNames | None) -> list[Problem]:
@@ -386,8 +400,8 @@ def _short(text: str) -> str:
 
 
 def registered_name(tenant: str, suite_id: str) -> str:
-    """The folder name of a registered suite: its id without the tenant's prefix (`acme.pricing` -> `pricing`),
-    so its partition is `<tenant>.<name>` like a suite folder's."""
+    """The folder name of a registered suite: its id without the tenant's prefix (`acme.pricing` -> `pricing`). Its
+    partition comes from its id (`registry_key`), never from this name."""
     return suite_id.removeprefix(f"{tenant}.") or suite_id
 
 

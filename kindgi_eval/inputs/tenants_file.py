@@ -40,7 +40,7 @@ from kindgi_eval.inputs.settings import (
     RunSettings,
     resolve_settings,
 )
-from kindgi_eval.inputs.suite_folder import registered_name, suite_key
+from kindgi_eval.inputs.suite_folder import registered_name, registry_key, suite_key
 from kindgi_eval.inputs.tenant_file import field_lines
 from kindgi_eval.spec import (
     InputError,
@@ -127,7 +127,7 @@ class TenantSuite(NamedTuple):
     """One declared tenant suite: a partition and everything its run is allowed to read."""
 
     key: str
-    """The partition key, `<tenant>.<suite folder name>`."""
+    """The partition key (`suite_key`, `registry_key`): `<tenant>.<suite folder name>`, or `<tenant>@<registry id>`."""
     tenant: str
     """The tenant's name."""
     eval_dir: Path
@@ -322,10 +322,6 @@ def _suites_of(
         refuse("suites", "is missing. Name the tenant's suite folders, or a registered suite with registry = \"ID\".")
     if entry.version is not None and entry.registry is None:
         refuse("version", "is given without registry. A version names a version of a registered suite.")
-    if entry.registry is not None:
-        key = suite_key(entry.name, registered_name(entry.name, entry.registry))
-        if key in keys:
-            refuse("registry", f"has the partition key {key!r} of suites[{keys[key]}]. Rename one of them.")
     if entry.agent_model and entry.agent_url:
         refuse("agent_url", "is given beside agent_model. Name the agent once: agent_model or agent_url.")
     elif not (entry.agent_model or entry.agent_url):
@@ -340,7 +336,7 @@ def _suites_of(
     declared = [TenantSuite(suite_key(entry.name, folder), entry.name, folder, config_dir, home, entry) for _, folder in suite_dirs]
     if entry.registry is not None:
         name = registered_name(entry.name, entry.registry)
-        declared.append(TenantSuite(suite_key(entry.name, name), entry.name, home / name, config_dir, home, entry, entry.registry))
+        declared.append(TenantSuite(registry_key(entry.name, entry.registry), entry.name, home / name, config_dir, home, entry, entry.registry))
     return declared
 
 

@@ -31,9 +31,9 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Literal, NamedTuple
 
 from kindgi_eval.llm.worker import running
-from kindgi_eval.spec import Completion, ModelRef, Role, Usage, clip, unicode_text
+from kindgi_eval.spec import NO_CREDENTIALS, REFUSED_CREDENTIALS, Completion, ModelRef, Role, Usage, clip, unicode_text
 
-FaultKind = Literal["rate_limit", "server", "timeout", "input"]
+FaultKind = Literal["rate_limit", "server", "timeout", "input", "auth"]
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,8 @@ class Fault(NamedTuple):
     """What went wrong with one attempt, as far as retrying is concerned."""
 
     kind: FaultKind
-    """rate_limit (429), server (5xx), timeout, or input (anything else: the request itself is wrong)."""
+    """rate_limit (429), server (5xx), timeout, auth (401, 403, or no credentials at all: never retried), or input
+    (anything else: the request itself is wrong)."""
     status: int | None
     """The HTTP status, where there is one."""
     retry_after_s: float | None
@@ -256,6 +257,25 @@ WELL_KNOWN_PROVIDERS = frozenset({
 """Providers taken as known without asking litellm, whose whole list (`provider_names`) is had only by importing it:
 seconds a run would wait before it may start. A test checks that the installed litellm routes each of them."""
 
+CREDENTIALS: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY",), "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "groq": ("GROQ_API_KEY",), "mistral": ("MISTRAL_API_KEY",), "deepseek": ("DEEPSEEK_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",), "xai": ("XAI_API_KEY",), "cohere": ("COHERE_API_KEY",),
+    "perplexity": ("PERPLEXITYAI_API_KEY",), "fireworks_ai": ("FIREWORKS_AI_API_KEY",), "together_ai": ("TOGETHERAI_API_KEY",),
+    "cerebras": ("CEREBRAS_API_KEY",), "deepinfra": ("DEEPINFRA_API_KEY",), "replicate": ("REPLICATE_API_KEY",),
+    "nvidia_nim": ("NVIDIA_NIM_API_KEY",),
+}
+"""The variable (any one of them) a provider's key is read from, checked before a run starts, without importing
+litellm; a test checks each against litellm's own `validate_environment`. A provider not listed (a local server, a
+cloud's own credential chain) is not checked beforehand; a refusal of its credentials is never retried."""
+
+
+def missing_credentials(provider: str, environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The variables a call to `provider` needs one of, when `environ` sets none of them; empty when it does, or
+    when the provider is not one whose variables are known (`CREDENTIALS`)."""
+    names = CREDENTIALS.get(provider, ())
+    return () if any(environ.get(name) for name in names) else names
+
 
 @functools.cache
 def provider_names() -> frozenset[str]:
@@ -303,8 +323,10 @@ def read_fault(error: BaseException) -> Fault:
     response = getattr(error, "response", None)
     headers = getattr(error, "litellm_response_headers", None) or getattr(response, "headers", None)
     retry_after = parse_retry_after(headers) if isinstance(headers, Mapping) else None
-    if status == 429:
-        kind: FaultKind = "rate_limit"
+    if status in (401, 403) or NO_CREDENTIALS in str(error):  # litellm says a missing key with a 500
+        kind: FaultKind = "auth"
+    elif status == 429:
+        kind = "rate_limit"
     elif status is not None and status >= 500:
         kind = "server"
     else:
@@ -374,6 +396,8 @@ def _give_up(ref: ModelRef, fault: Fault, attempts: int, started: float, timeout
     tried = f"{attempts} attempt{'s' if attempts != 1 else ''} in {took:.1f} s"
     if fault.kind == "timeout":
         why = f"no answer within the {timeout_s:g} s call timeout"
+    elif fault.kind == "auth":
+        why = f"the provider {REFUSED_CREDENTIALS} ({_status(fault)}), which a retry would not change"
     elif fault.kind == "input":
         why = f"the provider refused the request ({_status(fault)}), which a retry would not change"
     elif attempts >= retry.attempts:

@@ -1,8 +1,8 @@
 """The runtime consumers of suite kinds: a kind is accepted for publishing only while a consumer for it is registered.
 
 Spec 003: "the registry never accepts a kind no runtime consumer honors". A consumer registers itself when its
-module is imported (`conversation`, `accuracy`, `regression` and `benchmark` do, in the modules named for them);
-the consumers of the other kinds come with the code that runs them. Pure: a table in memory.
+module is imported: each of the seven kinds (`conversation`, `accuracy`, `pairwise`, `regression`, `human-review`,
+`benchmark`, `custom`) does, in the module named for it. Pure: a table in memory.
 """
 
 from __future__ import annotations

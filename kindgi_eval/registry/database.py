@@ -61,6 +61,8 @@ SUITES = sa.Table(
     sa.Column("created_at", sa.String(32), nullable=False),
 )
 """One row per suite of a tenant, pointing at its latest (greatest) version; locked while a version is published."""
+sa.Index("registry_suites_partition", SUITES.c.tenant, sa.func.lower(SUITES.c.suite_id), unique=True)
+"""Two ids of one tenant that differ only in case would share a partition: two racing publishes cannot both store one."""
 
 VERSIONS = sa.Table(
     "registry_versions",

@@ -1,11 +1,11 @@
 """A registered suite version written out as a suite folder, so a run evaluates it like any other.
 
-The folder is `<home>/registry-suites/<tenant>/<suite id>/<version>/<name>/`: one per version, written once
-(to a temporary folder renamed into place) and never changed, since a published version is immutable. Its kind's
-consumer says what the folder holds: `cases.jsonl` (and `calibration.jsonl` when the version has one), and in
+The folder is `<home>/registry-suites/<tenant>/<suite id>/<version>/<name>/`: one per version, written (to a
+temporary folder renamed into place) the first time, and again whenever it no longer holds what the immutable
+version says. Its kind's consumer says what the folder holds: `cases.jsonl` (and `calibration.jsonl` when the version has one), and in
 `registry.json` the suite id, version, content hash and kind, with what the kind names (a regression's baseline, a
-benchmark's catalogue entry), which the run records. `<name>` is the id without its `<tenant>.` prefix, so
-`acme.pricing` of tenant acme is the partition `acme.pricing`.
+benchmark's catalogue entry), which the run records. `<name>` is the id without its `<tenant>.` prefix; the
+partition comes from the id (`acme.pricing` of tenant acme is `acme@acme.pricing`), never from the folder's name.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -39,25 +40,50 @@ def resolve_version(store: RegistryStore, tenant: str, suite_id: str, version: s
 
 
 def materialize(stored: StoredVersion, tenant: str, home: Path) -> Path:
-    """The suite folder of one stored version, written the first time it is asked for."""
-    folder = home / FOLDER / tenant / stored.suite_id / stored.version / registered_name(tenant, stored.suite_id)
-    if (folder / REGISTRY_FILE).is_file():
-        return folder
+    """The suite folder of one stored version. Its spec is checked again by its kind's consumer, as at publish (a
+    problem is an InputError naming the suite, the version and the path); the folder is written the first time, and
+    written again, saying so on standard error, whenever what it holds is not what the version says (a copy edited by hand
+    would run while the run records the version's hash)."""
+    where = f"suite {stored.suite_id} {stored.version}"
     consumer = consumer_for(stored.kind)
     assert consumer is not None, "resolve_version refuses a kind no consumer runs"
-    content = consumer.folder(json.loads(stored.document)["spec"])
+    spec = json.loads(stored.document)["spec"]
+    problems = consumer.check(spec)
+    if problems:
+        raise InputError([Problem(where, None, None, f"{line} The stored version no longer passes the {stored.kind} kind's "
+                                  "check; publish a corrected version.") for line in problems])
+    content = consumer.folder(spec)
+    identity = RegisteredAs(suite_id=stored.suite_id, suite_version=stored.version, registry_hash=stored.sha256, **content.identity)
+    files = {**content.files, REGISTRY_FILE: (identity.model_dump_json() + "\n").encode("utf-8")}
+    folder = home / FOLDER / tenant / stored.suite_id / stored.version / registered_name(tenant, stored.suite_id)
+    if folder.is_dir():
+        if _holds(folder, files):
+            return folder
+        print(f"warning: {folder} is not what {where} holds (sha256 {stored.sha256[:12]}); written again from the registry.",
+              file=sys.stderr)
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder.parent))
     try:
-        for name, data in content.files.items():
+        for name, data in files.items():
             (staging / name).write_bytes(data)
-        identity = RegisteredAs(suite_id=stored.suite_id, suite_version=stored.version, registry_hash=stored.sha256, **content.identity)
-        (staging / REGISTRY_FILE).write_text(identity.model_dump_json() + "\n", encoding="utf-8")
+        if folder.is_dir():  # set the edited copy aside first: a rename never replaces a folder that holds files
+            os.rename(folder, Path(tempfile.mkdtemp(prefix=".edited-", dir=folder.parent)) / folder.name)
         try:
             os.rename(staging, folder)
         except OSError:
-            if not (folder / REGISTRY_FILE).is_file():  # another run wrote it first: theirs is the same content
+            if not _holds(folder, files):  # another run wrote it first: theirs is the same content
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        for edited in folder.parent.glob(".edited-*"):
+            shutil.rmtree(edited, ignore_errors=True)
     return folder
+
+
+def _holds(folder: Path, files: dict[str, bytes]) -> bool:
+    """Whether `folder` holds exactly `files`, byte for byte, and nothing else."""
+    try:
+        found = {p.name for p in folder.iterdir()}
+        return found == set(files) and all((folder / name).read_bytes() == data for name, data in files.items())
+    except OSError:
+        return False

@@ -75,7 +75,8 @@ def _validation_lines(error: ValidationError) -> list[str]:
         if kind == "missing" or field not in ("kind", "spec", "id", "version"):
             lines.append(f"{field or 'body'}: {problem.message}")
         elif field == "kind":
-            lines.append(f"kind: {got} is not a kind of spec 003 ({_kinds(KINDS)}); this server accepts {_kinds(accepted_kinds())}")
+            lines.append(f"kind: {got} is not a kind ({_kinds(KINDS[:-1])} of spec 003, and this project's own "
+                         f"{KINDS[-1]}); this server accepts {_kinds(accepted_kinds())}")
         elif field == "spec":
             lines.append(f"spec: must be a JSON object, the kind's suite body ({problem.message})")
         elif field == "version" and kind == "string_pattern_mismatch":

@@ -51,6 +51,7 @@ from kindgi_eval.registry.tokens import (
     secret_sha256,
     tenant_problem,
 )
+from kindgi_eval.inputs import registry_key
 from kindgi_eval.spec import InputError, Problem
 
 LAST_USED_EVERY = timedelta(minutes=1)
@@ -120,6 +121,17 @@ class Idempotency(NamedTuple):
 
     key: str
     request_sha256: str
+
+
+def _refuse_partition_clash(connection: sa.Connection, tenant: str, suite_id: str) -> None:
+    """A new id whose runs would be stored under another id's partition (they differ only in case) is a conflict."""
+    other = connection.execute(
+        sa.select(SUITES.c.suite_id).where(SUITES.c.tenant == tenant, sa.func.lower(SUITES.c.suite_id) == suite_id.lower())
+    ).scalar()
+    if other is not None:
+        raise RegistryError("conflict", f"suite {suite_id!r}: its runs would share the partition {registry_key(tenant, suite_id)!r} "
+                            f"with suite {other!r} of the same tenant (ids that differ only in case do). "
+                            f"Publish it as a version of {other!r}, or choose another id.")
 
 
 def _if_match_holds(header: str, latest_sha256: str | None) -> bool:
@@ -306,6 +318,11 @@ class RegistryStore:
             answer = Answer(200, same.body(), same.etag)
         else:
             latest = _version(connection, tenant, suite.id, latest_version) if latest_version is not None else None
+            if latest is None:
+                _refuse_partition_clash(connection, tenant, suite.id)
+            elif latest.kind != suite.kind:
+                raise RegistryError("conflict", f"{where}: suite {suite.id!r} is a {latest.kind!r} suite, and a suite id "
+                                    f"keeps its kind. Publish this {suite.kind!r} suite under a new id.")
             if if_match is not None and not _if_match_holds(if_match, latest.sha256 if latest else None):
                 now_is = f"the latest is {latest.version} with ETag {latest.etag}" if latest else "it has no version yet"
                 raise RegistryError("precondition_failed", f"If-Match: {if_match[:200]} does not hold for suite {suite.id!r}: {now_is}. "

@@ -63,8 +63,11 @@ class RunDiff(BaseModel):
 
     run_a: str
     run_b: str
+    same_suite: bool
+    """True when both runs evaluated the same suite content (its hash); else a change may be the suite's own."""
     same_replies: bool
-    """True when B judged the very replies A did (or identical ones): any change is the judge's, not the agent's."""
+    """True when B judged the very replies A did (or identical ones): any change is the judge's (or, in another
+    suite content, the suite's), not the agent's."""
     statuses: list[StatusChange]
     criteria: list[CriterionChange]
     calibration: list[GroupSide]
@@ -125,7 +128,7 @@ def diff_runs(a: StoredRun, b: StoredRun) -> RunDiff:
         "judge_usd": {"a": a.run.judge_usd, "b": b.run.judge_usd},
     }
     return RunDiff(
-        run_a=a.run_id, run_b=b.run_id, same_replies=same, statuses=statuses, criteria=criteria, calibration=calibration, cost=cost
+        run_a=a.run_id, run_b=b.run_id, same_suite=a.run.suite_hash == b.run.suite_hash, same_replies=same, statuses=statuses, criteria=criteria, calibration=calibration, cost=cost
     )
 
 
@@ -184,9 +187,11 @@ def render_diff(d: RunDiff, a: RunRow, b: RunRow) -> str:
     lines = [
         f"A: {d.run_a} ({a.finished_at}, agent {a.agent}, judge {a.judge or 'none'})",
         f"B: {d.run_b} ({b.finished_at}, agent {b.agent}, judge {b.judge or 'none'})",
-        "Replies: the same, so every change below is the judge's, not the agent's"
-        if d.same_replies
-        else "Replies: different, so changes below may be the agent's",
+    ]
+    if not d.same_suite:
+        lines.append(f"Suite: different content (sha256 {a.suite_hash[:12]} -> {b.suite_hash[:12]}), so changes below may be the suite's")
+    lines += [
+        _replies_line(d),
         "",
         f"Status changes: {len(d.statuses)}",
     ]
@@ -207,6 +212,14 @@ def render_diff(d: RunDiff, a: RunRow, b: RunRow) -> str:
         f"judge ${d.cost['judge_usd']['a']:.4f} -> ${d.cost['judge_usd']['b']:.4f}"
     )
     return "\n".join(lines) + "\n"
+
+
+def _replies_line(d: RunDiff) -> str:
+    if not d.same_replies:
+        return "Replies: different, so changes below may be the agent's"
+    if not d.same_suite:
+        return "Replies: the same, so no change below is the agent's"
+    return "Replies: the same, so every change below is the judge's, not the agent's"
 
 
 def _figure(agreement: float | None, calibrated: bool | None) -> str:

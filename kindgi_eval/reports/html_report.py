@@ -128,7 +128,7 @@ def _calibration_table(rows: Sequence[CalibrationRow]) -> str:
     if not rows:
         return "<p>No judge in this run.</p>"
     body = "".join(
-        f"<tr><td>{escape(r.group)}</td><td>{'' if r.agreement is None else f'{r.agreement:.2f}'}</td>"
+        f"<tr><td>{escape(r.group)}</td><td>{'' if r.agreement is None else f'{r.agreement:.2f} (lower bound {r.agreement_low:.2f})'}</td>"
         f"<td>{'' if r.kappa is None else f'{r.kappa:.2f}'}</td><td>{r.items} ({r.pass_labels} pass, {r.fail_labels} fail)</td>"
         f"<td>{'yes' if r.calibrated else 'no'}</td><td>{_text(r.note)}</td></tr>"
         for r in rows

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kindgi_eval.spec import STATUSES, THRESHOLD, groups_of, safe
+from kindgi_eval.spec import STATUSES, THRESHOLD, counted, groups_of, judge_was_down, safe
 from kindgi_eval.store import CalibrationRow, RunRow, StatusRow
+
+
+NO_FUNNEL = ("accuracy", "pairwise")
+"""Kinds whose items are not conversations entering the tenant's funnel: their coverage would read like a failure."""
 
 
 def render(run: RunRow, statuses: Sequence[StatusRow], calibration: Sequence[CalibrationRow], key: str) -> str:
     """The printed report: every reply, review criteria beneath it, every failure, then the summary."""
     judged = run.judge is not None
+    against = f"variant A ({run.variant_a}) and variant B ({run.variant_b})" if run.suite_kind == "pairwise" else run.agent
     lines = [
-        f"Suite {run.eval_dir} ({key}, hash {run.suite_hash[:12]}): {run.cases} cases against {run.agent}, "
+        f"Suite {run.eval_dir} ({key}, hash {run.suite_hash[:12]}): {run.cases} cases against {against}, "
         + (f"judged by {run.judge}" if judged else "no judge"),
         "",
     ]
@@ -56,14 +61,20 @@ def summary_lines(run: RunRow, calibration: Sequence[CalibrationRow]) -> list[st
         counts = ", ".join(f"{getattr(run, s.replace('-', '_'))} {s}" for s in STATUSES)
         counts += f"; {run.ungraded} criteria ungraded"
     lines = [f"Summary: {counts}", *kind_lines(run)]
-    if run.judge is not None:
+    if run.judge is not None and judge_was_down(calibration):
+        drawn = sum(c.samples for c in calibration)
+        causes = counted([cause for c in calibration for cause in c.invalid_causes])
+        lines.append(f"Judge {run.judge} was down for the whole run: {drawn} of {drawn} samples invalid ({causes}); "
+                     "nothing was graded, so this run is not a judged one.")
+    if run.judge is not None and calibration:
         lines.append(f"Calibration (threshold {THRESHOLD:g}):")
         for c in calibration:
             agreement = "n/a" if c.agreement is None else f"{c.agreement:.2f}"
+            low = "" if c.agreement_low is None else f" (95% lower bound {c.agreement_low:.2f})"
             kappa = "n/a" if c.kappa is None else f"{c.kappa:.2f}"
             state = "calibrated" if c.calibrated else "not calibrated"
             lines.append(
-                f"  {c.group}: agreement {agreement}, kappa {kappa}, {c.items} items "
+                f"  {c.group}: agreement {agreement}{low}, kappa {kappa}, {c.items} items "
                 f"({c.pass_labels} pass, {c.fail_labels} fail); {state}: {c.note}"
             )
     cost = f"Cost: agent ${run.agent_usd:.4f}"
@@ -72,8 +83,9 @@ def summary_lines(run: RunRow, calibration: Sequence[CalibrationRow]) -> list[st
     if run.cost_unknown:
         cost += " (a model's price is unknown: counted as 0)"
     lines.append(cost)
-    uncovered = ", ".join(run.uncovered) if run.uncovered else "none"
-    lines.append(f"Funnel coverage: {len(run.stages)} stages ({', '.join(run.stages)}); uncovered: {uncovered}")
+    if run.suite_kind not in NO_FUNNEL:
+        uncovered = ", ".join(run.uncovered) if run.uncovered else "none"
+        lines.append(f"Funnel coverage: {len(run.stages)} stages ({', '.join(run.stages)}); uncovered: {uncovered}")
     return lines
 
 
@@ -117,7 +129,8 @@ def kind_lines(run: RunRow) -> list[str]:
 
 
 def kind_json(run: RunRow) -> dict:
-    """The `--json` keys of a suite of a kind with a number: `accuracy`, `regression` or `benchmark`."""
+    """The `--json` key of a suite of a kind with a result of its own: `accuracy`, `regression`, `benchmark`,
+    `human_review`, `pairwise` or `custom`."""
     if run.suite_kind == "accuracy":
         interval = None if run.accuracy is None else {"low": run.accuracy_low, "high": run.accuracy_high, "method": "wilson", "level": 0.95}
         return {"accuracy": {"value": run.accuracy, "correct": run.correct, "wrong": run.wrong, "ungraded": run.ungraded_items, "interval": interval}}
@@ -157,6 +170,7 @@ def summary_json(
         "calibration": {
             g: {
                 "agreement": c.agreement,
+                "agreement_low": c.agreement_low,
                 "kappa": c.kappa,
                 "items": c.items,
                 "labels": {"pass": c.pass_labels, "fail": c.fail_labels},

@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kindgi_eval.spec.cases import Label
 from kindgi_eval.spec.criteria import GROUPS, Group
-from kindgi_eval.spec.verdicts import FinalVerdict
+from kindgi_eval.spec.intervals import wilson
+from kindgi_eval.spec.verdicts import FinalVerdict, counted, invalid_cause
 
 CalibrationFile = Literal["absent", "empty", "items"]
 """What the suite folder holds for calibration: no calibration.jsonl, one without items, or one with items."""
@@ -40,6 +41,15 @@ class GroupAgreement(BaseModel):
     """True when this run may count the judge's verdicts in this group."""
     note: str
     """Why the group is or is not calibrated, in a sentence for the summary's reader."""
+    agreement_low: float | None = None
+    """The Wilson 95% lower bound of the agreement, for how little a few labels prove (the gate stays spec 016's:
+    agreement at the threshold); None without items."""
+    samples: int = Field(default=0, ge=0)
+    """Judge samples drawn on the group's items."""
+    invalid_samples: int = Field(default=0, ge=0)
+    """Of those, the invalid ones (an error, unparseable, an unquoted failure)."""
+    invalid_causes: list[str] = Field(default_factory=list)
+    """Each invalid sample's cause (`invalid_cause`): `missing credentials`, `unparseable`, ..."""
 
 
 class Graded(NamedTuple):
@@ -107,9 +117,11 @@ def _agree(group: Group, items: list[Graded], threshold: float, calibration_file
             f"The judge agreed with {agreed} of {len(items)} labels ({agreed / len(items):.2f}), "
             f"{'meeting' if calibrated else 'below'} the threshold of {threshold:.2f}."
         )
+    interval = wilson(agreed, len(items))
     return GroupAgreement(
         group=group,
         agreement=agreed / len(items) if items else None,
+        agreement_low=interval.low if interval else None,
         kappa=cohen_kappa(labels, verdicts),
         items=len(items),
         pass_labels=passes,
@@ -117,3 +129,26 @@ def _agree(group: Group, items: list[Graded], threshold: float, calibration_file
         calibrated=calibrated,
         note=note,
     )
+
+
+def with_samples(agreement: GroupAgreement, invalid_reasons: Sequence[str | None]) -> GroupAgreement:
+    """`agreement` with the samples drawn on its items (each one's invalid reason, None for a valid sample) counted
+    into it: a group whose every sample was invalid says so with the causes, since its judge was not measured and
+    did not disagree."""
+    invalid = [r for r in invalid_reasons if r is not None]
+    if not invalid_reasons:
+        return agreement
+    causes = [invalid_cause(r) for r in invalid]
+    note = agreement.note
+    if len(invalid) == len(invalid_reasons):
+        note = f"Not calibrated: {len(invalid)} of {len(invalid)} samples invalid: {counted(causes)}."
+    elif invalid:
+        note = f"{note} {len(invalid)} of {len(invalid_reasons)} samples invalid: {counted(causes)}."
+    return agreement.model_copy(update={"samples": len(invalid_reasons), "invalid_samples": len(invalid), "invalid_causes": causes, "note": note})
+
+
+def judge_was_down(groups: Sequence[GroupAgreement]) -> bool:
+    """Whether no sample of the run's calibration was valid, so the judge was never heard from (spec 016: a run whose
+    judge was down cannot pass itself off as judged)."""
+    drawn = [g for g in groups if g.samples]
+    return bool(drawn) and all(g.invalid_samples == g.samples for g in drawn)

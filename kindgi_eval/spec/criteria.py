@@ -6,6 +6,7 @@ from typing import Literal, NamedTuple
 
 from kindgi_eval.spec.accuracy import ACCURACY_GROUP, AccuracyCase, accuracy_criterion
 from kindgi_eval.spec.cases import Case
+from kindgi_eval.spec.pairwise import PairwiseCase
 
 Group = Literal["implicit_concession", "semantic_repetition", "answers_the_question", "free_text", "accuracy"]
 GROUPS: tuple[Group, ...] = ("implicit_concession", "semantic_repetition", "answers_the_question", "free_text")
@@ -51,6 +52,17 @@ def group_of(criterion: str) -> Group:
         if criterion == dimension:
             return dimension
     return "free_text"
+
+
+def needs_a_verdict(case: Case) -> bool:
+    """Whether a case is green only on a verdict beyond its assertions, so that unread it is `reviewed`: it has review
+    entries, or it is an accuracy item the judge grades (its one check is the judge's), or a pairwise prompt (no
+    assertion of its own; the comparison is the suite's result, reported apart)."""
+    if isinstance(case, PairwiseCase):
+        return True
+    if isinstance(case, AccuracyCase):
+        return case.grader.adapter == "judge"
+    return bool(case.review_criteria)
 
 
 def criteria_for(case: Case) -> list[Criterion]:

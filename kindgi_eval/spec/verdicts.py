@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
@@ -141,3 +142,29 @@ def _refuse_duplicate_keys(pairs: list[tuple[str, object]]) -> dict[str, object]
         raise ValueError("a key is given twice")
     return found
 
+
+
+NO_CREDENTIALS = "Missing credentials"
+"""What the OpenAI client says, through litellm, of a call made with no key at all (and so a model call's error)."""
+REFUSED_CREDENTIALS = "refused the credentials"
+"""What a model call's error says when the provider refused its key (`llm.calls`)."""
+
+
+def invalid_cause(reason: str) -> str:
+    """An invalid sample's cause in a few words, for counting: `missing credentials`, `refused credentials`,
+    `timeout`, `provider error`, `unparseable` or `unquoted failure`."""
+    if not reason.startswith("error: "):
+        return reason.split(":", 1)[0]
+    if NO_CREDENTIALS in reason:
+        return "missing credentials"
+    if REFUSED_CREDENTIALS in reason:
+        return "refused credentials"
+    if "timeout" in reason or "no answer within" in reason:
+        return "timeout"
+    return "provider error"
+
+
+def counted(causes: Sequence[str]) -> str:
+    """Causes counted, most first, then by name: `15 missing credentials, 2 unparseable`."""
+    counts = Counter(causes)
+    return ", ".join(f"{n} {cause}" for cause, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))

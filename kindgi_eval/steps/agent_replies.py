@@ -84,10 +84,8 @@ async def _ask(agent: Agent, turn: AgentTurn, deadline_ms: float) -> ReplyRow:
         return _failed(turn, agent, _since(started), error)
     except ReplyError as e:
         return _failed(turn, agent, _since(started), str(e), raw=e.raw, usage=e.usage)
-    except ModelCallError as e:
+    except ModelCallError as e:  # a provider's fault fails its case, never the run; anything else is a bug, and stops it
         return _failed(turn, agent, _since(started), str(e))
-    except Exception as e:  # an agent's failure fails its case, never the run
-        return _failed(turn, agent, _since(started), f"{type(e).__name__}: {e}")
     reply, usage = answer.reply, answer.usage
     return ReplyRow(
         case_id=turn.case_id,

@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, NamedTuple
 
+from kindgi_eval.llm import ModelCallError
 from kindgi_eval.prompts import judge_messages
 from kindgi_eval.spec import (
     DIMENSION_RULES,
@@ -136,7 +137,7 @@ async def _sample(
     try:
         completion = await judge.grade(messages, timeout_s=timeout_s)
         content, usage, latency_ms = completion
-    except Exception as e:  # a provider fault is an invalid sample; the run goes on
+    except ModelCallError as e:  # a provider fault is an invalid sample and the run goes on; anything else is a bug
         error = f"{type(e).__name__}: {e}"
     sample = read_sample(content, reply_text, error)
     return SampleRow(

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from kindgi_eval.inputs import RunSettings, variant_settings
+from kindgi_eval.llm import ModelCallError
 from kindgi_eval.prompts import pairwise_messages
 from kindgi_eval.spec import (
     ORDERS,
@@ -77,7 +78,7 @@ async def _judge_pair(judge: Judge, pair: Pair, catalogue: str, slots: asyncio.S
         try:
             async with slots:
                 content, usage, _ = await judge.grade(messages, timeout_s=timeout_s)
-        except Exception as e:  # a provider fault is an invalid answer; the run goes on
+        except ModelCallError as e:  # a provider fault is an invalid answer and the run goes on; anything else is a bug
             error = f"{type(e).__name__}: {e}"
         answers[order] = (read_judgement(content, error), content, usage)
     (j_ab, raw_ab, u_ab), (j_ba, raw_ba, u_ba) = answers["AB"], answers["BA"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from kindgi_eval.inputs import RegisteredAs, registered_name
+from kindgi_eval.inputs import RegisteredAs, registry_key
 from kindgi_eval.spec import InputError, PairedChange, Problem, paired_change
 from kindgi_eval.store import (
     RegressionRow,
@@ -53,7 +53,7 @@ def resolve_baseline(root: StorePath, tenant: str, registered: RegisteredAs, cas
 
 def _latest_run_of(root: StorePath, tenant: str, registered: RegisteredAs, where: str) -> tuple[str, str]:
     suite_id, version = registered.baseline_suite_id, registered.baseline_version
-    partition = f"{tenant}.{registered_name(tenant, suite_id or '')}"
+    partition = registry_key(tenant, suite_id or "")
     runs = []
     for key in run_keys(root, partition):
         (summary,) = read_rows(root, "run_summary", partition, key.run_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from kindgi_eval.spec import Case, Criterion, Majority, case_status, criteria_for, decide
+from kindgi_eval.spec import Case, Criterion, Majority, case_status, criteria_for, decide, needs_a_verdict
 from kindgi_eval.store import CalibrationRow, CriterionRow, OutcomeRow, ReplyRow, SampleRow, StatusRow
 
 
@@ -45,7 +45,7 @@ def status_rows(
             criteria = []
         status = case_status(
             assertions_held=held,
-            has_review=bool(case.review_criteria),
+            has_review=needs_a_verdict(case),
             verdicts=[(c.source, c.verdict) for c in criteria],
         )
         rows.append(

@@ -115,4 +115,4 @@ def test_sensor_fires_on_a_changed_suite_and_not_on_an_unchanged_one(home, tenan
 
     cases.write_text(cases.read_text() + "{not json\n")  # half-edited: wait for the fix rather than run a failure
     broken = evaluate()
-    assert broken.run_requests == [] and "not parsed: beta.golden" in broken.skip_reason.skip_message
+    assert broken.run_requests == [] and "not run: beta.golden" in broken.skip_reason.skip_message

@@ -126,7 +126,7 @@ def test_an_agent_provider_litellm_does_not_know_is_an_input_error(home) -> None
 def test_the_same_model_warning_compares_the_judge_with_the_agent_that_runs(home, tmp_path: Path) -> None:
     # AGENT_URL is the agent, so a judge equal to AGENT_MODEL is not the agent's own model: no warning.
     folder = write_suite(tmp_path / "s", [case("one")], None)
-    env = {"AGENT_URL": DEAD_AGENT, "AGENT_MODEL": "openai:same", "EVAL_MODEL_TIMEOUT_S": "2"}
+    env = {"AGENT_URL": DEAD_AGENT, "AGENT_MODEL": "openai:same", "EVAL_MODEL_TIMEOUT_S": "2", "OPENAI_API_KEY": "sk-test-not-a-real-key"}
     result = run_cli("run", "--eval-dir", str(folder), "--judge-model", "openai:same", env=env)
     assert result.code == 1, result.err  # the dead agent fails the case: an error never counts as a pass
     assert "warning: the judge is the agent's own model" not in result.err

@@ -14,6 +14,7 @@ from email.utils import formatdate
 import pytest
 
 from kindgi_eval.llm.calls import (
+    CREDENTIALS,
     CallPolicy,
     Circuit,
     CircuitPolicy,
@@ -21,11 +22,13 @@ from kindgi_eval.llm.calls import (
     ModelCallError,
     RetryPolicy,
     complete,
+    missing_credentials,
     parse_retry_after,
     retry_delay,
     scrub,
 )
 from kindgi_eval.spec.model_names import parse_model
+from kindgi_eval.spec.verdicts import invalid_cause
 from kindgi_eval_tests.fake_provider import Answer, scripted
 
 FAST = CallPolicy(RetryPolicy(attempts=4, base_delay_s=0.01, max_delay_s=0.05))
@@ -233,7 +236,7 @@ def test_500_on_every_attempt_gives_up_after_the_policy_s_attempts(provider_env)
     assert str(failed.value).endswith("boom")
 
 
-@pytest.mark.parametrize("status", [400, 401, 404, 422])
+@pytest.mark.parametrize("status", [400, 404, 422])
 def test_an_input_error_is_not_retried(provider_env, status: int) -> None:
     server = provider_env(scripted(Answer(status=status, raw_body=b'{"error": {"message": "bad request"}}')))
     with pytest.raises(ModelCallError) as failed:
@@ -241,6 +244,43 @@ def test_an_input_error_is_not_retried(provider_env, status: int) -> None:
     assert len(server.requests) == 1
     assert failed.value.fault == "input"
     assert f"the provider refused the request (HTTP {status}), which a retry would not change" in str(failed.value)
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_refused_key_is_an_auth_fault_and_never_retried(provider_env, status: int) -> None:
+    server = provider_env(scripted(Answer(status=status, raw_body=b'{"error": {"message": "invalid api key"}}')))
+    with pytest.raises(ModelCallError) as failed:
+        call()
+    assert len(server.requests) == 1 and failed.value.attempts == 1
+    assert failed.value.fault == "auth"
+    assert f"the provider refused the credentials (HTTP {status}), which a retry would not change" in str(failed.value)
+
+
+def test_a_call_with_no_key_at_all_is_an_auth_fault_and_never_retried(provider_env, monkeypatch) -> None:
+    # litellm reports the OpenAI client's "Missing credentials" as an HTTP 500, which would otherwise be retried 4 times
+    server = provider_env(scripted(Answer("never sent")))
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(ModelCallError) as failed:
+        call()
+    assert server.requests == [] and failed.value.attempts == 1
+    assert failed.value.fault == "auth" and "Missing credentials" in str(failed.value)
+    assert invalid_cause(f"error: ModelCallError: {failed.value}") == "missing credentials"
+
+
+@pytest.mark.parametrize("provider", sorted(CREDENTIALS))
+def test_the_credential_variables_checked_before_a_run_are_litellm_s_own(provider: str, monkeypatch) -> None:
+    import litellm
+
+    for name in {n for names in CREDENTIALS.values() for n in names}:
+        monkeypatch.delenv(name, raising=False)
+    model = f"{provider}/some-model"
+    assert missing_credentials(provider, {}) == CREDENTIALS[provider]
+    assert set(CREDENTIALS[provider]) <= set(litellm.validate_environment(model=model)["missing_keys"])
+    for name in CREDENTIALS[provider]:  # any one of them is enough, for litellm too
+        monkeypatch.setenv(name, "set")
+        assert missing_credentials(provider, {name: "set"}) == ()
+        assert litellm.validate_environment(model=model)["keys_in_environment"] is True
+        monkeypatch.delenv(name)
 
 
 def test_a_timeout_ends_the_call_without_a_retry(provider_env) -> None:

@@ -14,7 +14,10 @@ from kindgi_eval.spec.criteria import (
     Criterion,
     criteria_for,
     group_of,
+    needs_a_verdict,
 )
+from kindgi_eval.spec.accuracy import AccuracyCase
+from kindgi_eval.spec.pairwise import PairwiseCase
 
 AGENT_TURN = {"role": "agent", "text": "Which course are you interested in?"}
 USER_TURN = {"role": "user", "text": "Hi there"}
@@ -114,3 +117,18 @@ def test_review_entry_named_like_a_dimension_is_still_free_text_016() -> None:
     # Spec 016 counts every review entry as a free-text item; the rubric dimension still applies on its own.
     found = criteria_for(case(review="implicit_concession"))
     assert found == [Criterion("review", "implicit_concession", "free_text"), IC, AQ]
+
+
+@pytest.mark.parametrize(
+    ("item", "needs"),
+    [
+        (case(), False),  # assertions alone can make it green
+        (case(review="Warm register"), True),
+        (AccuracyCase(id="a", text="price?", expected_output="$450", grader={"adapter": "judge"}), True),
+        (AccuracyCase(id="a", text="price?", expected_output="$450", grader={"adapter": "contains"}), False),
+        (AccuracyCase(id="a", text="price?", expected_output="$450"), False),  # exact, the default grader
+        (PairwiseCase(id="p-A", text="price?", prompt_id="p", variant="A"), True),  # no assertion of its own
+    ],
+)
+def test_a_case_is_green_only_when_something_checked_it(item: Case, needs: bool) -> None:
+    assert needs_a_verdict(item) is needs
