@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import dagster as dg
@@ -36,17 +37,23 @@ def schedule_timezone(environ: dict[str, str] | None = None) -> str:
     return name
 
 
-def nightly_requests(suites: tuple[TenantSuite, ...], day: str, log=None) -> list[dg.RunRequest]:
+class Requests(NamedTuple):
+    """A tick's run requests, and the suites left out, each as `<partition>: <problem>`."""
+
+    runs: list[dg.RunRequest]
+    refused: list[str]
+
+
+def nightly_requests(suites: tuple[TenantSuite, ...], day: str) -> Requests:
     """One run request per tenant suite, keyed by suite and day so a tick retried never runs a suite twice; a suite
-    that cannot run here (`run_request`) is left out, with a warning naming it and the fix, and the others run."""
-    requests = []
+    that cannot run here (`run_request`) is left out, and the others run."""
+    runs, refused = [], []
     for s in suites:
         try:
-            requests.append(run_request(s, f"{s.key}@{day}"))
+            runs.append(run_request(s, f"{s.key}@{day}"))
         except InputError as e:
-            if log is not None:
-                log.warning(f"{s.key}: not run: {e}")
-    return requests
+            refused.append(f"{s.key}: {e}")
+    return Requests(runs, refused)
 
 
 def run_request(declared: TenantSuite, run_key: str) -> dg.RunRequest:
@@ -83,8 +90,10 @@ def nightly_schedule(timezone: str | None = None) -> dg.ScheduleDefinition:
         if not tenants.suites:
             return dg.SkipReason(f"{tenants.source} declares no tenant suite.")
         _add_partitions(context.instance, tenants.keys)
-        requests = nightly_requests(tenants.suites, context.scheduled_execution_time.strftime("%Y-%m-%d"), context.log)
-        return requests or dg.SkipReason(f"No suite of {tenants.source} can run here; the warnings above say why.")
+        requests = nightly_requests(tenants.suites, context.scheduled_execution_time.strftime("%Y-%m-%d"))
+        for refused in requests.refused:
+            context.log.warning(f"not run: {refused}")
+        return requests.runs or dg.SkipReason(f"No suite of {tenants.source} can run here: {'; '.join(requests.refused)}")
 
     return nightly_suites
 

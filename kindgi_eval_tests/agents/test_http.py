@@ -163,7 +163,8 @@ def test_runs_record_the_url_without_credentials(url: str, shown: str) -> None:
 # --- choosing the agent ------------------------------------------------------------------------------------------
 
 
-def test_make_agent_prefers_the_url_then_the_model() -> None:
+def test_make_agent_prefers_the_url_then_the_model(monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
     assert isinstance(make_agent(RunSettings(agent_url="http://127.0.0.1:9/a", agent_model="openai:x"), TENANT), HttpAgent)
     assert isinstance(make_agent(RunSettings(agent_model="openai:gpt-4o-mini"), TENANT), LitellmAgent)
     assert isinstance(make_agent(RunSettings(agent_model="mock:agent"), TENANT), MockAgent)

@@ -114,14 +114,22 @@ def test_a_custom_suite_runs_its_handler_sandboxed_and_records_each_failure(regi
     assert SECRET not in json.dumps(sql("SELECT * FROM custom")) + json.dumps(sql("SELECT * FROM outcomes"))
 
 
-def test_a_handler_whose_source_was_changed_after_publishing_is_refused(registry, home, tmp_path) -> None:
+def test_a_handler_whose_source_was_changed_after_publishing_never_runs(registry, home, tmp_path) -> None:
     source = "def grade(case, reply):\n    return {'pass': False, 'reason': 'as published'}\n"
     publish(registry.http, "demo-academy.tampered", "custom",
             {"handler": {"modulePath": "h.py", "entrypointPath": "grade", "source": source}, "cases": [case("one")]})
     assert run_cli("run", "--mock", "--suite", "demo-academy.tampered").code == 1  # written out, and run as published
     (written,) = Path(home.root, "registry-suites").rglob("handler.json")
     handler = json.loads(written.read_text())
-    written.write_text(json.dumps({**handler, "source": source.replace("False", "True")}))
+    tampered = json.dumps({**handler, "source": source.replace("False", "True")})
+    written.write_text(tampered)
+    # run from the registry: the copy is checked against the version and written again, and the published source runs
     done = run_cli("run", "--mock", "--suite", "demo-academy.tampered")
+    assert done.code == 1 and "FAILED: the custom handler failed the reply: as published" in done.out, done.out + done.err
+    assert f"warning: {written.parent} is not what suite demo-academy.tampered 1.0.0 holds" in done.err
+    assert json.loads(written.read_text()) == handler
+    # run as a folder: the source is checked against the hash its registry.json records, and refused
+    written.write_text(tampered)
+    done = run_cli("run", "--mock", "--eval-dir", str(written.parent))
     assert done.code == 2, done.out + done.err
     assert f"error: {written}: field source: is not the handler's published source (its SHA-256 differs" in done.err

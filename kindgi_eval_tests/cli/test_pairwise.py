@@ -133,7 +133,7 @@ def test_a_variant_that_is_not_declared_is_an_input_error(registry, home, tenant
 
 def _run(tmp_path: Path):
     out = tmp_path / "pairwise.json"
-    done = run_cli("run", "--mock", "--suite", "demo-academy.ab", "--judge-model", "openai:judge", "--json", str(out))
+    done = run_cli("run", "--agent-model", "mock:agent", "--suite", "demo-academy.ab", "--judge-model", "openai:judge", "--json", str(out))
     return done.code, json.loads(out.read_text()) if out.exists() else None, done.out + done.err
 
 
@@ -145,7 +145,7 @@ def test_a_run_killed_while_judging_pairs_resumes_without_judging_a_recorded_pai
     prompts = [{"id": f"p{n:02d}", "text": PRICE} for n in range(12)]
     publish(registry.http, "demo-academy.ab", "pairwise", spec() | {"prompts": prompts})
     pairs = len(PAIRS) + len(prompts)
-    command = [str(CLI), "run", "--mock", "--suite", "demo-academy.ab", "--judge-model", "openai:judge", "--concurrency", "2"]
+    command = [str(CLI), "run", "--agent-model", "mock:agent", "--suite", "demo-academy.ab", "--judge-model", "openai:judge", "--concurrency", "2"]
     process = subprocess.Popen(command, cwd=REPO, env=os.environ, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     try:
@@ -169,3 +169,38 @@ def test_a_run_killed_while_judging_pairs_resumes_without_judging_a_recorded_pai
     assert result["pairwise"]["wins"] == len(prompts)  # the champion quotes $450 to every price prompt
     (row,) = sql(f"SELECT judge_calls_saved, resumed_from FROM runs WHERE run_id = '{result['run_id']}'")
     assert row == {"judge_calls_saved": 2 * len(recorded), "resumed_from": area_run_id(area)}
+
+
+def test_mock_answers_both_variants_with_the_demo_agent_and_says_so(registry, home, tenants, provider_env, tmp_path) -> None:
+    provider = Provider()
+    provider_env(provider)
+    publish(registry.http, "demo-academy.ab", "pairwise", spec())
+    out = tmp_path / "mock.json"
+    done = run_cli("run", "--mock", "--suite", "demo-academy.ab", "--json", str(out))
+    assert done.code == 0, done.err
+    assert provider.calls["agent"] == 0  # openai:challenger, a paid model, was never called
+    assert "--mock: variants A (mock:agent) and B (openai:challenger) are both answered by the offline demo agent mock:agent" in done.err
+    assert {r["agent"] for r in sql("SELECT agent FROM replies")} == {"mock:agent"}
+    # the header names both variants; a prompt has no assertion of its own, so unjudged its replies are reviewed
+    assert "6 cases against variant A (champion 1) and variant B (challenger 2), no judge" in done.out
+    assert json.loads(out.read_text())["counts"] == {"passed": 0, "failed": 0, "judged-fail": 0, "judged-pass": 0, "reviewed": 6}
+    assert "Summary: 0 passed, 0 failed, 6 reviewed" in done.out and "Funnel coverage" not in done.out
+
+
+def test_a_judged_pairwise_run_keeps_every_reply_reviewed_and_prints_no_empty_calibration(registry, home, tenants, provider_env, tmp_path) -> None:
+    provider_env(Provider())
+    publish(registry.http, "demo-academy.ab", "pairwise", spec())
+    code, summary, said = _run(tmp_path)
+    assert code == 0 and summary["pairwise"]["calibrated"] is True, said
+    assert {c["status"] for c in summary["cases"]} == {"reviewed"}  # the comparison is the suite's result, reported apart
+    assert "Calibration (threshold" not in said and "Funnel coverage" not in said
+
+
+@pytest.mark.parametrize(("judge", "warned"), [("openai:challenger", True), ("openai:other", False)])
+def test_the_same_model_warning_compares_the_judge_with_each_variant(registry, home, tenants, provider_env, tmp_path, judge, warned) -> None:
+    provider_env(Provider())
+    publish(registry.http, "demo-academy.ab", "pairwise", spec())
+    # the run's own agent, openai:other, is not evaluated (the variants are): a judge equal to it is not warned of
+    done = run_cli("run", "--agent-model", "openai:other", "--suite", "demo-academy.ab", "--judge-model", judge)
+    assert done.code == 0, done.err
+    assert ("warning: the judge is the agent's own model" in done.err) is warned

@@ -35,14 +35,17 @@ def accuracy_run(home, calibration: list[dict]):
     settings = RunSettings(eval_dir=str(folder), agent_model="mock:agent", judge_model="openai:fake-judge")
     run_id = run_chain(open_instance(home.root), home.root, settings, key)
     read = lambda asset: read_rows(home.store, asset, key, run_id)
-    return read("run_summary")[0], read("accuracy"), read("calibration"), read("judge_samples"), folder
+    statuses = {s.case_id: s.status for s in read("statuses")}
+    return read("run_summary")[0], read("accuracy"), read("calibration"), read("judge_samples"), folder, statuses
 
 
 def test_a_calibrated_judge_grades_each_item_on_its_expected_output(home, provider_env) -> None:
     server = provider_env(Judge())
-    run, items, calibration, samples, folder = accuracy_run(home, PAIRS)
+    run, items, calibration, samples, folder, statuses = accuracy_run(home, PAIRS)
     assert [(c.group, c.items, c.calibrated) for c in calibration] == [("accuracy", 2, True)]
     assert {i.case_id: i.grade for i in items} == {"price": "correct", "days": "correct", "wrong": "wrong"}
+    # spec 016's table, as for a review entry: the judge's pass is judged-pass, its fail judged-fail
+    assert statuses == {"price": "judged-pass", "days": "judged-pass", "wrong": "judged-fail"}
     interval = wilson(2, 3)
     assert (run.correct, run.wrong, run.ungraded_items) == (2, 1, 0)
     assert (run.accuracy, run.accuracy_low, run.accuracy_high) == pytest.approx(tuple(interval))
@@ -57,10 +60,11 @@ def test_a_calibrated_judge_grades_each_item_on_its_expected_output(home, provid
 
 def test_an_uncalibrated_judge_grades_nothing_and_every_item_is_ungraded(home, provider_env) -> None:
     server = provider_env(Judge())
-    run, items, calibration, samples, _ = accuracy_run(home, PAIRS[:1])  # no fail label: the group cannot calibrate
+    run, items, calibration, samples, _, statuses = accuracy_run(home, PAIRS[:1])  # no fail label: the group cannot calibrate
     assert [(c.group, c.calibrated) for c in calibration] == [("accuracy", False)]
     assert "No item labelled fail" in calibration[0].note
     assert {i.grade for i in items} == {"ungraded"}
+    assert set(statuses.values()) == {"reviewed"}  # never green, never red
     assert (run.accuracy, run.correct, run.wrong, run.ungraded_items) == (None, 0, 0, 3)
     assert {s.subject for s in samples} == {"calibration"} and len(server.requests) == 3  # no item was sent to grade
 
@@ -69,7 +73,7 @@ def test_the_accuracy_groups_check_warns_when_its_judge_is_refused(home, provide
     from kindgi_eval.defs.asset_checks import calibration_checks
 
     provider_env(Judge())
-    _, _, calibration, _, _ = accuracy_run(home, PAIRS[:1])
+    _, _, calibration, _, _, _ = accuracy_run(home, PAIRS[:1])
     checks = {c.check_name: c for c in calibration_checks(calibration)}
     assert not checks["accuracy_calibrated"].passed and checks["accuracy_calibrated"].metadata["outcome"].value == "refused"
     assert checks["free_text_calibrated"].passed and checks["free_text_calibrated"].metadata["outcome"].value == "not applicable"

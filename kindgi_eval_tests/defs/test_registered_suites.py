@@ -17,7 +17,7 @@ from kindgi_eval_tests.conftest import GOLDEN, run_cli
 from kindgi_eval_tests.defs.test_schedules import NIGHT
 from kindgi_eval_tests.inputs.test_tenants_file import entry, tenant_tree, write_tenants
 
-KEY = "alpha.pricing"
+KEY = "alpha@alpha.pricing"  # a registry suite's partition: its tenant and its id
 
 
 def lines(name: str) -> list[dict]:
@@ -81,13 +81,14 @@ def test_a_pinned_version_is_evaluated_whatever_is_published_later(registered, h
     assert run["suite_version"] == "1.0.0"
 
 
-def test_a_registered_suite_that_does_not_exist_fails_the_tick_with_what_is_missing(registered, home) -> None:
+def test_a_registered_suite_that_does_not_exist_is_left_out_of_the_tick_with_what_is_missing(registered, home) -> None:
     from kindgi_eval.defs.definitions import defs
-    from kindgi_eval.spec import InputError
 
     context = dg.build_schedule_context(instance=open_instance(home.root), scheduled_execution_time=NIGHT)
-    with pytest.raises(InputError, match="has no suite 'alpha.pricing' of tenant 'alpha'"):
-        list(defs.resolve_schedule_def("nightly_suites")(context))
+    data = defs.resolve_schedule_def("nightly_suites").evaluate_tick(context)
+    assert data.run_requests == []
+    assert f"{KEY}: {KEY} (registry = 'alpha.pricing'): the registry at" in data.skip_message
+    assert "has no suite 'alpha.pricing' of tenant 'alpha'" in data.skip_message
 
 
 def test_the_sensor_fires_when_a_new_version_is_published(registered, home) -> None:
@@ -108,7 +109,6 @@ def test_the_sensor_fires_when_a_new_version_is_published(registered, home) -> N
     [
         ({"suites": None}, "tenant[0].suites: tenant alpha: is missing. Name the tenant's suite folders, or a registered suite"),
         ({"version": "1.0.0"}, "tenant[0].version: tenant alpha: is given without registry."),
-        ({"suites": ["evals/golden"], "registry": "alpha.golden"}, "tenant[0].registry: tenant alpha: has the partition key 'alpha.golden' of suites[0]."),
     ],
 )
 def test_a_tenants_entry_names_its_suites_once(tmp_path: Path, fields: dict, message: str) -> None:
@@ -131,8 +131,21 @@ def test_run_suite_evaluates_a_registered_version_from_the_command_line(home, tm
     done = run_cli("run", "--mock", "--suite", "demo-academy.pricing@1.0.0")
     assert done.code == 0, done.err
     (row,) = json.loads(run_cli("sql", "SELECT suite, suite_id, suite_version, cases FROM runs", "--format", "json").out)
-    assert row == {"suite": "demo-academy.pricing", "suite_id": "demo-academy.pricing", "suite_version": "1.0.0", "cases": 4}
+    assert row == {"suite": "demo-academy@demo-academy.pricing", "suite_id": "demo-academy.pricing", "suite_version": "1.0.0", "cases": 4}
     missing = run_cli("run", "--mock", "--suite", "demo-academy.pricing@9.9.9")
     assert missing.code == 2 and "has no version 9.9.9 of suite 'demo-academy.pricing'" in missing.err
     both = run_cli("run", "--mock", "--suite", "demo-academy.pricing", "--eval-dir", str(GOLDEN))
     assert both.code == 2 and both.err.startswith("error: --suite: names the suite")
+
+
+def test_a_custom_suite_is_left_out_of_the_tick_on_a_machine_without_a_sandbox(registered, home, tmp_path: Path, monkeypatch) -> None:
+    from kindgi_eval.defs.definitions import defs
+
+    source = "def grade(case, reply):\n    return {'pass': True, 'reason': 'ok'}\n"
+    suite = EvalSuite(id="alpha.pricing", tenantId="alpha", version="1.0.0", kind="custom",
+                      spec={"handler": {"modulePath": "h.py", "entrypointPath": "grade", "source": source}, "cases": lines("cases.jsonl")[:2]})
+    registered.publish("alpha", registered.issue_token("alpha", "test").id, suite)
+    monkeypatch.setenv("PATH", str(tmp_path))  # neither bubblewrap nor prlimit
+    context = dg.build_schedule_context(instance=open_instance(home.root), scheduled_execution_time=NIGHT)
+    data = defs.resolve_schedule_def("nightly_suites").evaluate_tick(context)
+    assert data.run_requests == [] and "custom handler: bwrap and prlimit not found on PATH" in data.skip_message

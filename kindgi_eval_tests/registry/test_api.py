@@ -186,6 +186,30 @@ def test_a_version_not_greater_than_the_latest_is_409(registry, caller, version)
     assert "1.2.0" in message
 
 
+def test_a_suite_id_keeps_its_kind_for_life_409(registry, caller) -> None:
+    me = caller()
+    conversation = {"cases": [{"id": "c", "text": "hi", "expect": {"escalate": False}}]}
+    accuracy = {"cases": [{"input": "price?", "expectedOutput": "$450"}]}
+    created = me.http.post("/v1/eval-suites", json=suite(me.tenant, version="1.1.0", kind="accuracy", spec=accuracy))
+    assert created.status_code == 201, created.text
+    with unchanged(registry.store):
+        message = refused(me.http.post("/v1/eval-suites", json=suite(me.tenant, version="2.0.0", kind="conversation", spec=conversation)),
+                          409, "conflict")
+    assert "is a 'accuracy' suite, and a suite id keeps its kind" in message
+
+
+def test_an_id_that_would_share_another_id_s_partition_is_409_naming_it(registry, caller) -> None:
+    me = caller()
+    first = me.http.post("/v1/eval-suites", json=suite(me.tenant, suite_id=f"{me.tenant}.pricing"))
+    assert first.status_code == 201, first.text
+    with unchanged(registry.store):
+        message = refused(me.http.post("/v1/eval-suites", json=suite(me.tenant, suite_id=f"{me.tenant}.Pricing")), 409, "conflict")
+    assert f"would share the partition '{me.tenant}@{me.tenant}.pricing' with suite '{me.tenant}.pricing'" in message
+    # another tenant's id is no clash: partitions are per tenant
+    other = caller()
+    assert other.http.post("/v1/eval-suites", json=suite(other.tenant, suite_id=f"{me.tenant}.Pricing")).status_code == 201
+
+
 def test_an_older_version_republished_identically_is_still_200(registry, caller) -> None:
     me = caller()
     me.http.post("/v1/eval-suites", json=suite(me.tenant, version="1.0.0"))
@@ -210,6 +234,25 @@ def test_concurrent_publishes_of_one_version_store_exactly_one(registry, caller)
     # one racer content wins: its 3 twins are 200 (identical), the other content's 4 are 409
     assert sorted(answers) == [200, 200, 200, 201, 409, 409, 409, 409]
     assert len(me.http.get("/v1/eval-suites/acme.pricing/versions").json()["data"]) == 1
+
+
+def test_concurrent_publishes_of_ids_that_differ_in_case_store_exactly_one(registry, caller) -> None:
+    # the check and the insert race on PostgreSQL's read committed; the unique index on the lower-case id settles it
+    me = caller()
+    answers: list[int] = []
+
+    def publish(n: int) -> None:
+        with httpx.Client(base_url=registry.url, headers=me.http.headers, timeout=30) as http:
+            suite_id = f"{me.tenant}.Pricing" if n % 2 else f"{me.tenant}.pricing"
+            answers.append(http.post("/v1/eval-suites", json=suite(me.tenant, suite_id=suite_id)).status_code)
+
+    threads = [threading.Thread(target=publish, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(answers) == [200, 200, 200, 201, 409, 409, 409, 409]
+    assert len(me.http.get("/v1/eval-suites").json()["data"]) == 1
 
 
 # what a body must be

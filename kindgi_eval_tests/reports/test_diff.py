@@ -136,3 +136,21 @@ def test_latest_pair_breaks_a_tie_of_start_times_by_finish_then_id() -> None:
 def test_latest_pair_needs_two_runs() -> None:
     with pytest.raises(ValueError, match="comparing needs two runs, got 1"):
         latest_pair({"only": run_row("2026-11-30T02:00:00+00:00", "2026-11-30T02:00:01+00:00")})
+
+
+@pytest.mark.parametrize(
+    ("hash_b", "replies_line", "suite_line"),
+    [
+        ("s", "Replies: the same, so every change below is the judge's, not the agent's", None),
+        # the suite changed: a change may be the suite's own, so it is never called the judge's
+        ("t", "Replies: the same, so no change below is the agent's", "Suite: different content (sha256 s -> t), so changes below may be the suite's"),
+    ],
+)
+def test_diff_says_first_whether_the_two_runs_evaluated_the_same_suite_content(hash_b, replies_line, suite_line) -> None:
+    a = stored("a", {"one": "passed"})
+    b = stored("b", {"one": "failed"})
+    b = b.model_copy(update={"run": b.run.model_copy(update={"suite_hash": hash_b})})
+    d = diff_runs(a, b)
+    assert d.same_suite is (hash_b == "s")
+    lines = render_diff(d, a.run, b.run).splitlines()
+    assert lines[2:4] == ([suite_line] if suite_line else []) + [replies_line] + ([] if suite_line else [""])

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from kindgi_eval.spec.calibration import THRESHOLD, Graded, agree_by_group, cohen_kappa
+from kindgi_eval.spec.calibration import THRESHOLD, Graded, agree_by_group, cohen_kappa, judge_was_down, with_samples
+from kindgi_eval.spec.intervals import wilson
+from kindgi_eval.spec.verdicts import counted, invalid_cause
 from kindgi_eval.spec.criteria import GROUPS, Group
 
 LETTER = {"p": "pass", "f": "fail", "u": "ungraded"}
@@ -190,3 +192,52 @@ def test_group_agreement_is_frozen() -> None:
     row = agree_by_group([])["free_text"]
     with pytest.raises(ValidationError):
         row.calibrated = True  # type: ignore[misc]
+
+
+def test_each_group_reports_the_wilson_lower_bound_of_its_agreement_beside_the_gate() -> None:
+    # five of five agreeing labels meet the threshold, yet a judge right 70% of the time does that one time in six
+    (row,) = agree_by_group(graded("free_text", "pp pp pp ff ff"), groups=("free_text",)).values()
+    assert row.calibrated and row.agreement == 1.0
+    assert row.agreement_low == pytest.approx(wilson(5, 5).low) and row.agreement_low == pytest.approx(5 / (5 + 1.959964**2))
+    assert agree_by_group([], groups=("free_text",))["free_text"].agreement_low is None
+
+
+def test_sixteen_agreeing_labels_are_the_fewest_whose_lower_bound_passes_0_8() -> None:
+    # the README's figure: with every label agreed with, the bound is n / (n + z^2)
+    assert wilson(15, 15).low < 0.8 <= wilson(16, 16).low
+
+
+@pytest.mark.parametrize(
+    ("reason", "cause"),
+    [
+        ("error: ModelCallError: openai:j: the provider refused the credentials (HTTP 500), which ...: Missing credentials. "
+         "Please pass an `api_key`", "missing credentials"),
+        ("error: ModelCallError: openai:j: the provider refused the credentials (HTTP 401), which ...: bad key", "refused credentials"),
+        ("error: ModelCallError: openai:j: no answer within the 30 s call timeout (1 attempt in 30.0 s)", "timeout"),
+        ("error: ModelCallError: openai:j: HTTP 500 on every attempt (4 attempts in 1.0 s): boom", "provider error"),
+        ("unparseable: not a JSON object (Expecting value)", "unparseable"),
+        ("unquoted failure: the evidence is not in the reply", "unquoted failure"),
+    ],
+)
+def test_an_invalid_sample_has_one_cause_to_count(reason: str, cause: str) -> None:
+    assert invalid_cause(reason) == cause
+
+
+def test_causes_are_counted_most_first_then_by_name() -> None:
+    assert counted(["unparseable", "timeout", "unparseable", "missing credentials"]) == "2 unparseable, 1 missing credentials, 1 timeout"
+    assert counted([]) == ""
+
+
+def test_a_group_whose_every_sample_was_invalid_says_so_with_the_causes_016() -> None:
+    (row,) = agree_by_group(graded("free_text", "pu fu"), groups=("free_text",)).values()
+    missing = "error: x: Missing credentials"
+    down = with_samples(row, [missing] * 6)
+    assert (down.samples, down.invalid_samples, down.calibrated) == (6, 6, False)
+    assert down.note == "Not calibrated: 6 of 6 samples invalid: 6 missing credentials."
+    assert judge_was_down([down])
+    # some valid samples: the judge was heard from; the invalid ones are counted beside the agreement's note
+    some = with_samples(row, [missing, None, None, None, None, "unparseable: no content"])
+    assert some.note == f"{row.note} 2 of 6 samples invalid: 1 missing credentials, 1 unparseable."
+    assert not judge_was_down([down, some])
+    # no sample drawn at all (no items, or no judge call made): nothing to say, and no judge called down
+    assert with_samples(row, []) == row and not judge_was_down([row])
