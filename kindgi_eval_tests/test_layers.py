@@ -23,7 +23,7 @@ ONLY_IMPORTER = {
     "sqlalchemy": {"registry", "defs"},  # the registry's tables; Dagster's storage (defs/instance_storage.py) is built on it
 }
 """A library and the folders that may import it: one, but for SQLAlchemy, under both the registry and Dagster."""
-SPEC_MAY_IMPORT = {"pydantic", "regex", "__future__"}  # regex: Unicode emoji properties; pure text, no file or socket
+SPEC_MAY_IMPORT = {"pydantic", "regex", "re2", "__future__"}  # regex: Unicode emoji properties; re2: tenant patterns; pure text
 """Beside the standard library, all spec/ imports."""
 
 

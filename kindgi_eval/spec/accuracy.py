@@ -3,14 +3,19 @@
 An accuracy item is a case without spec 009's assertions: its one check is its grader's. `exact`, `contains`
 and `regex` settle it on the reply's text; `judge` hands it to the calibrated judge (spec 016) as the criterion
 "the reply gives the expected output", in a calibration group of its own. A reply the grader could not grade
-(the agent failed, a pattern ran too long, the judge was not calibrated) is ungraded, never counted either way.
+(the agent failed, a pattern over its memory budget, the judge was not calibrated) is ungraded, never counted
+either way.
+
+A tenant's pattern is untrusted: it meets RE2 (`google-re2`), which matches in time linear in the reply and holds
+a compiled pattern within a memory budget, so there is no timeout to tune. What RE2 cannot take (backreferences,
+lookaround) is refused at publish. No compiled pattern is kept in a process-wide cache.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-import regex
+import re2
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from kindgi_eval.spec.assertions import (
@@ -28,11 +33,12 @@ ACCURACY_GROUP = "accuracy"
 GRADED = "expected_output"
 """The assertion a deterministic grader's verdict is recorded as."""
 UNGRADABLE = "grader_error"
-"""The assertion recorded when a deterministic grader could not decide (a pattern that ran too long)."""
-PATTERN_SECONDS = 1.0
-"""How long one pattern may search one reply before the item is ungraded: a reply is untrusted text (C3)."""
-FLAGS = {"i": regex.IGNORECASE, "m": regex.MULTILINE, "s": regex.DOTALL, "x": regex.VERBOSE}
-"""The regex grader's flags, by their letters."""
+"""The assertion recorded when a deterministic grader could not decide (a pattern RE2 could not compile here)."""
+PATTERN_MEMORY = 8 << 20
+"""Bytes RE2 may hold for one compiled pattern (its programs, and the DFA's cache when it searches): a pattern that
+needs more is refused (`(?:x{1000}){1000}` needs about a million instructions)."""
+FLAGS = {"i": "ignore case", "m": "multiline", "s": "dot matches newline"}
+"""The regex grader's flags, by their letters. RE2 has no verbose mode (`x`)."""
 
 
 class Grader(BaseModel):
@@ -47,14 +53,15 @@ class Grader(BaseModel):
     pattern: str | None = None
     """The regex grader's pattern; absent means each item's expected output is its pattern."""
     flags: str = ""
-    """The regex grader's flags, any of `i` (ignore case), `m` (multiline), `s` (dot matches newline), `x` (verbose)."""
+    """The regex grader's flags, any of `i` (ignore case), `m` (multiline), `s` (dot matches newline)."""
 
     @field_validator("flags")
     @classmethod
     def _known_flags(cls, value: str) -> str:
         unknown = sorted(set(value) - set(FLAGS))
         if unknown:
-            raise ValueError(f"unknown flag {', '.join(map(repr, unknown))}; use any of {', '.join(FLAGS)}")
+            raise ValueError(f"unknown flag {', '.join(map(repr, unknown))}; use any of {', '.join(FLAGS)} "
+                             "(RE2, which matches tenant patterns in linear time, has no verbose mode)")
         return value
 
 
@@ -69,21 +76,33 @@ class AccuracyCase(Case):
     """How the reply is graded."""
 
 
-def compile_pattern(pattern: str, flags: str) -> regex.Pattern[str]:
-    """The regex grader's pattern, compiled; `regex.error` says what is wrong with it."""
-    value = 0
-    for letter in flags:
-        value |= FLAGS[letter]
-    return regex.compile(pattern, value)
+def compile_pattern(pattern: str, flags: str):
+    """The regex grader's pattern, compiled by RE2 within `PATTERN_MEMORY`; `re2.error` says what is wrong with it.
+
+    Built apart from `re2.compile`, whose process-wide cache would keep every tenant's compiled pattern."""
+    options = re2.Options()
+    options.max_mem = PATTERN_MEMORY
+    options.case_sensitive = "i" not in flags
+    options.dot_nl = "s" in flags
+    options.log_errors = False
+    return re2._Regexp(f"(?m){pattern}" if "m" in flags else pattern, options)
 
 
 def pattern_problem(pattern: str, flags: str) -> str | None:
-    """Why `pattern` cannot grade, in a sentence; None when it compiles."""
+    """Why `pattern` cannot grade, in a sentence; None when RE2 compiles it."""
     try:
         compile_pattern(pattern, flags)
-    except regex.error as e:
-        return f"is not a valid regular expression: {e}."
+    except re2.error as e:
+        return (f"is not a regular expression RE2 accepts ({_said(e)}). Tenant patterns are matched in linear time, so "
+                "backreferences and lookaround are refused, and a pattern must compile within "
+                f"{PATTERN_MEMORY >> 20} MiB; write it without them, or with smaller counted repeats.")
     return None
+
+
+def _said(error: re2.error) -> str:
+    """RE2's own words for what is wrong with a pattern (it gives them as bytes)."""
+    said = error.args[0] if error.args else ""
+    return said.decode("utf-8", "replace") if isinstance(said, bytes) else str(said)
 
 
 def accuracy_criterion(expected_output: str) -> str:
@@ -112,11 +131,9 @@ def grade_reply(case: AccuracyCase, messages: tuple[str, ...] | list[str]) -> As
     elif grader.adapter == "regex":
         pattern = grader.pattern if grader.pattern is not None else case.expected_output
         try:
-            held = compile_pattern(pattern, grader.flags).search(text, timeout=PATTERN_SECONDS) is not None
-        except TimeoutError:
-            return AssertionResult(
-                assertion=UNGRADABLE, held=False, detail=f"the pattern {quote(pattern)} ran past {PATTERN_SECONDS:g} s on the reply; ungraded"
-            )
+            held = compile_pattern(pattern, grader.flags).search(text) is not None
+        except re2.error as e:  # checked at publish and as the run starts: only a machine short of memory gets here
+            return AssertionResult(assertion=UNGRADABLE, held=False, detail=f"the pattern {quote(pattern)} did not compile here ({_said(e)}); ungraded")
         detail = f"the pattern {quote(pattern)} {'matches' if held else 'does not match'} the reply"
     else:
         raise ValueError("the judge grades an accuracy item through its criterion, not here")

@@ -3,6 +3,8 @@ cannot run is refused (422) naming its field, and nothing is stored."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kindgi_eval.inputs import CATALOGUE, load_suite
@@ -48,9 +50,9 @@ def test_a_runnable_suite_of_each_kind_is_published(registry, caller, kind, spec
         ("accuracy", {**ACCURACY, "grader": {"adapterId": "bleu"}},
          ["spec.grader.adapterId: unknown grader adapter 'bleu'; this server grades with exact, contains, regex, judge."]),
         ("accuracy", {**ACCURACY, "grader": {"adapterId": "regex", "config": {"pattern": "(unclosed"}}},
-         ["spec.grader.config.pattern: is not a valid regular expression"]),
+         ["spec.grader.config.pattern: is not a regular expression RE2 accepts"]),
         ("accuracy", {"cases": [{"input": "x", "expectedOutput": "[a-"}], "grader": {"adapterId": "regex"}},
-         ["spec.cases[0].expectedOutput: is not a valid regular expression", "each expectedOutput is its item's pattern"]),
+         ["spec.cases[0].expectedOutput: is not a regular expression RE2 accepts", "each expectedOutput is its item's pattern"]),
         ("accuracy", {**ACCURACY, "grader": {"adapterId": "regex", "config": {"pattern": "x", "flags": "g"}}},
          ["spec.grader.config.flags: unknown flag 'g'"]),
         ("accuracy", {**ACCURACY, "grader": {"adapterId": "exact", "config": {"caseSensitive": False}}},
@@ -92,6 +94,35 @@ def test_a_suite_its_consumer_cannot_run_is_refused_422_naming_the_field(registr
         message = refused(me.http.post("/v1/eval-suites", json=suite(me.tenant, f"{me.tenant}.{kind}", kind=kind, spec=spec)), 422, "invalid")
     for words in said:
         assert words in message
+
+
+def _peak_rss_mib() -> float:
+    """This process's peak resident memory (the server answers from a thread of it)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM in /proc/self/status")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "said"),
+    [
+        ("(?:x{2000}){2000}", "invalid repetition size"),  # a backtracking engine's compile held 0.9 GB for this
+        ("(?:x{65535}){65535}", "invalid repetition size"),  # and 24 GB for this, until the OOM killer came
+        (r"(\w+) \1", "invalid escape sequence"),  # a backreference: no linear-time engine matches one
+        ("price(?= is)", "invalid perl operator"),  # lookahead, likewise
+    ],
+    ids=["nested-repeat", "nested-repeat-max", "backreference", "lookahead"],
+)
+def test_a_tenant_pattern_re2_cannot_take_is_refused_at_publish_in_bounded_memory(registry, caller, pattern, said) -> None:
+    me = caller()
+    before = _peak_rss_mib()
+    spec = {**ACCURACY, "grader": {"adapterId": "regex", "config": {"pattern": pattern}}}
+    with unchanged(registry.store):
+        message = refused(me.http.post("/v1/eval-suites", json=suite(me.tenant, f"{me.tenant}.re", kind="accuracy", spec=spec)), 422, "invalid")
+    assert f"spec.grader.config.pattern: is not a regular expression RE2 accepts ({said}" in message
+    assert _peak_rss_mib() - before < 64
+    assert me.http.get("/healthz").status_code == 200
 
 
 def test_each_catalogue_entry_holds_the_content_it_was_pinned_to():

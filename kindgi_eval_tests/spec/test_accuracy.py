@@ -1,6 +1,7 @@
 """Accuracy items: each grader's verdict on a reply, and which results count towards the accuracy."""
 
 import pytest
+import re2
 from pydantic import ValidationError
 
 from kindgi_eval.spec import (
@@ -11,6 +12,7 @@ from kindgi_eval.spec import (
     check_accuracy,
     criteria_for,
     item_grade,
+    pattern_problem,
 )
 
 
@@ -59,11 +61,40 @@ def test_without_a_pattern_each_expected_output_is_its_own_pattern():
     assert result.held
 
 
-def test_a_pattern_that_runs_too_long_leaves_the_item_ungraded_not_wrong():
+def test_a_pattern_that_backtracks_exponentially_elsewhere_is_matched_in_linear_time():
+    # (a|aa)+$ takes a backtracking engine about 2^n steps on a run of n a's; RE2 decides it in one pass
     catastrophic = item(adapter="regex", pattern=r"(a|aa)+$")
-    (result,) = check_accuracy(catastrophic, ("a" * 40 + "b",), error=None)
-    assert result.assertion == "grader_error" and not result.held
-    assert item_grade([(result.assertion, result.held)], None) == "ungraded"
+    (result,) = check_accuracy(catastrophic, ("a" * 100_000 + "b",), error=None)  # a backtracking engine never returns
+    assert result.assertion == "expected_output" and not result.held
+
+
+@pytest.mark.parametrize(
+    ("pattern", "said"),
+    [
+        ("(?:x{2000}){2000}", "invalid repetition size"),  # 19 bytes that grew a backtracking engine's server to 24 GB
+        ("(?:x{65535}){65535}", "invalid repetition size"),
+        ("(?:[a-z]{100}){100}", "invalid repetition size"),
+        (r"(a)\1", "invalid escape sequence"),  # a backreference
+        ("(?=a)b", "invalid perl operator"),  # lookaround
+        ("(?<!a)b", "invalid perl operator"),
+    ],
+)
+def test_a_pattern_re2_cannot_take_within_its_budget_is_refused_with_why(pattern: str, said: str):
+    problem = pattern_problem(pattern, "")
+    assert problem is not None and said in problem and "backreferences and lookaround are refused" in problem
+
+
+def test_no_tenant_pattern_is_kept_in_a_process_wide_cache():
+    cached = re2._Regexp._make.cache_info().currsize
+    for n in range(50):
+        (result,) = check_accuracy(item(adapter="regex", pattern=f"tenant-{n}"), (f"tenant-{n}",), error=None)
+        assert result.held
+    assert re2._Regexp._make.cache_info().currsize == cached
+
+
+def test_the_verbose_flag_is_refused_since_re2_has_none():
+    with pytest.raises(ValidationError, match="unknown flag 'x'; use any of i, m, s"):
+        Grader(adapter="regex", pattern="x", flags="x")
 
 
 def test_unknown_flags_are_refused():
