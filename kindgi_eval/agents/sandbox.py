@@ -1,13 +1,17 @@
 """The sandbox a custom suite's handler runs in: tenant code in a separate process that sees almost nothing.
 
-One process per call, started as `prlimit ... -- bwrap ... python -I -S -B harness.py`:
+One process per call, started as `sh -c 'join the call's cgroups; exec prlimit ... -- bwrap ... python -I -S -B
+harness.py'`:
+- a control group per call (`cgroups.CallGroup`) bounds the whole sandbox: its memory (heap, memory files and
+  tmpfs together, swap included) and its processes (`MAX_PROCESSES`), however many it forks;
 - bubblewrap gives it new user, PID, network, IPC, UTS and cgroup namespaces (no network at all, not even
   loopback; no other process), runs it as uid/gid 65534 with every capability dropped, in a new session, killed
-  with its parent;
-- its filesystem is read-only and holds only the shared libraries (`/usr/lib`, and `/lib`, `/lib64` as the host
-  has them), the interpreter with its standard library (its `site-packages` hidden under an empty read-only
-  tmpfs), the harness, and the handler's own module in a folder of its own: no /proc, /dev, /tmp, home, runtime
-  folder, store, registry database, tenant configuration or other suite;
+  with its parent, with no further user namespace (`--disable-userns`) and under a system-call filter
+  (`seccomp.filter_program`);
+- its filesystem is read-only, its root remounted read-only after the binds, and holds only the shared libraries
+  (`/usr/lib`, and `/lib`, `/lib64` as the host has them), the interpreter with its standard library (its
+  `site-packages` hidden under an empty read-only tmpfs), the harness, and the handler's own module in a folder of
+  its own: no /proc, /dev, /tmp, home, runtime folder, store, registry database, tenant configuration or other suite;
 - prlimit caps its address space (the memory limit, RLIMIT_AS), its CPU time (a backstop just past the time limit),
   the size of any file it writes (1 MiB), its open files (256), and core dumps (none);
 - the wall-clock limit is kept here: past it the whole session is killed.
@@ -20,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import platform
 import shutil
 import signal
 import subprocess
@@ -31,6 +36,8 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
+from kindgi_eval.agents.cgroups import CallGroup, Hierarchy, find_hierarchy
+from kindgi_eval.agents.seccomp import filter_program, machine
 from kindgi_eval.inputs import RunSettings
 from kindgi_eval.spec import ANSWER_LIMIT, Handler, HandlerExit, InputError, Problem
 
@@ -77,23 +84,22 @@ def python_runtime() -> Runtime:
 class Sandbox:
     """Runs one handler call at a time per thread, under the limits it was made with."""
 
-    def __init__(self, bwrap: str, prlimit: str, runtime: Runtime, timeout_s: float, memory_mib: int) -> None:
+    def __init__(self, bwrap: str, prlimit: str, runtime: Runtime, timeout_s: float, memory_mib: int, hierarchy: Hierarchy,
+                 arch: str) -> None:
         self.bwrap, self.prlimit, self.runtime = bwrap, prlimit, runtime
         self.timeout_s, self.memory_mib = timeout_s, memory_mib
+        self.hierarchy, self.seccomp = hierarchy, filter_program(arch)
 
-    def argv(self, folder: Path, handler: Handler) -> list[str]:
-        """The command that runs `handler` (written under `folder`) in the sandbox."""
-        return self.command(folder, ["/sandbox/harness.py", f"/handler/{handler.modulePath}", handler.entrypointPath])
-
-    def command(self, folder: Path, script: list[str]) -> list[str]:
-        """The command that runs the bare interpreter on `script` (its arguments) in the sandbox, `folder` as /handler."""
+    def command(self, folder: Path, script: list[str], seccomp_fd: int) -> list[str]:
+        """The command that runs the bare interpreter on `script` (its arguments) in the sandbox, `folder` as /handler,
+        the system-call filter read from `seccomp_fd`."""
         memory = self.memory_mib * 1024 * 1024
         cpu = math.ceil(self.timeout_s) + 1
         limits = [f"--as={memory}:{memory}", f"--cpu={cpu}:{cpu}", f"--fsize={FILE_LIMIT}:{FILE_LIMIT}",
                   f"--nofile={OPEN_FILES}:{OPEN_FILES}", "--core=0:0"]
         rt = self.runtime
-        box = ["--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL",
-               "--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
+        box = ["--unshare-all", "--unshare-user", "--disable-userns", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL",
+               "--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv", "--seccomp", str(seccomp_fd)]
         for place in LIBRARIES:
             if os.path.islink(place):
                 box += ["--symlink", os.readlink(place), place]
@@ -106,7 +112,8 @@ class Sandbox:
         packages = rt.stdlib / "site-packages"
         if packages.is_dir():  # the interpreter's installed packages are not the handler's
             box += ["--tmpfs", str(packages), "--remount-ro", str(packages)]
-        box += ["--ro-bind", str(HARNESS), "/sandbox/harness.py", "--ro-bind", str(folder), "/handler", "--chdir", "/handler"]
+        box += ["--ro-bind", str(HARNESS), "/sandbox/harness.py", "--ro-bind", str(folder), "/handler"]
+        box += ["--remount-ro", "/", "--chdir", "/handler"]  # the root tmpfs bubblewrap made, read-only once bound
         box += ["--setenv", "LANG", "C.UTF-8"]
         run = [str(rt.executable), "-I", "-S", "-B", "-X", "utf8", *script]
         return [self.prlimit, *limits, "--", self.bwrap, *box, *run]
@@ -120,16 +127,33 @@ class Sandbox:
             module.write_text(handler.source, encoding="utf-8")
             for path in [folder, *folder.rglob("*")]:
                 path.chmod(0o755 if path.is_dir() else 0o644)  # readable by the sandbox's uid 65534
-            return self._call(self.argv(folder, handler), json.dumps(payload, ensure_ascii=False).encode("utf-8"))
+            script = ["/sandbox/harness.py", f"/handler/{handler.modulePath}", handler.entrypointPath]
+            return self.call(folder, script, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
-    def _call(self, argv: list[str], stdin: bytes) -> HandlerExit:
-        started = time.monotonic()
+    def call(self, folder: Path, script: list[str], stdin: bytes) -> HandlerExit:
+        """Run the interpreter on `script` in the sandbox (`folder` as /handler), in a control group of its own that is
+        emptied and removed when the call ends."""
+        group = CallGroup(self.hierarchy, self.memory_mib * 1024 * 1024)
         try:
-            process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            return self._call(group, folder, script, stdin)
+        finally:
+            group.close()
+
+    def _call(self, group: CallGroup, folder: Path, script: list[str], stdin: bytes) -> HandlerExit:
+        started = time.monotonic()
+        read_end, write_end = os.pipe()  # the filter, read by bubblewrap from this descriptor
+        os.write(write_end, self.seccomp)  # a few hundred bytes: within the pipe's buffer, so nothing waits
+        os.close(write_end)
+        try:
+            argv = group.enter_argv(self.command(folder, script, read_end))
+            process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       start_new_session=True, pass_fds=(read_end,))
         except OSError as e:
             return HandlerExit(None, b"", b"", 0.0, timeout_s=self.timeout_s, memory_mib=self.memory_mib, refused=f"the sandbox did not start ({e})")
+        finally:
+            os.close(read_end)
         out, err = bytearray(), bytearray()
         overflow = threading.Event()
         readers = [
@@ -200,18 +224,31 @@ def _kill(process: subprocess.Popen) -> None:
 
 def make_sandbox(settings: RunSettings) -> Sandbox:
     """The sandbox of a run, with its time and memory limits; InputError when this machine cannot give one (no
-    bubblewrap or prlimit, or user namespaces refused), since a handler never runs unsandboxed."""
+    bubblewrap or prlimit, no control group it may make, a machine the system-call filter is not built for, or user
+    namespaces refused), since a handler never runs unsandboxed."""
     bwrap, prlimit = shutil.which("bwrap"), shutil.which("prlimit")
     if bwrap is None or prlimit is None:
         missing = " and ".join(name for name, path in (("bwrap", bwrap), ("prlimit", prlimit)) if path is None)
         raise InputError([Problem("custom handler", None, None, f"{missing} not found on PATH: a custom suite's handler runs only "
                                   "in the sandbox. Install bubblewrap and util-linux (apt-get install bubblewrap util-linux).")])
-    sandbox = Sandbox(bwrap, prlimit, python_runtime(), settings.handler_timeout_s, settings.handler_memory_mib)
+    hierarchy = find_hierarchy()
+    if hierarchy is None:
+        raise InputError([Problem("custom handler", None, None, "no control group can be made here (/sys/fs/cgroup): a custom "
+                                  "suite's handler runs only in a group that bounds its memory and processes as a whole. Run "
+                                  "kindgi-eval as root, or delegate it a cgroup v2 subtree with the memory and pids controllers.")])
+    arch = machine()
+    if arch is None:
+        raise InputError([Problem("custom handler", None, None, f"the handler's system-call filter is not built for this machine "
+                                  f"({platform.machine()}); a custom suite runs on x86_64 and aarch64.")])
+    sandbox = Sandbox(bwrap, prlimit, python_runtime(), settings.handler_timeout_s, settings.handler_memory_mib, hierarchy, arch)
     with tempfile.TemporaryDirectory(prefix="kindgi-handler-") as empty:
-        probe = sandbox._call(sandbox.command(Path(empty), ["-c", "pass"]), b"")
+        try:
+            probe = sandbox.call(Path(empty), ["-c", "pass"], b"")
+        except OSError as e:  # the control group could not be made or entered
+            raise InputError([Problem("custom handler", None, None, f"the sandbox's control group cannot be made here ({e}). "
+                                      "Run kindgi-eval as root, or delegate it a cgroup v2 subtree.")]) from None
     if probe.returncode != 0:
         said = probe.refused or probe.stderr.decode("utf-8", "replace").strip()[-300:] or f"exit status {probe.returncode}"
         raise InputError([Problem("custom handler", None, None, f"the sandbox cannot start on this machine ({said}). "
                                   "bubblewrap needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1).")])
     return sandbox
-

@@ -20,6 +20,7 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPBearer
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from kindgi_eval.registry.errors import STATUS_OF, ErrorCode, RegistryError
 from kindgi_eval.registry.model import (
@@ -34,6 +35,7 @@ from kindgi_eval.registry.publishing import MAX_BODY, read_suite
 from kindgi_eval.registry.semver import is_semver
 from kindgi_eval.registry.store import Answer, Idempotency, RegistryStore, StoredVersion
 from kindgi_eval.registry.tokens import TokenInfo, is_token_shaped
+from kindgi_eval.spec import unicode_text
 
 API_VERSION = "1.0.0"
 DEFAULT_LIMIT, MAX_LIMIT = 50, 100
@@ -108,6 +110,8 @@ def create_app(store: RegistryStore) -> FastAPI:  # reads run on the event loop,
         lifespan=_serving,
     )
     app.state.store = store
+    app.state.aborted_uploads = 0
+    """Publishes whose client disconnected before sending the whole body: ended quietly, counted here."""
     _handle_errors(app)
 
     @app.post(
@@ -144,7 +148,7 @@ def create_app(store: RegistryStore) -> FastAPI:  # reads run on the event loop,
         limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Suites per page.")] = DEFAULT_LIMIT,
     ) -> SuitePage:
         """The caller's suites by id, the latest version of each, a page at a time."""
-        summaries, more = store.list_suites(token.tenant, _cursor_id(after) if after is not None else None, limit)
+        summaries, more = await run_in_threadpool(store.list_suites, token.tenant, _cursor_id(after) if after is not None else None, limit)
         return SuitePage(data=summaries, next=_cursor(summaries[-1].id) if more else None)
 
     @app.get("/v1/eval-suites/{suite_id}", response_model=SuiteVersion, summary="The latest version", responses=_errors(401, 404))
@@ -189,11 +193,15 @@ async def _read_body(request: Request) -> bytes:
                 pass
         raise _too_large(int(declared))
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY:
-            raise _too_large(None)
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY:
+                raise _too_large(None)
+            chunks.append(chunk)
+    except ClientDisconnect:  # the client went away mid-body: nobody is left to answer, and nothing to log
+        request.app.state.aborted_uploads += 1
+        raise
     return b"".join(chunks)
 
 
@@ -246,7 +254,12 @@ def _handle_errors(app: FastAPI) -> None:
     """Every refusal in the one error shape, a validation error included (422, never a 500)."""
 
     def error(code: ErrorCode, message: str, status: int, headers: dict[str, str] | None = None) -> JSONResponse:
-        return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+        # a message may quote the request (a key, a value): made text that encodes, whatever the request held
+        return JSONResponse({"error": {"code": code, "message": unicode_text(message)}}, status_code=status, headers=headers)
+
+    @app.exception_handler(ClientDisconnect)
+    async def client_gone(_: Request, e: ClientDisconnect) -> Response:
+        return Response(status_code=400)  # never reaches the client, which is gone; no traceback in the log
 
     @app.exception_handler(RegistryError)
     async def registry_error(_: Request, e: RegistryError) -> JSONResponse:

@@ -37,6 +37,9 @@ def _key(length: int) -> sa.types.TypeEngine:
     return sa.String(length).with_variant(sa.String(length, collation="C"), "postgresql")
 
 
+LISTED_DESCRIPTION = 200
+"""Characters of a description a listing shows (the rest is in the version itself)."""
+
 METADATA = sa.MetaData()
 
 TOKENS = sa.Table(
@@ -75,9 +78,12 @@ VERSIONS = sa.Table(
     sa.Column("document", sa.Text, nullable=False),
     sa.Column("published_by", sa.String(32), sa.ForeignKey("registry_tokens.id"), nullable=False),
     sa.Column("published_at", sa.String(32), nullable=False),
+    sa.Column("summary", sa.Text, nullable=False, server_default='""'),
     sa.ForeignKeyConstraint(["tenant", "suite_id"], ["registry_suites.tenant", "registry_suites.suite_id"]),
 )
-"""Every published version, immutable: the canonical JSON document, its SHA-256, who published it and when."""
+"""Every published version, immutable: the canonical JSON document, its SHA-256, who published it and when, and
+the start of its description as a JSON string (`summary`: JSON, as PostgreSQL text holds no NUL), which a listing
+shows without reading any document."""
 
 IDEMPOTENCY = sa.Table(
     "registry_idempotency_keys",

@@ -118,7 +118,7 @@ class SuiteSummary(BaseModel):
     kind: Kind
     """The latest version's kind."""
     description: str
-    """The latest version's description."""
+    """The latest version's description, its first 200 characters (the version itself holds it whole)."""
     hash: str
     """SHA-256 of the latest version's canonical JSON."""
     published_at: str

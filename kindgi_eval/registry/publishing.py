@@ -48,7 +48,7 @@ def _json_object(body: bytes) -> dict[str, Any]:
     if not body.strip():
         raise RegistryError("invalid", "body: empty. Send the suite as a JSON object (Content-Type: application/json).")
     try:
-        data = json.loads(body.decode("utf-8"), parse_constant=_no_constant)
+        data = json.loads(body.decode("utf-8"), parse_constant=_no_constant, object_pairs_hook=_unique_names)
     except UnicodeDecodeError as e:
         raise RegistryError("invalid", f"body: not UTF-8 (byte {e.start}). Send the suite as UTF-8 JSON.") from None
     except json.JSONDecodeError as e:
@@ -60,6 +60,17 @@ def _json_object(body: bytes) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise RegistryError("invalid", "body: must be one JSON object, the suite (id, tenantId, version, kind, description, spec).")
     return data
+
+
+def _unique_names(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose names are unique (RFC 7493, I-JSON): with a name given twice, which one a reader keeps is
+    each reader's guess (`tenantId` globex, then acme), so the body is refused."""
+    found: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in found:
+            raise ValueError(f"the name {name[:80]!r} is given twice in one object; give each name once (RFC 7493).")
+        found[name] = value
+    return found
 
 
 def _no_constant(name: str) -> Any:

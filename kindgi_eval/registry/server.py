@@ -12,6 +12,7 @@ from contextlib import contextmanager
 import uvicorn
 
 from kindgi_eval.registry.app import create_app
+from kindgi_eval.registry.http_limits import KEEP_ALIVE_S, MAX_CONNECTIONS, BoundedHttpTools
 from kindgi_eval.registry.store import RegistryStore
 from kindgi_eval.spec import InputError, Problem
 
@@ -30,7 +31,8 @@ def bind(host: str, port: int) -> socket.socket:
 
 def _server(store: RegistryStore, *, quiet: bool) -> uvicorn.Server:
     config = uvicorn.Config(create_app(store), lifespan="on", log_level="warning" if quiet else "info",
-                            log_config=None if quiet else uvicorn.config.LOGGING_CONFIG, access_log=not quiet)
+                            log_config=None if quiet else uvicorn.config.LOGGING_CONFIG, access_log=not quiet,
+                            http=BoundedHttpTools, limit_concurrency=MAX_CONNECTIONS, timeout_keep_alive=KEEP_ALIVE_S)
     return uvicorn.Server(config)
 
 

@@ -22,6 +22,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 
 from kindgi_eval.registry.database import (
     IDEMPOTENCY,
+    LISTED_DESCRIPTION,
     SUITES,
     TOKENS,
     VERSIONS,
@@ -338,7 +339,8 @@ class RegistryStore:
                                    .values(latest_version=suite.version))
             stored = StoredVersion(suite.id, suite.version, suite.kind, sha256, document, now, token_id)
             connection.execute(VERSIONS.insert().values(tenant=tenant, suite_id=suite.id, version=suite.version, kind=suite.kind,
-                                                        sha256=sha256, document=document, published_by=token_id, published_at=now))
+                                                        sha256=sha256, document=document, published_by=token_id, published_at=now,
+                                                        summary=json.dumps(suite.description[:LISTED_DESCRIPTION])))
             answer = Answer(201, stored.body(), stored.etag)
         if idempotency is not None:
             connection.execute(IDEMPOTENCY.insert().values(tenant=tenant, key=idempotency.key, request_sha256=idempotency.request_sha256,
@@ -382,10 +384,12 @@ class RegistryStore:
         return [VersionInfo(version=r.version, hash=r.sha256, published_at=r.published_at) for r in rows]
 
     def list_suites(self, tenant: str, after: str | None, limit: int) -> tuple[list[SuiteSummary], bool]:
-        """`tenant`'s suites with ids after `after`, by id, the latest version of each; and whether more follow."""
+        """`tenant`'s suites with ids after `after`, by id, the latest version of each, its description clipped to
+        `LISTED_DESCRIPTION` characters; and whether more follow. Read from columns: no document is read or parsed."""
         condition = [SUITES.c.tenant == tenant] + ([SUITES.c.suite_id > after] if after is not None else [])
         query = (
-            sa.select(*_VERSION_COLUMNS)
+            sa.select(VERSIONS.c.suite_id, VERSIONS.c.version, VERSIONS.c.kind, VERSIONS.c.summary, VERSIONS.c.sha256,
+                      VERSIONS.c.published_at)
             .select_from(SUITES.join(VERSIONS, sa.and_(VERSIONS.c.tenant == SUITES.c.tenant, VERSIONS.c.suite_id == SUITES.c.suite_id,
                                                        VERSIONS.c.version == SUITES.c.latest_version)))
             .where(*condition)
@@ -393,13 +397,9 @@ class RegistryStore:
             .limit(limit + 1)
         )
         with self._reading() as connection:
-            rows = [StoredVersion(*row) for row in connection.execute(query).all()]
-        summaries = []
-        for stored in rows[:limit]:
-            document = json.loads(stored.document)
-            summaries.append(SuiteSummary(id=stored.suite_id, version=stored.version, kind=stored.kind,  # type: ignore[arg-type]
-                                          description=document.get("description", ""), hash=stored.sha256,
-                                          published_at=stored.published_at))
+            rows = connection.execute(query).all()
+        summaries = [SuiteSummary(id=suite_id, version=version, kind=kind, description=json.loads(summary), hash=sha256, published_at=at)
+                     for suite_id, version, kind, summary, sha256, at in rows[:limit]]
         return summaries, len(rows) > limit
 
 

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
 from kindgi_eval.agents import make_sandbox
+from kindgi_eval.agents.cgroups import MAX_PROCESSES, find_hierarchy
+from kindgi_eval.agents.seccomp import DENIED, machine, syscall_number
 from kindgi_eval.inputs import RunSettings
 from kindgi_eval.spec import Handler, judge_exit
 
@@ -78,3 +83,72 @@ def test_a_handler_that_forks_children_is_killed_whole_at_the_time_limit() -> No
     run = sandbox.run(Handler(modulePath="forks.py", entrypointPath="grade", source=forks), {"case": {}, "reply": {}})
     assert run.timed_out and run.duration_ms < 5_000
     assert judge_exit(run).error == "the handler ran past its time limit of 0.5 s and was killed"
+
+
+def call(code: str, memory_mib: int = 256) -> tuple[int | None, str, str]:
+    """Run `code` with the sandbox's bare interpreter: its exit status, standard output and last line of standard error."""
+    sandbox = make_sandbox(RunSettings(handler_memory_mib=memory_mib, handler_timeout_s=20))
+    folder = Path(tempfile.mkdtemp(prefix="kindgi-test-"))
+    folder.chmod(0o755)
+    try:
+        run = sandbox.call(folder, ["-c", code], b"")
+    finally:
+        shutil.rmtree(folder)
+    lines = run.stderr.decode("utf-8", "replace").strip().splitlines()
+    return run.returncode, run.stdout.decode().strip(), lines[-1] if lines else ""
+
+
+def test_the_memory_limit_bounds_the_sandbox_as_a_whole_not_each_process() -> None:
+    # four children of 200 MiB each held 800 MiB under a per-process limit of 256 MiB; the group holds 256 MiB in all
+    code = ("import os\nkids = []\nfor _ in range(4):\n    pid = os.fork()\n    if pid == 0:\n        hoard = bytearray(200 << 20)\n"
+            "        import time; time.sleep(2); os._exit(0)\n    kids.append(pid)\nprint(sum(os.waitpid(k, 0)[1] == 0 for k in kids))")
+    code_, survivors, _ = call(code)
+    assert code_ == 0 and int(survivors) <= 1
+
+
+def test_a_memory_file_is_refused() -> None:
+    # memfd_create held 200 MB beside the heap, outside every file size limit
+    assert call("import os; os.memfd_create('x')")[2] == "PermissionError: [Errno 1] Operation not permitted"
+
+
+def test_a_fork_bomb_is_bounded_by_the_group_s_process_limit() -> None:
+    code = ("import os, time\nmade = 0\ntry:\n    for _ in range(300):\n        if os.fork() == 0:\n            time.sleep(5); os._exit(0)\n"
+            "        made += 1\nexcept OSError as e:\n    print(made, e.errno)")
+    status, said, _ = call(code)
+    made, errno_ = said.split()
+    assert status == 0 and int(made) < MAX_PROCESSES and int(errno_) == errno.EAGAIN  # 300 of 300 succeeded before
+
+
+@pytest.mark.parametrize("path", ["/written", "/usr/written", "/handler/written", f"{sys.prefix}/written"])
+def test_no_folder_of_the_sandbox_is_writable(path: str) -> None:
+    # the root bubblewrap makes is a tmpfs; it is remounted read-only once everything is bound
+    assert call(f"open({path!r}, 'w')")[2].startswith(("OSError: [Errno 30] Read-only file system", "FileNotFoundError", "PermissionError"))
+
+
+@pytest.mark.parametrize("name", ["ptrace", "mount", "unshare", "setns", "keyctl", "bpf", "memfd_create", "userfaultfd"])
+def test_each_filtered_system_call_is_refused_eperm(name: str) -> None:
+    assert name in DENIED
+    code = f"import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nprint(libc.syscall({syscall_number(machine(), name)}, 0, 0, 0, 0), ctypes.get_errno())"
+    assert call(code)[1] == f"-1 {errno.EPERM}"
+
+
+def test_a_nested_user_namespace_is_refused() -> None:
+    code = "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nprint(libc.unshare(0x10000000), ctypes.get_errno())"
+    assert call(code)[1] == f"-1 {errno.EPERM}"
+
+
+def test_threads_and_plain_forks_still_work_under_the_filter() -> None:
+    code = ("import os, threading\nt = threading.Thread(target=print, args=('thread',)); t.start(); t.join()\n"
+            "pid = os.fork()\nif pid == 0:\n    os._exit(7)\nprint(os.waitpid(pid, 0)[1] >> 8)")
+    assert call(code)[1] == "thread\n7"
+
+
+def test_every_call_s_control_group_is_removed_when_it_ends() -> None:
+    hierarchy = find_hierarchy()
+    call("import os\nif os.fork() == 0:\n    import time; time.sleep(30)\n")  # leaves a child behind, killed with the group
+    for parent in {hierarchy.memory, hierarchy.pids}:
+        assert [p for p in parent.iterdir() if p.is_dir()] == []
+
+
+def test_a_machine_with_no_control_group_to_make_has_no_hierarchy(tmp_path) -> None:
+    assert find_hierarchy(tmp_path) is None  # and make_sandbox then refuses the custom suite, naming the fix

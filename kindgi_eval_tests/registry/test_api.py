@@ -371,6 +371,7 @@ def test_a_nul_character_is_stored_and_answered(registry, caller) -> None:
     document = suite(me.tenant, description="a\u0000b")  # PostgreSQL text cannot hold NUL; canonical JSON escapes it
     assert me.http.post("/v1/eval-suites", json=document).status_code == 201
     assert me.http.get("/v1/eval-suites/acme.pricing").json()["suite"]["description"] == "a\u0000b"
+    assert me.http.get("/v1/eval-suites").json()["data"][0]["description"] == "a\u0000b"  # and listed from its column
 
 
 def test_a_body_over_1_mib_is_413(registry, caller) -> None:
@@ -456,3 +457,35 @@ def test_unknown_routes_and_methods_answer_the_error_shape(registry, caller) -> 
     with unchanged(registry.store):
         refused(me.http.get("/v2/eval-suites"), 404, "not_found")
         refused(me.http.delete("/v1/eval-suites/acme.pricing"), 405, "invalid")
+
+
+def test_a_name_given_twice_in_one_object_is_refused_422(registry, caller) -> None:
+    me = caller()
+    body = json.dumps(suite(me.tenant))[:-1] + f', "tenantId": "globex"}}'  # tenantId mine, then another's
+    with unchanged(registry.store):
+        message = refused(me.http.post("/v1/eval-suites", content=body, headers={"Content-Type": "application/json"}), 422, "invalid")
+    assert "the name 'tenantId' is given twice in one object" in message
+    nested = json.dumps(suite(me.tenant)).replace('"must_contain": ["\\u20ac"]', '"must_contain": ["a"], "must_contain": ["b"]')
+    assert nested.count("must_contain") == 2
+    with unchanged(registry.store):
+        refused(me.http.post("/v1/eval-suites", content=nested, headers={"Content-Type": "application/json"}), 422, "invalid")
+
+
+def test_an_error_quoting_a_lone_surrogate_is_still_a_json_answer(registry, caller) -> None:
+    me = caller()
+    body = json.dumps(suite(me.tenant)).replace('"spec": {', '"spec": {"ca\\ud800ses": 1, ')  # an unknown key, quoted back
+    with unchanged(registry.store):
+        response = me.http.post("/v1/eval-suites", content=body, headers={"Content-Type": "application/json"})
+    message = refused(response, 422, "invalid")
+    assert "ca\ufffdses" in message
+
+
+def test_a_listing_answers_from_columns_with_descriptions_clipped(registry, caller) -> None:
+    me = caller()
+    long = "A description a tenant made long. " * 25_000  # about 850 KB, under the 1 MiB body limit
+    for n in range(3):
+        assert me.http.post("/v1/eval-suites", json=suite(me.tenant, f"{me.tenant}.s{n}", description=long)).status_code == 201
+    page = me.http.get("/v1/eval-suites", params={"limit": 100})
+    assert page.status_code == 200 and len(page.content) < 4096  # three suites, not 2.5 MB of descriptions
+    assert [s["description"] for s in page.json()["data"]] == [long[:200]] * 3
+    assert me.http.get(f"/v1/eval-suites/{me.tenant}.s0").json()["suite"]["description"] == long  # the version holds it whole

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,25 @@ def test_a_database_that_cannot_be_opened_is_an_input_error(url: str, said: str)
     with pytest.raises(InputError) as e:
         open_store(url)
     assert said in str(e.value) and "secret-pw" not in str(e.value)
+
+
+def test_versions_published_before_the_summary_column_are_listed_with_their_description(tmp_path: Path) -> None:
+    from alembic import command
+
+    from kindgi_eval.registry.database import _alembic_config
+
+    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    engine = sa.create_engine(url)
+    with engine.connect() as connection, connection.begin():
+        command.upgrade(_alembic_config(connection), "0002")  # the schema as an earlier release left it
+        document = json.dumps({"id": "acme.pricing", "tenantId": "acme", "version": "1.0.0", "kind": "conversation",
+                               "description": "Pricing questions " * 40, "spec": {}})
+        connection.exec_driver_sql("INSERT INTO registry_tokens VALUES ('t1', 'acme', '', 'h', 'now', NULL, NULL)")
+        connection.exec_driver_sql("INSERT INTO registry_suites VALUES ('acme', 'acme.pricing', '1.0.0', 'now')")
+        connection.exec_driver_sql("INSERT INTO registry_versions VALUES ('acme', 'acme.pricing', '1.0.0', 'conversation', "
+                                   f"'{'0' * 64}', ?, 't1', 'now')", (document,))
+    engine.dispose()
+    store = open_store(url)  # migrates to the head
+    (listed,), more = store.list_suites("acme", None, 10)
+    assert listed.description == ("Pricing questions " * 40)[:200] and not more
+    store.close()

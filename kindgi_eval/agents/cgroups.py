@@ -1,0 +1,130 @@
+"""A control group per handler call, so the sandbox is bounded as a whole: memory and processes for the group, not
+per process (four forked children each under a per-process `RLIMIT_AS` hold four times the limit; a fork bomb is
+bounded by no rlimit at all). Touches /sys/fs/cgroup.
+
+cgroup v2 where the machine has it with the `memory` and `pids` controllers (`memory.max`, `memory.swap.max`,
+`pids.max`), v1 otherwise (`memory.limit_in_bytes`, `memory.memsw.limit_in_bytes` where swap is accounted,
+`pids.max`), as nsjail does, and as systemd's `MemoryMax`/`TasksMax` do on v2. The call's process joins its groups
+before it execs anything (`enter_argv`), so everything it starts is inside; when the call ends, whatever is left in
+the group is killed and the group removed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+from pathlib import Path
+from typing import NamedTuple
+
+ROOT = Path("/sys/fs/cgroup")
+PARENT = "kindgi-eval"
+"""The folder under each hierarchy holding one group per call."""
+MAX_PROCESSES = 32
+"""Processes (and threads) a handler call may hold at once: the interpreter needs a handful."""
+
+
+class Hierarchy(NamedTuple):
+    """Where this machine lets groups be made, and how its limits are named."""
+
+    version: int
+    memory: Path
+    """The folder groups with a memory limit are made in (v2: the same as `pids`)."""
+    pids: Path
+
+
+def find_hierarchy(root: Path = ROOT) -> Hierarchy | None:
+    """The cgroup hierarchy to make call groups in: v2 with memory and pids delegated, else v1's memory and pids;
+    None when neither can be written here."""
+    v2 = root if (root / "cgroup.controllers").is_file() else root / "unified"
+    controllers = (v2 / "cgroup.controllers").read_text().split() if (v2 / "cgroup.controllers").is_file() else []
+    if {"memory", "pids"} <= set(controllers) and os.access(v2, os.W_OK):
+        return Hierarchy(2, v2 / PARENT, v2 / PARENT)
+    memory, pids = root / "memory", root / "pids"
+    if (memory / "memory.limit_in_bytes").is_file() and (pids / "cgroup.procs").is_file() and os.access(memory, os.W_OK) and os.access(pids, os.W_OK):
+        return Hierarchy(1, memory / PARENT, pids / PARENT)
+    return None
+
+
+class CallGroup:
+    """The groups of one call: made with its limits, entered by the call's process, emptied and removed after."""
+
+    def __init__(self, hierarchy: Hierarchy, memory_bytes: int, processes: int = MAX_PROCESSES) -> None:
+        name = uuid.uuid4().hex
+        self.hierarchy = hierarchy
+        self.folders = sorted({hierarchy.memory / name, hierarchy.pids / name})
+        if hierarchy.version == 2:
+            _enable_controllers(hierarchy.memory)
+        for folder in self.folders:
+            folder.mkdir(parents=True)
+        memory, pids = hierarchy.memory / name, hierarchy.pids / name
+        if hierarchy.version == 2:
+            _write(memory / "memory.max", memory_bytes)
+            _write_if_there(memory / "memory.swap.max", 0)
+        else:
+            _write(memory / "memory.limit_in_bytes", memory_bytes)
+            _write_if_there(memory / "memory.memsw.limit_in_bytes", memory_bytes)  # no way round the limit through swap
+        _write(pids / "pids.max", processes)
+        self.memory_folder = memory
+
+    def enter_argv(self, argv: list[str]) -> list[str]:
+        """`argv` run by a shell that first moves itself into the call's groups, then execs it: nothing it starts is
+        ever outside them."""
+        joins = "; ".join(f'echo $$ > "{folder / "cgroup.procs"}"' for folder in self.folders)
+        return ["/bin/sh", "-c", f'{joins} && exec "$@"', "sh", *argv]
+
+    def over_memory(self) -> bool:
+        """Whether the call ran into its memory limit (the kernel refused or reclaimed past it)."""
+        if self.hierarchy.version == 2:
+            events = _read(self.memory_folder / "memory.events")
+            return any(line.split()[0] in ("oom", "oom_kill", "max") and line.split()[1] != "0" for line in events.splitlines() if line.strip())
+        return _read(self.memory_folder / "memory.failcnt").strip() not in ("", "0")
+
+    def close(self) -> None:
+        """Kill whatever is left in the groups, then remove them."""
+        deadline = time.monotonic() + 5
+        for folder in self.folders:
+            while True:
+                pids = [int(p) for p in _read(folder / "cgroup.procs").split()]
+                if not pids or time.monotonic() > deadline:
+                    break
+                for pid in pids:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                time.sleep(0.01)
+        for folder in self.folders:
+            for _ in range(100):
+                try:
+                    folder.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:  # busy until the last killed process is reaped
+                    time.sleep(0.01)
+
+
+def _enable_controllers(parent: Path) -> None:
+    """On v2, the parent of the call groups has the memory and pids controllers for its children."""
+    parent.mkdir(exist_ok=True)
+    wanted = [c for c in ("memory", "pids") if c not in _read(parent / "cgroup.subtree_control").split()]
+    if wanted:
+        (parent / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in wanted))
+
+
+def _write(path: Path, value: int) -> None:
+    path.write_text(str(value))
+
+
+def _write_if_there(path: Path, value: int) -> None:
+    if path.exists():
+        _write(path, value)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
