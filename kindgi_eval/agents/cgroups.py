@@ -71,7 +71,7 @@ class CallGroup:
     def enter_argv(self, argv: list[str]) -> list[str]:
         """`argv` run by a shell that first moves itself into the call's groups, then execs it: nothing it starts is
         ever outside them."""
-        joins = "; ".join(f'echo $$ > "{folder / "cgroup.procs"}"' for folder in self.folders)
+        joins = " && ".join(f'echo $$ > "{folder / "cgroup.procs"}"' for folder in self.folders)
         return ["/bin/sh", "-c", f'{joins} && exec "$@"', "sh", *argv]
 
     def over_memory(self) -> bool:

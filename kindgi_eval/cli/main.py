@@ -69,7 +69,7 @@ def _settings_options(*fields: str) -> Callable:
 
 RUN_SETTINGS = (
     "eval_dir", "config_dir", "agent_model", "agent_url", "judge_model", "max_latency_ms", "concurrency", "model_timeout_s",
-    "handler_timeout_s", "handler_memory_mib",
+    "handler_timeout_s", "handler_run_s", "handler_memory_mib",
 )
 REPLAY_SETTINGS = ("eval_dir", "config_dir", "judge_model", "concurrency", "model_timeout_s")
 

@@ -22,6 +22,8 @@ DEFAULT_CONCURRENCY = 8
 DEFAULT_MODEL_TIMEOUT_S = 60.0
 DEFAULT_HANDLER_TIMEOUT_S = 120.0
 """A custom suite's handler's time per call: OpenAI's python grader allows 2 minutes."""
+DEFAULT_HANDLER_RUN_S = 3600.0
+"""A custom suite's handler's time over one run's replies together: an hour, thirty calls at their longest."""
 DEFAULT_HANDLER_MEMORY_MIB = 2048
 """A custom suite's handler's address space: OpenAI's python grader allows 2 GB."""
 MOCK_AGENT = "mock:agent"
@@ -79,6 +81,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("handler_timeout_s", "EVAL_HANDLER_TIMEOUT_S", "float", DEFAULT_HANDLER_TIMEOUT_S,
             "Seconds a custom suite's handler may run on one reply, in its sandbox; past them it is killed.",
             low=0, low_open=True),
+    Setting("handler_run_s", "EVAL_HANDLER_RUN_S", "float", DEFAULT_HANDLER_RUN_S,
+            "Seconds a custom suite's handler may run over one run's replies in all; the cases left are errors.",
+            low=0, low_open=True),
     Setting("handler_memory_mib", "EVAL_HANDLER_MEMORY_MIB", "int", DEFAULT_HANDLER_MEMORY_MIB,
             "MiB of address space a custom suite's handler may use, in its sandbox.", low=64, high=65536),
 )
@@ -110,6 +115,8 @@ class RunSettings(BaseModel):
     """How long one model call, the agent's or the judge's, may take with its retries."""
     handler_timeout_s: float = DEFAULT_HANDLER_TIMEOUT_S
     """How long a custom suite's handler may run on one reply before it is killed."""
+    handler_run_s: float = DEFAULT_HANDLER_RUN_S
+    """How long a custom suite's handler may run over all of one run's replies; a case not graded by then is an error."""
     handler_memory_mib: int = DEFAULT_HANDLER_MEMORY_MIB
     """The address space a custom suite's handler may use (RLIMIT_AS), in MiB."""
 

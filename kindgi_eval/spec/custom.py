@@ -228,6 +228,13 @@ def check_handler(verdict: HandlerVerdict) -> AssertionResult | None:
     )
 
 
+def out_of_time(budget_s: float) -> HandlerVerdict:
+    """The verdict of a case the handler was not run on because the run's handler time was spent: an error, never
+    a pass (C6), saying which setting bounds it."""
+    return HandlerVerdict("error", None, None, f"not run: the handler's {budget_s:g} s for the whole run (EVAL_HANDLER_RUN_S) "
+                          "were spent on the cases before this one; ungraded", None)
+
+
 def skipped(error: str | None) -> HandlerVerdict:
     """The verdict of a case the handler was not run on: the agent gave no reply."""
     return HandlerVerdict("skipped", None, None, f"not run: the agent gave no reply ({clip(error or 'no reply', ERROR_CHARS)})", None)

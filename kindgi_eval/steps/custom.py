@@ -9,6 +9,7 @@ runner. A handler that fails is an `error` verdict and the stage goes on to the 
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
@@ -21,6 +22,7 @@ from kindgi_eval.spec import (
     HandlerExit,
     HandlerVerdict,
     judge_exit,
+    out_of_time,
     skipped,
 )
 from kindgi_eval.store import CustomRow, OutcomeRow, ReplyRow, StatusRow, SuiteRow
@@ -58,16 +60,21 @@ def payload(case: Case, reply: ReplyRow) -> dict[str, Any]:
 
 
 def grade_replies(
-    run: Run, handler: Handler, cases: Sequence[Case], replies: Sequence[ReplyRow], *, concurrency: int
+    run: Run, handler: Handler, cases: Sequence[Case], replies: Sequence[ReplyRow], *, concurrency: int, budget_s: float,
+    clock: Callable[[], float] = time.monotonic,
 ) -> dict[str, HandlerVerdict]:
     """The handler's verdict on every case's reply, `concurrency` sandboxes at a time; a case whose agent failed is
-    skipped, not graded."""
+    skipped, not graded. Once `budget_s` of the run's time in the handler has passed, no call is started: each case
+    left is an error (`out_of_time`), never a pass."""
     by_case = {r.case_id: r for r in replies}
+    ends = clock() + budget_s
 
     def grade(case: Case) -> HandlerVerdict:
         reply = by_case[case.id]
         if reply.error is not None or reply.escalate is None:
             return skipped(reply.error)
+        if clock() >= ends:
+            return out_of_time(budget_s)
         return judge_exit(run(handler, payload(case, reply)))
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="handler") as pool:

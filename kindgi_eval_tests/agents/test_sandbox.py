@@ -6,14 +6,16 @@ import errno
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
 from kindgi_eval.agents import make_sandbox
-from kindgi_eval.agents.cgroups import MAX_PROCESSES, find_hierarchy
+from kindgi_eval.agents.cgroups import MAX_PROCESSES, CallGroup, find_hierarchy
 from kindgi_eval.agents.seccomp import DENIED, machine, syscall_number
 from kindgi_eval.inputs import RunSettings
 from kindgi_eval.spec import Handler, judge_exit
@@ -119,7 +121,7 @@ def test_a_fork_bomb_is_bounded_by_the_group_s_process_limit() -> None:
     assert status == 0 and int(made) < MAX_PROCESSES and int(errno_) == errno.EAGAIN  # 300 of 300 succeeded before
 
 
-@pytest.mark.parametrize("path", ["/written", "/usr/written", "/handler/written", f"{sys.prefix}/written"])
+@pytest.mark.parametrize("path", ["/written", "/usr/written", "/handler/written", f"{sys.base_prefix}/written"])
 def test_no_folder_of_the_sandbox_is_writable(path: str) -> None:
     # the root bubblewrap makes is a tmpfs; it is remounted read-only once everything is bound
     assert call(f"open({path!r}, 'w')")[2].startswith(("OSError: [Errno 30] Read-only file system", "FileNotFoundError", "PermissionError"))
@@ -143,11 +145,17 @@ def test_threads_and_plain_forks_still_work_under_the_filter() -> None:
     assert call(code)[1] == "thread\n7"
 
 
-def test_every_call_s_control_group_is_removed_when_it_ends() -> None:
-    hierarchy = find_hierarchy()
-    call("import os\nif os.fork() == 0:\n    import time; time.sleep(30)\n")  # leaves a child behind, killed with the group
-    for parent in {hierarchy.memory, hierarchy.pids}:
-        assert [p for p in parent.iterdir() if p.is_dir()] == []
+def test_a_call_s_group_holds_all_it_started_and_is_removed_with_it_when_it_ends() -> None:
+    group = CallGroup(find_hierarchy(), 64 << 20)
+    started = subprocess.run(group.enter_argv(["/bin/sh", "-c", "sleep 60 >/dev/null 2>&1 & echo $!"]), capture_output=True, text=True, timeout=10)
+    left = int(started.stdout)  # the shell has exited; its child lives on, inside the group
+    assert all(str(left) in (folder / "cgroup.procs").read_text().split() for folder in group.folders)
+    group.close()
+    assert not any(folder.exists() for folder in group.folders)
+    with pytest.raises(ProcessLookupError):
+        for _ in range(100):  # killed; reaped by init once it is gone
+            os.kill(left, 0)
+            time.sleep(0.02)
 
 
 def test_a_machine_with_no_control_group_to_make_has_no_hierarchy(tmp_path) -> None:
