@@ -65,11 +65,11 @@ def _json_object(body: bytes) -> dict[str, Any]:
 def _unique_names(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """A JSON object whose names are unique (RFC 7493, I-JSON): with a name given twice, which one a reader keeps is
     each reader's guess (`tenantId` globex, then acme), so the body is refused."""
-    found: dict[str, Any] = {}
-    for name, value in pairs:
-        if name in found:
-            raise ValueError(f"the name {name[:80]!r} is given twice in one object; give each name once (RFC 7493).")
-        found[name] = value
+    found = dict(pairs)
+    if len(found) < len(pairs):  # the rare case pays for finding which name it was
+        seen: set[str] = set()
+        name = next(name for name, _ in pairs if name in seen or seen.add(name))  # type: ignore[func-returns-value]
+        raise ValueError(f"the name {name[:80]!r} is given twice in one object; give each name once (RFC 7493).")
     return found
 
 

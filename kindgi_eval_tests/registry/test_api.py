@@ -218,40 +218,35 @@ def test_an_older_version_republished_identically_is_still_200(registry, caller)
         assert me.http.post("/v1/eval-suites", json=suite(me.tenant, version="1.0.0")).status_code == 200
 
 
-def test_concurrent_publishes_of_one_version_store_exactly_one(registry, caller) -> None:
-    me = caller()
+def race(registry, me, documents: list[dict]) -> list[int]:
+    """Each document published at once, from a thread and a connection of its own; the statuses, sorted."""
     answers: list[int] = []
 
-    def publish(n: int) -> None:
+    def publish(document: dict) -> None:
         with httpx.Client(base_url=registry.url, headers=me.http.headers, timeout=30) as http:
-            answers.append(http.post("/v1/eval-suites", json=suite(me.tenant, description=f"racer {n % 2}")).status_code)
+            answers.append(http.post("/v1/eval-suites", json=document).status_code)
 
-    threads = [threading.Thread(target=publish, args=(n,)) for n in range(8)]
+    threads = [threading.Thread(target=publish, args=(document,)) for document in documents]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    return sorted(answers)
+
+
+def test_concurrent_publishes_of_one_version_store_exactly_one(registry, caller) -> None:
+    me = caller()
+    answers = race(registry, me, [suite(me.tenant, description=f"racer {n % 2}") for n in range(8)])
     # one racer content wins: its 3 twins are 200 (identical), the other content's 4 are 409
-    assert sorted(answers) == [200, 200, 200, 201, 409, 409, 409, 409]
+    assert answers == [200, 200, 200, 201, 409, 409, 409, 409]
     assert len(me.http.get("/v1/eval-suites/acme.pricing/versions").json()["data"]) == 1
 
 
 def test_concurrent_publishes_of_ids_that_differ_in_case_store_exactly_one(registry, caller) -> None:
     # the check and the insert race on PostgreSQL's read committed; the unique index on the lower-case id settles it
     me = caller()
-    answers: list[int] = []
-
-    def publish(n: int) -> None:
-        with httpx.Client(base_url=registry.url, headers=me.http.headers, timeout=30) as http:
-            suite_id = f"{me.tenant}.Pricing" if n % 2 else f"{me.tenant}.pricing"
-            answers.append(http.post("/v1/eval-suites", json=suite(me.tenant, suite_id=suite_id)).status_code)
-
-    threads = [threading.Thread(target=publish, args=(n,)) for n in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert sorted(answers) == [200, 200, 200, 201, 409, 409, 409, 409]
+    ids = [f"{me.tenant}.Pricing" if n % 2 else f"{me.tenant}.pricing" for n in range(8)]
+    assert race(registry, me, [suite(me.tenant, suite_id=suite_id) for suite_id in ids]) == [200, 200, 200, 201, 409, 409, 409, 409]
     assert len(me.http.get("/v1/eval-suites").json()["data"]) == 1
 
 
