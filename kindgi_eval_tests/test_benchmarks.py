@@ -43,6 +43,8 @@ def test_pytest_is_blocked() -> None:
         ("big_inputs.py", ("--suite-mb", "20", "--body-mb", "2", "--skip-at-limit")),
         # whole processes: the golden run, and runs of 1 and 8 cases beside the bare loop, once each
         ("whole_run.py", ("--quick",)),
+        # the registry's server under a tenth of each attack
+        ("registry_attacks.py", ("--quick",)),
     ],
 )
 def test_a_benchmark_runs_without_pytest(script: str, args: tuple[str, ...]) -> None:
