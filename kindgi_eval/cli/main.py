@@ -297,7 +297,7 @@ def _refuse_finished(root: StorePath, area, recorded) -> None:
 
 
 @main.command(short_help="Re-judge a run's stored replies with another judge.")
-@click.option("--from", "source", required=True, metavar="RUN_ID", help="The run whose stored replies are re-judged.")
+@click.option("--from", "source", required=True, metavar="RUN_ID", help="The run whose stored replies are re-judged: its id, or a prefix naming one run.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the summary as JSON here.")
 @_settings_options(*REPLAY_SETTINGS)
 @_input_errors
@@ -316,6 +316,8 @@ def replay(source: str, json_path: str | None, **flags: object) -> None:
     from kindgi_eval.store import replay_source, runtime_home, store_root
 
     home = runtime_home()
+    (named,) = _runs_named(store_root(home), {"--from": source})  # a run id, or a prefix naming one run, as elsewhere
+    source = named.run_id
     key, original = replay_source(store_root(home), source, "--from")
     # The suite folder is the source run's unless --eval-dir says otherwise; a replay asks no agent.
     flags = {**flags, "eval_dir": flags.get("eval_dir") or original.eval_dir}
@@ -419,7 +421,7 @@ def sql(query: str, fmt: str) -> None:
     import duckdb
 
     from kindgi_eval.spec import safe
-    from kindgi_eval.store import connect, format_rows, store_root
+    from kindgi_eval.store import connect, format_rows, store_root, view_names
 
     with connect(store_root(), query) as con:
         try:
@@ -430,7 +432,10 @@ def sql(query: str, fmt: str) -> None:
         except duckdb.Error as e:
             # DuckDB's whole message, as it gives it: the error, its hint (`Did you mean "runs"?`), the `LINE 1:` line
             # and its `^` pointer. It may quote stored values, which can be model output: made harmless for a terminal.
-            raise InputError([Problem("query", None, None, safe(str(e).strip()))]) from None
+            said = safe(str(e).strip())
+            if isinstance(e, duckdb.CatalogException) and "does not exist" in said:
+                said += f"\nThe views are: {', '.join(view_names())}."
+            raise InputError([Problem("query", None, None, said)]) from None
     click.echo(format_rows(columns, rows, fmt), nl=False)
 
 @main.command(short_help="What changed between two runs.")

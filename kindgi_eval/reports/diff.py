@@ -184,14 +184,15 @@ def latest_pair(runs: Mapping[str, RunRow]) -> RunPair:
 
 def render_diff(d: RunDiff, a: RunRow, b: RunRow) -> str:
     """The diff as text a person reads."""
+    judged = a.judge is not None or b.judge is not None  # without a judge in either run, nothing is said of judges
     lines = [
-        f"A: {d.run_a} ({a.finished_at}, agent {a.agent}, judge {a.judge or 'none'})",
-        f"B: {d.run_b} ({b.finished_at}, agent {b.agent}, judge {b.judge or 'none'})",
+        f"A: {d.run_a} ({a.finished_at}, agent {a.agent}" + (f", judge {a.judge or 'none'})" if judged else ")"),
+        f"B: {d.run_b} ({b.finished_at}, agent {b.agent}" + (f", judge {b.judge or 'none'})" if judged else ")"),
     ]
     if not d.same_suite:
         lines.append(f"Suite: different content (sha256 {a.suite_hash[:12]} -> {b.suite_hash[:12]}), so changes below may be the suite's")
     lines += [
-        _replies_line(d),
+        _replies_line(d, judged),
         "",
         f"Status changes: {len(d.statuses)}",
     ]
@@ -207,17 +208,17 @@ def render_diff(d: RunDiff, a: RunRow, b: RunRow) -> str:
         lines.append("Calibration agreement (A -> B):")
         for g in d.calibration:
             lines.append(f"  {g.group}: {_figure(g.a, g.calibrated_a)} -> {_figure(g.b, g.calibrated_b)}")
-    lines.append(
-        f"Cost: agent ${d.cost['agent_usd']['a']:.4f} -> ${d.cost['agent_usd']['b']:.4f}, "
-        f"judge ${d.cost['judge_usd']['a']:.4f} -> ${d.cost['judge_usd']['b']:.4f}"
-    )
+    cost = f"Cost: agent ${d.cost['agent_usd']['a']:.4f} -> ${d.cost['agent_usd']['b']:.4f}"
+    if judged:
+        cost += f", judge ${d.cost['judge_usd']['a']:.4f} -> ${d.cost['judge_usd']['b']:.4f}"
+    lines.append(cost)
     return "\n".join(lines) + "\n"
 
 
-def _replies_line(d: RunDiff) -> str:
+def _replies_line(d: RunDiff, judged: bool) -> str:
     if not d.same_replies:
         return "Replies: different, so changes below may be the agent's"
-    if not d.same_suite:
+    if not d.same_suite or not judged:
         return "Replies: the same, so no change below is the agent's"
     return "Replies: the same, so every change below is the judge's, not the agent's"
 

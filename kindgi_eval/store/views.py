@@ -103,6 +103,11 @@ def define_views(con: duckdb.DuckDBPyConnection, root: StorePath, tables: Sequen
         con.execute(reviews_view_sql(root))
 
 
+def view_names() -> list[str]:
+    """Every view `kindgi-eval sql` can query, in the store's order, `reviews` last."""
+    return [t.view for t in TABLES] + [REVIEWS]
+
+
 def views_named(query: str) -> list[Table]:
     """The tables whose views a query names; all of them when it names none (e.g. to list the views).
 
@@ -122,6 +127,7 @@ def open_database(root: StorePath, database: str = ":memory:") -> duckdb.DuckDBP
     """A DuckDB connection that can read the store. A store at a URL is read through its fsspec filesystem,
     registered with DuckDB (which then routes even `file://` through it), since DuckDB's own httpfs may be absent."""
     con = duckdb.connect(database)
+    con.execute("SET python_enable_replacements = false")  # a name in a query is a view of the store, never a Python object
     if isinstance(root, UPath):
         con.register_filesystem(root.fs)
     return con

@@ -34,7 +34,7 @@ def test_replay_rejudges_stored_replies_without_the_agent(home) -> None:
     assert first.code == 0, first.err
     source = run_id_of(first)
     before = {p: p.read_bytes() for p in files_under(home.store) if "kindgi.duckdb" not in p.name}
-    replayed = run_cli("replay", "--from", source, "--judge-model", "mock:judge")
+    replayed = run_cli("replay", "--from", source[:8], "--judge-model", "mock:judge")  # a unique prefix, as diff takes
     assert replayed.code == 0, replayed.err
     new = run_id_of(replayed)
     assert new != source
@@ -60,6 +60,15 @@ def test_replay_of_an_unknown_or_pruned_run_is_a_clear_error(home) -> None:
     result = run_cli("replay", "--from", source, "--judge-model", "mock:judge")
     assert result.code == 2
     assert f"run {source} has no stored agent_replies (pruned?)" in result.err
+
+
+def test_sql_answers_only_from_the_store_and_names_its_views(home) -> None:
+    assert run_cli("run", "--mock").code == 0
+    # `run` is no view; without replacement scans DuckDB never reaches for a Python object of that name
+    result = run_cli("sql", "SELECT * FROM run")
+    assert result.code == 2 and "Python" not in result.err
+    assert ("The views are: cases, replies, outcomes, judge_samples, calibration, statuses, accuracy, custom, regressions, "
+            "pairwise, review_queue, runs, reviews.") in result.err
 
 
 def test_replay_needs_a_judge(home) -> None:

@@ -367,6 +367,9 @@ def test_a_nul_character_is_stored_and_answered(registry, caller) -> None:
     assert me.http.post("/v1/eval-suites", json=document).status_code == 201
     assert me.http.get("/v1/eval-suites/acme.pricing").json()["suite"]["description"] == "a\u0000b"
     assert me.http.get("/v1/eval-suites").json()["data"][0]["description"] == "a\u0000b"  # and listed from its column
+    spec = {"cases": [{"id": "nul", "text": "x\u0000y", "expect": {"escalate": False}}]}
+    assert me.http.post("/v1/eval-suites", json=suite(me.tenant, version="1.1.0", spec=spec)).status_code == 201
+    assert me.http.get("/v1/eval-suites/acme.pricing").json()["suite"]["spec"]["cases"][0]["text"] == "x\u0000y"
 
 
 def test_a_body_over_1_mib_is_413(registry, caller) -> None:

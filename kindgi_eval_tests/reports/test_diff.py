@@ -139,18 +139,22 @@ def test_latest_pair_needs_two_runs() -> None:
 
 
 @pytest.mark.parametrize(
-    ("hash_b", "replies_line", "suite_line"),
+    ("hash_b", "judge", "replies_line", "suite_line"),
     [
-        ("s", "Replies: the same, so every change below is the judge's, not the agent's", None),
+        ("s", "openai:j", "Replies: the same, so every change below is the judge's, not the agent's", None),
         # the suite changed: a change may be the suite's own, so it is never called the judge's
-        ("t", "Replies: the same, so no change below is the agent's", "Suite: different content (sha256 s -> t), so changes below may be the suite's"),
+        ("t", "openai:j", "Replies: the same, so no change below is the agent's", "Suite: different content (sha256 s -> t), so changes below may be the suite's"),
+        # no judge in either run: nothing is said of judges
+        ("s", None, "Replies: the same, so no change below is the agent's", None),
     ],
 )
-def test_diff_says_first_whether_the_two_runs_evaluated_the_same_suite_content(hash_b, replies_line, suite_line) -> None:
-    a = stored("a", {"one": "passed"})
-    b = stored("b", {"one": "failed"})
-    b = b.model_copy(update={"run": b.run.model_copy(update={"suite_hash": hash_b})})
+def test_diff_says_first_whether_the_two_runs_evaluated_the_same_suite_content(hash_b, judge, replies_line, suite_line) -> None:
+    a, b = stored("a", {"one": "passed"}), stored("b", {"one": "failed"})
+    a = a.model_copy(update={"run": a.run.model_copy(update={"judge": judge})})
+    b = b.model_copy(update={"run": b.run.model_copy(update={"suite_hash": hash_b, "judge": judge})})
     d = diff_runs(a, b)
     assert d.same_suite is (hash_b == "s")
-    lines = render_diff(d, a.run, b.run).splitlines()
+    text = render_diff(d, a.run, b.run)
+    lines = text.splitlines()
     assert lines[2:4] == ([suite_line] if suite_line else []) + [replies_line] + ([] if suite_line else [""])
+    assert ("judge" in text) is (judge is not None)
