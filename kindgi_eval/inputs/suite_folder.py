@@ -348,8 +348,12 @@ def suite_key(tenant: str, eval_dir: str | Path) -> str:
     registered = _registered(folder / REGISTRY_FILE)
     if registered is not None:
         return registry_key(tenant, registered.suite_id)
-    name = re.sub(r"[^a-z0-9_-]+", "-", folder.name.lower()).strip("-") or "suite"
-    return f"{tenant}.{name}"
+    return folder_key(tenant, folder.name)
+
+
+def folder_key(tenant: str, name: str) -> str:
+    """The partition key of a suite folder named `name`: `<tenant>.<name>`, lower case, other characters as `-`."""
+    return f"{tenant}.{re.sub(r'[^a-z0-9_-]+', '-', name.lower()).strip('-') or 'suite'}"
 
 
 def registry_key(tenant: str, suite_id: str) -> str:

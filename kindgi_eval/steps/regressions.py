@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from kindgi_eval.inputs import RegisteredAs, registry_key
+from kindgi_eval.inputs import RegisteredAs, folder_key, registered_name, registry_key
 from kindgi_eval.spec import InputError, PairedChange, Problem, paired_change
 from kindgi_eval.store import (
     RegressionRow,
@@ -53,16 +53,19 @@ def resolve_baseline(root: StorePath, tenant: str, registered: RegisteredAs, cas
 
 def _latest_run_of(root: StorePath, tenant: str, registered: RegisteredAs, where: str) -> tuple[str, str]:
     suite_id, version = registered.baseline_suite_id, registered.baseline_version
-    partition = registry_key(tenant, suite_id or "")
     runs = []
-    for key in run_keys(root, partition):
-        (summary,) = read_rows(root, "run_summary", partition, key.run_id)
-        if summary.suite_id == suite_id and summary.suite_version == version:
-            runs.append((summary.started_at, key.run_id))
+    # its partition, then the one releases before registry partitions stored it under (`<tenant>.<folder name>`);
+    # only runs that recorded this very suite id and version count, so no other suite's run is ever taken
+    for partition in dict.fromkeys((registry_key(tenant, suite_id or ""), folder_key(tenant, registered_name(tenant, suite_id or "")))):
+        for key in run_keys(root, partition):
+            (summary,) = read_rows(root, "run_summary", partition, key.run_id)
+            if summary.suite_id == suite_id and summary.suite_version == version:
+                runs.append((summary.started_at, key.run_id, partition))
     if not runs:
         raise InputError([Problem(where, None, "spec.baseline", f"no run of suite {suite_id} version {version} of tenant {tenant!r} "
                                   f"in the store at {root}. Run it first: kindgi-eval run --suite {suite_id}@{version}")])
-    return max(runs)[1], partition
+    _, run_id, partition = max(runs)
+    return run_id, partition
 
 
 def regression_rows(baseline_run: str, baseline: Sequence[StatusRow], statuses: Sequence[StatusRow]) -> list[RegressionRow]:

@@ -168,3 +168,17 @@ def test_a_judge_refusing_every_call_is_named_down_and_its_groups_say_why(home, 
 
 def _calibration_rows() -> list[dict]:
     return sql("SELECT \"group\", items, invalid_samples FROM calibration")
+
+
+def test_a_baseline_stored_under_the_partition_of_earlier_releases_is_still_found(registry, home, tmp_path) -> None:
+    # before registry suites had partitions of their own, demo-academy.base was stored as the folder `base` would be
+    cases = golden_spec()["cases"][:3]
+    publish(registry.http, "demo-academy.base", "conversation", {"cases": cases})
+    done, base = run("--mock", "--suite", "demo-academy.base", tmp_path=tmp_path)
+    assert done.code == 0, done.err
+    for folder in home.store.glob("*/suite=demo-academy@demo-academy.base"):
+        folder.rename(folder.with_name("suite=demo-academy.base"))
+    publish(registry.http, "demo-academy.checked", "regression", {"baseline": {"suiteId": "demo-academy.base", "version": "1.0.0"}, "cases": cases})
+    done, checked = run("--mock", "--suite", "demo-academy.checked", tmp_path=tmp_path)
+    assert done.code == 0, done.err
+    assert checked["regression"]["baseline_run"] == base["run_id"]
