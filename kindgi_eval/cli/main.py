@@ -35,8 +35,9 @@ def _input_errors(command: Callable) -> Callable:
     return wrapper
 
 
-def _setting_option(field: str) -> Callable:
-    """The option of one run setting, with its type, range, variable and default from the settings table."""
+def _setting_option(field: str, default_shown: str | None = None) -> Callable:
+    """The option of one run setting, with its type, range, variable and default from the settings table (or, where
+    a command resolves it otherwise, `default_shown`, which then says where its value comes from)."""
     from kindgi_eval.inputs import SETTING
 
     s = SETTING[field]
@@ -49,19 +50,21 @@ def _setting_option(field: str) -> Callable:
     }
     metavars = {"model": "PROVIDER:MODEL", "url": "URL"}
     default = "unset" if s.default is None else f"{s.default:g}" if isinstance(s.default, float) else str(s.default)
+    where = default_shown or f"env: {s.var}; default: {default}"
     return click.option(
-        s.flag, type=types[s.kind], metavar=metavars.get(s.kind), help=f"{s.help} [env: {s.var}; default: {default}]"
+        s.flag, type=types[s.kind], metavar=metavars.get(s.kind), help=f"{s.help} [{where}]"
     )
 
 
-def _settings_options(*fields: str) -> Callable:
-    """The options of the named run settings, in the settings table's order."""
+def _settings_options(*fields: str, defaults: dict[str, str] | None = None) -> Callable:
+    """The options of the named run settings, in the settings table's order; `defaults` names the default a command
+    shows where it is not the table's."""
     from kindgi_eval.inputs import SETTINGS
 
     def decorate(command: Callable) -> Callable:
         for s in reversed(SETTINGS):
             if s.field in fields:
-                command = _setting_option(s.field)(command)
+                command = _setting_option(s.field, (defaults or {}).get(s.field))(command)
         return command
 
     return decorate
@@ -299,7 +302,7 @@ def _refuse_finished(root: StorePath, area, recorded) -> None:
 @main.command(short_help="Re-judge a run's stored replies with another judge.")
 @click.option("--from", "source", required=True, metavar="RUN_ID", help="The run whose stored replies are re-judged: its id, or a prefix naming one run.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the summary as JSON here.")
-@_settings_options(*REPLAY_SETTINGS)
+@_settings_options(*REPLAY_SETTINGS, defaults={"eval_dir": "default: the source run's suite folder; EVAL_DIR is not read"})
 @_input_errors
 def replay(source: str, json_path: str | None, **flags: object) -> None:
     """Re-judge the stored replies of RUN_ID: no agent call, a new run id, calibration as the file is now.

@@ -93,6 +93,8 @@ def review_import(file: str) -> None:
     from kindgi_eval.store import (
         ReviewRow,
         export_database,
+        labels_in_force,
+        read_reviews,
         read_rows,
         run_keys,
         store_root,
@@ -117,6 +119,12 @@ def review_import(file: str) -> None:
     problems = [*labels.problems, *check_labels(file, labels.lines, queues)]
     if problems:  # every problem of the file at once, in line order; nothing of it is stored
         raise InputError(sorted(problems, key=lambda p: p.line or 0))
+    in_force = labels_in_force(read_reviews(root))
+    imported = [in_force.get((line.run_id, line.case_id, line.rubric_item)) for line in labels.lines]
+    if labels.lines and all(row is not None and (row.label, row.note) == (line.label, line.note) for row, line in zip(imported, labels.lines)):
+        imports = ", ".join(sorted({row.import_id for row in imported if row is not None}))
+        click.echo(f"already imported: the {len(labels.lines)} labels of {file} are those in force (import {imports}); nothing stored")
+        return
     import_id = uuid.uuid4().hex[:12]
     now = datetime.now(UTC).isoformat(timespec="microseconds")
     rows = [

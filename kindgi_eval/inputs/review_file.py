@@ -186,6 +186,8 @@ def _label_line(where: str, number: int, row: Mapping[str, object], problems: li
             found.append(Problem(where, number, column, f"must be a string, not {json.dumps(value)[:40]}."))
         else:
             values[column] = value.strip() if isinstance(value, str) and column in ("label", "reviewer") else value
+    if values.get("label"):
+        values["label"] = values["label"].lower()  # `Pass`, `FAIL`: a spreadsheet's capitals say the same
     if found:
         problems.extend(found)
         return None

@@ -101,14 +101,17 @@ def test_a_run_queues_each_reply_and_rubric_item_and_imported_labels_show_beside
     assert (rows[0]["rubric_item"], rows[1]["rubric_item"]) == tuple(RUBRIC)
 
     # the reviewer labels the first two replies and leaves the third for later
-    rows[0] |= {"label": "pass", "reviewer": "ana"}
+    rows[0] |= {"label": "Pass", "reviewer": "ana"}  # as a spreadsheet capitalises it
     rows[1] |= {"label": "pass", "reviewer": "ana"}
-    rows[2] |= {"label": "fail", "note": "says refund twice", "reviewer": "ana"}
+    rows[2] |= {"label": "FAIL", "note": "says refund twice", "reviewer": "ana"}
     write_csv(tmp_path / "labelled.csv", rows)
     done = run_cli("review", "import", str(tmp_path / "labelled.csv"))
     assert done.code == 0, done.err
     assert done.out.startswith(f"imported 3 labels (2 pass, 1 fail) of run {run_id} as import ")
     assert done.out.rstrip().endswith("; 3 unlabelled rows skipped")
+    again = run_cli("review", "import", str(tmp_path / "labelled.csv"))  # the same file once more: said, not stored twice
+    assert again.code == 0, again.err
+    assert again.out.startswith(f"already imported: the 3 labels of {tmp_path / 'labelled.csv'} are those in force (import ")
 
     stored = sql("SELECT run_id, case_id, rubric_item, label, note, reviewer, reviewer_role, line FROM reviews ORDER BY line")
     assert [(r["case_id"], r["rubric_item"], r["label"], r["line"]) for r in stored] == [

@@ -134,6 +134,12 @@ def test_the_same_model_warning_compares_the_judge_with_the_agent_that_runs(home
     assert result.code == 2  # and mock:agent is no judge at all
 
 
+def test_replay_s_help_shows_where_its_suite_folder_comes_from() -> None:
+    text = " ".join(run_cli("replay", "--help").out.split())
+    assert "[default: the source run's suite folder; EVAL_DIR is not read]" in text
+    assert "[env: EVAL_DIR; default: evals/golden]" not in text
+
+
 def test_help_shows_types_ranges_variables_and_defaults() -> None:
     text = " ".join(run_cli("run", "--help").out.split())  # as read, whatever the wrapping
     assert "--concurrency INTEGER RANGE" in text and "1<=x<=1024" in text
