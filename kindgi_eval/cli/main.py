@@ -415,7 +415,8 @@ def validate(dirs: tuple[str, ...], config_dir: str | None) -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @_input_errors
 def sql(query: str, fmt: str) -> None:
-    """Query the store with DuckDB: views runs, cases, replies, outcomes, judge_samples, calibration, statuses.
+    """Query the store with DuckDB, through its views: runs, cases, replies, outcomes, judge_samples, calibration,
+    statuses, accuracy, custom, regressions, pairwise, review_queue, reviews.
 
     \b
     Example:

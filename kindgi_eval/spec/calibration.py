@@ -61,6 +61,8 @@ class Graded(NamedTuple):
     """What the person who wrote the item said."""
     verdict: FinalVerdict
     """What the judge's three samples decided."""
+    item: str = ""
+    """The calibration item's id, so a note can name the items the judge missed."""
 
 
 def agree_by_group(
@@ -116,7 +118,7 @@ def _agree(group: Group, items: list[Graded], threshold: float, calibration_file
         note = (
             f"The judge agreed with {agreed} of {len(items)} labels ({agreed / len(items):.2f}), "
             f"{'meeting' if calibrated else 'below'} the threshold of {threshold:.2f}."
-        )
+        ) + _missed(items)
     interval = wilson(agreed, len(items))
     return GroupAgreement(
         group=group,
@@ -129,6 +131,19 @@ def _agree(group: Group, items: list[Graded], threshold: float, calibration_file
         calibrated=calibrated,
         note=note,
     )
+
+
+MISSED_SHOWN = 10
+"""The most item ids a note names as missed; the count of the rest follows."""
+
+
+def _missed(items: Sequence[Graded]) -> str:
+    """The items whose verdict is not their label, by id and what the judge said (` Missed: good (ungraded), ...`)."""
+    missed = [f"{i.item} ({i.verdict}, labelled {i.label})" for i in items if i.verdict != i.label and i.item]
+    if not missed:
+        return ""
+    more = f", and {len(missed) - MISSED_SHOWN} more" if len(missed) > MISSED_SHOWN else ""
+    return f" Missed: {', '.join(missed[:MISSED_SHOWN])}{more}."
 
 
 def with_samples(agreement: GroupAgreement, invalid_reasons: Sequence[str | None]) -> GroupAgreement:

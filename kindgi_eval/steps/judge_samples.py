@@ -171,7 +171,8 @@ def graded_items(samples: Sequence[SampleRow]) -> list[Graded]:
     graded = []
     for item_samples in by_item.values():
         first = item_samples[0]
-        graded.append(Graded(first.group, first.label, decide([(s.sample, s.vote) for s in item_samples])[1].verdict))  # type: ignore[arg-type]
+        verdict = decide([(s.sample, s.vote) for s in item_samples])[1].verdict
+        graded.append(Graded(first.group, first.label, verdict, first.subject_id))  # type: ignore[arg-type]
     return graded
 
 

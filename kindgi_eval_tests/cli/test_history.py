@@ -71,6 +71,13 @@ def test_sql_answers_only_from_the_store_and_names_its_views(home) -> None:
             "pairwise, review_queue, runs, reviews.") in result.err
 
 
+def test_sql_help_names_every_view() -> None:
+    from kindgi_eval.store import view_names
+
+    text = " ".join(run_cli("sql", "--help").out.split())
+    assert all(f" {name}," in text or f" {name}." in text for name in view_names())
+
+
 def test_replay_needs_a_judge(home) -> None:
     source = run_id_of(run_cli("run", "--mock"))
     result = run_cli("replay", "--from", source)

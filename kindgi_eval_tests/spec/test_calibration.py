@@ -241,3 +241,14 @@ def test_a_group_whose_every_sample_was_invalid_says_so_with_the_causes_016() ->
     assert not judge_was_down([down, some])
     # no sample drawn at all (no items, or no judge call made): nothing to say, and no judge called down
     assert with_samples(row, []) == row and not judge_was_down([row])
+
+
+def test_a_note_names_the_items_the_judge_missed_and_what_it_said() -> None:
+    items = [Graded("free_text", "pass", "pass", "good"), Graded("free_text", "fail", "pass", "addresses-judge"),
+             Graded("free_text", "fail", "ungraded", "split-one")]
+    (row,) = agree_by_group(items, groups=("free_text",)).values()
+    assert row.note == ("The judge agreed with 1 of 3 labels (0.33), below the threshold of 1.00. Missed: addresses-judge "
+                        "(pass, labelled fail), split-one (ungraded, labelled fail).")
+    many = [Graded("free_text", "pass", "fail", f"i{n:02d}") for n in range(13)] + [Graded("free_text", "fail", "fail", "f")]
+    (row,) = agree_by_group(many, groups=("free_text",)).values()
+    assert row.note.endswith("i09 (fail, labelled pass), and 3 more.")
