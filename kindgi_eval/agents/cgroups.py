@@ -66,20 +66,12 @@ class CallGroup:
             _write(memory / "memory.limit_in_bytes", memory_bytes)
             _write_if_there(memory / "memory.memsw.limit_in_bytes", memory_bytes)  # no way round the limit through swap
         _write(pids / "pids.max", processes)
-        self.memory_folder = memory
 
     def enter_argv(self, argv: list[str]) -> list[str]:
         """`argv` run by a shell that first moves itself into the call's groups, then execs it: nothing it starts is
         ever outside them."""
         joins = " && ".join(f'echo $$ > "{folder / "cgroup.procs"}"' for folder in self.folders)
         return ["/bin/sh", "-c", f'{joins} && exec "$@"', "sh", *argv]
-
-    def over_memory(self) -> bool:
-        """Whether the call ran into its memory limit (the kernel refused or reclaimed past it)."""
-        if self.hierarchy.version == 2:
-            events = _read(self.memory_folder / "memory.events")
-            return any(line.split()[0] in ("oom", "oom_kill", "max") and line.split()[1] != "0" for line in events.splitlines() if line.strip())
-        return _read(self.memory_folder / "memory.failcnt").strip() not in ("", "0")
 
     def close(self) -> None:
         """Kill whatever is left in the groups, then remove them."""
