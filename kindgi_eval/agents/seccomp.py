@@ -3,10 +3,10 @@ Pure: builds bytes.
 
 It refuses (EPERM) the calls a grading function never needs and an escape would: anonymous memory files
 (`memfd_create`, memory outside any file size limit), tracing other processes (`ptrace`, `process_vm_*`), mounting
-and namespaces (`mount`, `umount2`, `pivot_root`, `unshare`, `setns`, `clone3`, whose flags a filter cannot read),
-the kernel keyring (`keyctl`, `add_key`, `request_key`), and kernel surfaces (`bpf`, `perf_event_open`,
-`userfaultfd`, `kexec_load`, `init_module`, `finit_module`, `delete_module`, `reboot`, `swapon`, `swapoff`); `clone3`
-answers ENOSYS instead, so that the C library falls back to `clone`, whose flags the filter can read. A call
+and namespaces (`mount`, `umount2`, `pivot_root`, `unshare`, `setns`), the kernel keyring (`keyctl`, `add_key`, `request_key`), and kernel surfaces (`bpf`, `perf_event_open`,
+`userfaultfd`, `kexec_load`, `init_module`, `finit_module`, `delete_module`, `reboot`, `swapon`, `swapoff`). `clone3`,
+whose flags sit in memory a filter cannot read, answers ENOSYS instead, so that the C library falls back to `clone`,
+whose flags it can. A call
 made under another ABI than the machine's (x32, or 32-bit on a 64-bit kernel) kills the process, so the numbers
 below cannot be stepped around. `clone` with a namespace flag is refused too (its flags are its first argument).
 """
@@ -20,7 +20,7 @@ import struct
 DENIED = ("memfd_create", "ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root", "unshare",
           "setns", "clone3", "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd", "kexec_load",
           "init_module", "finit_module", "delete_module", "reboot", "swapon", "swapoff")
-"""The system calls refused with EPERM."""
+"""The system calls refused: with EPERM, but `clone3` with ENOSYS (see above)."""
 
 _NUMBERS = {
     "x86_64": {"memfd_create": 319, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "mount": 165,
