@@ -42,6 +42,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def connect(url: str, timeout_s: float) -> socket.socket:
+    """A raw connection to the server at `url` (`http://host:port`), for requests no HTTP client would send."""
+    host, port = url.removeprefix("http://").split(":")
+    return socket.create_connection((host, int(port)), timeout=timeout_s)
+
+
 def rss_mib(pid: int) -> tuple[float, float]:
     """The process's resident memory now and at its peak (VmRSS, VmHWM), in MiB."""
     fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
@@ -69,11 +75,10 @@ class Probe(threading.Thread):
 
 def header_flood(url: str, token: str, seconds: float) -> None:
     """Twenty connections, each sending a 16 MiB header line."""
-    host, port = url.removeprefix("http://").split(":")
 
     def one() -> None:
         try:
-            with socket.create_connection((host, int(port)), timeout=seconds + 5) as sock:
+            with connect(url, seconds + 5) as sock:
                 sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: ")
                 for _ in range(256):
                     sock.sendall(b"a" * 65536)
@@ -89,11 +94,10 @@ def header_flood(url: str, token: str, seconds: float) -> None:
 
 def unfinished_heads(url: str, token: str, seconds: float) -> None:
     """A thousand connections, each sending the start of a request and never the end of its head."""
-    host, port = url.removeprefix("http://").split(":")
     held = []
     for _ in range(scaled(1000)):
         try:
-            sock = socket.create_connection((host, int(port)), timeout=5)
+            sock = connect(url, 5)
             sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
             held.append(sock)
         except OSError:
@@ -136,9 +140,8 @@ def long_listings(url: str, token: str, seconds: float) -> None:
 
 def aborted_uploads(url: str, token: str, seconds: float) -> None:
     """Two hundred publishes whose client sends half its body, then goes away."""
-    host, port = url.removeprefix("http://").split(":")
     for _ in range(scaled(200)):
-        with socket.create_connection((host, int(port)), timeout=5) as sock:
+        with connect(url, 5) as sock:
             sock.sendall(b"POST /v1/eval-suites HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n"
                          + f"Authorization: Bearer {token}\r\n\r\n".encode() + b'{"id": "acme.gone", ')
 

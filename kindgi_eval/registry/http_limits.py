@@ -32,7 +32,8 @@ class BoundedHttpTools(HttpToolsProtocol):
         self._head_bytes = 0
         self._tail = b""  # the last bytes of the head so far, so an end of head split over two reads is seen
         self._in_head = True
-        self._head_deadline: asyncio.TimerHandle | None = self.loop.call_later(HEAD_TIMEOUT_S, self._head_too_slow)
+        self._head_deadline: asyncio.TimerHandle | None = None
+        self._arm()
 
     def data_received(self, data: bytes) -> None:
         if self._in_head:
