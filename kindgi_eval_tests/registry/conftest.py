@@ -28,6 +28,8 @@ class Registry(NamedTuple):
     store: RegistryStore
     url: str
     backend: str
+    app: Any
+    """The served FastAPI application, whose `state` the server keeps its counts in."""
 
 
 class Caller(NamedTuple):
@@ -78,7 +80,7 @@ def registry(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     store = open_store(url)
     try:
         with running_server(store) as server:
-            yield Registry(store, server.url, request.param)
+            yield Registry(store, server.url, request.param, server.server.config.app)
     finally:
         store.close()
 

@@ -46,13 +46,16 @@ def test_a_head_over_its_bound_is_answered_431_and_closed_unread(registry) -> No
         except (BrokenPipeError, ConnectionResetError):
             pass  # closed by the server past the bound, as it should be
         socks.append(sock)
+    answered = 0
     for sock in socks:
-        try:
+        try:  # the reset of a closed socket with unread bytes may come before the answer is read
             answer = read_all(sock)
+            assert answer.startswith(b"HTTP/1.1 431")
+            answered += 1
         except ConnectionResetError:
-            answer = b"HTTP/1.1 431"  # the reset of a closed socket with unread bytes follows the answer
-        assert answer.startswith(b"HTTP/1.1 431")
+            pass
         sock.close()
+    assert answered > 0  # and no connection was ever answered otherwise
     assert peak_rss_mib() - before < 64
     assert httpx.get(f"{registry.url}/healthz").status_code == 200
 
@@ -81,11 +84,16 @@ def test_a_head_sent_too_slowly_closes_its_connection_and_others_are_served(regi
 def test_an_upload_its_client_abandons_ends_quietly(registry, caller, sent, caplog) -> None:
     me = caller()
     body = suite(me.tenant, f"{me.tenant}.gone").__repr__().encode()[:sent]
+    counted = registry.app.state.aborted_uploads
     with connect(registry.url) as sock:
         sock.sendall(b"POST /v1/eval-suites HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n"
                      + f"Authorization: Bearer {me.secret}\r\n\r\n".encode() + body)
         sock.shutdown(socket.SHUT_WR)
         time.sleep(0.3)
-    time.sleep(0.3)
+    for _ in range(100):  # the server sees the connection go, then ends the request
+        if registry.app.state.aborted_uploads > counted:
+            break
+        time.sleep(0.02)
+    assert registry.app.state.aborted_uploads == counted + 1
     assert "Traceback" not in caplog.text and "ClientDisconnect" not in caplog.text
     assert httpx.get(f"{registry.url}/healthz").status_code == 200
