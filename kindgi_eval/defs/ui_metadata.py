@@ -1,12 +1,20 @@
-"""What the Dagster UI shows of a materialisation: numbers it plots night over night, and tables to read."""
+"""What the Dagster UI shows of a materialisation: numbers it plots, reports to read, and tables narrow enough for its
+metadata column (long text is clipped there, and stands whole in the reports and in `kindgi-eval sql`)."""
 
 import dagster as dg
 from pydantic import BaseModel
 
 from kindgi_eval.inputs import TAG_RESULT, TAG_SUITE, TAG_TENANT
 from kindgi_eval.reports import verdicts_markdown
-from kindgi_eval.spec import FAILING, STATUSES, Case, judge_was_down
+from kindgi_eval.reports.reading import pass_rate, run_result
+from kindgi_eval.reports.run_report import kind_lines
+from kindgi_eval.reports.verdict_markdown import escape_md
+from kindgi_eval.spec import FAILING, STATUSES, Case, clip, judge_was_down
 from kindgi_eval.store import CalibrationRow, ReplyRow, RunRow, SampleRow, StatusRow, arrow_schema
+
+CELL_CHARS = 60
+"""Where a table cell's text is clipped, so that no column of a table is squeezed to a word a line."""
+
 
 def column_schema(row: type[BaseModel]) -> dg.TableSchema:
     """A stored table's columns as the UI lists them: each field of its row model, typed, with its docstring."""
@@ -21,34 +29,27 @@ def column_schema(row: type[BaseModel]) -> dg.TableSchema:
 VERDICT_COLUMNS = dg.TableSchema(
     columns=[
         dg.TableColumn("case", "string", description="The case id."),
-        dg.TableColumn("criterion", "string", description="The criterion judged."),
+        dg.TableColumn("criterion", "string", description="The criterion judged, clipped."),
+        dg.TableColumn("verdict", "string", description="The majority verdict, and `split 2-1` when it stands 2-1."),
         dg.TableColumn("votes", "string", description="The three samples' votes."),
-        dg.TableColumn("evidence", "string", description="The span of the reply the judge quoted."),
-        dg.TableColumn("reason", "string", description="The judge's reason."),
-        dg.TableColumn("verdict", "string", description="The majority verdict."),
-        dg.TableColumn("split", "bool", description="True when the verdict stands 2-1."),
         dg.TableColumn("status", "string", description="The case's status."),
     ]
 )
 FAILED_COLUMNS = dg.TableSchema(
     columns=[
         dg.TableColumn("case", "string", description="The case id."),
-        dg.TableColumn("failures", "string", description="The assertions that failed, one per line."),
-        dg.TableColumn("error", "string", description="The agent's error, if any."),
+        dg.TableColumn("failures", "string", description="The assertions that failed, clipped."),
+        dg.TableColumn("error", "string", description="The agent's error, if any, clipped."),
     ]
 )
 CALIBRATION_COLUMNS = dg.TableSchema(
     columns=[
         dg.TableColumn("group", "string"),
         dg.TableColumn("items", "int"),
-        dg.TableColumn("pass_labels", "int"),
-        dg.TableColumn("fail_labels", "int"),
         dg.TableColumn("agreement", "float", description="Empty when the group has no items."),
-        dg.TableColumn("agreement_low", "float", description="The agreement's Wilson 95% lower bound: how little a few labels prove."),
+        dg.TableColumn("low", "float", description="The agreement's Wilson 95% lower bound: how little a few labels prove."),
         dg.TableColumn("kappa", "float"),
-        dg.TableColumn("invalid_samples", "int", description="Samples drawn on the group's items that were invalid."),
         dg.TableColumn("calibrated", "bool"),
-        dg.TableColumn("note", "string"),
     ]
 )
 
@@ -59,12 +60,9 @@ def verdict_records(rows: list[StatusRow]) -> list[dg.TableRecord]:
         dg.TableRecord(
             {
                 "case": r.case_id,
-                "criterion": c.criterion,
+                "criterion": clip(c.criterion, CELL_CHARS),
+                "verdict": f"{c.verdict}, split 2-1" if c.split else c.verdict,
                 "votes": ", ".join(c.votes),
-                "evidence": c.evidence,
-                "reason": c.reason,
-                "verdict": c.verdict,
-                "split": bool(c.split),
                 "status": r.status,
             }
         )
@@ -75,18 +73,18 @@ def verdict_records(rows: list[StatusRow]) -> list[dg.TableRecord]:
 
 
 def failed_records(rows: list[StatusRow]) -> list[dg.TableRecord]:
-    """Every failed case with its failures."""
+    """Every failed case with its failures, clipped."""
     return [
-        dg.TableRecord({"case": r.case_id, "failures": "\n".join(r.failures), "error": r.error or ""})
+        dg.TableRecord({"case": r.case_id, "failures": clip("; ".join(r.failures), CELL_CHARS), "error": clip(r.error or "", CELL_CHARS)})
         for r in rows
         if r.status == "failed"
     ]
 
 
 def result_tags(rows: list[StatusRow], tenant: str, suite: str) -> dict[str, str]:
-    """The tags every run carries once its statuses are known, so the Runs page filters to failing suites."""
-    failing = any(r.status in FAILING for r in rows)
-    return {TAG_TENANT: tenant, TAG_SUITE: suite, TAG_RESULT: "failing" if failing else "passed"}
+    """The tags every run carries once its statuses are known, so the Runs page shows each run's result beside its
+    status and filters to the suites that fail or need a person: `failing`, `needs-review` or `passed`."""
+    return {TAG_TENANT: tenant, TAG_SUITE: suite, TAG_RESULT: run_result(r.status for r in rows)}
 
 
 def statuses_metadata(
@@ -113,7 +111,8 @@ def statuses_metadata(
 
 
 def calibration_metadata(rows: list[CalibrationRow]) -> dict[str, object]:
-    """Agreement per group as numbers the UI plots, the count of groups that may grade, and the whole table."""
+    """Agreement per group as numbers, the count of groups that may grade, a table of the groups and a report of
+    each group's labels, invalid samples and note."""
     metadata: dict[str, object] = {
         f"agreement/{r.group}": float(r.agreement) for r in rows if r.agreement is not None
     }
@@ -125,74 +124,83 @@ def calibration_metadata(rows: list[CalibrationRow]) -> dict[str, object]:
                 {
                     "group": r.group,
                     "items": int(r.items),
-                    "pass_labels": int(r.pass_labels),
-                    "fail_labels": int(r.fail_labels),
-                    "agreement": float(r.agreement) if r.agreement is not None else None,
-                    "agreement_low": float(r.agreement_low) if r.agreement_low is not None else None,
-                    "kappa": float(r.kappa) if r.kappa is not None else None,
-                    "invalid_samples": int(r.invalid_samples),
+                    "agreement": _rounded(r.agreement),
+                    "low": _rounded(r.agreement_low),
+                    "kappa": _rounded(r.kappa),
                     "calibrated": bool(r.calibrated),
-                    "note": r.note,
                 }
             )
             for r in rows
         ],
         schema=CALIBRATION_COLUMNS,
     )
+    metadata["notes"] = dg.MetadataValue.md(
+        "\n\n".join(
+            f"**{escape_md(r.group)}**: {r.items} items ({r.pass_labels} labelled pass, {r.fail_labels} fail), "
+            f"{r.invalid_samples} invalid samples. {escape_md(r.note)}"
+            for r in rows
+        )
+    )
     return metadata
+
+
+def _rounded(value: float | None) -> float | None:
+    """A figure to three places, as a table cell shows it; None stays empty."""
+    return None if value is None else round(float(value), 3)
 
 
 NIGHTS = 14
 """How many of a suite's runs the night-over-night table shows."""
 HISTORY_COLUMNS = dg.TableSchema(
     columns=[
-        dg.TableColumn("date", "string", description="The UTC day the run started."),
+        dg.TableColumn("started", "string", description="When the run started (UTC), to the minute."),
         dg.TableColumn("run", "string", description="The run id's first eight characters."),
-        *(dg.TableColumn(status, "int") for status in STATUSES),
-        dg.TableColumn("ungraded", "int", description="Criteria the judge left ungraded."),
-        dg.TableColumn("agreement", "string", description="Agreement per calibration group; empty without a judge."),
-        dg.TableColumn("agent_usd", "float"),
-        dg.TableColumn("judge_usd", "float"),
+        dg.TableColumn("pass_rate", "string", description="(passed + judged-pass) / all cases."),
+        dg.TableColumn("statuses", "string", description="How many cases ended in each status."),
         dg.TableColumn("change", "string", description="How each status count moved against the run before."),
     ]
 )
 
 
+def _counts(run: RunRow) -> dict[str, int]:
+    """A run's cases per status."""
+    return {status: int(getattr(run, status.replace("-", "_"))) for status in STATUSES}
+
+
+def _change(run: RunRow, previous: RunRow | None) -> str:
+    """How each status count moved against the run before, and whether the suite's content changed in between."""
+    if previous is None:
+        return ""
+    now, before = _counts(run), _counts(previous)
+    change = ", ".join(f"{status} {now[status] - before[status]:+d}" for status in STATUSES if now[status] != before[status])
+    if run.suite_hash != previous.suite_hash:  # then the change may be the suite's, not the agent's
+        return f"suite content changed; {change or 'no change'}"
+    return change or "no change"
+
+
 def history_metadata(runs: list[tuple[str, RunRow, list[CalibrationRow]]], suite: str) -> dict[str, object]:
-    """This suite's last runs, oldest first, as a table with each night's change, and this run's counts under
-    keys named for the suite, so the UI plots each suite on its own line rather than mixing tenants."""
-    records = []
-    previous: RunRow | None = None
-    for run_id, run, calibration in runs[-NIGHTS:]:
-        counts = {status: int(getattr(run, status.replace("-", "_"))) for status in STATUSES}
-        change = ""
-        if previous is not None:
-            moved = [
-                f"{status} {counts[status] - getattr(previous, status.replace('-', '_')):+d}"
-                for status in STATUSES
-                if counts[status] != getattr(previous, status.replace("-", "_"))
-            ]
-            change = ", ".join(moved) or "no change"
-            if run.suite_hash != previous.suite_hash:  # then the change may be the suite's, not the agent's
-                change = f"suite content changed; {change}"
-        agreement = ", ".join(f"{c.group} {c.agreement:.2f}" for c in calibration if c.agreement is not None)
-        records.append(
-            dg.TableRecord(
-                {
-                    "date": run.started_at[:10],
-                    "run": run_id[:8],
-                    **counts,
-                    "ungraded": int(run.ungraded),
-                    "agreement": agreement,
-                    "agent_usd": float(run.agent_usd),
-                    "judge_usd": float(run.judge_usd),
-                    "change": change,
-                }
-            )
+    """This suite's last runs, oldest first, as a table with each night's change; this run's figures under keys named
+    for the suite, so the UI's Plots (Events) draw each suite's own history by run time rather than mixing suites;
+    and the line its kind reports, if it has one."""
+    shown = runs[-NIGHTS:]
+    records = [
+        dg.TableRecord(
+            {
+                "started": run.started_at[:16].replace("T", " "),
+                "run": run_id[:8],
+                "pass_rate": f"{pass_rate(run):.0%}",
+                "statuses": ", ".join(f"{n} {status}" for status, n in _counts(run).items() if n),
+                "change": _change(run, shown[n - 1][1] if n else None),
+            }
         )
-        previous = run
-    _, latest, _ = runs[-1]
-    plotted = {f"{suite}/{status}": int(getattr(latest, status.replace("-", "_"))) for status in STATUSES}
+        for n, (run_id, run, _) in enumerate(shown)
+    ]
+    _, latest, calibration = runs[-1]
+    plotted: dict[str, object] = {f"{suite}/{status}": n for status, n in _counts(latest).items()}
+    plotted[f"{suite}/pass_rate"] = float(pass_rate(latest))
+    plotted.update({f"{suite}/agreement/{c.group}": float(c.agreement) for c in calibration if c.agreement is not None})
     plotted[f"{suite}/agent_usd"] = float(latest.agent_usd)
     plotted[f"{suite}/judge_usd"] = float(latest.judge_usd)
-    return {"nights": dg.MetadataValue.table(records, schema=HISTORY_COLUMNS), **plotted}
+    said = kind_lines(latest)
+    return {"nights": dg.MetadataValue.table(records, schema=HISTORY_COLUMNS), **plotted,
+            **({"kind_result": dg.MetadataValue.text("\n".join(said))} if said else {})}

@@ -1,6 +1,7 @@
-"""One run as a self-contained HTML page: counts, a case grid filterable to failures, each case's reply,
-assertions and criteria with every judge sample, calibration per group, and the suite's pass rate over its
-recent runs as an inline SVG chart. Nothing on the page reaches the network. Pure: rows in, text out.
+"""One run as a self-contained HTML page: its result, counts, its kind's own figure and the items behind it, the
+suite's pass rate over its recent runs as an inline SVG chart, calibration per group, and a case grid filterable to
+failures: each case's history and the contact's message, its reply, assertions and criteria with every judge sample.
+Nothing on the page reaches the network. Pure: rows in, text out.
 
 Every value shown comes from stored rows, and model output and contact text are untrusted: all of it is
 escaped, and the page carries a Content-Security-Policy that allows no fetch, no image and no script but
@@ -14,11 +15,23 @@ from collections.abc import Sequence
 from html import escape
 from typing import NamedTuple
 
-from kindgi_eval.spec import FAILING, STATUSES
-from kindgi_eval.store import CalibrationRow, OutcomeRow, RunRow, SampleRow, StatusRow
+from kindgi_eval.reports.reading import NUDGE_NOTE, pass_rate, run_result, shown_history, shown_message
+from kindgi_eval.reports.run_report import kind_lines
+from kindgi_eval.spec import FAILING, STATUSES, Case
+from kindgi_eval.store import AccuracyRow, CalibrationRow, CustomRow, OutcomeRow, RegressionRow, RunRow, SampleRow, StatusRow
 
-CHART_WIDTH, CHART_HEIGHT, CHART_PAD = 640, 180, 28
-"""The pass-rate chart's size in CSS pixels, and its margin for the axis labels."""
+CHART_WIDTH, CHART_HEIGHT = 640, 220
+"""The pass-rate chart's size in CSS pixels."""
+CHART_LEFT, CHART_RIGHT, CHART_TOP, CHART_BOTTOM = 48, 16, 32, 40
+"""Its margins: room for the values on the left, for what the rate is of above, for the runs' dates below."""
+INNER_WIDTH, INNER_HEIGHT = CHART_WIDTH - CHART_LEFT - CHART_RIGHT, CHART_HEIGHT - CHART_TOP - CHART_BOTTOM
+"""The plot inside the margins."""
+RATE_TICKS = (0.0, 0.25, 0.5, 0.75, 1.0)
+"""The pass rates marked on the value axis."""
+DATE_LABELS = 5
+"""At most this many runs have their start written beneath the chart: the first, the last, and evenly between."""
+RATE_OF = "pass rate = (passed + judged-pass) / all cases"
+"""What the chart says its rate is a rate of."""
 
 
 class RunPage(NamedTuple):
@@ -32,11 +45,14 @@ class RunPage(NamedTuple):
     calibration: Sequence[CalibrationRow]
     history: Sequence[tuple[str, RunRow]]
     """The suite's recent runs, oldest first, this one included: (run id, its summary)."""
-
-
-def pass_rate(run: RunRow) -> float:
-    """The share of a run's cases that are green: passed or judged-pass (reviewed is not a pass)."""
-    return (run.passed + run.judged_pass) / run.cases if run.cases else 0.0
+    cases: Sequence[Case] = ()
+    """The suite's cases, for the contact's side of each conversation."""
+    accuracy: Sequence[AccuracyRow] = ()
+    """An accuracy suite's grades; empty for other kinds."""
+    regressions: Sequence[RegressionRow] = ()
+    """A regression suite's cases beside their baseline; empty for other kinds."""
+    custom: Sequence[CustomRow] = ()
+    """A custom suite's handler verdicts; empty for other kinds."""
 
 
 def render_html(page: RunPage, suite: str) -> str:
@@ -46,12 +62,16 @@ def render_html(page: RunPage, suite: str) -> str:
     counts = "".join(
         f'<li class="count {status}"><b>{getattr(run, status.replace("-", "_"))}</b> {status}</li>' for status in STATUSES
     )
+    result = run_result(s.status for s in page.statuses)
     body = [
         f"<h1>{escape(suite)}</h1>",
+        f'<p id="result" class="result {result}">Result: <b>{result}</b> (the run\'s <code>kindgi/result</code> tag in '
+        "the Dagster UI)</p>",
         f'<p class="lineage">run <code>{escape(page.run_id)}</code> · started {escape(run.started_at)} · agent '
         f"<code>{escape(run.agent)}</code> · judge <code>{escape(run.judge or 'none')}</code> · "
         f"agent ${run.agent_usd:.4f}, judge ${run.judge_usd:.4f}</p>",
         f'<ul class="counts">{counts}<li class="count ungraded"><b>{run.ungraded}</b> criteria ungraded</li></ul>',
+        _kind_section(page),
         "<h2>Pass rate, recent runs</h2>",
         _chart(page.history, page.run_id),
         "<h2>Calibration</h2>",
@@ -77,7 +97,55 @@ def render_html(page: RunPage, suite: str) -> str:
 """
 
 
+def _kind_section(page: RunPage) -> str:
+    """What the suite's kind reports of its own, as the printed run report words it, and the items behind it; nothing
+    for a conversation suite."""
+    lines = kind_lines(page.run)
+    if not lines:
+        return ""
+    said = "".join(f"<p>{_text(line)}</p>" for line in lines)
+    return f'<h2>Result of the {escape(page.run.suite_kind)} suite</h2><section id="kind">{said}{_kind_items(page)}</section>'
+
+
+def _kind_items(page: RunPage) -> str:
+    """The items behind a kind's figure: an accuracy suite's items not graded correct, a regression suite's cases
+    that moved against the baseline, a custom suite's cases its handler did not pass."""
+    kind = page.run.suite_kind
+    if kind == "accuracy":
+        wrong = [(a.case_id, a.grade, a.expected_output, a.detail) for a in page.accuracy if a.grade != "correct"]
+        return _items_table("Items not graded correct", ("item", "grade", "expected", "why"), wrong)
+    if kind == "regression":
+        moved = [(r.case_id, r.baseline_status, r.status, r.change) for r in page.regressions if r.change != "unchanged"]
+        return _items_table("Cases that moved against the baseline", ("case", "baseline", "now", "change"), moved)
+    if kind == "custom":
+        failed = [(c.case_id, c.verdict, "" if c.score is None else f"{c.score:g}", c.reason or c.error or "")
+                  for c in page.custom if c.verdict != "pass"]
+        return _items_table("Cases the handler did not pass", ("case", "verdict", "score", "why"), failed)
+    return ""
+
+
+def _items_table(caption: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A captioned table of stored text, every cell escaped; a sentence when there are no rows."""
+    if not rows:
+        return f"<p>{escape(caption)}: none.</p>"
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{_text(cell)}</td>" for cell in row) + "</tr>" for row in rows)
+    return f'<table class="kind-items"><caption>{escape(caption)} ({len(rows)})</caption><tr>{head}</tr>{body}</table>'
+
+
+def _contact(case: Case | None) -> str:
+    """The contact's side above a reply: the last turns before it, then the contact's message (none on a nudge)."""
+    if case is None:
+        return ""
+    turns = "".join(f'<li class="turn {role}"><b>{role}:</b> {escape(text)}</li>' for role, text in shown_history(case))
+    message = shown_message(case)
+    said = f"<i>{escape(NUDGE_NOTE)}</i>" if message is None else escape(message)
+    history = f'<ol class="history">{turns}</ol>' if turns else ""
+    return f'<div class="contact">{history}<p class="message"><b>contact\'s message:</b> {said}</p></div>'
+
+
 def _case_grid(page: RunPage) -> str:
+    case_of = {c.id: c for c in page.cases}
     outcomes: dict[str, list[OutcomeRow]] = defaultdict(list)
     for o in page.outcomes:
         outcomes[o.case_id].append(o)
@@ -99,7 +167,7 @@ def _case_grid(page: RunPage) -> str:
         cases.append(
             f'<section class="case {status.status}" data-status="{status.status}" data-failing="{failing}">'
             f'<h3><span class="badge">{status.status}</span> {escape(status.case_id)}</h3>'
-            f'<ol class="reply">{messages}</ol>{error}'
+            f'{_contact(case_of.get(status.case_id))}<p class="label">reply:</p><ol class="reply">{messages}</ol>{error}'
             f'<ul class="assertions">{asserted}</ul>{criteria}</section>'
         )
     return f'<div id="cases">{"".join(cases)}</div>'
@@ -140,32 +208,58 @@ def _calibration_table(rows: Sequence[CalibrationRow]) -> str:
 
 
 def _chart(history: Sequence[tuple[str, RunRow]], current: str) -> str:
-    """An inline SVG line of the pass rate, one point per run, oldest on the left."""
+    """An inline SVG line of the pass rate, one point per run, oldest on the left: what it is a rate of written
+    above it, the value axis in percent, and the start of the first, the last and a few runs between beneath it."""
     if not history:
         return "<p>No runs.</p>"
-    inner_w, inner_h = CHART_WIDTH - 2 * CHART_PAD, CHART_HEIGHT - 2 * CHART_PAD
-    step = inner_w / (len(history) - 1) if len(history) > 1 else 0
-    points = []
-    for n, (run_id, run) in enumerate(history):
-        x = CHART_PAD + (n * step if len(history) > 1 else inner_w / 2)
-        y = CHART_PAD + inner_h * (1 - pass_rate(run))
-        points.append((x, y, run_id, run))
-    line = " ".join(f"{x:.1f},{y:.1f}" for x, y, _, _ in points)
-    dots = "".join(
-        f'<circle class="point{" current" if run_id == current else ""}" cx="{x:.1f}" cy="{y:.1f}" r="4" '
-        f'data-run="{escape(run_id)}"><title>{escape(run.started_at[:10])} {escape(run_id[:8])}: '
-        f"{pass_rate(run):.0%} green</title></circle>"
-        for x, y, run_id, run in points
+    last = len(history) - 1
+    points = [(CHART_LEFT + (n * INNER_WIDTH / last if last else INNER_WIDTH / 2), run_id, run) for n, (run_id, run) in enumerate(history)]
+    values = "".join(
+        f'<line class="grid" x1="{CHART_LEFT}" y1="{_y(t):.1f}" x2="{CHART_LEFT + INNER_WIDTH}" y2="{_y(t):.1f}"/>'
+        f'<text class="value" x="{CHART_LEFT - 6}" y="{_y(t) + 4:.1f}" text-anchor="end">{t:.0%}</text>'
+        for t in RATE_TICKS
     )
-    axis = (
-        f'<text x="4" y="{CHART_PAD + 4}">100%</text><text x="4" y="{CHART_PAD + inner_h + 4}">0%</text>'
-        f'<line class="axis" x1="{CHART_PAD}" y1="{CHART_PAD + inner_h}" x2="{CHART_PAD + inner_w}" y2="{CHART_PAD + inner_h}"/>'
+    dates = "".join(
+        f'<text class="date" x="{points[n][0]:.1f}" y="{CHART_TOP + INNER_HEIGHT + 18}" text-anchor="{_anchor(n, last)}">'
+        f"{escape(_started(points[n][2]))}</text>"
+        for n in _dated(len(points))
+    )
+    line = " ".join(f"{x:.1f},{_y(pass_rate(run)):.1f}" for x, _, run in points)
+    dots = "".join(
+        f'<circle class="point{" current" if run_id == current else ""}" cx="{x:.1f}" cy="{_y(pass_rate(run)):.1f}" r="4" '
+        f'data-run="{escape(run_id)}"><title>{escape(_started(run))} {escape(run_id[:8])}: {pass_rate(run):.0%} '
+        f"({run.passed + run.judged_pass} of {run.cases} cases passed or judged-pass)</title></circle>"
+        for x, run_id, run in points
     )
     return (
         f'<svg id="pass-rate" width="{CHART_WIDTH}" height="{CHART_HEIGHT}" viewBox="0 0 {CHART_WIDTH} {CHART_HEIGHT}" '
-        f'role="img" aria-label="pass rate over the suite\'s recent runs">{axis}'
+        f'role="img" aria-label="{RATE_OF}, over the suite\'s recent runs">'
+        f'<text class="rate-of" x="{CHART_LEFT}" y="16">{RATE_OF}, one point per run</text>{values}{dates}'
         f'<polyline points="{line}"/>{dots}</svg>'
     )
+
+
+def _y(rate: float) -> float:
+    """Where a pass rate sits on the chart: 100% at the top of the plot, 0% at its bottom."""
+    return CHART_TOP + INNER_HEIGHT * (1 - rate)
+
+
+def _dated(runs: int) -> list[int]:
+    """Which of `runs` points have their date written: the first, the last, and evenly between, DATE_LABELS at most."""
+    shown = min(runs, DATE_LABELS)
+    return sorted({round(i * (runs - 1) / (shown - 1)) for i in range(shown)}) if shown > 1 else [0]
+
+
+def _anchor(n: int, last: int) -> str:
+    """How point n's date sits on it: the first starts at its point and the last ends at it, so neither is cut off."""
+    if last and n == 0:
+        return "start"
+    return "end" if last and n == last else "middle"
+
+
+def _started(run: RunRow) -> str:
+    """When a run started, to the minute (UTC)."""
+    return run.started_at[:16].replace("T", " ")
 
 
 def _text(value: str | None) -> str:
@@ -184,7 +278,11 @@ code{font-size:12px}.lineage{color:#556}
 table{border-collapse:collapse;margin:.4rem 0}td,th{border:1px solid #ccd;padding:.2rem .5rem;text-align:left;vertical-align:top}
 .vote.fail{color:#b00}.vote.pass{color:#286}.vote.invalid{color:#a60}
 svg polyline{fill:none;stroke:#3556c8;stroke-width:2}svg .point{fill:#3556c8}svg .point.current{fill:#d33}
-svg text{font-size:11px;fill:#556}svg .axis{stroke:#99a}
+svg text{font-size:11px;fill:#556}svg .grid{stroke:#dde}svg .rate-of{font-weight:600}
+.result{display:inline-block;padding:.3rem .7rem;border-radius:6px}.result.failing{background:#fde2e2}
+.result.needs-review{background:#fff1cc}.result.passed{background:#e0f5e4}
+.contact{color:#445}.history{margin:.2rem 0;padding:0;list-style:none}.message{margin:.3rem 0}.label{margin:.3rem 0 0;color:#556}
+caption{text-align:left;font-weight:600}
 .hidden{display:none}
 """
 

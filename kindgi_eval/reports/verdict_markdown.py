@@ -1,9 +1,10 @@
 """The judged-fail and split verdicts of a run, and its failed cases, as Markdown for the Dagster UI to render.
 
-Each verdict shows the reply as the contact saw it (the quoted evidence in bold), the last turns before it,
-and all three samples with their vote, reason and evidence, so a reader sees why the judge split without
-leaving the page. Long runs list the worst first and point to a query for the rest. Pure: rows in, text out.
-Replies, history and the judge's words are untrusted: every character Markdown or HTML would act on is escaped.
+Each verdict and each failed case shows the contact's side first (the last turns before the reply, then the
+contact's message), then the reply as the contact saw it (a verdict's quoted evidence in bold); a verdict then lists
+all three samples with their vote, reason and evidence, so a reader sees why the judge split without leaving the
+page. Long runs list the worst first and point to a query for the rest. Pure: rows in, text out. Replies, history,
+messages and the judge's words are untrusted: every character Markdown or HTML would act on is escaped.
 """
 
 from __future__ import annotations
@@ -12,28 +13,58 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 
+from kindgi_eval.reports.reading import NUDGE_NOTE, shown_history, shown_message
 from kindgi_eval.spec import Case, clip
 from kindgi_eval.store import CriterionRow, SampleRow, StatusRow
 
 SHOWN = 20
 """How many verdicts, and how many failed cases, the report shows; the query finds the rest."""
-HISTORY_TURNS = 3
-"""How many of the last turns before the reply are shown."""
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~<&])")
+
+
+def _one_line(text: str) -> str:
+    """Runs of whitespace, line breaks included, as one space; none at the ends."""
+    return " ".join(text.split())
+
+
+def _escaped(text: str) -> str:
+    """Every Markdown and HTML character of `text` escaped, its spaces kept as they are."""
+    return _MARKDOWN.sub(r"\\\1", text)
 
 
 def escape_md(text: str) -> str:
     """Untrusted text as literal Markdown on one line: every Markdown and HTML character escaped."""
-    return _MARKDOWN.sub(r"\\\1", " ".join(text.split()))
+    return _escaped(_one_line(text))
 
 
 def _highlighted(message: str, evidence: str) -> str:
-    """A message with the first occurrence of the quoted evidence in bold."""
+    """A message on one line with the first occurrence of the quoted evidence in bold; the spaces around the quote
+    are kept, since the message is put on one line before it is cut around the quote."""
+    message, evidence = _one_line(message), _one_line(evidence)
     at = message.find(evidence) if evidence else -1
     if at < 0:
-        return escape_md(message)
+        return _escaped(message)
     before, quote, after = message[:at], message[at : at + len(evidence)], message[at + len(evidence) :]
-    return f"{escape_md(before)}**{escape_md(quote)}**{escape_md(after)}"
+    return f"{_escaped(before)}**{_escaped(quote)}**{_escaped(after)}"
+
+
+def _quoted(paragraphs: list[str]) -> list[str]:
+    """Paragraphs as one block quote, a blank quoted line between each, so each stays on a line of its own."""
+    lines: list[str] = []
+    for n, paragraph in enumerate(paragraphs):
+        if n:
+            lines.append(">")
+        lines.append(f"> {paragraph}")
+    return lines
+
+
+def _contact_side(case: Case | None) -> list[str]:
+    """The paragraphs above a reply: the last turns before it, then the contact's message (a nudge has none)."""
+    if case is None:
+        return []
+    message = shown_message(case)
+    said = f"_{NUDGE_NOTE}_" if message is None else escape_md(message)
+    return [*(f"_{role}:_ {escape_md(text)}" for role, text in shown_history(case)), f"**contact's message:** {said}"]
 
 
 def _severity(status: StatusRow, criterion: CriterionRow) -> tuple[int, str, str]:
@@ -45,7 +76,7 @@ def verdicts_markdown(
     statuses: Sequence[StatusRow], cases: Sequence[Case], samples: Sequence[SampleRow], run_id: str
 ) -> str:
     """Every judged-fail and split verdict, worst first, then the failed cases; a query for what is cut."""
-    history = {c.id: c.history for c in cases}
+    case_of = {c.id: c for c in cases}
     by_criterion: dict[tuple[str, str, str], list[SampleRow]] = defaultdict(list)
     for s in samples:
         if s.subject == "case":
@@ -65,11 +96,8 @@ def verdicts_markdown(
             f"**Criterion** ({escape_md(criterion.source)}, {escape_md(criterion.group)}): {escape_md(criterion.criterion)}",
             "",
         ]
-        earlier = history.get(status.case_id, ())[-HISTORY_TURNS:]
-        lines += [f"> _{turn.role}:_ {escape_md(clip(turn.text, 300))}" for turn in earlier]
-        if earlier:
-            lines.append(">")
-        lines += [f"> **reply {n}:** {_highlighted(m, criterion.evidence)}" for n, m in enumerate(status.messages, 1)]
+        replies = [f"**reply {n}:** {_highlighted(m, criterion.evidence)}" for n, m in enumerate(status.messages, 1)]
+        lines += _quoted([*_contact_side(case_of.get(status.case_id)), *replies])
         lines += ["", "| sample | vote | reason | evidence |", "|---|---|---|---|"]
         for s in sorted(by_criterion[(status.case_id, criterion.source, criterion.criterion)], key=lambda s: s.sample):
             why = s.reason if s.invalid_reason is None else f"{s.invalid_reason}: {s.reason}"
@@ -89,7 +117,8 @@ def verdicts_markdown(
     for status in failed[:SHOWN]:
         lines += [f"### {escape_md(status.case_id)}", ""]
         lines += [f"- {escape_md(clip(f, 300))}" for f in status.failures]
-        lines += [f"> **reply {n}:** {escape_md(m)}" for n, m in enumerate(status.messages, 1)] or ["> _no reply_"]
+        replies = [f"**reply {n}:** {escape_md(m)}" for n, m in enumerate(status.messages, 1)] or ["_no reply_"]
+        lines += ["", *_quoted([*_contact_side(case_of.get(status.case_id)), *replies])]
         lines.append("")
     if len(failed) > SHOWN:
         lines += [

@@ -119,13 +119,13 @@ def test_metadata_counts_costs_tables_verdicts_and_gives_agreement_per_group(nig
     (materialisation,) = [m for m in night.get_asset_materialization_events() if m.asset_key == dg.AssetKey("statuses")]
     metadata = materialisation.materialization.metadata
     counts = {k: metadata[k] for k in ("passed", "failed", "judged-fail", "judged-pass", "reviewed")}
-    assert all(isinstance(v, dg.IntMetadataValue) for v in counts.values())  # plotted night over night
+    assert all(isinstance(v, dg.IntMetadataValue) for v in counts.values())  # plotted by partition
     assert {k: v.value for k, v in counts.items()} == {"passed": 0, "failed": 1, "judged-fail": 2, "judged-pass": 1, "reviewed": 0}
     assert isinstance(metadata["agent_usd"], dg.FloatMetadataValue) and isinstance(metadata["judge_usd"], dg.FloatMetadataValue)
     verdicts = [r.data for r in metadata["judged_fail_and_split_verdicts"].records]
     split = next(v for v in verdicts if v["case"] == "review-split")
-    assert (split["criterion"], split["verdict"], split["split"], split["reason"]) == ("criterion-split", "fail", True, "split failure")
-    assert sorted(split["votes"].split(", ")) == ["fail", "fail", "pass"] and split["evidence"]
+    assert (split["criterion"], split["verdict"], split["status"]) == ("criterion-split", "fail, split 2-1", "judged-fail")
+    assert sorted(split["votes"].split(", ")) == ["fail", "fail", "pass"]  # the evidence and reason are in the verdicts report
     assert {v["case"] for v in verdicts} == {"review-split", "review-fail"}
     (failed,) = [r.data for r in metadata["failed_cases"].records]
     assert failed["case"] == "asserted-fail" and "NOT IN ANY REPLY" in failed["failures"]
@@ -136,7 +136,8 @@ def test_metadata_counts_costs_tables_verdicts_and_gives_agreement_per_group(nig
     assert metadata["agreement/free_text"].value == 1.0
     assert metadata["calibrated_groups"].value == 2
     groups = {r.data["group"]: r.data for r in metadata["groups"].records}
-    assert groups["implicit_concession"]["calibrated"] is False and groups["implicit_concession"]["fail_labels"] == 0
+    assert groups["implicit_concession"]["calibrated"] is False and groups["semantic_repetition"]["agreement"] == 0.5
+    assert "**implicit\\_concession**: 1 items (1 labelled pass, 0 fail)" in metadata["notes"].value  # each group's labels and note
 
 
 def latest_check_state(instance: dg.DagsterInstance, asset: str, check: str, partition: str) -> tuple[str, int | None, bool]:
