@@ -557,6 +557,8 @@ def _stored_run(root: StorePath, ref):
 
 REPORT_HISTORY = 30
 """How many of the suite's runs, up to and including the reported one, the report's chart shows."""
+KIND_ITEMS = {"accuracy": "accuracy", "regression": "regressions", "custom": "custom"}
+"""The table of the items behind a kind's figure, which the report lists, by the suite's kind."""
 
 
 @main.command(short_help="Write one run as a self-contained HTML page.")
@@ -564,8 +566,9 @@ REPORT_HISTORY = 30
 @click.option("--html", "html_path", required=True, type=click.Path(dir_okay=False), help="Where to write the page.")
 @_input_errors
 def report(run_id: str, html_path: str) -> None:
-    """Write RUN_ID as one HTML file that opens anywhere, with no network: counts, the cases (filterable to
-    failures) with replies, assertions and every judge sample, calibration, and the suite's recent pass rate.
+    """Write RUN_ID as one HTML file that opens anywhere, with no network: its result and counts, its kind's figure
+    and the items behind it, the suite's recent pass rate, calibration, and the cases (filterable to failures), each
+    with the contact's side of the conversation, the reply, assertions and every judge sample.
 
     RUN_ID may be any unique prefix of a run id.
 
@@ -574,6 +577,7 @@ def report(run_id: str, html_path: str) -> None:
       kindgi-eval report 3f9c2a1e --html out/report.html
     """
     from kindgi_eval.reports import RunPage, render_html
+    from kindgi_eval.steps import cases_of
     from kindgi_eval.store import earlier_runs, read_rows, store_root
 
     _check_json_path(html_path, "--html")
@@ -582,6 +586,7 @@ def report(run_id: str, html_path: str) -> None:
     key, run_id = ref.partition, ref.run_id
     (run,) = read_rows(root, "run_summary", key, run_id)
     earlier = earlier_runs(root, key, run_id, run.started_at, REPORT_HISTORY - 1)
+    items = KIND_ITEMS.get(run.suite_kind)
     page = RunPage(
         run_id=run_id,
         run=run,
@@ -590,6 +595,8 @@ def report(run_id: str, html_path: str) -> None:
         samples=read_rows(root, "judge_samples", key, run_id),
         calibration=read_rows(root, "calibration", key, run_id),
         history=[*((i, summary) for i, summary, _ in earlier), (run_id, run)],
+        cases=cases_of(read_rows(root, "suite", key, run.replies_from)),
+        **({items: read_rows(root, items, key, run_id)} if items else {}),
     )
     _write_atomically(Path(html_path), render_html(page, key))
     click.echo(f"wrote {html_path}: {len(page.statuses)} cases, {len(page.history)} runs in the chart", err=True)
