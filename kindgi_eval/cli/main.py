@@ -649,23 +649,33 @@ def _registry_errors(command: Callable) -> Callable:
 @_input_errors
 @_registry_errors
 def suites_publish(folder: str, suite_id: str, version: str, tenant: str | None, description: str) -> None:
-    """Publish FOLDER's cases.jsonl and calibration.jsonl as a `conversation` suite; they are checked here first."""
-    from kindgi_eval.inputs import load_suite
+    """Publish FOLDER's cases.jsonl and calibration.jsonl as a `conversation` suite; they are checked here first. The
+    files' texts are kept beside the version, so `suites pull` writes them back byte for byte; a folder that differs
+    from the published one only in layout (whitespace, blank lines, key order) is the same content, and the version
+    keeps the files it was first published with."""
+    from kindgi_eval.inputs import CALIBRATION_FILE, CASES_FILE, load_suite
+    from kindgi_eval.registry import spec_of_files
 
-    load_suite(folder)  # every problem, located by file and line, before anything is sent
+    load_suite(folder)  # every problem, located by file and line, before anything is sent: each line reads as JSON
     # a suite without calibration.jsonl is published without `calibration`: absent and empty read differently
-    spec = {name: _json_lines(Path(folder) / f"{name}.jsonl") for name in ("cases", "calibration") if (Path(folder) / f"{name}.jsonl").exists()}
+    paths = [Path(folder) / name for name in (CASES_FILE, CALIBRATION_FILE) if (Path(folder) / name).exists()]
+    texts = {path.name: path.read_bytes().decode("utf-8") for path in paths}
     body = {
         "id": suite_id,
         "tenantId": tenant or suite_id.split(".", 1)[0],
         "version": version,
         "kind": "conversation",
         "description": description,
-        "spec": spec,
+        "spec": spec_of_files(texts),
     }
-    status, stored = _registry_client().publish(body)
+    client = _registry_client()
+    status, stored = client.publish(body)
     said = "published" if status == 201 else "already published, with the same content"
     click.echo(f"{said}: {stored['suite']['id']} {stored['suite']['version']} sha256 {stored['hash']}")
+    _, kept = client.keep_files(suite_id, version, texts)
+    if kept != texts:
+        click.echo(f"note: {suite_id} {version} keeps the files it was first published with, which lay out the same content "
+                   "otherwise; `suites pull` writes those.", err=True)
 
 
 @suites.command("list", short_help="Your suites, the latest version of each.")
@@ -696,22 +706,24 @@ def suites_show(suite_id: str, version: str | None) -> None:
 @_input_errors
 @_registry_errors
 def suites_pull(suite_id: str, folder: str, version: str | None) -> None:
-    """Write SUITE_ID's cases.jsonl and calibration.jsonl into FOLDER (created if needed)."""
-    suite = _registry_client().suite(suite_id, version)["suite"]
+    """Write SUITE_ID's cases.jsonl and calibration.jsonl into FOLDER (created if needed): byte for byte the files it
+    was published from, or one item per line for a version published as a JSON document."""
+    from kindgi_eval.inputs import CALIBRATION_FILE, CASES_FILE
+    from kindgi_eval.registry import suite_files
+
+    client = _registry_client()
+    suite = client.suite(suite_id, version)["suite"]
     if suite.get("kind") != "conversation":
         raise InputError([Problem(suite_id, None, None, f"is a {suite.get('kind')!r} suite; only conversation suites are folders.")])
+    texts = client.files(suite_id, suite["version"])
+    if texts is None:
+        texts = {name: data.decode("utf-8") for name, data in suite_files(suite["spec"]).items()}
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)
-    written = [name for name in ("cases", "calibration") if name in suite["spec"]]
+    written = [name for name in (CASES_FILE, CALIBRATION_FILE) if name in texts]
     for name in written:
-        lines = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in suite["spec"][name])
-        _write_atomically(target / f"{name}.jsonl", lines)
-    click.echo(f"wrote {' and '.join(f'{target}/{n}.jsonl' for n in written)} of {suite_id} {suite['version']}")
-
-
-def _json_lines(path: Path) -> list:
-    """The JSON objects of a .jsonl file, blank lines skipped."""
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        _write_atomically(target / name, texts[name])
+    click.echo(f"wrote {' and '.join(f'{target}/{n}' for n in written)} of {suite_id} {suite['version']}")
 
 
 @main.command(short_help="Forget runs older than some days.")

@@ -12,7 +12,7 @@ from kindgi_eval.registry import pairwise as _pairwise  # noqa: F401
 from kindgi_eval.registry import regression as _regression  # noqa: F401
 from kindgi_eval.registry.client import TOKEN_ENV, URL_ENV, RegistryClient, RegistryUnreachable
 from kindgi_eval.registry.consumers import Consumer, FolderContent, accepted_kinds, consumer_for, register_consumer, unregister_consumer
-from kindgi_eval.registry.conversation import read_conversation
+from kindgi_eval.registry.conversation import read_conversation, spec_of_files, suite_files
 from kindgi_eval.registry.errors import ErrorCode, RegistryError
 from kindgi_eval.registry.human_review import Promotion, promotion
 from kindgi_eval.registry.model import (
@@ -48,4 +48,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'kindgi_eval.registry' has no attribute {name!r}")
 
 
-__all__ = ["Promotion", "promotion", "materialize", "resolve_version", "Consumer", "FolderContent", "RegistryClient", "RegistryUnreachable", "TOKEN_ENV", "URL_ENV", "DEFAULT_HOST", "DEFAULT_PORT", "ErrorCode", "EvalSuite", "IssuedToken", "KINDS", "Kind", "MAX_BODY", "REGISTRY_DB_ENV", "RegistryError", "RegistryStore", "RunningServer", "SemVer", "StoredVersion", "SuitePage", "SuiteSummary", "SuiteVersion", "TokenInfo", "VersionInfo", "accepted_kinds", "canonical_json", "consumer_for", "content_hash", "database_url", "is_semver", "open_store", "parse_semver", "read_conversation", "register_consumer", "running_server", "semver_key", "serve", "suite_document", "suite_json_schema", "unregister_consumer"]
+__all__ = ["Promotion", "promotion", "materialize", "resolve_version", "Consumer", "FolderContent", "RegistryClient", "RegistryUnreachable", "TOKEN_ENV", "URL_ENV", "DEFAULT_HOST", "DEFAULT_PORT", "ErrorCode", "EvalSuite", "IssuedToken", "KINDS", "Kind", "MAX_BODY", "REGISTRY_DB_ENV", "RegistryError", "RegistryStore", "RunningServer", "SemVer", "StoredVersion", "SuitePage", "SuiteSummary", "SuiteVersion", "TokenInfo", "VersionInfo", "accepted_kinds", "canonical_json", "consumer_for", "content_hash", "database_url", "is_semver", "open_store", "parse_semver", "read_conversation", "spec_of_files", "suite_files", "register_consumer", "running_server", "semver_key", "serve", "suite_document", "suite_json_schema", "unregister_consumer"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import json
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -27,11 +28,13 @@ from kindgi_eval.registry.model import (
     SUITE_ID_PATTERN,
     ErrorBody,
     Health,
+    SuiteFiles,
     SuitePage,
     SuiteVersion,
+    VersionFiles,
     VersionList,
 )
-from kindgi_eval.registry.publishing import MAX_BODY, read_suite
+from kindgi_eval.registry.publishing import MAX_BODY, read_files, read_suite
 from kindgi_eval.registry.semver import is_semver
 from kindgi_eval.registry.store import Answer, Idempotency, RegistryStore, StoredVersion
 from kindgi_eval.registry.tokens import TokenInfo, is_token_shaped
@@ -168,12 +171,34 @@ def create_app(store: RegistryStore) -> FastAPI:  # reads run on the event loop,
              responses=_errors(401, 404))
     async def one_version(token: Caller, suite_id: str, version: str) -> Response:
         """One version of one of the caller's suites."""
-        valid = _SUITE_ID.fullmatch(suite_id) is not None and is_semver(version)
-        stored = store.version(token.tenant, suite_id, version) if valid else None
-        if stored is None and _SUITE_ID.fullmatch(suite_id) and store.latest(token.tenant, suite_id) is not None:
-            raise RegistryError("not_found", f"suite {suite_id!r}: has no version {_shown(version)}. "
-                                f"List its versions with GET /v1/eval-suites/{suite_id}/versions.")
-        return _version(_found(stored, suite_id))
+        return _version(_one_version(store, token.tenant, suite_id, version))
+
+    @app.put(
+        "/v1/eval-suites/{suite_id}/versions/{version}/files",
+        status_code=201,
+        response_model=SuiteFiles,
+        summary="Keep the files a version was published from",
+        responses={200: {"model": SuiteFiles, "description": "the version keeps files already: those first given"},
+                   **_errors(401, 404, 413, 422)},
+        openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SuiteFiles"}}}}},
+    )
+    async def keep_files(request: Request, token: Caller, suite_id: str, version: str) -> Response:
+        """Keep the texts of the suite files a published version was read from, so a pull writes them byte for byte;
+        they must hold exactly its content. 201 kept; 200 it keeps the files first given (a version never changes)."""
+        body = await _read_body(request)
+        stored = _one_version(store, token.tenant, suite_id, version)
+        where = f"suite {suite_id!r} version {version}"
+        files = await run_in_threadpool(lambda: read_files(body, stored.kind, json.loads(stored.document)["spec"], where))
+        kept = await run_in_threadpool(store.keep_files, token.tenant, suite_id, version, files)
+        return Response(SuiteFiles(files=kept.files).model_dump_json(), status_code=kept.status, media_type="application/json")
+
+    @app.get("/v1/eval-suites/{suite_id}/versions/{version}/files", response_model=VersionFiles,
+             summary="The files a version was published from", responses=_errors(401, 404))
+    async def version_files(token: Caller, suite_id: str, version: str) -> VersionFiles:
+        """The texts of the suite files one of the caller's versions was published from, or null when it was published
+        as a JSON document."""
+        _one_version(store, token.tenant, suite_id, version)
+        return VersionFiles(files=await run_in_threadpool(store.files, token.tenant, suite_id, version))
 
     @app.get("/healthz", response_model=Health, summary="Liveness", tags=["health"])
     def healthz() -> Health:
@@ -220,6 +245,16 @@ def _answer(answer: Answer) -> Response:
 
 def _version(stored: StoredVersion) -> Response:
     return Response(stored.body(), media_type="application/json", headers={"ETag": stored.etag})
+
+
+def _one_version(store: RegistryStore, tenant: str, suite_id: str, version: str) -> StoredVersion:
+    """One version of one of `tenant`'s suites, or 404 saying whether the suite or only that version is missing."""
+    valid = _SUITE_ID.fullmatch(suite_id) is not None and is_semver(version)
+    stored = store.version(tenant, suite_id, version) if valid else None
+    if stored is None and _SUITE_ID.fullmatch(suite_id) and store.latest(tenant, suite_id) is not None:
+        raise RegistryError("not_found", f"suite {suite_id!r}: has no version {_shown(version)}. "
+                            f"List its versions with GET /v1/eval-suites/{suite_id}/versions.")
+    return _found(stored, suite_id)
 
 
 def _found(value: Any, suite_id: str) -> Any:

@@ -61,6 +61,17 @@ class RegistryClient:
         path = f"/v1/eval-suites/{_segment(suite_id)}" + (f"/versions/{_segment(version)}" if version else "")
         return self._request("GET", path)[1]
 
+    def keep_files(self, suite_id: str, version: str, files: dict[str, str]) -> tuple[int, dict[str, str]]:
+        """Give a published version the texts of the suite files it was read from: (201, them) when kept now, (200, the
+        files it kept first) when it had some already."""
+        body = json.dumps({"files": files}, ensure_ascii=False).encode("utf-8")
+        status, kept = self._request("PUT", _files_path(suite_id, version), body, {"Content-Type": "application/json"})
+        return status, kept["files"]
+
+    def files(self, suite_id: str, version: str) -> dict[str, str] | None:
+        """The texts of the suite files a version was published from, by name; None when it was published as a document."""
+        return self._request("GET", _files_path(suite_id, version))[1]["files"]
+
     def versions(self, suite_id: str) -> dict:
         """Every version of a suite, newest first."""
         return self._request("GET", f"/v1/eval-suites/{_segment(suite_id)}/versions")[1]
@@ -86,6 +97,11 @@ class RegistryClient:
 
 def _segment(text: str) -> str:
     return urllib.parse.quote(text, safe="")
+
+
+def _files_path(suite_id: str, version: str) -> str:
+    """The route of the files one version was published from."""
+    return f"/v1/eval-suites/{_segment(suite_id)}/versions/{_segment(version)}/files"
 
 
 def _error_message(error: urllib.error.HTTPError) -> str:

@@ -43,6 +43,9 @@ class Consumer:
     """What runs it, as the refusal of another kind names it (`kindgi-eval run`)."""
     folder: Callable[[Mapping[str, Any]], FolderContent]
     """A `spec` that passed `check`, written out as the suite folder a run evaluates."""
+    read_files: Callable[[Mapping[str, str]], dict[str, Any]] | None = None
+    """The `spec` a suite folder's files hold, from each file's text by name; ValueError names a file or line it
+    cannot read. None for a kind never published from a folder: its versions keep no files."""
 
 
 _CONSUMERS: dict[str, Consumer] = {}

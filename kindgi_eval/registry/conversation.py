@@ -6,10 +6,11 @@ and 016), and its consumer registers itself on import. Pure: reads no file.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
-from kindgi_eval.inputs import SuiteItems, check_suite_items
+from kindgi_eval.inputs import CALIBRATION_FILE, CASES_FILE, SuiteItems, check_suite_items
 from kindgi_eval.registry.consumers import Consumer, FolderContent, jsonl, register_consumer
 from kindgi_eval.spec import Problem
 
@@ -17,6 +18,8 @@ SPEC_KEYS = ("cases", "calibration")
 _ITEM = {"cases": "case", "calibration": "calibration item"}
 """The fields of a conversation suite's `spec`: `cases` (required, the lines of cases.jsonl) and `calibration`
 (optional, the lines of calibration.jsonl; absent means the suite has no calibration file)."""
+FILE_OF = {"cases": CASES_FILE, "calibration": CALIBRATION_FILE}
+"""The suite file that holds each list of the spec."""
 
 
 def read_conversation(spec: Mapping[str, Any], where: str = "spec") -> SuiteItems:
@@ -59,7 +62,41 @@ def _json_type(value: object) -> str:
 
 def suite_files(spec: Mapping[str, Any]) -> dict[str, bytes]:
     """A spec's `cases` and `calibration` lists as the suite files that hold them, item for item."""
-    return {f"{name}.jsonl": jsonl(spec[name]) for name in SPEC_KEYS if name in spec}
+    return {FILE_OF[name]: jsonl(spec[name]) for name in SPEC_KEYS if name in spec}
+
+
+def spec_of_files(files: Mapping[str, str]) -> dict[str, list[Any]]:
+    """The `spec` a suite folder's files hold, from each file's text by name: every non-blank line one item, in order.
+
+    This is what a version's content is, and so its hash: the items, not how the files lay them out. Two folders
+    that differ only in whitespace, blank lines, the order of keys within a line or a final newline hold the same
+    content and are the same version; the version keeps the files it was first published with. ValueError names a
+    file this kind does not read, or a line that is not JSON."""
+    unknown = sorted(set(files) - set(FILE_OF.values()))
+    if unknown:
+        raise ValueError(f"{unknown[0][:80]!r}: not a file of a conversation suite, which has {' and '.join(FILE_OF.values())}.")
+    return {key: _items(name, files[name]) for key, name in FILE_OF.items() if name in files}
+
+
+def _items(name: str, text: str) -> list[Any]:
+    """The JSON value of each non-blank line of one suite file, split as a suite folder's reader splits it."""
+    items = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            items.append(json.loads(line, parse_constant=_no_constant))
+        except ValueError as e:
+            said = f"{e.msg} at column {e.colno}" if isinstance(e, json.JSONDecodeError) else str(e)
+            raise ValueError(f"{name}:{number}: not valid JSON: {said}.") from None
+        except RecursionError:
+            raise ValueError(f"{name}:{number}: nested too deeply to read.") from None
+    return items
+
+
+def _no_constant(name: str) -> Any:
+    """NaN and Infinity are refused, as at publish: they are not JSON numbers, and no version can hold one."""
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def conversation_folder(spec: Mapping[str, Any]) -> FolderContent:
@@ -67,4 +104,4 @@ def conversation_folder(spec: Mapping[str, Any]) -> FolderContent:
     return FolderContent(suite_files(spec), {"kind": "conversation"})
 
 
-register_consumer(Consumer("conversation", conversation_problems, "kindgi-eval run", conversation_folder))
+register_consumer(Consumer("conversation", conversation_problems, "kindgi-eval run", conversation_folder, spec_of_files))

@@ -79,11 +79,13 @@ VERSIONS = sa.Table(
     sa.Column("published_by", sa.String(32), sa.ForeignKey("registry_tokens.id"), nullable=False),
     sa.Column("published_at", sa.String(32), nullable=False),
     sa.Column("summary", sa.Text, nullable=False, server_default='""'),
+    sa.Column("files", sa.Text),
     sa.ForeignKeyConstraint(["tenant", "suite_id"], ["registry_suites.tenant", "registry_suites.suite_id"]),
 )
 """Every published version, immutable: the canonical JSON document, its SHA-256, who published it and when, and
 the start of its description as a JSON string (`summary`: JSON, as PostgreSQL text holds no NUL), which a listing
-shows without reading any document."""
+shows without reading any document. `files`: the texts of the suite files it was published from, as a JSON object
+of name to text, written once; NULL when it was published as a document. No read of a version selects it."""
 
 IDEMPOTENCY = sa.Table(
     "registry_idempotency_keys",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -57,6 +58,27 @@ def canonical_json(document: Any) -> bytes:
 
     Raises ValueError on NaN or infinity and UnicodeEncodeError on a lone surrogate, neither of which is JSON text."""
     return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def differing_fields(stored: Mapping[str, Any], sent: Mapping[str, Any]) -> list[str]:
+    """The top-level fields in which two suite documents differ, `sent`'s order first; where `spec` is an object on
+    both sides, its differing keys are named instead (`spec.cases`). Values compare as their canonical JSON, as the
+    hash does (`1` and `1.0` differ); a field present on one side only differs."""
+    names = []
+    for name in differing_keys(stored, sent):
+        inner = stored.get(name), sent.get(name)
+        if name == "spec" and all(isinstance(value, Mapping) for value in inner):
+            names.extend(f"spec.{key}" for key in differing_keys(*inner))
+        else:
+            names.append(name)
+    return names
+
+
+def differing_keys(stored: Mapping[str, Any], sent: Mapping[str, Any]) -> list[str]:
+    """The keys of two JSON objects whose values differ as canonical JSON, or that only one of them has; `sent`'s
+    order, then the keys only `stored` has."""
+    keys = [*sent, *(key for key in stored if key not in sent)]
+    return [key for key in keys if key not in stored or key not in sent or canonical_json(stored[key]) != canonical_json(sent[key])]
 
 
 def content_hash(document: Any) -> str:
@@ -123,6 +145,26 @@ class SuiteSummary(BaseModel):
     """SHA-256 of the latest version's canonical JSON."""
     published_at: str
     """When the latest version was published, UTC, ISO 8601."""
+
+
+class SuiteFiles(BaseModel):
+    """The suite files a version was published from, each one's text exactly as it was read (whitespace, blank lines,
+    key order, final newline), so a pull writes them back byte for byte."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True)
+
+    files: dict[str, str]
+    """Each file's text by its name: `cases.jsonl`, and `calibration.jsonl` when the folder held one."""
+
+
+class VersionFiles(BaseModel):
+    """What a version keeps of the folder it was published from."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    files: dict[str, str] | None
+    """Each file's text by its name, as first published; null when no folder's files were given for the version (it
+    was published as a JSON document): its files are then its spec's items, one per line."""
 
 
 class SuitePage(BaseModel):

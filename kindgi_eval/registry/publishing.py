@@ -1,16 +1,18 @@
 """What a publish's body must be before anything is stored: JSON, a valid suite, the caller's tenant, a kind some
-consumer runs, and a `spec` that consumer accepts; each refusal with its code. Pure."""
+consumer runs, and a `spec` that consumer accepts; and what the files a version was published from must be: texts
+that hold exactly its spec. Each refusal with its code. Pure."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
 from kindgi_eval.registry.consumers import accepted_kinds, consumer_for
 from kindgi_eval.registry.errors import RegistryError
-from kindgi_eval.registry.model import KINDS, EvalSuite, canonical_json, suite_document
+from kindgi_eval.registry.model import KINDS, EvalSuite, SuiteFiles, canonical_json, differing_keys, suite_document
 from kindgi_eval.spec import problems_from_validation
 
 MAX_BODY = 1024 * 1024
@@ -44,9 +46,42 @@ def read_suite(body: bytes, tenant: str) -> EvalSuite:
     return suite
 
 
-def _json_object(body: bytes) -> dict[str, Any]:
+def read_files(body: bytes, kind: str, spec: Mapping[str, Any], where: str) -> dict[str, str]:
+    """The files a body gives the version `where` (of `kind`, holding `spec`), checked in the order a client fixes
+    things: JSON `{"files": {name: text}}`, texts that are UTF-8, a kind published from folders, and texts that hold
+    exactly `spec` (however they lay it out); every refusal is 422."""
+    try:
+        files = SuiteFiles.model_validate(_json_object(body, 'the suite files\' texts by name, {"files": {name: text}}')).files
+    except ValidationError as e:
+        lines = [f"{(p.field or 'body')[:80]}: {p.message}" for p in problems_from_validation(e, "body", None)]
+        raise RegistryError("invalid", _joined(lines)) from None
+    for name, text in files.items():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise RegistryError("invalid", f"files.{name[:80]}: not UTF-8 text (a lone surrogate at character {e.start}).") from None
+    consumer = consumer_for(kind)
+    if consumer is None or consumer.read_files is None:
+        raise RegistryError("invalid", f"{where}: is of kind {kind}, which keeps no files; only a suite published from a folder does.")
+    try:
+        differ = differing_keys(spec, consumer.read_files(files))
+    except UnicodeEncodeError:  # a line's `\ud800` escape: no stored version holds a lone surrogate
+        raise RegistryError("invalid", f"files: they do not hold what {where} holds (a line holds a lone surrogate, "
+                            "\\ud800-\\udfff). Send the files it was published from.") from None
+    except ValueError as e:
+        raise RegistryError("invalid", f"files: {e}") from None
+    except RecursionError:  # a line that only just parsed can be too deep to encode again
+        raise RegistryError("invalid", "files: nested too deeply to compare with the version. Flatten the suite.") from None
+    if differ:
+        raise RegistryError("invalid", f"files: they do not hold what {where} holds (they differ in: "
+                            f"{', '.join(f'spec.{key[:80]}' for key in differ)}). Send the files it was published from.")
+    return files
+
+
+def _json_object(body: bytes, what: str = "the suite (id, tenantId, version, kind, description, spec)") -> dict[str, Any]:
+    """The body as one JSON object with unique names; RegistryError `invalid` saying what is wrong, and that it must be `what`."""
     if not body.strip():
-        raise RegistryError("invalid", "body: empty. Send the suite as a JSON object (Content-Type: application/json).")
+        raise RegistryError("invalid", f"body: empty. Send {what} as one JSON object (Content-Type: application/json).")
     try:
         data = json.loads(body.decode("utf-8"), parse_constant=_no_constant, object_pairs_hook=_unique_names)
     except UnicodeDecodeError as e:
@@ -58,7 +93,7 @@ def _json_object(body: bytes) -> dict[str, Any]:
     except RecursionError:
         raise RegistryError("invalid", "body: nested too deeply to read. Flatten the suite.") from None
     if not isinstance(data, dict):
-        raise RegistryError("invalid", "body: must be one JSON object, the suite (id, tenantId, version, kind, description, spec).")
+        raise RegistryError("invalid", f"body: must be one JSON object, {what}.")
     return data
 
 

@@ -5,6 +5,7 @@ driver's cursor, see reads.py). Every publish is one transaction that locks its 
 suite are decided one after the other, on both backends. A token check and the latest version it asks for are one
 statement. Published versions are kept in memory once read: a version never changes, so a kept one is never
 stale; whether a token is valid, and which version is the latest, are read from the database on every request.
+The texts of the files a version was published from are written once, beside it, and read only when asked for.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from kindgi_eval.registry.model import (
     SuiteVersion,
     VersionInfo,
     canonical_json,
+    differing_fields,
     etag,
     suite_document,
     version_body,
@@ -61,6 +63,8 @@ _ATTEMPTS = 3
 """A publish that lost a race for a new suite's row (PostgreSQL) is tried again, seeing the winner's row."""
 KEPT_VERSIONS_BYTES = 64 * 1024 * 1024
 """At most this many bytes of published documents are kept in memory, the least recently read dropped first."""
+NAMED_FIELDS = 10
+"""A conflict names at most this many of the fields in which the content sent differs; the count of the rest follows."""
 
 
 def utc_now() -> str:
@@ -115,6 +119,15 @@ class Answer(NamedTuple):
     """The version's ETag."""
     replayed: bool = False
     """True when this is the stored first answer to an earlier request with the same key."""
+
+
+class KeptFiles(NamedTuple):
+    """What giving a version the files it was published from answers."""
+
+    status: int
+    """201 they are kept now; 200 the version kept files already, and keeps those (a version never changes)."""
+    files: dict[str, str]
+    """The files the version keeps, each text by its name."""
 
 
 class Idempotency(NamedTuple):
@@ -305,7 +318,8 @@ class RegistryStore:
             stored = _stored_answer(connection, tenant, idempotency)
             if stored is not None:
                 return stored
-        canonical = canonical_json(suite_document(suite))
+        sent = suite_document(suite)
+        canonical = canonical_json(sent)
         document, sha256 = canonical.decode("utf-8"), hashlib.sha256(canonical).hexdigest()
         where = f"suite {suite.id!r} version {suite.version}"
         latest_version = connection.execute(
@@ -314,8 +328,10 @@ class RegistryStore:
         same = _version(connection, tenant, suite.id, suite.version)
         if same is not None:
             if same.sha256 != sha256:
-                raise RegistryError("conflict", f"{where}: already published with other content (sha256 {same.sha256}); a "
-                                    f"version never changes. Publish this content as a version greater than {latest_version}.")
+                differ = _listed(differing_fields(json.loads(same.document), sent))
+                raise RegistryError("conflict", f"{where}: already published with other content (sha256 {same.sha256}; "
+                                    f"the content sent differs in: {differ}); a version never changes. Publish this content "
+                                    f"as a version greater than {latest_version}.")
             answer = Answer(200, same.body(), same.etag)
         else:
             latest = _version(connection, tenant, suite.id, latest_version) if latest_version is not None else None
@@ -347,6 +363,24 @@ class RegistryStore:
                                                            status=answer.status, etag=answer.etag, body=answer.body.decode("utf-8"),
                                                            created_at=utc_now()))
         return answer
+
+    def keep_files(self, tenant: str, suite_id: str, version: str, files: dict[str, str]) -> KeptFiles:
+        """Keep `files`, already checked to hold the content of one of `tenant`'s published versions, as the files it was
+        published from, unless it keeps some already: the first files given are kept, in one statement, whoever races."""
+        key = _version_is(tenant, suite_id, version)
+        with self._writing() as connection:
+            given = connection.execute(VERSIONS.update().where(key, VERSIONS.c.files.is_(None))
+                                       .values(files=json.dumps(files, ensure_ascii=False)))
+            if given.rowcount == 1:
+                return KeptFiles(201, files)
+            kept = connection.execute(sa.select(VERSIONS.c.files).where(key)).scalar_one()
+        return KeptFiles(200, json.loads(kept))
+
+    def files(self, tenant: str, suite_id: str, version: str) -> dict[str, str] | None:
+        """The files one of `tenant`'s versions was published from, each text as sent; None when it keeps none."""
+        with self._reading() as connection:
+            kept = connection.execute(sa.select(VERSIONS.c.files).where(_version_is(tenant, suite_id, version))).scalar()
+        return json.loads(kept) if kept is not None else None
 
     def latest(self, tenant: str, suite_id: str) -> StoredVersion | None:
         """The latest version of one of `tenant`'s suites, or None (also when the suite is another tenant's)."""
@@ -427,6 +461,17 @@ _VERSION = sa.select(*_VERSION_COLUMNS).where(VERSIONS.c.tenant == sa.bindparam(
 def _token_and_latest(row: tuple | None) -> tuple[TokenInfo, str | None]:
     """A `_TOKEN_AND_LATEST` row as the valid token and its suite's latest version; RegistryError when not valid."""
     return _valid(TokenInfo(*row[:-1]) if row is not None else None), row[-1] if row is not None else None
+
+
+def _version_is(tenant: str, suite_id: str, version: str) -> sa.ColumnElement[bool]:
+    """The condition that picks one version's row."""
+    return sa.and_(VERSIONS.c.tenant == tenant, VERSIONS.c.suite_id == suite_id, VERSIONS.c.version == version)
+
+
+def _listed(names: list[str]) -> str:
+    """Field names as a message lists them: the first `NAMED_FIELDS`, each clipped to 80 characters, then how many more."""
+    more = f", and {len(names) - NAMED_FIELDS} more" if len(names) > NAMED_FIELDS else ""
+    return ", ".join(name[:80] for name in names[:NAMED_FIELDS]) + more
 
 
 def _version_of(key: tuple) -> dict[str, str]:

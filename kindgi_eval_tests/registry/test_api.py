@@ -86,7 +86,8 @@ def test_healthz_and_openapi_need_no_token(registry) -> None:
     assert httpx.get(f"{registry.url}/healthz").json() == {"status": "ok"}
     description = httpx.get(f"{registry.url}/openapi.json").json()
     assert {"/v1/eval-suites", "/v1/eval-suites/{suite_id}", "/v1/eval-suites/{suite_id}/versions",
-            "/v1/eval-suites/{suite_id}/versions/{version}", "/healthz"} == set(description["paths"])
+            "/v1/eval-suites/{suite_id}/versions/{version}", "/v1/eval-suites/{suite_id}/versions/{version}/files",
+            "/healthz"} == set(description["paths"])
 
 
 # tenants: the tenant comes from the token

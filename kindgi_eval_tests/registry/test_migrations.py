@@ -77,3 +77,24 @@ def test_versions_published_before_the_summary_column_are_listed_with_their_desc
     (listed,), more = store.list_suites("acme", None, 10)
     assert listed.description == ("Pricing questions " * 40)[:200] and not more
     store.close()
+
+
+def test_versions_published_before_files_were_kept_keep_none(tmp_path: Path) -> None:
+    from alembic import command
+
+    from kindgi_eval.registry.database import _alembic_config
+
+    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    engine = sa.create_engine(url)
+    with engine.connect() as connection, connection.begin():
+        command.upgrade(_alembic_config(connection), "0003")  # the schema before a version kept its folder's files
+        connection.exec_driver_sql("INSERT INTO registry_tokens VALUES ('t1', 'acme', '', 'h', 'now', NULL, NULL)")
+        connection.exec_driver_sql("INSERT INTO registry_suites VALUES ('acme', 'acme.pricing', '1.0.0', 'now')")
+        connection.exec_driver_sql("INSERT INTO registry_versions VALUES ('acme', 'acme.pricing', '1.0.0', 'conversation', "
+                                   f"'{'0' * 64}', '{{}}', 't1', 'now', '\"\"')")
+    engine.dispose()
+    store = open_store(url)  # migrates to the head
+    assert store.files("acme", "acme.pricing", "1.0.0") is None  # so a pull writes its spec's items, one per line
+    kept = store.keep_files("acme", "acme.pricing", "1.0.0", {"cases.jsonl": "{}\n"})
+    assert kept.status == 201 and store.files("acme", "acme.pricing", "1.0.0") == {"cases.jsonl": "{}\n"}
+    store.close()
