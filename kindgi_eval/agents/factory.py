@@ -9,13 +9,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from kindgi_eval.agents.demo_judge import DemoJudge
 from kindgi_eval.agents.mock import MockAgent, MockJudge
 from kindgi_eval.inputs import SETTING, RunSettings
 from kindgi_eval.spec import Agent, InputError, Judge, ModelRef, Problem, Role, Tenant, checked_model
 
 OFFLINE_AGENTS: dict[str, Callable[[Tenant], Agent]] = {"mock:agent": MockAgent}
 """Offline agent names and how each is built for a tenant."""
-OFFLINE_JUDGES: dict[str, Callable[[], Judge]] = {"mock:judge": MockJudge}
+OFFLINE_JUDGES: dict[str, Callable[[], Judge]] = {"mock:judge": MockJudge, "mock:demo-judge": DemoJudge}
 """Offline judge names and how each is built."""
 OFFLINE: dict[Role, list[str]] = {"agent": list(OFFLINE_AGENTS), "judge": list(OFFLINE_JUDGES)}
 

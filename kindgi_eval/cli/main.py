@@ -363,16 +363,19 @@ def _write_atomically(path: Path, text: str) -> None:
 
 def _report(home: Path, key: str, run_id: str, json_path: str | None) -> int:
     """Print the stored run and write its JSON; the exit status its statuses call for."""
-    from kindgi_eval.reports import render, summary_json
+    from kindgi_eval.reports import case_marks, render, summary_json
     from kindgi_eval.spec import FAILING
-    from kindgi_eval.store import export_database, read_rows, store_root
+    from kindgi_eval.steps import cases_of
+    from kindgi_eval.store import export_database, read_rows, rows_if_stored, store_root
 
     root = store_root(home)
     export_database(root)
     (run,) = read_rows(root, "run_summary", key, run_id)
     statuses = read_rows(root, "statuses", key, run_id)
     calibration = read_rows(root, "calibration", key, run_id)
-    click.echo(render(run, statuses, calibration, key), nl=False)
+    cases = cases_of(read_rows(root, "suite", key, run.replies_from))  # a replay judged its source's suite
+    marks = case_marks(*(rows_if_stored(root, asset, key, run_id) for asset in ("accuracy", "regressions", "custom")))
+    click.echo(render(run, statuses, calibration, key, cases, marks), nl=False)
     click.echo(f"run {run_id} stored under {root}", err=True)
     if json_path:
         document = json.dumps(summary_json(run_id, run, statuses, calibration), indent=2, ensure_ascii=False)

@@ -153,7 +153,7 @@ def agent_replies(
                 cases,
                 concurrency=settings.concurrency,
                 deadline_ms=settings.max_latency_ms,
-                progress=_progress_logger(context, "agent replies"),
+                progress=_progress_logger(context),
                 done=done,
                 record=record,
             )
@@ -213,7 +213,7 @@ def judge_samples(
     judge = _inputs(lambda: make_judge(settings))
     if judge is None:
         return []
-    rows = _judged(context, settings, io_manager, "judge_samples", "judge samples", sample_judge, judge, suite, agent_replies, outcomes)
+    rows = _judged(context, settings, io_manager, "judge_samples", sample_judge, judge, suite, agent_replies, outcomes)
     context.add_output_metadata(
         {
             "judge": settings.judge_model,
@@ -345,7 +345,7 @@ def pairwise(
         return []
     settings = _settings(context, eval_settings)
     judge = _inputs(lambda: make_judge(settings))
-    rows = [] if judge is None else _judged(context, settings, io_manager, "pairwise", "pairwise judgements", judge_pairwise,
+    rows = [] if judge is None else _judged(context, settings, io_manager, "pairwise", judge_pairwise,
                                             judge, cases_of(suite), statuses)
     context.add_output_metadata(
         _figures(pairwise_columns(suite[0], rows))
@@ -433,7 +433,7 @@ def _settings(context: dg.AssetExecutionContext, eval_settings: EvalSettings) ->
     return _inputs(lambda: eval_settings.for_partition(context.partition_key))
 
 
-def _judged(context: dg.AssetExecutionContext, settings: RunSettings, io_manager: ParquetStore, asset: str, what: str, step, *inputs):
+def _judged(context: dg.AssetExecutionContext, settings: RunSettings, io_manager: ParquetStore, asset: str, step, *inputs):
     """`step(*inputs, calibration, ...)`, a stage that pays the judge: given the suite folder's calibration items as
     they are now (so a replay is graded on today's labels), the tenant's catalogue and the run's limits, what the
     killed runs this run finishes recorded of `asset`, and where to record each new row as it arrives."""
@@ -444,7 +444,7 @@ def _judged(context: dg.AssetExecutionContext, settings: RunSettings, io_manager
             catalogue=_inputs(lambda: load_tenant(settings.config_dir)).tenant.catalogue_text(),
             concurrency=settings.concurrency,
             timeout_s=settings.model_timeout_s,
-            progress=_progress_logger(context, what),
+            progress=_progress_logger(context),
             done=done,
             record=record,
         )
@@ -467,16 +467,16 @@ def _iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
 
 
-def _progress_logger(context: dg.AssetExecutionContext, what: str):
-    """Log `what: done/total` at most once a second, and at the end."""
+def _progress_logger(context: dg.AssetExecutionContext):
+    """Log `done/total counted` at most once a second, and at the end of each count."""
     last = 0.0
 
-    def report(done: int, total: int) -> None:
+    def report(counted: str, done: int, total: int) -> None:
         nonlocal last
         now = time.monotonic()
         if done == total or now - last >= 1.0:
             last = now
-            context.log.info(f"{what}: {done}/{total}")
+            context.log.info(f"{done}/{total} {counted}")
 
     return report
 

@@ -6,6 +6,7 @@ import warnings
 import dagster as dg
 
 from kindgi_eval.defs.assets import CHAIN
+from kindgi_eval.defs.console_log import LOGGER, short_console
 from kindgi_eval.defs.io_manager import ParquetStore
 from kindgi_eval.defs.jobs import JOBS
 from kindgi_eval.defs.resources import EvalSettings
@@ -25,4 +26,6 @@ defs = dg.Definitions(
     resources={"io_manager": ParquetStore(), "eval_settings": EvalSettings()},
     # One process per run, not per step: the steps share the run's Parquet files and litellm's import (~4 s).
     executor=dg.in_process_executor,
+    # Dagster's console logger serves every run no config names a logger for; the command line names its own.
+    loggers={"console": dg.colored_console_logger, LOGGER: short_console},
 )

@@ -69,7 +69,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("agent_url", "AGENT_URL", "url", None,
             "An agent served over HTTP; takes precedence over the agent model.", per_tenant=True),
     Setting("judge_model", "EVAL_JUDGE_MODEL", "model", None,
-            "The judge as provider:model; mock:judge passes everything; unset: no judge.", per_tenant=True),
+            "The judge as provider:model; offline: mock:judge passes everything, mock:demo-judge grades the demo set by rule; unset: no judge.", per_tenant=True),
     Setting("max_latency_ms", "EVAL_MAX_LATENCY_MS", "float", DEFAULT_MAX_LATENCY_MS,
             "The agent's deadline per case, in milliseconds; over it the case fails.", low=0, low_open=True,
             per_tenant=True),

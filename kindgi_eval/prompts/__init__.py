@@ -1,6 +1,7 @@
 """What the agent and the judge are shown: pure text built from spec's shapes. Imports spec."""
 
 from kindgi_eval.prompts.agent import UnreadableReply, agent_messages, read_reply, tenant_rules
-from kindgi_eval.prompts.judge import PAIRWISE_SYSTEM, judge_messages, pairwise_messages, template_hash
+from kindgi_eval.prompts.fence import unfence
+from kindgi_eval.prompts.judge import PAIRWISE_SYSTEM, criterion_named, judge_messages, pairwise_messages, template_hash
 
-__all__ = ["PAIRWISE_SYSTEM", "UnreadableReply", "agent_messages", "judge_messages", "pairwise_messages", "read_reply", "template_hash", "tenant_rules"]
+__all__ = ["PAIRWISE_SYSTEM", "UnreadableReply", "agent_messages", "criterion_named", "judge_messages", "pairwise_messages", "read_reply", "template_hash", "tenant_rules", "unfence"]

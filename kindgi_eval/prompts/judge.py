@@ -23,11 +23,28 @@ on "pass" it may be "".
 All three keys are required and each value is a string; an answer without one is not counted."""
 
 
+CRITERION_HEAD = "Criterion to grade:\n"
+CATALOGUE_HEAD = "The business's catalogue:\n"
+REVIEW_HEAD = "The reply passes when it meets this criterion, and fails when it does not: "
+
+
 def criterion_text(source: str, criterion: str) -> str:
     """What the judge is told to grade: a fixed dimension by its rule, a review entry by its text."""
     if source == "rubric":
         return f"{criterion}: {DIMENSION_RULES[criterion]}"
-    return f"The reply passes when it meets this criterion, and fails when it does not: {criterion}"
+    return REVIEW_HEAD + criterion
+
+
+def criterion_named(request: str) -> tuple[str, str]:
+    """(source, criterion) of the request `judge_messages` wrote as `request`'s user text: what an offline judge
+    reads back to know what it grades. A text it did not write names the criterion `("review", "")`."""
+    start = request.find(CRITERION_HEAD)
+    end = request.find("\n\n" + CATALOGUE_HEAD, start)
+    text = request[start + len(CRITERION_HEAD) : end] if 0 <= start < end else ""
+    for name in DIMENSION_RULES:
+        if text == criterion_text("rubric", name):
+            return "rubric", name
+    return "review", text.removeprefix(REVIEW_HEAD)
 
 
 def judge_messages(
@@ -45,8 +62,8 @@ def judge_messages(
     message = "(none: this turn is a follow-up the agent sends on its own)" if nudge else text
     user = "\n\n".join(
         [
-            f"Criterion to grade:\n{criterion_text(source, criterion)}",
-            "The business's catalogue:\n" + fence("catalogue", catalogue),
+            CRITERION_HEAD + criterion_text(source, criterion),
+            CATALOGUE_HEAD + fence("catalogue", catalogue),
             "The conversation so far:\n" + fence("history", conversation),
             "The contact's message:\n" + fence("contact message", message),
             "The agent's reply (its messages joined by one space):\n" + fence("reply", joined_reply(reply)),

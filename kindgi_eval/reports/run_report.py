@@ -2,19 +2,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from kindgi_eval.spec import STATUSES, THRESHOLD, counted, groups_of, judge_was_down, safe
-from kindgi_eval.store import CalibrationRow, RunRow, StatusRow
+from kindgi_eval.reports.reading import NUDGE_NOTE, TURN_CHARS, shown_history, shown_message
+from kindgi_eval.spec import FAILING, STATUSES, THRESHOLD, Case, clip, counted, groups_of, judge_was_down, safe
+from kindgi_eval.store import AccuracyRow, CalibrationRow, CustomRow, RegressionRow, RunRow, StatusRow
 
 
 NO_FUNNEL = ("accuracy", "pairwise")
 """Kinds whose items are not conversations entering the tenant's funnel: their coverage would read like a failure."""
 
 
-def render(run: RunRow, statuses: Sequence[StatusRow], calibration: Sequence[CalibrationRow], key: str) -> str:
-    """The printed report: every reply, review criteria beneath it, every failure, then the summary."""
+RECAP_AFTER = 10
+"""A run of more cases than this ends with the list of its failing cases, so nobody scrolls back for them."""
+
+
+def render(
+    run: RunRow,
+    statuses: Sequence[StatusRow],
+    calibration: Sequence[CalibrationRow],
+    key: str,
+    cases: Sequence[Case],
+    marks: Mapping[str, str],
+) -> str:
+    """The printed report: every case's conversation and reply, review criteria beneath it, every failure, then the
+    summary. `marks` holds the line a kind adds to a case (see `case_marks`)."""
     judged = run.judge is not None
+    by_id = {c.id: c for c in cases}
     against = f"variant A ({run.variant_a}) and variant B ({run.variant_b})" if run.suite_kind == "pairwise" else run.agent
     lines = [
         f"Suite {run.eval_dir} ({key}, hash {run.suite_hash[:12]}): {run.cases} cases against {against}, "
@@ -22,17 +36,32 @@ def render(run: RunRow, statuses: Sequence[StatusRow], calibration: Sequence[Cal
         "",
     ]
     for s in statuses:
-        lines += _case_lines(s, judged)
+        lines += _case_lines(s, judged, by_id.get(s.case_id), marks.get(s.case_id))
     lines.append("")
     lines += summary_lines(run, calibration)
+    lines += recap_lines(statuses)
     return "\n".join(lines) + "\n"
 
 
-def _case_lines(s: StatusRow, judged: bool) -> list[str]:
+def conversation_lines(case: Case) -> list[str]:
+    """What the agent was answering: the last earlier turns and the contact's message, each clipped to one line."""
+    earlier = shown_history(case)
+    out = [f"  ({len(case.history) - len(earlier)} earlier turns not shown)"] if len(case.history) > len(earlier) else []
+    out += [f"  (earlier) {'contact' if role == 'user' else 'agent'}: {safe(text)}" for role, text in earlier]
+    message = shown_message(case)
+    out.append(f"  {NUDGE_NOTE}" if message is None else f"  contact: {safe(message)}")
+    return out
+
+
+def _case_lines(s: StatusRow, judged: bool, case: Case | None, mark: str | None) -> list[str]:
     head = f"[{s.status}] {s.case_id}"
     if s.escalate:
         head += f" (escalated: {safe(s.reason or 'no reason given')})"
     out = [head]
+    if mark:
+        out.append(f"  {safe(mark)}")
+    if case is not None:
+        out += conversation_lines(case)
     for number, message in enumerate(s.messages, start=1):
         first, *rest = safe(message).split("\n")
         out.append(f"  {number}| {first}")
@@ -86,7 +115,47 @@ def summary_lines(run: RunRow, calibration: Sequence[CalibrationRow]) -> list[st
     if run.suite_kind not in NO_FUNNEL:
         uncovered = ", ".join(run.uncovered) if run.uncovered else "none"
         lines.append(f"Funnel coverage: {len(run.stages)} stages ({', '.join(run.stages)}); uncovered: {uncovered}")
+    return lines + meaning_lines(run)
+
+
+def meaning_lines(run: RunRow) -> list[str]:
+    """What `reviewed` and `ungraded` mean and what to do about them, once, when the run has any."""
+    lines = []
+    if run.reviewed:
+        lines.append("reviewed: every assertion held, but the case needs a verdict no calibrated judge gave (a review entry, "
+                     "a judge-graded item, a pairwise prompt). Read those replies yourself, or run with a --judge-model that "
+                     "calibrates on the suite's labelled items (mock:demo-judge shows how, offline).")
+    if run.judge is not None and run.ungraded:
+        lines.append("ungraded: criteria the judge gave no verdict on (their group is not calibrated, or its samples were "
+                     "invalid); they count on neither side. The calibration lines above say which groups and why.")
     return lines
+
+
+def recap_lines(statuses: Sequence[StatusRow]) -> list[str]:
+    """The failing cases of a long run once more, beneath its summary."""
+    failing = [s for s in statuses if s.status in FAILING]
+    if len(statuses) <= RECAP_AFTER or not failing:
+        return []
+    return [f"Failing cases ({len(failing)}):", *(f"  [{s.status}] {s.case_id}" for s in failing)]
+
+
+def case_marks(accuracy: Sequence[AccuracyRow], regressions: Sequence[RegressionRow], custom: Sequence[CustomRow]) -> dict[str, str]:
+    """The line a kind adds under a case's head: an accuracy item's grade and why (when not correct), a regression
+    case's move against its baseline (when it moved), a custom handler's verdict with its score and reason."""
+    marks = {a.case_id: f"{a.grade} ({a.grader}): {a.detail}" for a in accuracy if a.grade != "correct"}
+    marks.update((c.case_id, _handler_mark(c)) for c in custom)
+    marks.update(
+        (r.case_id, f"{r.change}: {r.baseline_status} in baseline run {r.baseline_run[:8]}, {r.status} now")
+        for r in regressions
+        if r.change != "unchanged"
+    )
+    return marks
+
+
+def _handler_mark(row: CustomRow) -> str:
+    score = "" if row.score is None else f", score {row.score:g}"
+    why = row.reason if row.error is None else row.error
+    return f"handler {row.handler_name}: {row.verdict}{score}" + (f": {clip(why, TURN_CHARS)}" if why else "")
 
 
 def kind_lines(run: RunRow) -> list[str]:

@@ -13,10 +13,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 from kindgi_eval.llm import ModelCallError, scrub
 from kindgi_eval.spec import Agent, AgentTurn, Case, ReplyError, Usage
+from kindgi_eval.steps.progress import Progress
 from kindgi_eval.steps.suite import cases_of
 from kindgi_eval.store import ReplyRow, SuiteRow
 
-Progress = Callable[[int, int], None]
 Record = Callable[[ReplyRow], None]
 """Where each reply goes as soon as it arrives (the run's batch writer)."""
 
@@ -64,7 +64,7 @@ async def collect_replies(
             record(row)
         answered += 1
         if progress:
-            progress(answered, len(turns))
+            progress("cases answered", answered, len(turns))
         return row
 
     return list(await asyncio.gather(*(one(t) for t in turns)))

@@ -28,10 +28,10 @@ from kindgi_eval.spec import (
     joined_reply,
     read_sample,
 )
+from kindgi_eval.steps.progress import Progress
 from kindgi_eval.steps.suite import cases_of
 from kindgi_eval.store import OutcomeRow, ReplyRow, SampleRow, SuiteRow
 
-Progress = Callable[[int, int], None]
 Record = Callable[[SampleRow], None]
 """Where each sample goes as soon as it is drawn (the run's batch writer)."""
 
@@ -86,6 +86,7 @@ async def sample_all(
     judge: Judge,
     subjects: Sequence[Subject],
     *,
+    counted: str,
     catalogue: str,
     slots: asyncio.Semaphore,
     timeout_s: float,
@@ -111,7 +112,7 @@ async def sample_all(
             record(row)
         drawn += 1
         if progress:
-            progress(drawn, total)
+            progress(counted, drawn, total)
         return row
 
     calls = []
@@ -194,10 +195,10 @@ async def judge_suite(
     Samples in `done` are reused, never drawn again; each new one goes to `record` as it arrives."""
     slots = asyncio.Semaphore(concurrency)
     kwargs = dict(catalogue=catalogue, slots=slots, timeout_s=timeout_s, progress=progress, done=done, record=record)
-    samples = await sample_all(judge, calibration_subjects(calibration, kind), **kwargs)
+    samples = await sample_all(judge, calibration_subjects(calibration, kind), counted="calibration samples drawn", **kwargs)
     agreement = agree_by_group(graded_items(samples), groups=groups_of(kind))
     earned = {group for group, a in agreement.items() if a.calibrated}
-    return samples + await sample_all(judge, [s for s in cases if s.criterion.group in earned], **kwargs)
+    return samples + await sample_all(judge, [s for s in cases if s.criterion.group in earned], counted="case samples drawn", **kwargs)
 
 
 def sample_judge(

@@ -31,10 +31,10 @@ from kindgi_eval.spec import (
     read_judgement,
     win_rate,
 )
+from kindgi_eval.steps.progress import Progress
 from kindgi_eval.steps.suite import cases_of
 from kindgi_eval.store import PairwiseRow, StatusRow, SuiteRow
 
-Progress = Callable[[int, int], None]
 Record = Callable[[PairwiseRow], None]
 
 
@@ -99,7 +99,7 @@ def pair_key(row: PairwiseRow) -> tuple[str, str]:
     return row.subject, row.subject_id
 
 
-async def _judge_all(judge: Judge, pairs: Sequence[Pair], catalogue: str, slots: asyncio.Semaphore, timeout_s: float,
+async def _judge_all(judge: Judge, pairs: Sequence[Pair], counted: str, catalogue: str, slots: asyncio.Semaphore, timeout_s: float,
                      progress: Progress | None, done: Mapping[tuple[str, str], PairwiseRow], record: Record | None) -> list[PairwiseRow]:
     judged = 0
 
@@ -112,7 +112,7 @@ async def _judge_all(judge: Judge, pairs: Sequence[Pair], catalogue: str, slots:
                 record(row)
         judged += 1
         if progress:
-            progress(judged, len(pairs))
+            progress(counted, judged, len(pairs))
         return row
 
     return list(await asyncio.gather(*(one(p) for p in pairs)))
@@ -141,10 +141,10 @@ def judge_pairwise(
 
     async def run() -> list[PairwiseRow]:
         slots = asyncio.Semaphore(concurrency)
-        rows = await _judge_all(judge, calibration_pairs(calibration), catalogue, slots, timeout_s, progress, recorded, record)
+        rows = await _judge_all(judge, calibration_pairs(calibration), "labelled pairs judged", catalogue, slots, timeout_s, progress, recorded, record)
         if not agreement_of(rows).calibrated:
             return rows
-        return rows + await _judge_all(judge, prompt_pairs(cases, statuses), catalogue, slots, timeout_s, progress, recorded, record)
+        return rows + await _judge_all(judge, prompt_pairs(cases, statuses), "prompts judged", catalogue, slots, timeout_s, progress, recorded, record)
 
     return asyncio.run(run())
 

@@ -225,6 +225,12 @@ def read_rows(root: StorePath, asset: str, partition: str, run_id: str) -> list:
     return from_table(table, TABLE_OF[asset].row)
 
 
+def rows_if_stored(root: StorePath, asset: str, partition: str, run_id: str) -> list:
+    """The rows one run stored for an asset only some kinds of suite have; none when it stored no such table."""
+    table = read_table(root, asset, partition, run_id)
+    return [] if table is None else from_table(table, TABLE_OF[asset].row)
+
+
 def earlier_runs(root: StorePath, partition: str, before: str, started_at: str, count: int) -> list[tuple[str, Any, list]]:
     """Up to `count` runs of a suite other than `before` that started no later than it (`started_at`), oldest
     first: (run id, summary, calibration).

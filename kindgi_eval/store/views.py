@@ -26,6 +26,8 @@ from kindgi_eval.store.reviews import REVIEW_FILES, REVIEWS
 from kindgi_eval.store.rows import ReviewRow
 
 DATABASE_FILE = "kindgi.duckdb"
+ALIASES = {"group": "calibration_group"}
+"""Columns whose stored name SQL makes you quote, and the second name each view also gives them."""
 _SQL_TYPES = {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN"}
 
 
@@ -60,6 +62,9 @@ def view_sql(table: Table, root: StorePath) -> str:
         body = " UNION ALL BY NAME ".join(f"SELECT * FROM {source}" for source in sources)
     if table.view == "statuses":
         body = with_reviewer_verdicts(body, root)
+    aliases = [f'"{name}" AS {alias}' for name, alias in ALIASES.items() if name in table.row.model_fields]
+    if aliases:
+        body = f"SELECT *, {', '.join(aliases)} FROM ({body})"
     return f"CREATE OR REPLACE VIEW {table.view} AS {body}"
 
 

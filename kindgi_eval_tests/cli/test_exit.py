@@ -55,7 +55,7 @@ def test_a_passing_run_piped_to_files_keeps_every_line_row_and_event(home, tmp_p
     assert code == 0, err
     assert out == EXPECTED.read_text()
     run_id = stored_run(home, err)
-    assert f" - {run_id} - " in err  # Dagster's log lines, on stderr before it
+    assert f"[{run_id[:8]}] agent_replies: 36/36 cases answered\n" in err  # the run's log lines, on stderr before it
     statuses = next(home.store.rglob(f"statuses/*/*/run_id={run_id}/data.parquet"))
     assert pq.read_metadata(statuses).num_rows == sum(line.startswith("[") for line in out.splitlines())  # one per case printed
 

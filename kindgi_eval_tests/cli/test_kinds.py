@@ -38,6 +38,9 @@ def test_an_accuracy_suite_reports_its_accuracy_with_a_wilson_interval(registry,
         "interval": {"low": pytest.approx(interval.low), "high": pytest.approx(interval.high), "method": "wilson", "level": 0.95},
     }
     assert "Accuracy: 0.667, 2 of 3 graded items correct (95% Wilson interval 0.208 to 0.939); 0 ungraded" in said
+    # the wrong item says why under its head, above the question it was asked; a correct one adds nothing
+    assert "[failed] discount\n  wrong (contains): " in said and "\n  contact: can I get a discount?\n" in said
+    assert said.count("(contains): ") == 1
     grades = sql("SELECT case_id, grader, grade FROM accuracy ORDER BY case_id")
     assert grades == [
         {"case_id": "days", "grader": "contains", "grade": "correct"},
@@ -66,6 +69,11 @@ def test_a_regression_suite_compares_each_case_with_its_baseline_and_fails_on_a_
     assert regression["pass_rate_change"] == pytest.approx(-1 / 6) and regression["mcnemar_p"] == 1.0
     assert regression["interval"]["low"] <= -1 / 6 <= regression["interval"]["high"] <= 0
     assert f"Regression against run {base['run_id']}: 0 improved, 1 regressed, 5 unchanged" in said
+    # the case that moved says so under its own head in the printed report; the unchanged ones say nothing
+    lines = said.splitlines()
+    head = next(n for n, line in enumerate(lines) if line.startswith(f"[failed] {cases[0]['id']}"))
+    assert lines[head + 1] == f"  regressed: passed in baseline run {base['run_id'][:8]}, failed now"
+    assert said.count("baseline run ") == 1
     moved = sql("SELECT case_id, baseline_status, status, change FROM regressions WHERE change <> 'unchanged'")
     assert moved == [{"case_id": cases[0]["id"], "baseline_status": "passed", "status": "failed", "change": "regressed"}]
     figures = ("baseline_run", "improved", "regressed", "unchanged", "pass_rate_change", "change_low", "change_high", "mcnemar_p")
