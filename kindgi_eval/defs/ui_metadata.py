@@ -30,25 +30,20 @@ VERDICT_COLUMNS = dg.TableSchema(
     columns=[
         dg.TableColumn("case", "string", description="The case id."),
         dg.TableColumn("criterion", "string", description="The criterion judged, clipped."),
-        dg.TableColumn("verdict", "string", description="The majority verdict, and `split 2-1` when it stands 2-1."),
-        dg.TableColumn("votes", "string", description="The three samples' votes."),
-        dg.TableColumn("status", "string", description="The case's status."),
+        dg.TableColumn("verdict", "string", description="The majority verdict, `split 2-1` when it stands 2-1, and the samples' votes."),
     ]
 )
 FAILED_COLUMNS = dg.TableSchema(
     columns=[
         dg.TableColumn("case", "string", description="The case id."),
-        dg.TableColumn("failures", "string", description="The assertions that failed, clipped."),
-        dg.TableColumn("error", "string", description="The agent's error, if any, clipped."),
+        dg.TableColumn("failures", "string", description="The assertions that failed (an agent's error among them), clipped."),
     ]
 )
 CALIBRATION_COLUMNS = dg.TableSchema(
     columns=[
         dg.TableColumn("group", "string"),
         dg.TableColumn("items", "int"),
-        dg.TableColumn("agreement", "float", description="Empty when the group has no items."),
-        dg.TableColumn("low", "float", description="The agreement's Wilson 95% lower bound: how little a few labels prove."),
-        dg.TableColumn("kappa", "float"),
+        dg.TableColumn("agreement", "float", description="Empty when the group has no items; its lower bound is in `notes`."),
         dg.TableColumn("calibrated", "bool"),
     ]
 )
@@ -61,9 +56,7 @@ def verdict_records(rows: list[StatusRow]) -> list[dg.TableRecord]:
             {
                 "case": r.case_id,
                 "criterion": clip(c.criterion, CELL_CHARS),
-                "verdict": f"{c.verdict}, split 2-1" if c.split else c.verdict,
-                "votes": ", ".join(c.votes),
-                "status": r.status,
+                "verdict": f"{c.verdict}{', split 2-1' if c.split else ''} ({', '.join(c.votes)})",
             }
         )
         for r in rows
@@ -73,9 +66,9 @@ def verdict_records(rows: list[StatusRow]) -> list[dg.TableRecord]:
 
 
 def failed_records(rows: list[StatusRow]) -> list[dg.TableRecord]:
-    """Every failed case with its failures, clipped."""
+    """Every failed case with its failures, clipped (the verdicts report holds them whole)."""
     return [
-        dg.TableRecord({"case": r.case_id, "failures": clip("; ".join(r.failures), CELL_CHARS), "error": clip(r.error or "", CELL_CHARS)})
+        dg.TableRecord({"case": r.case_id, "failures": clip("; ".join(r.failures), CELL_CHARS)})
         for r in rows
         if r.status == "failed"
     ]
@@ -124,9 +117,7 @@ def calibration_metadata(rows: list[CalibrationRow]) -> dict[str, object]:
                 {
                     "group": r.group,
                     "items": int(r.items),
-                    "agreement": _rounded(r.agreement),
-                    "low": _rounded(r.agreement_low),
-                    "kappa": _rounded(r.kappa),
+                    "agreement": None if r.agreement is None else round(float(r.agreement), 3),
                     "calibrated": bool(r.calibrated),
                 }
             )
@@ -136,7 +127,8 @@ def calibration_metadata(rows: list[CalibrationRow]) -> dict[str, object]:
     )
     metadata["notes"] = dg.MetadataValue.md(
         "\n\n".join(
-            f"**{escape_md(r.group)}**: {r.items} items ({r.pass_labels} labelled pass, {r.fail_labels} fail), "
+            f"**{escape_md(r.group)}**: {r.items} items ({r.pass_labels} labelled pass, {r.fail_labels} fail); agreement "
+            f"{_figure(r.agreement)} (95% lower bound {_figure(r.agreement_low)}), kappa {_figure(r.kappa)}; "
             f"{r.invalid_samples} invalid samples. {escape_md(r.note)}"
             for r in rows
         )
@@ -144,17 +136,16 @@ def calibration_metadata(rows: list[CalibrationRow]) -> dict[str, object]:
     return metadata
 
 
-def _rounded(value: float | None) -> float | None:
-    """A figure to three places, as a table cell shows it; None stays empty."""
-    return None if value is None else round(float(value), 3)
+def _figure(value: float | None) -> str:
+    """A figure to two places, or n/a."""
+    return "n/a" if value is None else f"{value:.2f}"
 
 
 NIGHTS = 14
 """How many of a suite's runs the night-over-night table shows."""
 HISTORY_COLUMNS = dg.TableSchema(
     columns=[
-        dg.TableColumn("started", "string", description="When the run started (UTC), to the minute."),
-        dg.TableColumn("run", "string", description="The run id's first eight characters."),
+        dg.TableColumn("run", "string", description="The run id's first eight characters, and when it started (UTC)."),
         dg.TableColumn("pass_rate", "string", description="(passed + judged-pass) / all cases."),
         dg.TableColumn("statuses", "string", description="How many cases ended in each status."),
         dg.TableColumn("change", "string", description="How each status count moved against the run before."),
@@ -186,8 +177,7 @@ def history_metadata(runs: list[tuple[str, RunRow, list[CalibrationRow]]], suite
     records = [
         dg.TableRecord(
             {
-                "started": run.started_at[:16].replace("T", " "),
-                "run": run_id[:8],
+                "run": f"{run_id[:8]}, {run.started_at[:16].replace('T', ' ')}",
                 "pass_rate": f"{pass_rate(run):.0%}",
                 "statuses": ", ".join(f"{n} {status}" for status, n in _counts(run).items() if n),
                 "change": _change(run, shown[n - 1][1] if n else None),
@@ -197,7 +187,7 @@ def history_metadata(runs: list[tuple[str, RunRow, list[CalibrationRow]]], suite
     ]
     _, latest, calibration = runs[-1]
     plotted: dict[str, object] = {f"{suite}/{status}": n for status, n in _counts(latest).items()}
-    plotted[f"{suite}/pass_rate"] = float(pass_rate(latest))
+    plotted[f"{suite}/pass_rate"] = round(pass_rate(latest), 4)
     plotted.update({f"{suite}/agreement/{c.group}": float(c.agreement) for c in calibration if c.agreement is not None})
     plotted[f"{suite}/agent_usd"] = float(latest.agent_usd)
     plotted[f"{suite}/judge_usd"] = float(latest.judge_usd)

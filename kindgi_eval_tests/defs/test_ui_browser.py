@@ -1,4 +1,5 @@
-"""The Dagster UI as a user sees it: `dagster dev` on 127.0.0.1, a run launched through it, headless Chromium."""
+"""The Dagster UI as a user sees it: the README's `dagster dev` on 127.0.0.1, with no warning, a run launched through it,
+headless Chromium; and the HTML report of the same runs."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import pytest
 
 from kindgi_eval.defs.runs import open_instance
 from kindgi_eval.inputs.tenants_file import TENANTS_ENV, load_tenants
+from kindgi_eval.registry import EvalSuite, database_url, materialize, open_store
 from kindgi_eval_tests.conftest import REPO, run_cli
 from kindgi_eval_tests.defs.test_judged_runs import Judge, calibration_lines, case, write_suite
 from kindgi_eval_tests.fake_provider import FakeProvider, criterion_of, fenced
@@ -37,8 +39,11 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-DAGSTER = Path(sys.executable).parent / "dagster"
+DEV = [sys.executable, "-W", "ignore::FutureWarning:click.core", "-m", "dagster", "dev"]
+"""The README's `dagster dev`, with Dagster's notice that the separate `dg` package's `dg dev` supersedes it silenced."""
 KEY = "alpha.night"
+SPLIT_TEXT = "which evening suits you <best>?"
+"""The contact's message of the case the judge splits on: it must show, escaped, above the reply."""
 SPLIT_VOTES = r"fail, fail, pass|fail, pass, fail|pass, fail, fail"
 STARTUP_S = 120
 RUN_S = 180
@@ -108,7 +113,7 @@ def dev(home, tmp_path: Path) -> Iterator[Dev]:
     try:
         with log.open("wb") as out:
             process = subprocess.Popen(
-                [str(DAGSTER), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+                [*DEV, "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
                 cwd=REPO,
                 env=os.environ.copy(),
                 stdout=out,
@@ -199,7 +204,9 @@ def launch_and_wait(dev: Dev, tags: dict[str, str]) -> tuple[str, dict]:
 def night(home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProvider]:
     """Tenant alpha's suite `night`: a case the scripted judge splits 2-1 on; the judge serves on 127.0.0.1."""
     tenant_tree(tmp_path, "alpha", {"night": None})
-    write_suite(tmp_path / "alpha" / "evals" / "night", [case("review-split", "criterion-split"), case("plain")], calibration_lines())
+    history = [{"role": "user", "text": "hello there"}, {"role": "agent", "text": "Hi! What would you like to learn?"}]
+    cases = [case("review-split", "criterion-split", text=SPLIT_TEXT, history=history), case("plain")]
+    write_suite(tmp_path / "alpha" / "evals" / "night", cases, calibration_lines())
     path = write_tenants(tmp_path / "tenants.toml", entry("alpha", suites=["evals/night"], judge_model="openai:fake-judge"))
     monkeypatch.setenv(TENANTS_ENV, str(path))
     with FakeProvider(Judge()) as server:
@@ -209,54 +216,150 @@ def night(home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fak
         yield server
 
 
-def test_statuses_page_shows_the_split_verdict_in_chromium(night: FakeProvider, dev: Dev, tmp_path: Path) -> None:
-    _browser_or_skip()
+SQUEEZED = """() => {
+  const squeezed = [];
+  for (const cell of document.querySelectorAll('td, th')) {
+    if (cell.querySelector('td, th') || cell.offsetParent === null) continue;
+    const words = cell.innerText.trim().split(/\\s+/).filter(Boolean);
+    if (words.length < 3) continue;
+    const range = document.createRange();
+    range.selectNodeContents(cell);
+    const lines = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+    if (lines.size >= words.length) squeezed.push(cell.innerText.trim());
+  }
+  return squeezed;
+}"""
+"""The page's innermost table cells of three words or more laid out one word a line: a column squeezed unreadable."""
+
+
+RUN_ROW = """(shown) => {
+  const runs = (element) => new Set([...element.querySelectorAll('a[href*="/runs/"]')].map((a) => a.getAttribute('href').split('?')[0]));
+  let row = [...document.querySelectorAll('a[href*="/runs/"]')].find((a) => a.textContent.trim() === shown);
+  while (row.parentElement && runs(row.parentElement).size === 1) row = row.parentElement;
+  return row.innerText;
+}"""
+"""The text of the Runs page's row of the run whose short id is given: the widest element that links to no other run."""
+
+
+def accuracy_folder(home) -> Path:
+    """A published accuracy suite of the demo tenant as the folder `run --eval-dir` reads; its item `discount` is wrong."""
+    spec = {
+        "cases": [
+            {"id": "price", "input": "how much is the foundation course?", "expectedOutput": "$450"},
+            {"id": "discount", "input": "can I get a discount?", "expectedOutput": "20% off"},
+            {"id": "days", "input": {"text": "when does it run?", "history": [{"role": "user", "text": "hi"}]}, "expectedOutput": "Tuesdays"},
+        ],
+        "grader": {"adapterId": "contains"},
+    }
+    store = open_store(database_url(home.root))
+    try:
+        token = store.issue_token("demo-academy", "test")
+        suite = EvalSuite(id="demo-academy.facts", tenantId="demo-academy", version="1.0.0", kind="accuracy", description="", spec=spec)
+        store.publish("demo-academy", token.id, suite)
+        return materialize(store.latest("demo-academy", "demo-academy.facts"), "demo-academy", home.root)
+    finally:
+        store.close()
+
+
+def cli_run(*args: str) -> tuple[int, str]:
+    """`kindgi-eval run ARGS`: its exit status and its run id."""
+    done = run_cli("run", *args)
+    return done.code, next(line for line in done.err.splitlines() if line.startswith("run ")).split()[1]
+
+
+def metadata_row(page, key: str):
+    """The row of the asset page's metadata table that holds `key`."""
+    return page.locator("tr").filter(has=page.locator("td", has_text=re.compile(f"^{re.escape(key)}$"))).first
+
+
+def open_asset(page, dev: Dev, asset: str, shown: str) -> None:
+    """An asset's page, once `shown` is on it, with Dagster's first-visit newsletter dialog closed if it asked."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    page.goto(f"{dev.url}/assets/{asset}", wait_until="domcontentloaded", timeout=60_000)
+    page.get_by_text(shown).first.wait_for(timeout=60_000)
+    skip = page.get_by_role("button", name="Skip")
+    try:
+        skip.wait_for(timeout=3_000)
+        skip.click()
+        skip.wait_for(state="detached", timeout=5_000)
+    except PlaywrightTimeout:
+        pass  # this Dagster did not ask, or asked already
+
+
+def test_the_ui_and_the_report_show_the_conversation_the_result_and_the_kinds_figure(night: FakeProvider, dev: Dev, home, tmp_path: Path) -> None:
+    _browser_or_skip()
     from playwright.sync_api import sync_playwright
 
     tags = load_tenants().suite(KEY).tags()
     run_id, run = launch_and_wait(dev, tags)
     assert run["status"] == "SUCCESS", dev.log.read_text()[-3000:]
-    assert {t["key"]: t["value"] for t in run["tags"]}["kindgi/tenant"] == "alpha"
+    run_tags = {t["key"]: t["value"] for t in run["tags"]}
+    assert run_tags["kindgi/tenant"] == "alpha" and run_tags["kindgi/result"] == "failing"  # a Dagster success, a failing suite
     # what the judge quoted for the split verdict: the start of the reply it was shown (the scripted Judge's rule)
     split = next(r for r in night.requests if criterion_of(r).endswith("criterion-split"))
-    evidence = fenced(split, "reply")[:12]
+    reply, evidence = fenced(split, "reply"), fenced(split, "reply")[:12]
 
     screenshot = tmp_path / "statuses.png"
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
         try:
             page = browser.new_page(viewport={"width": 1600, "height": 1400})
-            page.goto(f"{dev.url}/assets/statuses", wait_until="domcontentloaded", timeout=60_000)
             # the votes are listed by sample number, and which sample the scripted judge answered `pass` depends on
             # the order its three concurrent requests arrived in
+            open_asset(page, dev, "statuses", "Latest check results")
             row = page.locator("tr", has_text="review-split").filter(has_text=re.compile(SPLIT_VOTES))
             row.first.wait_for(timeout=60_000)
-            assert evidence in row.first.inner_text()
-            page.get_by_text("Latest check results").wait_for(timeout=30_000)  # the status panel has loaded too
-            skip = page.get_by_role("button", name="Skip")  # Dagster's first-visit newsletter dialog covers the page
-            try:
-                skip.wait_for(timeout=5_000)
-                skip.click()
-                skip.wait_for(state="detached", timeout=5_000)
-            except PlaywrightTimeout:
-                pass  # this Dagster did not ask
             page.screenshot(path=str(screenshot), full_page=True)
-            # the verdict report: the reply as the contact saw it, the quote, and the dissenting sample's reason
+            # the verdict report: the turns before, the contact's message, the reply with its quote, the dissenting sample
             report = page.locator("tr", has_text="verdicts_report").first.inner_text()
-            reply = fenced(split, "reply")
             assert "review-split: fail, split 2-1 (judged-fail)" in report
-            assert reply.split(".")[0] in report and evidence in report
+            message = f"contact's message: {SPLIT_TEXT}"
+            assert report.index("hello there") < report.index(message) < report.index("reply 1:")
+            assert reply.splitlines()[0] in report and evidence in report
             assert re.search(r"\tpass\tscripted\t", report), report  # the sample that voted the other way, and why
-            # a passing run of another suite beside it: the Runs page filtered to failing lists only the night's run
-            passing = run_cli("run", "--mock")
-            assert passing.code == 0, passing.err
-            passing_id = next(line for line in passing.err.splitlines() if line.startswith("run ")).split()[1]
+            assert page.evaluate(SQUEEZED) == []  # every table reads across, none a word a line
+            open_asset(page, dev, "calibration", "agreement/semantic_repetition")
+            metadata_row(page, "groups").wait_for(timeout=30_000)
+            assert page.evaluate(SQUEEZED) == []
+            page.screenshot(path=str(tmp_path / "calibration.png"), full_page=True)
+
+            # beside it, the golden suite without a judge and an accuracy suite with a wrong item, run from the command line
+            passing_code, passing_id = cli_run("--mock")  # the golden suite: its review entries are left to a person
+            accuracy_code, accuracy_id = cli_run("--mock", "--eval-dir", str(accuracy_folder(home)))
+            assert (passing_code, accuracy_code) == (0, 1)
+            # the Runs page shows each run's result beside its Dagster status: a review-only run is not `passed`
+            page.goto(f"{dev.url}/runs", wait_until="domcontentloaded", timeout=60_000)
+            page.get_by_text(accuracy_id[:8]).first.wait_for(timeout=60_000)
+            for shown_id, result in ((run_id, "failing"), (passing_id, "needs-review"), (accuracy_id, "failing")):
+                row = page.evaluate(RUN_ROW, shown_id[:8])
+                assert "Success" in row and f"kindgi/result: {result}" in row, row
+            page.screenshot(path=str(tmp_path / "runs.png"), full_page=True)
+            # and filters to the failing ones
             page.goto(f"{dev.url}/runs?q%5B0%5D=tag%3Akindgi%2Fresult%3Dfailing", wait_until="domcontentloaded", timeout=60_000)
             page.get_by_text(run_id[:8]).first.wait_for(timeout=60_000)
-            assert page.get_by_text(passing_id[:8]).count() == 0
-            page.screenshot(path=str(tmp_path / "failing-runs.png"), full_page=True)
+            assert page.get_by_text(accuracy_id[:8]).count() == 1 and page.get_by_text(passing_id[:8]).count() == 0
+            # the accuracy run's summary: its kind's figure, and the history table
+            open_asset(page, dev, "run_summary", "Accuracy: 0.667, 2 of 3 graded items correct")
+            metadata_row(page, "nights").wait_for(timeout=30_000)
+            assert page.evaluate(SQUEEZED) == []
+            page.screenshot(path=str(tmp_path / "run_summary.png"), full_page=True)
+
+            # the HTML reports of the same runs: the contact's side, the result and the kind's figure
+            night_page, accuracy_page = tmp_path / "night.html", tmp_path / "accuracy.html"
+            assert run_cli("report", run_id, "--html", str(night_page)).code == 0
+            assert run_cli("report", accuracy_id, "--html", str(accuracy_page)).code == 0
+            page.goto(night_page.as_uri())
+            assert "failing" in page.locator("#result").inner_text()
+            case = page.locator("#cases .case", has_text="review-split").inner_text()
+            assert case.index("hello there") < case.index(message) < case.index(reply.splitlines()[0])
+            page.goto(accuracy_page.as_uri())
+            assert "failing" in page.locator("#result").inner_text()
+            figure = page.locator("#kind").inner_text()
+            assert "Accuracy: 0.667, 2 of 3 graded items correct (95% Wilson interval 0.208 to 0.939)" in figure
+            assert "discount\twrong\t20% off" in figure and "price" not in figure  # the wrong item, and only it
         finally:
             browser.close()
     assert screenshot.stat().st_size > 10_000
-    assert run_id
+    warnings = [line for line in dev.log.read_text().splitlines() if re.search(r"warning", line, re.IGNORECASE)]
+    assert warnings == []  # the README's command starts without one
