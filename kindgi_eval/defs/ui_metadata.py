@@ -66,7 +66,7 @@ def verdict_records(rows: list[StatusRow]) -> list[dg.TableRecord]:
 
 
 def failed_records(rows: list[StatusRow]) -> list[dg.TableRecord]:
-    """Every failed case with its failures, clipped (the verdicts report holds them whole)."""
+    """Every failed case with its failures, clipped (the verdicts report lists each one)."""
     return [
         dg.TableRecord({"case": r.case_id, "failures": clip("; ".join(r.failures), CELL_CHARS)})
         for r in rows
@@ -83,8 +83,9 @@ def result_tags(rows: list[StatusRow], tenant: str, suite: str) -> dict[str, str
 def statuses_metadata(
     rows: list[StatusRow], replies: list[ReplyRow], samples: list[SampleRow], cases: list[Case], run_id: str
 ) -> dict[str, object]:
-    """What the UI shows of a `statuses` materialisation: numbers it plots night over night, a report of the
-    judged-fail and split verdicts and the failed cases, and two tables."""
+    """What the UI shows of a `statuses` materialisation: its counts and costs (plotted by partition, each suite's
+    latest run beside the others'), a report of the judged-fail and split verdicts and the failed cases, and two
+    narrow tables of them."""
     verdicts = verdict_records(rows)
     failed = failed_records(rows)
     metadata: dict[str, object] = {status: int(sum(r.status == status for r in rows)) for status in STATUSES}
