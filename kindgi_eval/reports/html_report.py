@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import NamedTuple
 
-from kindgi_eval.reports.reading import NUDGE_NOTE, pass_rate, run_result, shown_history, shown_message
+from kindgi_eval.reports.reading import NUDGE_NOTE, SPEAKER, pass_rate, run_result, shown_history, shown_message
 from kindgi_eval.reports.run_report import kind_lines
 from kindgi_eval.spec import FAILING, STATUSES, Case
 from kindgi_eval.store import AccuracyRow, CalibrationRow, CustomRow, OutcomeRow, RegressionRow, RunRow, SampleRow, StatusRow
@@ -137,7 +137,7 @@ def _contact(case: Case | None) -> str:
     """The contact's side above a reply: the last turns before it, then the contact's message (none on a nudge)."""
     if case is None:
         return ""
-    turns = "".join(f'<li class="turn {role}"><b>{role}:</b> {escape(text)}</li>' for role, text in shown_history(case))
+    turns = "".join(f'<li class="turn {role}"><b>{SPEAKER[role]}:</b> {escape(text)}</li>' for role, text in shown_history(case))
     message = shown_message(case)
     said = f"<i>{escape(NUDGE_NOTE)}</i>" if message is None else escape(message)
     history = f'<ol class="history">{turns}</ol>' if turns else ""

@@ -20,6 +20,9 @@ MESSAGE_CHARS = 600
 NUDGE_NOTE = "(follow-up: no contact message)"
 """What stands for the contact's message on a nudge, where nobody wrote one."""
 
+SPEAKER: dict[Role, str] = {"user": "contact", "agent": "agent"}
+"""Who wrote a turn, in a reader's words: the protocol's `user` is the contact."""
+
 Result = Literal["failing", "needs-review", "passed"]
 
 

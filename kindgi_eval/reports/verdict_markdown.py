@@ -13,7 +13,7 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 
-from kindgi_eval.reports.reading import NUDGE_NOTE, shown_history, shown_message
+from kindgi_eval.reports.reading import NUDGE_NOTE, SPEAKER, shown_history, shown_message
 from kindgi_eval.spec import Case, clip
 from kindgi_eval.store import CriterionRow, SampleRow, StatusRow
 
@@ -64,7 +64,7 @@ def _contact_side(case: Case | None) -> list[str]:
         return []
     message = shown_message(case)
     said = f"_{NUDGE_NOTE}_" if message is None else escape_md(message)
-    return [*(f"_{role}:_ {escape_md(text)}" for role, text in shown_history(case)), f"**contact's message:** {said}"]
+    return [*(f"_{SPEAKER[role]}:_ {escape_md(text)}" for role, text in shown_history(case)), f"**contact's message:** {said}"]
 
 
 def _severity(status: StatusRow, criterion: CriterionRow) -> tuple[int, str, str]:

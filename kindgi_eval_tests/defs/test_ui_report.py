@@ -43,7 +43,7 @@ def test_the_statuses_report_shows_each_split_sample_the_reply_and_the_quote(hom
     assert report.count("| pass | scripted |") == 1 and report.count("| fail | split failure |") == 2
     # the reply as the contact saw it, with the quote in bold, and the turns before it
     assert f"**{escape_md(split.evidence)}**" in report
-    assert "> _user:_ hello there" in report and "> _agent:_ Hi\\! What would you like to learn?" in report
+    assert "> _contact:_ hello there" in report and "> _agent:_ Hi\\! What would you like to learn?" in report
     # the contact's message between the turns before it and the reply
     split_part = report[report.index("### review\\-split") :]
     message = f"> **contact's message:** {escape_md(PRICE)}"

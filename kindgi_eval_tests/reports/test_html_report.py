@@ -131,7 +131,7 @@ def test_each_case_shows_the_last_turns_and_the_contacts_message_above_its_reply
     html = page_of([status("asked"), status("nudged")], cases=cases)
     asked = section(html, "asked")
     assert "first" not in asked and "second" not in asked  # the last three turns only
-    assert "<b>user:</b> third &lt;b&gt;" in asked and "<b>user:</b> fifth" in asked
+    assert "<b>contact:</b> third &lt;b&gt;" in asked and "<b>contact:</b> fifth" in asked
     assert "x" * 299 + "…" in asked and "x" * 300 not in asked  # a long turn is clipped
     message = "what does it cost? &lt;script&gt;alert(1)&lt;/script&gt;"
     assert message in asked and "<script>alert" not in html
