@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "kindgi_eval"
-RANKS = ["spec", "llm", "prompts", "store", "inputs", "registry", "agents", "steps", "reports", "defs", "cli"]
+RANKS = ["spec", "llm", "prompts", "store", "inputs", "registry", "agents", "kinds", "steps", "reports", "defs", "cli"]
 """Lowest first: each folder may import the folders before it."""
 TOP_LEVEL = {"__init__", "__main__"}
 REACHED_BY_NAME = {"agents.http", "agents.litellm"}

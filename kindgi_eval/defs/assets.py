@@ -30,33 +30,35 @@ from kindgi_eval.inputs import (
     pairwise_variants,
     suite_key,
 )
-from kindgi_eval.prompts import template_hash
-from kindgi_eval.spec import InputError
-from kindgi_eval.steps import (
+from kindgi_eval.kinds import (
     accuracy_columns,
     accuracy_rows,
     agreement_of,
-    ask_agent,
-    askings,
-    calibration_rows,
     cases_of,
-    code_version,
     custom_rows,
     grade_replies,
     handler_of,
     judge_pairwise,
-    outcome_rows,
+    kind_named,
     pairwise_columns,
     queue_rows,
     regression_columns,
     regression_rows,
     resolve_baseline,
+    summarize_custom,
+    summarize_queue,
+)
+from kindgi_eval.prompts import template_hash
+from kindgi_eval.spec import InputError
+from kindgi_eval.steps import (
+    ask_agent,
+    calibration_rows,
+    code_version,
+    outcome_rows,
     run_row,
     sample_judge,
     status_rows,
     suite_rows,
-    summarize_custom,
-    summarize_queue,
 )
 from kindgi_eval.store import (
     AccuracyRow,
@@ -144,7 +146,7 @@ def agent_replies(
     """
     settings = _settings(context, eval_settings)
     tenant = _inputs(lambda: load_tenant(settings.config_dir)).tenant
-    agents = [(_inputs(lambda s=s: make_agent(s, tenant)), rows) for s, rows in askings(settings, suite)]
+    agents = [(_inputs(lambda s=s: make_agent(s, tenant)), rows) for s, rows in kind_named(suite[0].suite_kind).askings(settings, suite)]
     rows = []
     with recording(context, io_manager.root(), "agent_replies", _inputs(lambda: manifest_now(context, settings))) as (done, record):
         for agent, cases in agents:

@@ -24,8 +24,9 @@ from kindgi_eval.inputs import (
     load_tenant,
     manifest_of,
 )
+from kindgi_eval.kinds import pair_key
 from kindgi_eval.spec import InputError
-from kindgi_eval.steps import pair_key, sample_key
+from kindgi_eval.steps import sample_key
 from kindgi_eval.store import (
     TABLE_OF,
     BatchWriter,

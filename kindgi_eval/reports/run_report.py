@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from kindgi_eval.kinds import kind_named
 from kindgi_eval.reports.reading import NUDGE_NOTE, TURN_CHARS, shown_history, shown_message
 from kindgi_eval.spec import FAILING, STATUSES, THRESHOLD, Case, clip, counted, groups_of, judge_was_down, safe
 from kindgi_eval.store import AccuracyRow, CalibrationRow, CustomRow, RegressionRow, RunRow, StatusRow
-
-
-NO_FUNNEL = ("accuracy", "pairwise")
-"""Kinds whose items are not conversations entering the tenant's funnel: their coverage would read like a failure."""
 
 
 RECAP_AFTER = 10
@@ -29,7 +26,7 @@ def render(
     summary. `marks` holds the line a kind adds to a case (see `case_marks`)."""
     judged = run.judge is not None
     by_id = {c.id: c for c in cases}
-    against = f"variant A ({run.variant_a}) and variant B ({run.variant_b})" if run.suite_kind == "pairwise" else run.agent
+    against = kind_named(run.suite_kind).against(run)
     lines = [
         f"Suite {run.eval_dir} ({key}, hash {run.suite_hash[:12]}): {run.cases} cases against {against}, "
         + (f"judged by {run.judge}" if judged else "no judge"),
@@ -112,7 +109,7 @@ def summary_lines(run: RunRow, calibration: Sequence[CalibrationRow]) -> list[st
     if run.cost_unknown:
         cost += " (a model's price is unknown: counted as 0)"
     lines.append(cost)
-    if run.suite_kind not in NO_FUNNEL:
+    if kind_named(run.suite_kind).enters_funnel:
         uncovered = ", ".join(run.uncovered) if run.uncovered else "none"
         lines.append(f"Funnel coverage: {len(run.stages)} stages ({', '.join(run.stages)}); uncovered: {uncovered}")
     return lines + meaning_lines(run)
@@ -159,69 +156,8 @@ def _handler_mark(row: CustomRow) -> str:
 
 
 def kind_lines(run: RunRow) -> list[str]:
-    """What a suite of a kind with a number reports, beneath the counts: its accuracy, its regression, its benchmark,
-    its pairwise result, its review queue."""
-    if run.suite_kind == "accuracy":
-        graded = (run.correct or 0) + (run.wrong or 0)
-        if run.accuracy is None:
-            figure = "n/a (no item was graded)"
-        else:
-            figure = f"{run.accuracy:.3f}, {run.correct} of {graded} graded items correct (95% Wilson interval {run.accuracy_low:.3f} to {run.accuracy_high:.3f})"
-        return [f"Accuracy: {figure}; {run.ungraded_items} ungraded, counted on neither side"]
-    if run.suite_kind == "regression":
-        moved = f"{run.improved} improved, {run.regressed} regressed, {run.unchanged} unchanged"
-        change = ""
-        if run.pass_rate_change is not None:
-            change = (f"; pass rate {run.pass_rate_change:+.3f} (paired 95% interval {run.change_low:+.3f} to {run.change_high:+.3f}, "
-                      f"McNemar exact p = {run.mcnemar_p:.3g})")
-        return [f"Regression against run {run.baseline_run}: {moved}{change}"]
-    if run.suite_kind == "benchmark":
-        return [f"Benchmark: {run.benchmark_name} {run.benchmark_version} (content sha256 {run.benchmark_hash})"]
-    if run.suite_kind == "human-review":
-        skipped = f"; {run.review_skipped} cases without a reply left out" if run.review_skipped else ""
-        each = f", {(run.review_items or 0) // run.review_replies} rubric items each" if run.review_replies else ""
-        queued = f"Human review: {run.review_items} items queued for the {run.reviewer_role} ({run.review_replies} replies{each}){skipped}"
-        return [f"{queued}; kindgi-eval review export <run id> writes the file to label"]
-    if run.suite_kind == "pairwise":
-        if not run.pairwise_calibrated:
-            return [f"Pairwise {run.variant_a} (A) against {run.variant_b} (B): not judged, the judge is not calibrated on the labelled pairs"]
-        if run.win_rate is None:
-            return [f"Pairwise {run.variant_a} (A) against {run.variant_b} (B): no prompt was answered by both"]
-        return [f"Pairwise {run.variant_a} (A) against {run.variant_b} (B): {run.wins} wins, {run.losses} losses, {run.ties} ties; "
-                f"win rate {run.win_rate:.3f} (bootstrap 95% interval {run.win_rate_low:.3f} to {run.win_rate_high:.3f}); "
-                f"position consistency {run.position_consistency:.2f}"]
-    if run.suite_kind == "custom":
-        return [f"Custom handler {run.handler_name} (source sha256 {(run.handler_hash or '')[:12]}): {run.handler_passed} passed, "
-                f"{run.handler_failed} failed, {run.handler_errors} errors (no valid verdict, never a pass), "
-                f"{run.handler_skipped} skipped (no reply)"]
-    return []
-
-
-def kind_json(run: RunRow) -> dict:
-    """The `--json` key of a suite of a kind with a result of its own: `accuracy`, `regression`, `benchmark`,
-    `human_review`, `pairwise` or `custom`."""
-    if run.suite_kind == "accuracy":
-        interval = None if run.accuracy is None else {"low": run.accuracy_low, "high": run.accuracy_high, "method": "wilson", "level": 0.95}
-        return {"accuracy": {"value": run.accuracy, "correct": run.correct, "wrong": run.wrong, "ungraded": run.ungraded_items, "interval": interval}}
-    if run.suite_kind == "regression":
-        interval = None if run.pass_rate_change is None else {"low": run.change_low, "high": run.change_high, "method": "paired bootstrap", "level": 0.95}
-        return {"regression": {"baseline_run": run.baseline_run, "improved": run.improved, "regressed": run.regressed,
-                               "unchanged": run.unchanged, "pass_rate_change": run.pass_rate_change, "interval": interval,
-                               "mcnemar_p": run.mcnemar_p}}
-    if run.suite_kind == "benchmark":
-        return {"benchmark": {"name": run.benchmark_name, "version": run.benchmark_version, "hash": run.benchmark_hash}}
-    if run.suite_kind == "human-review":
-        return {"human_review": {"reviewer_role": run.reviewer_role, "queue": run.review_items, "replies": run.review_replies,
-                                 "skipped": run.review_skipped}}
-    if run.suite_kind == "pairwise":
-        interval = None if run.win_rate is None else {"low": run.win_rate_low, "high": run.win_rate_high, "method": "bootstrap", "level": 0.95}
-        return {"pairwise": {"variant_a": run.variant_a, "variant_b": run.variant_b, "calibrated": run.pairwise_calibrated,
-                             "agreement": run.pairwise_agreement, "wins": run.wins, "losses": run.losses, "ties": run.ties,
-                             "win_rate": run.win_rate, "interval": interval, "position_consistency": run.position_consistency}}
-    if run.suite_kind == "custom":
-        return {"custom": {"handler": run.handler_name, "hash": run.handler_hash, "passed": run.handler_passed,
-                           "failed": run.handler_failed, "errors": run.handler_errors, "skipped": run.handler_skipped}}
-    return {}
+    """What the run's kind reports beneath the counts: its accuracy, its regression, its pairwise result, …"""
+    return kind_named(run.suite_kind).lines(run)
 
 
 def summary_json(
@@ -251,7 +187,7 @@ def summary_json(
         },
         "cost": {"agent_usd": run.agent_usd, "judge_usd": run.judge_usd},
         "coverage": {"stages": run.stages, "uncovered": run.uncovered},
-        **kind_json(run),
+        **kind_named(run.suite_kind).summary(run),
         "cases": [
             {
                 "id": s.case_id,

@@ -12,9 +12,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from kindgi_eval.llm import ModelCallError, scrub
-from kindgi_eval.spec import Agent, AgentTurn, Case, ReplyError, Usage
-from kindgi_eval.steps.progress import Progress
-from kindgi_eval.steps.suite import cases_of
+from kindgi_eval.spec import Agent, AgentTurn, Case, Progress, ReplyError, Usage
+from kindgi_eval.kinds import cases_of
 from kindgi_eval.store import ReplyRow, SuiteRow
 
 Record = Callable[[ReplyRow], None]

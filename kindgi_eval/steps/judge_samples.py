@@ -18,6 +18,7 @@ from kindgi_eval.spec import (
     Graded,
     Judge,
     Label,
+    Progress,
     Turn,
     ACCURACY_GROUP,
     agree_by_group,
@@ -28,8 +29,7 @@ from kindgi_eval.spec import (
     joined_reply,
     read_sample,
 )
-from kindgi_eval.steps.progress import Progress
-from kindgi_eval.steps.suite import cases_of
+from kindgi_eval.kinds import cases_of
 from kindgi_eval.store import OutcomeRow, ReplyRow, SampleRow, SuiteRow
 
 Record = Callable[[SampleRow], None]

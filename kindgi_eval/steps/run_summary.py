@@ -9,12 +9,8 @@ from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from kindgi_eval.kinds import KindRows, kind_named
 from kindgi_eval.spec import STATUSES
-from kindgi_eval.steps.accuracy import accuracy_columns
-from kindgi_eval.steps.custom import custom_columns, handler_of
-from kindgi_eval.steps.pairwise import pairwise_columns
-from kindgi_eval.steps.regressions import regression_columns
-from kindgi_eval.steps.review_queue import summarize_queue
 from kindgi_eval.store import AccuracyRow, CustomRow, PairwiseRow, QueueRow, RegressionRow, ReplyRow, RunRow, SampleRow, StatusRow, SuiteRow
 
 
@@ -42,7 +38,8 @@ def run_row(
 ) -> RunRow:
     """The run in one row: lineage, counts per status, ungraded criteria, costs and funnel coverage, and for a
     resumed run the killed run it finished and how many agent and judge calls its recordings saved; for an
-    accuracy suite its accuracy and interval, for a regression suite how it moved against its baseline."""
+    accuracy suite its accuracy and interval, for a regression suite how it moved against its baseline: each kind's
+    own columns, as its entry of the table of kinds sums them up."""
     first = suite[0]
     counts = Counter(s.status for s in statuses)
     entered = {r.funnel_stage for r in suite if r.kind == "case"}
@@ -75,24 +72,8 @@ def run_row(
         benchmark_version=first.benchmark_version,
         benchmark_hash=first.benchmark_hash,
         **{status.replace("-", "_"): counts.get(status, 0) for status in STATUSES},
-        **(accuracy_columns(accuracy) if first.suite_kind == "accuracy" else {}),
-        **(regression_columns(first.baseline_run, regressions) if first.suite_kind == "regression" else {}),
-        **(pairwise_columns(first, pairwise) if first.suite_kind == "pairwise" else {}),
-        **(_review_columns(first, replies, review_queue) if first.suite_kind == "human-review" else {}),
-        **(custom_columns(handler_of(suite), custom) if first.suite_kind == "custom" else {}),
+        **kind_named(first.suite_kind).columns(KindRows(suite, replies, accuracy, regressions, pairwise, review_queue, custom)),
     )
-
-
-def _review_columns(first: SuiteRow, replies: Sequence[ReplyRow], queue: Sequence[QueueRow]) -> dict[str, object]:
-    summary = summarize_queue(replies, queue)
-    return {"reviewer_role": first.reviewer_role, "review_items": summary.items, "review_replies": summary.replies,
-            "review_skipped": summary.skipped}
-
-
-
-
-
-
 
 
 @cache

@@ -1,11 +1,9 @@
-"""The `suite` stage: a parsed suite folder as rows, and the cases back from stored rows."""
+"""The `suite` stage: a parsed suite folder as rows."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from kindgi_eval.inputs import Suite
-from kindgi_eval.spec import AccuracyCase, CalibrationItem, Case, PairwiseCase
+from kindgi_eval.spec import CalibrationItem
 from kindgi_eval.store import SuiteRow
 
 
@@ -68,9 +66,3 @@ def suite_rows(
         rows.append(SuiteRow(kind="handler", id=suite.handler.name, line=0, text="", nudge=False, funnel_stage=None, course=None,
                              review=[], body=suite.handler.model_dump_json(), **common))
     return rows
-
-
-def cases_of(rows: Sequence[SuiteRow]) -> list[Case]:
-    """The cases of a stored suite, in file order: accuracy items for an accuracy suite."""
-    model = {"accuracy": AccuracyCase, "pairwise": PairwiseCase}.get(rows[0].suite_kind if rows else "", Case)
-    return [model.model_validate_json(r.body) for r in rows if r.kind == "case"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from kindgi_eval.spec import Case, Handler, HandlerExit
-from kindgi_eval.steps.custom import grade_replies
+from kindgi_eval.kinds import grade_replies
 from kindgi_eval.store import ReplyRow
 
 HANDLER = Handler(modulePath="h.py", entrypointPath="grade", source="def grade(case, reply):\n    return {'pass': True, 'reason': 'ok'}\n")

@@ -6,10 +6,10 @@ from collections import Counter
 
 from kindgi_eval.agents.factory import make_agent, make_judge
 from kindgi_eval.inputs import RunSettings, load_checked_suite, load_tenant
+from kindgi_eval.kinds import cases_of
 from kindgi_eval.steps import (
     ask_agent,
     calibration_rows,
-    cases_of,
     outcome_rows,
     run_row,
     sample_judge,

@@ -23,6 +23,7 @@ from kindgi_eval.spec import (
     PairwiseCalibration,
     PairwiseCase,
     Preference,
+    Progress,
     Turn,
     WinRate,
     combine,
@@ -31,8 +32,6 @@ from kindgi_eval.spec import (
     read_judgement,
     win_rate,
 )
-from kindgi_eval.steps.progress import Progress
-from kindgi_eval.steps.suite import cases_of
 from kindgi_eval.store import PairwiseRow, StatusRow, SuiteRow
 
 Record = Callable[[PairwiseRow], None]
@@ -177,14 +176,14 @@ def pairwise_columns(first: SuiteRow, rows: Sequence[PairwiseRow]) -> dict[str, 
     }
 
 
-def askings(settings: RunSettings, suite: Sequence[SuiteRow]) -> list[tuple[RunSettings, list[SuiteRow]]]:
-    """Who is asked what in the `agent_replies` stage: in a pairwise suite, each variant (the agents the `suite`
-    stage resolved) its own cases; in any other suite, the run's agent every row."""
+def pairwise_askings(settings: RunSettings, suite: Sequence[SuiteRow]) -> list[tuple[RunSettings, list[SuiteRow]]]:
+    """Who is asked what in the `agent_replies` stage of a pairwise suite: each variant (the agents the `suite`
+    stage resolved) its own prompts; the run's agent every row when no variants were resolved."""
     first = suite[0]
-    if first.suite_kind != "pairwise" or not (first.variant_a and first.variant_b):
+    if not (first.variant_a and first.variant_b):
         return [(settings, list(suite))]
     rows = [r for r in suite if r.kind == "case"]
-    answered_by = {case.id: case.variant for case in cases_of(rows)}
+    answered_by = {r.id: PairwiseCase.model_validate_json(r.body).variant for r in rows}
     return [
         (variant_settings(settings, agent), [r for r in rows if answered_by[r.id] == variant])
         for variant, agent in (("A", first.variant_a), ("B", first.variant_b))

@@ -1,0 +1,18 @@
+"""The `accuracy` kind: items with an expected output, graded correct or wrong, and the accuracy with its interval."""
+
+from collections.abc import Mapping
+
+from kindgi_eval.kinds.accuracy.report import accuracy_lines, accuracy_summary
+from kindgi_eval.kinds.accuracy.stage import accuracy_columns, accuracy_rows
+from kindgi_eval.kinds.kind import KindRows, SuiteKind
+from kindgi_eval.spec import AccuracyCase
+
+
+def _columns(rows: KindRows) -> Mapping[str, object]:
+    return accuracy_columns(rows.accuracy)
+
+
+KIND = SuiteKind(name="accuracy", case_model=AccuracyCase, enters_funnel=False, columns=_columns, lines=accuracy_lines,
+                 summary=accuracy_summary)
+
+__all__ = ["KIND", "accuracy_columns", "accuracy_rows"]

@@ -1,0 +1,72 @@
+"""What a suite kind is to the shared chain and its reports: one record of the kind's own functions. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from kindgi_eval.inputs import RunSettings
+from kindgi_eval.spec import Case
+from kindgi_eval.store import AccuracyRow, CustomRow, PairwiseRow, QueueRow, RegressionRow, ReplyRow, RunRow, SuiteRow
+
+
+class KindRows(NamedTuple):
+    """A run's rows a kind sums up into its `runs` columns: the suite and replies every run has, and the table of
+    each kind's own stage (empty for the other kinds)."""
+
+    suite: Sequence[SuiteRow]
+    replies: Sequence[ReplyRow]
+    accuracy: Sequence[AccuracyRow] = ()
+    regressions: Sequence[RegressionRow] = ()
+    pairwise: Sequence[PairwiseRow] = ()
+    review_queue: Sequence[QueueRow] = ()
+    custom: Sequence[CustomRow] = ()
+
+
+Askings = Callable[[RunSettings, Sequence[SuiteRow]], list[tuple[RunSettings, list[SuiteRow]]]]
+
+
+def _one_agent(settings: RunSettings, suite: Sequence[SuiteRow]) -> list[tuple[RunSettings, list[SuiteRow]]]:
+    return [(settings, list(suite))]
+
+
+def _nothing(_: object) -> dict:
+    return {}
+
+
+def _no_lines(_: RunRow) -> list[str]:
+    return []
+
+
+def _the_agent(run: RunRow) -> str:
+    return run.agent
+
+
+def _never(_: RunRow) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class SuiteKind:
+    """One kind of suite: its name, its items, and what it adds to a run. A kind that adds nothing keeps the defaults."""
+
+    name: str
+    """The kind as the registry and `runs.suite_kind` spell it: `conversation`, `human-review`, …"""
+    case_model: type[Case] = Case
+    """What its suite's cases are read back as from the stored suite."""
+    enters_funnel: bool = True
+    """Whether its cases are conversations entering the tenant's funnel; if not, the report shows no coverage (it
+    would read like a failure)."""
+    askings: Askings = _one_agent
+    """Who answers which cases in the `agent_replies` stage: the run's agent every case, unless the kind says."""
+    columns: Callable[[KindRows], Mapping[str, object]] = _nothing
+    """Its own `runs` columns, from its rows."""
+    lines: Callable[[RunRow], list[str]] = _no_lines
+    """Its lines in the printed report, beneath the counts."""
+    summary: Callable[[RunRow], Mapping[str, object]] = _nothing
+    """Its key of the `--json` summary (`{"accuracy": {...}}`), or nothing."""
+    against: Callable[[RunRow], str] = _the_agent
+    """What the report's header says the suite ran against."""
+    failed: Callable[[RunRow], bool] = _never
+    """Whether the kind's own result fails the run (exit 1) whatever its cases' statuses."""

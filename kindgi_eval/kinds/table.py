@@ -1,0 +1,45 @@
+"""The table of suite kinds: every kind installed under the `kindgi_eval.kinds` entry-point group, the built-ins
+joining it the way another package's kind would (this package's own entry points). Reads package metadata only."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import cache
+from importlib.metadata import entry_points
+
+from kindgi_eval.kinds.kind import SuiteKind
+from kindgi_eval.spec import Case
+from kindgi_eval.store import SuiteRow
+
+GROUP = "kindgi_eval.kinds"
+"""The entry-point group a package names its kinds under: `name = "package.module:KIND"`."""
+
+
+class KindTableError(Exception):
+    """The installed kinds disagree: an entry point whose object is no kind, or one named apart from its kind."""
+
+
+@cache
+def kinds() -> Mapping[str, SuiteKind]:
+    """Every installed kind by name, loaded once per process."""
+    table: dict[str, SuiteKind] = {}
+    for point in entry_points(group=GROUP):
+        kind = point.load()
+        if not isinstance(kind, SuiteKind) or kind.name != point.name:
+            raise KindTableError(f"entry point {point.name} = {point.value} of group {GROUP} must name a SuiteKind called {point.name!r}")
+        table[point.name] = kind
+    return table
+
+
+def kind_named(name: str) -> SuiteKind:
+    """The kind called `name`; KeyError naming the installed ones when there is none."""
+    table = kinds()
+    if name not in table:
+        raise KeyError(f"no suite kind {name!r} is installed; the kinds are {', '.join(sorted(table))}")
+    return table[name]
+
+
+def cases_of(rows: Sequence[SuiteRow]) -> list[Case]:
+    """The cases of a stored suite, in file order, each read back as its kind's case model."""
+    model = kind_named(rows[0].suite_kind).case_model if rows else Case
+    return [model.model_validate_json(r.body) for r in rows if r.kind == "case"]
