@@ -1,5 +1,5 @@
 """Big inputs in bounded memory: the peak RSS of a process validating a suite file at the limit and one far over it,
-and of an HTTP agent answered with 1 MB and 50 MB bodies, against the bounds the README states.
+and of an HTTP agent answered with 1 MB and 50 MB bodies, against the bounds benchmarks/README.md states.
 
     .venv/bin/python benchmarks/big_inputs.py [--suite-mb 50] [--body-mb 1 50] [--skip-at-limit]
 
@@ -32,7 +32,7 @@ from kindgi_eval.inputs.file_limits import SUITE_FILE_LIMIT, mib
 CLI = Path(sys.executable).parent / "kindgi-eval"
 MB = 1_000_000
 AT_LIMIT_BOUND_MB = 400
-"""Validating a suite file at SUITE_FILE_LIMIT peaks under this (the README's bound)."""
+"""Validating a suite file at SUITE_FILE_LIMIT peaks under this (the bound benchmarks/README.md states)."""
 REFUSED_OVER_BASELINE_MB = 16
 """Refusing a file over its limit, or an answer over BODY_LIMIT, adds at most this to the same process on a small input."""
 CLIENT = """

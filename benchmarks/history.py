@@ -1,5 +1,5 @@
 """Store size and query time over a long history: nightly runs of many tenant suites, generated straight into
-the store's layout (every table of every run, typed by the row models), then the README's three queries
+the store's layout (every table of every run, typed by the row models), then the three queries of docs/store.md
 timed through `kindgi-eval sql`, at 1, 3 and 12 months of history, each time after `kindgi-eval compact`
 (closed months merged into one file per table; the current month stays one file per run).
 

@@ -4,7 +4,7 @@
 a prober asks `/healthz` every 20 ms on a connection of its own, from before the attack starts until it ends, and the
 server's resident memory is read from /proc. Prints, per attack, the probes' p50, p99 and worst latency, the
 server's peak memory and how much the attack added, beside the goals (healthz within 100 ms; the server's memory
-bound of the README).
+bound in benchmarks/README.md).
 
     .venv/bin/python benchmarks/registry_attacks.py [--seconds 4]     # about a minute; --quick: each attack a tenth (a check that it runs)
 """
@@ -199,7 +199,7 @@ def main() -> None:
             _, peak = rss_mib(server.pid)
             print(f"{name:<40} {statistics.median(latencies):>9.1f} ms {p99:>5.1f} ms {max(latencies):>5.1f} ms   "
                   f"{peak:6.0f} MiB ({peak - peak_before:+.0f})")
-        print("goals: /healthz within 100 ms under every attack; the server under the README's memory bound")
+        print("goals: /healthz within 100 ms under every attack; the server under the memory bound of benchmarks/README.md")
     finally:
         server.terminate()
         server.wait(timeout=10)

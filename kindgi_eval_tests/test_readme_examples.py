@@ -1,4 +1,4 @@
-"""The README's example outputs are what the commands beside them print.
+"""The example outputs of the README and of the pages under docs/ are what the commands beside them print.
 
 An example is a fenced block right under a line `<!-- output of: COMMAND -->`. COMMAND runs in the repository
 with a fresh runtime folder; every line of the block must be a line of its standard output, in order. A line
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import shlex
-from pathlib import Path
 from typing import NamedTuple
 
 import pytest
@@ -16,6 +15,9 @@ import pytest
 from kindgi_eval_tests.conftest import REPO, run_cli
 
 README = REPO / "README.md"
+DOCS = sorted((REPO / "docs").glob("**/*.md"))
+PAGES = [README, *DOCS]
+"""Every page whose examples are checked: the README first, then docs/ in path order."""
 MARKER = re.compile(r"^<!-- output of: ([^\n]+) -->\n```[a-z]*\n(.*?)^```$", re.M | re.S)
 
 
@@ -24,8 +26,21 @@ class Example(NamedTuple):
     lines: list[str]
 
 
+class PageExample(NamedTuple):
+    """One example and the page it is on, relative to the repository."""
+
+    page: str
+    example: Example
+
+
 def examples(text: str) -> list[Example]:
     return [Example(m.group(1), m.group(2).rstrip("\n").split("\n")) for m in MARKER.finditer(text)]
+
+
+def page_examples() -> list[PageExample]:
+    return [
+        PageExample(str(page.relative_to(REPO)), example) for page in PAGES for example in examples(page.read_text())
+    ]
 
 
 def line_pattern(expected: str) -> re.Pattern[str]:
@@ -50,8 +65,13 @@ def unmatched(expected: list[str], actual: list[str]) -> str | None:
     return None
 
 
-def test_the_readme_has_examples_to_check() -> None:
-    assert len(examples(README.read_text())) >= 2
+def test_the_pages_have_examples_to_check() -> None:
+    assert len(page_examples()) >= 2
+
+
+def test_the_readme_itself_shows_the_offline_run() -> None:
+    # the landing page keeps its one run; the other examples may live under docs/
+    assert "kindgi-eval run --mock" in [example.command for example in examples(README.read_text())]
 
 
 def test_unmatched_reads_the_ellipses_as_the_docstring_says() -> None:
@@ -61,11 +81,11 @@ def test_unmatched_reads_the_ellipses_as_the_docstring_says() -> None:
     assert unmatched(["...", "f"], actual) is not None
 
 
-@pytest.mark.parametrize("example", examples(README.read_text()), ids=lambda e: e.command)
-def test_an_example_output_is_what_its_command_prints(example: Example, home) -> None:
-    command = shlex.split(example.command)
-    assert command[0] == "kindgi-eval", "an example runs the product's own command"
+@pytest.mark.parametrize("found", page_examples(), ids=lambda found: f"{found.page}: {found.example.command}")
+def test_an_example_output_is_what_its_command_prints(found: PageExample, home) -> None:
+    command = shlex.split(found.example.command)
+    assert command[0] == "kindgi-eval", f"{found.page}: an example runs the product's own command"
     done = run_cli(*command[1:], cwd=REPO)
     assert done.code in (0, 1), done.err
-    problem = unmatched(example.lines, done.out.splitlines())
-    assert problem is None, f"README example of `{example.command}` expects {problem}"
+    problem = unmatched(found.example.lines, done.out.splitlines())
+    assert problem is None, f"{found.page}: the example of `{found.example.command}` expects {problem}"

@@ -17,7 +17,7 @@ CalibrationFile = Literal["absent", "empty", "items"]
 """What the suite folder holds for calibration: no calibration.jsonl, one without items, or one with items."""
 
 THRESHOLD = 1.0
-"""Agreement a group needs to be graded: unanimous until a real calibration run is recorded in the README."""
+"""Agreement a group needs to be graded: unanimous until a real calibration run is recorded in docs/judge.md."""
 
 
 class GroupAgreement(BaseModel):

@@ -1,5 +1,5 @@
-"""The Dagster UI as a user sees it: the README's `dagster dev` on 127.0.0.1, with no warning, a run launched through it,
-headless Chromium; and the HTML report of the same runs."""
+"""The Dagster UI as a user sees it: the `dagster dev` of docs/dagster.md on 127.0.0.1, with no warning, a run
+launched through it, headless Chromium; and the HTML report of the same runs."""
 
 from __future__ import annotations
 
@@ -40,7 +40,8 @@ CHROMIUM_FLAGS = [
     "--no-first-run",
 ]
 DEV = [sys.executable, "-W", "ignore::FutureWarning:click.core", "-m", "dagster", "dev"]
-"""The README's `dagster dev`, with Dagster's notice that the separate `dg` package's `dg dev` supersedes it silenced."""
+"""The `dagster dev` of docs/dagster.md, with Dagster's notice that the separate `dg` package's `dg dev` supersedes it
+silenced."""
 KEY = "alpha.night"
 SPLIT_TEXT = "which evening suits you <best>?"
 """The contact's message of the case the judge splits on: it must show, escaped, above the reply."""
@@ -362,4 +363,4 @@ def test_the_ui_and_the_report_show_the_conversation_the_result_and_the_kinds_fi
             browser.close()
     assert screenshot.stat().st_size > 10_000
     warnings = [line for line in dev.log.read_text().splitlines() if re.search(r"warning", line, re.IGNORECASE)]
-    assert warnings == []  # the README's command starts without one
+    assert warnings == []  # docs/dagster.md's command starts without one

@@ -203,7 +203,7 @@ def test_each_group_reports_the_wilson_lower_bound_of_its_agreement_beside_the_g
 
 
 def test_sixteen_agreeing_labels_are_the_fewest_whose_lower_bound_passes_0_8() -> None:
-    # the README's figure: with every label agreed with, the bound is n / (n + z^2)
+    # the figure of docs/judge.md: with every label agreed with, the bound is n / (n + z^2)
     assert wilson(15, 15).low < 0.8 <= wilson(16, 16).low
 
 
