@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from kindgi_eval.spec.criteria import Source
@@ -34,3 +34,9 @@ def case_status(
         return "passed"
     review = [verdict for source, verdict in verdicts if source == "review"]
     return "judged-pass" if review and all(verdict == "pass" for verdict in review) else "reviewed"
+
+
+def run_failed(statuses: Iterable[Status], kind_failed: bool) -> bool:
+    """Whether a run fails (exit status 1): a case ended failed or judged-fail, or the suite's kind failed it by its
+    own rule (`kind_failed`: a regression suite's case that moved down from its baseline run)."""
+    return kind_failed or any(status in FAILING for status in statuses)

@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from kindgi_eval.spec.criteria import Source
-from kindgi_eval.spec.statuses import FAILING, STATUSES, Status, case_status
+from kindgi_eval.spec.statuses import FAILING, STATUSES, Status, case_status, run_failed
 from kindgi_eval.spec.verdicts import FinalVerdict
 
 Verdicts = list[tuple[Source, FinalVerdict]]
@@ -102,3 +102,17 @@ def test_every_combination_of_verdicts_follows_the_table_016(
         assert status == expected_status(held, review, rubric)
         # 009's guarantee: a review case is never plain passed; a case without review is never judged-pass.
         assert status != ("passed" if review else "judged-pass")
+
+
+@pytest.mark.parametrize(
+    ("statuses", "kind_failed", "failed"),
+    [
+        ([], False, False),  # nothing ran: nothing failed
+        (["passed", "judged-pass", "reviewed"], False, False),  # reviewed waits for a person; it fails nothing
+        (["passed", "failed"], False, True),
+        (["judged-fail"], False, True),
+        (["passed", "passed"], True, True),  # every case passed, and a regression's case moved down: the kind fails it
+    ],
+)
+def test_a_run_fails_on_a_failing_status_or_its_kind_s_own_rule(statuses: list[Status], kind_failed: bool, failed: bool) -> None:
+    assert run_failed(statuses, kind_failed) is failed
