@@ -5,10 +5,7 @@ import dagster as dg
 from pydantic import BaseModel
 
 from kindgi_eval.inputs import TAG_RESULT, TAG_SUITE, TAG_TENANT
-from kindgi_eval.reports import verdicts_markdown
-from kindgi_eval.reports.reading import pass_rate, run_result
-from kindgi_eval.reports.run_report import kind_lines
-from kindgi_eval.reports.verdict_markdown import escape_md
+from kindgi_eval.reports import escape_md, kind_lines, pass_rate, run_result, verdicts_markdown
 from kindgi_eval.spec import FAILING, STATUSES, Case, clip, judge_was_down
 from kindgi_eval.store import CalibrationRow, ReplyRow, RunRow, SampleRow, StatusRow, arrow_schema
 

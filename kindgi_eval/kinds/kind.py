@@ -24,6 +24,14 @@ class KindRows(NamedTuple):
     custom: Sequence[CustomRow] = ()
 
 
+class Items(NamedTuple):
+    """The items behind a kind's figure, as a table the HTML report lists."""
+
+    caption: str
+    headers: tuple[str, ...]
+    rows: list[tuple[str, ...]]
+
+
 Askings = Callable[[RunSettings, Sequence[SuiteRow]], list[tuple[RunSettings, list[SuiteRow]]]]
 
 
@@ -37,6 +45,10 @@ def _nothing(_: object) -> dict:
 
 def _no_lines(_: RunRow) -> list[str]:
     return []
+
+
+def _no_items(_: KindRows) -> Items | None:
+    return None
 
 
 def _the_agent(run: RunRow) -> str:
@@ -66,6 +78,10 @@ class SuiteKind:
     """Its lines in the printed report, beneath the counts."""
     summary: Callable[[RunRow], Mapping[str, object]] = _nothing
     """Its key of the `--json` summary (`{"accuracy": {...}}`), or nothing."""
+    marks: Callable[[KindRows], Mapping[str, str]] = _nothing
+    """The line it adds under a case's head in the printed report, by case id (an item's grade, a case's move)."""
+    items: Callable[[KindRows], Items | None] = _no_items
+    """The items behind its figure, for the HTML report to list; None when it lists none."""
     against: Callable[[RunRow], str] = _the_agent
     """What the report's header says the suite ran against."""
     failed: Callable[[RunRow], bool] = _never

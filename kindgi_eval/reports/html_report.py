@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import NamedTuple
 
+from kindgi_eval.kinds import KindRows, kind_named
 from kindgi_eval.reports.reading import NUDGE_NOTE, SPEAKER, pass_rate, run_result, shown_history, shown_message
 from kindgi_eval.reports.run_report import kind_lines
 from kindgi_eval.spec import FAILING, STATUSES, Case
@@ -108,20 +109,10 @@ def _kind_section(page: RunPage) -> str:
 
 
 def _kind_items(page: RunPage) -> str:
-    """The items behind a kind's figure: an accuracy suite's items not graded correct, a regression suite's cases
-    that moved against the baseline, a custom suite's cases its handler did not pass."""
-    kind = page.run.suite_kind
-    if kind == "accuracy":
-        wrong = [(a.case_id, a.grade, a.expected_output, a.detail) for a in page.accuracy if a.grade != "correct"]
-        return _items_table("Items not graded correct", ("item", "grade", "expected", "why"), wrong)
-    if kind == "regression":
-        moved = [(r.case_id, r.baseline_status, r.status, r.change) for r in page.regressions if r.change != "unchanged"]
-        return _items_table("Cases that moved against the baseline", ("case", "baseline", "now", "change"), moved)
-    if kind == "custom":
-        failed = [(c.case_id, c.verdict, "" if c.score is None else f"{c.score:g}", c.reason or c.error or "")
-                  for c in page.custom if c.verdict != "pass"]
-        return _items_table("Cases the handler did not pass", ("case", "verdict", "score", "why"), failed)
-    return ""
+    """The items behind the kind's figure, as its entry of the table of kinds lists them; nothing if it lists none."""
+    rows = KindRows(suite=(), replies=(), accuracy=page.accuracy, regressions=page.regressions, custom=page.custom)
+    items = kind_named(page.run.suite_kind).items(rows)
+    return "" if items is None else _items_table(items.caption, items.headers, items.rows)
 
 
 def _items_table(caption: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from kindgi_eval.kinds import kind_named
-from kindgi_eval.reports.reading import NUDGE_NOTE, TURN_CHARS, shown_history, shown_message
-from kindgi_eval.spec import FAILING, STATUSES, THRESHOLD, Case, clip, counted, groups_of, judge_was_down, safe
+from kindgi_eval.kinds import KindRows, kind_named, kinds
+from kindgi_eval.reports.reading import NUDGE_NOTE, shown_history, shown_message
+from kindgi_eval.spec import FAILING, STATUSES, THRESHOLD, Case, counted, groups_of, judge_was_down, safe
 from kindgi_eval.store import AccuracyRow, CalibrationRow, CustomRow, RegressionRow, RunRow, StatusRow
 
 
@@ -137,22 +137,10 @@ def recap_lines(statuses: Sequence[StatusRow]) -> list[str]:
 
 
 def case_marks(accuracy: Sequence[AccuracyRow], regressions: Sequence[RegressionRow], custom: Sequence[CustomRow]) -> dict[str, str]:
-    """The line a kind adds under a case's head: an accuracy item's grade and why (when not correct), a regression
-    case's move against its baseline (when it moved), a custom handler's verdict with its score and reason."""
-    marks = {a.case_id: f"{a.grade} ({a.grader}): {a.detail}" for a in accuracy if a.grade != "correct"}
-    marks.update((c.case_id, _handler_mark(c)) for c in custom)
-    marks.update(
-        (r.case_id, f"{r.change}: {r.baseline_status} in baseline run {r.baseline_run[:8]}, {r.status} now")
-        for r in regressions
-        if r.change != "unchanged"
-    )
-    return marks
-
-
-def _handler_mark(row: CustomRow) -> str:
-    score = "" if row.score is None else f", score {row.score:g}"
-    why = row.reason if row.error is None else row.error
-    return f"handler {row.handler_name}: {row.verdict}{score}" + (f": {clip(why, TURN_CHARS)}" if why else "")
+    """The line a kind adds under a case's head (an accuracy item's grade, a regression case's move, a custom
+    handler's verdict), as each kind marks the rows of its own table; a run has rows of its own kind's table only."""
+    rows = KindRows(suite=(), replies=(), accuracy=accuracy, regressions=regressions, custom=custom)
+    return {case: mark for kind in kinds().values() for case, mark in kind.marks(rows).items()}
 
 
 def kind_lines(run: RunRow) -> list[str]:

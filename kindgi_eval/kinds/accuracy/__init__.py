@@ -2,7 +2,7 @@
 
 from collections.abc import Mapping
 
-from kindgi_eval.kinds.accuracy.report import accuracy_lines, accuracy_summary
+from kindgi_eval.kinds.accuracy.report import accuracy_items, accuracy_lines, accuracy_marks, accuracy_summary
 from kindgi_eval.kinds.accuracy.stage import accuracy_columns, accuracy_rows
 from kindgi_eval.kinds.kind import KindRows, SuiteKind
 from kindgi_eval.spec import AccuracyCase
@@ -13,6 +13,6 @@ def _columns(rows: KindRows) -> Mapping[str, object]:
 
 
 KIND = SuiteKind(name="accuracy", case_model=AccuracyCase, enters_funnel=False, columns=_columns, lines=accuracy_lines,
-                 summary=accuracy_summary)
+                 summary=accuracy_summary, marks=accuracy_marks, items=accuracy_items)
 
 __all__ = ["KIND", "accuracy_columns", "accuracy_rows"]

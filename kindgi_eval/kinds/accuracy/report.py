@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from kindgi_eval.store import RunRow
+from collections.abc import Sequence
+
+from kindgi_eval.kinds.kind import Items, KindRows
+from kindgi_eval.store import AccuracyRow, RunRow
+
+
+def _not_correct(rows: Sequence[AccuracyRow]) -> list[AccuracyRow]:
+    return [a for a in rows if a.grade != "correct"]
 
 
 def accuracy_lines(run: RunRow) -> list[str]:
@@ -19,3 +26,14 @@ def accuracy_summary(run: RunRow) -> dict:
     """The `accuracy` key of `--json`."""
     interval = None if run.accuracy is None else {"low": run.accuracy_low, "high": run.accuracy_high, "method": "wilson", "level": 0.95}
     return {"accuracy": {"value": run.accuracy, "correct": run.correct, "wrong": run.wrong, "ungraded": run.ungraded_items, "interval": interval}}
+
+
+def accuracy_marks(rows: KindRows) -> dict[str, str]:
+    """Under each item not graded correct: its grade, its grader, and why."""
+    return {a.case_id: f"{a.grade} ({a.grader}): {a.detail}" for a in _not_correct(rows.accuracy)}
+
+
+def accuracy_items(rows: KindRows) -> Items:
+    """The items not graded correct, with what they had to give."""
+    return Items("Items not graded correct", ("item", "grade", "expected", "why"),
+                 [(a.case_id, a.grade, a.expected_output, a.detail) for a in _not_correct(rows.accuracy)])

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from kindgi_eval.store import RunRow
+from kindgi_eval.kinds.kind import Items, KindRows
+from kindgi_eval.spec import clip
+from kindgi_eval.store import CustomRow, RunRow
+
+REASON_CHARS = 300
+"""Where a handler's reason or error is clipped under a case."""
 
 
 def custom_lines(run: RunRow) -> list[str]:
@@ -16,3 +21,21 @@ def custom_summary(run: RunRow) -> dict:
     """The `custom` key of `--json`."""
     return {"custom": {"handler": run.handler_name, "hash": run.handler_hash, "passed": run.handler_passed,
                        "failed": run.handler_failed, "errors": run.handler_errors, "skipped": run.handler_skipped}}
+
+
+def _mark(row: CustomRow) -> str:
+    score = "" if row.score is None else f", score {row.score:g}"
+    why = row.reason if row.error is None else row.error
+    return f"handler {row.handler_name}: {row.verdict}{score}" + (f": {clip(why, REASON_CHARS)}" if why else "")
+
+
+def custom_marks(rows: KindRows) -> dict[str, str]:
+    """Under every case the handler graded: its verdict, with its score and its reason or error."""
+    return {c.case_id: _mark(c) for c in rows.custom}
+
+
+def custom_items(rows: KindRows) -> Items:
+    """The cases the handler did not pass."""
+    return Items("Cases the handler did not pass", ("case", "verdict", "score", "why"),
+                 [(c.case_id, c.verdict, "" if c.score is None else f"{c.score:g}", c.reason or c.error or "")
+                  for c in rows.custom if c.verdict != "pass"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kindgi_eval.kinds.kind import Items, KindRows
 from kindgi_eval.store import RunRow
 
 
@@ -26,3 +27,15 @@ def regression_summary(run: RunRow) -> dict:
 def regressed(run: RunRow) -> bool:
     """A case that regressed fails the run, whatever its status."""
     return (run.regressed or 0) > 0
+
+
+def regression_marks(rows: KindRows) -> dict[str, str]:
+    """Under each case that moved: which way, its status in the baseline run and now."""
+    return {r.case_id: f"{r.change}: {r.baseline_status} in baseline run {r.baseline_run[:8]}, {r.status} now"
+            for r in rows.regressions if r.change != "unchanged"}
+
+
+def regression_items(rows: KindRows) -> Items:
+    """The cases that moved against the baseline."""
+    return Items("Cases that moved against the baseline", ("case", "baseline", "now", "change"),
+                 [(r.case_id, r.baseline_status, r.status, r.change) for r in rows.regressions if r.change != "unchanged"])
