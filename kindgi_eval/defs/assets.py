@@ -187,7 +187,7 @@ def outcomes(
         sandbox = _inputs(lambda: make_sandbox(settings))
         workers = min(settings.concurrency, os.cpu_count() or 1)  # each sandbox may take a core for its whole time limit
         handled = grade_replies(sandbox.run, handler, cases, agent_replies, concurrency=workers, budget_s=settings.handler_run_s)
-    rows = outcome_rows(cases, agent_replies, settings.max_latency_ms, handled)
+    rows = outcome_rows(cases, agent_replies, settings.max_latency_ms, handled, assertions=kind_named(suite[0].suite_kind).assertions)
     context.add_output_metadata(
         {"assertions": len(rows), "failed_assertions": sum(not r.held for r in rows)}
         | ({"handler": handler.name, "handler_errors": sum(v.verdict == "error" for v in handled.values())} if handler and handled is not None else {})

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from kindgi_eval.inputs import RunSettings
-from kindgi_eval.spec import Case
+from kindgi_eval.spec import AgentReply, AssertionResult, Case, check_case
 from kindgi_eval.store import AccuracyRow, CustomRow, PairwiseRow, QueueRow, RegressionRow, ReplyRow, RunRow, SuiteRow
 
 
@@ -30,6 +30,13 @@ class Items(NamedTuple):
     caption: str
     headers: tuple[str, ...]
     rows: list[tuple[str, ...]]
+
+
+class Assertions(Protocol):
+    """Every deterministic assertion of one case against its reply (None when the agent failed), in a fixed order."""
+
+    def __call__(self, case: Case, reply: AgentReply | None, *, error: str | None, latency_ms: float,
+                 max_latency_ms: float) -> list[AssertionResult]: ...
 
 
 Askings = Callable[[RunSettings, Sequence[SuiteRow]], list[tuple[RunSettings, list[SuiteRow]]]]
@@ -70,6 +77,9 @@ class SuiteKind:
     enters_funnel: bool = True
     """Whether its cases are conversations entering the tenant's funnel; if not, the report shows no coverage (it
     would read like a failure)."""
+    assertions: Assertions = check_case
+    """What its cases are held to in the `outcomes` stage: a conversation case's assertions (spec 009) unless the
+    kind says."""
     askings: Askings = _one_agent
     """Who answers which cases in the `agent_replies` stage: the run's agent every case, unless the kind says."""
     columns: Callable[[KindRows], Mapping[str, object]] = _nothing

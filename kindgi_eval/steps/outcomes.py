@@ -4,17 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from kindgi_eval.spec import (
-    AccuracyCase,
-    AgentReply,
-    Case,
-    HandlerVerdict,
-    PairwiseCase,
-    agent_failure,
-    check_accuracy,
-    check_case,
-    check_handler,
-)
+from kindgi_eval.kinds import Assertions
+from kindgi_eval.spec import AgentReply, Case, HandlerVerdict, check_case, check_handler
 from kindgi_eval.store import HandlerRow, OutcomeRow, ReplyRow
 
 
@@ -26,23 +17,21 @@ def reply_of(row: ReplyRow) -> AgentReply | None:
 
 
 def outcome_rows(
-    cases: Sequence[Case], replies: Sequence[ReplyRow], max_latency_ms: float, handled: Mapping[str, HandlerVerdict] | None = None
+    cases: Sequence[Case],
+    replies: Sequence[ReplyRow],
+    max_latency_ms: float,
+    handled: Mapping[str, HandlerVerdict] | None = None,
+    *,
+    assertions: Assertions = check_case,
 ) -> list[OutcomeRow]:
-    """Every deterministic assertion of every case (spec 009), one row each; an accuracy item's is its grader's; a
-    custom suite's case also has its handler's verdict (`handled`, by case id) as one more."""
+    """Every deterministic assertion of every case, one row each, as its kind's `assertions` hold it (spec 009's for
+    a conversation case, an accuracy item's grader); a custom suite's case also has its handler's verdict
+    (`handled`, by case id) as one more."""
     by_case = {r.case_id: r for r in replies}
     rows = []
     for case in cases:
         reply = by_case[case.id]
-        if isinstance(case, PairwiseCase):  # nothing asserted: the judge compares it with the other variant's reply
-            results = [agent_failure(reply.error)] if reply_of(reply) is None else []
-        elif isinstance(case, AccuracyCase):
-            answered = reply_of(reply)
-            results = check_accuracy(case, answered.messages if answered else None, error=reply.error)
-        else:
-            results = check_case(
-                case, reply_of(reply), error=reply.error, latency_ms=reply.latency_ms, max_latency_ms=max_latency_ms
-            )
+        results = assertions(case, reply_of(reply), error=reply.error, latency_ms=reply.latency_ms, max_latency_ms=max_latency_ms)
         rows += [OutcomeRow(case_id=case.id, **r.model_dump()) for r in results]
         verdict = handled.get(case.id) if handled is not None else None
         checked = check_handler(verdict) if verdict is not None else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from kindgi_eval.kinds import kind_named
 from kindgi_eval.spec import ACCURACY_GROUP, AccuracyCase, PairwiseCase, accuracy_criterion
 from kindgi_eval.steps.outcomes import outcome_rows
 from kindgi_eval.steps.statuses import status_rows
@@ -39,7 +40,8 @@ def status_of(case, votes: list[str], *, calibrated: bool, judged: bool, error: 
     criterion = accuracy_criterion("$450")
     samples = [sample(case.id, criterion, n, v) for n, v in enumerate(votes)]
     replies = [reply(case.id, error)]
-    outcomes = outcome_rows([case], replies, max_latency_ms=10_000)
+    kind = kind_named("pairwise" if isinstance(case, PairwiseCase) else "accuracy")
+    outcomes = outcome_rows([case], replies, max_latency_ms=10_000, assertions=kind.assertions)
     (row,) = status_rows([case], replies, outcomes, samples, [calibration(calibrated)] if judged else [], judged=judged)
     return row.status
 

@@ -5,14 +5,20 @@ from collections.abc import Mapping
 from kindgi_eval.kinds.accuracy.report import accuracy_items, accuracy_lines, accuracy_marks, accuracy_summary
 from kindgi_eval.kinds.accuracy.stage import accuracy_columns, accuracy_rows
 from kindgi_eval.kinds.kind import KindRows, SuiteKind
-from kindgi_eval.spec import AccuracyCase
+from kindgi_eval.spec import AccuracyCase, AgentReply, AssertionResult, check_accuracy
+
+
+def _graded(case: AccuracyCase, reply: AgentReply | None, *, error: str | None, latency_ms: float,
+            max_latency_ms: float) -> list[AssertionResult]:
+    """An item is held to its grader only: no latency, no closing question."""
+    return check_accuracy(case, reply.messages if reply else None, error=error)
 
 
 def _columns(rows: KindRows) -> Mapping[str, object]:
     return accuracy_columns(rows.accuracy)
 
 
-KIND = SuiteKind(name="accuracy", case_model=AccuracyCase, enters_funnel=False, columns=_columns, lines=accuracy_lines,
+KIND = SuiteKind(name="accuracy", case_model=AccuracyCase, enters_funnel=False, assertions=_graded, columns=_columns, lines=accuracy_lines,
                  summary=accuracy_summary, marks=accuracy_marks, items=accuracy_items)
 
 __all__ = ["KIND", "accuracy_columns", "accuracy_rows"]
