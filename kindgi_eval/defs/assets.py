@@ -3,7 +3,9 @@ custom, regressions, pairwise -> run_summary.
 
 Every asset is one Parquet table per run in the store (its layout is store.table_path's) and one DuckDB view of
 `kindgi-eval sql`. The IO manager hands each asset the rows of its inputs as their row models, and stores the
-rows it returns; each body is a call into `steps/`, which holds what the stage computes.
+rows it returns; each body is a call into `steps/`, which holds what the stage computes. The agent, the judge and
+the sandbox a stage calls come from the `clients` resource (`resources.RunClients`), which also hands every stage
+the tenant configuration the run read once.
 """
 
 
@@ -14,19 +16,17 @@ from datetime import UTC, datetime
 
 import dagster as dg
 
-from kindgi_eval.agents import make_agent, make_judge, make_sandbox
 from kindgi_eval.defs.asset_checks import calibration_checks, check_specs, statuses_result
 from kindgi_eval.defs.io_manager import ParquetStore
 from kindgi_eval.defs.lineage import BASELINE_TAG, input_run, pinned_variants, resolved_tags
 from kindgi_eval.defs.resume import manifest_now, recording, resume_summary
-from kindgi_eval.defs.resources import EvalSettings
+from kindgi_eval.defs.resources import EvalSettings, RunClients
 from kindgi_eval.defs.ui_metadata import NIGHTS, column_schema, calibration_metadata, history_metadata, result_tags, statuses_metadata
 from kindgi_eval.inputs import (
     RunSettings,
     has_calibration_file,
     load_checked_suite,
     load_suite,
-    load_tenant,
     pairwise_variants,
     suite_key,
 )
@@ -64,6 +64,7 @@ from kindgi_eval.store import (
     AccuracyRow,
     CalibrationRow,
     CustomRow,
+    Manifest,
     OutcomeRow,
     PairwiseRow,
     QueueRow,
@@ -99,7 +100,7 @@ def chain_asset(name: str) -> dict[str, object]:
 
 @dg.asset(**chain_asset("suite"))
 def suite(
-    context: dg.AssetExecutionContext, eval_settings: EvalSettings, io_manager: dg.ResourceParam[ParquetStore]
+    context: dg.AssetExecutionContext, eval_settings: EvalSettings, clients: RunClients, io_manager: dg.ResourceParam[ParquetStore]
 ) -> list[SuiteRow]:
     """Parsed cases and calibration items of one tenant suite, with the suite's and the tenant's content hashes.
 
@@ -107,7 +108,7 @@ def suite(
     Query: `kindgi-eval sql "SELECT id, kind, text, review FROM cases WHERE suite = '<partition>'"`.
     """
     settings = _settings(context, eval_settings)
-    loaded = _inputs(lambda: load_tenant(settings.config_dir))
+    loaded = _inputs(lambda: clients.tenant(settings))
     parsed = _inputs(lambda: load_checked_suite(settings.eval_dir, loaded))
     key = suite_key(loaded.tenant.tenant, settings.eval_dir)
     if key != context.partition_key:
@@ -137,6 +138,7 @@ def agent_replies(
     context: dg.AssetExecutionContext,
     suite: list[SuiteRow],
     eval_settings: EvalSettings,
+    clients: RunClients,
     io_manager: dg.ResourceParam[ParquetStore],
 ) -> list[ReplyRow]:
     """One reply per case (messages, escalation, latency, tokens, cost, error); the only stage that pays the agent.
@@ -145,10 +147,9 @@ def agent_replies(
     Query: `kindgi-eval sql "SELECT case_id, messages, escalate, latency_ms, cost_usd, error FROM replies WHERE suite = '<partition>'"`.
     """
     settings = _settings(context, eval_settings)
-    tenant = _inputs(lambda: load_tenant(settings.config_dir)).tenant
-    agents = [(_inputs(lambda s=s: make_agent(s, tenant)), rows) for s, rows in kind_named(suite[0].suite_kind).askings(settings, suite)]
+    agents = [(_inputs(lambda s=s: clients.agent(s)), rows) for s, rows in kind_named(suite[0].suite_kind).askings(settings, suite)]
     rows = []
-    with recording(context, io_manager.root(), "agent_replies", _inputs(lambda: manifest_now(context, settings))) as (done, record):
+    with recording(context, io_manager.root(), "agent_replies", _manifest(context, settings, clients)) as (done, record):
         for agent, cases in agents:
             rows += ask_agent(
                 agent,
@@ -172,7 +173,11 @@ def agent_replies(
 
 @dg.asset(**chain_asset("outcomes"))
 def outcomes(
-    context: dg.AssetExecutionContext, suite: list[SuiteRow], agent_replies: list[ReplyRow], eval_settings: EvalSettings
+    context: dg.AssetExecutionContext,
+    suite: list[SuiteRow],
+    agent_replies: list[ReplyRow],
+    eval_settings: EvalSettings,
+    clients: RunClients,
 ) -> list[OutcomeRow]:
     """Every deterministic assertion of every case: which held, which failed and why (spec 009).
 
@@ -184,7 +189,7 @@ def outcomes(
     cases, handler = cases_of(suite), handler_of(suite)
     handled = None
     if handler is not None:
-        sandbox = _inputs(lambda: make_sandbox(settings))
+        sandbox = _inputs(lambda: clients.sandbox(settings))
         workers = min(settings.concurrency, os.cpu_count() or 1)  # each sandbox may take a core for its whole time limit
         handled = grade_replies(sandbox.run, handler, cases, agent_replies, concurrency=workers, budget_s=settings.handler_run_s)
     rows = outcome_rows(cases, agent_replies, settings.max_latency_ms, handled, assertions=kind_named(suite[0].suite_kind).assertions)
@@ -202,6 +207,7 @@ def judge_samples(
     agent_replies: list[ReplyRow],
     outcomes: list[OutcomeRow],
     eval_settings: EvalSettings,
+    clients: RunClients,
     io_manager: dg.ResourceParam[ParquetStore],
 ) -> list[SampleRow]:
     """Three judge samples per criterion: calibration items first, then cases whose assertions held.
@@ -212,10 +218,10 @@ def judge_samples(
     Query: `kindgi-eval sql "SELECT subject_id, criterion, sample, vote, evidence, reason FROM judge_samples WHERE vote = 'invalid'"`.
     """
     settings = _settings(context, eval_settings)
-    judge = _inputs(lambda: make_judge(settings))
+    judge = _inputs(lambda: clients.judge(settings))
     if judge is None:
         return []
-    rows = _judged(context, settings, io_manager, "judge_samples", sample_judge, judge, suite, agent_replies, outcomes)
+    rows = _judged(context, settings, clients, io_manager, "judge_samples", sample_judge, judge, suite, agent_replies, outcomes)
     context.add_output_metadata(
         {
             "judge": settings.judge_model,
@@ -239,7 +245,7 @@ def calibration(
     """
     settings = _settings(context, eval_settings)
     file = "empty" if has_calibration_file(settings.eval_dir) else "absent"  # what a run without samples had
-    rows = calibration_rows(settings.judge_model, judge_samples, file, suite[0].suite_kind)
+    rows = calibration_rows(settings.judge_model, judge_samples, file, kind_named(suite[0].suite_kind).groups)
     yield dg.Output(rows, metadata=calibration_metadata(rows) if rows else {"judge": "none", "calibrated_groups": 0})
     yield from calibration_checks(rows)
 
@@ -333,6 +339,7 @@ def pairwise(
     suite: list[SuiteRow],
     statuses: list[StatusRow],
     eval_settings: EvalSettings,
+    clients: RunClients,
     io_manager: dg.ResourceParam[ParquetStore],
 ) -> list[PairwiseRow]:
     """Each prompt of a pairwise suite judged in both orders (A first, then B first), and each hand-labelled pair
@@ -346,8 +353,8 @@ def pairwise(
     if suite[0].suite_kind != "pairwise":
         return []
     settings = _settings(context, eval_settings)
-    judge = _inputs(lambda: make_judge(settings))
-    rows = [] if judge is None else _judged(context, settings, io_manager, "pairwise", judge_pairwise,
+    judge = _inputs(lambda: clients.judge(settings))
+    rows = [] if judge is None else _judged(context, settings, clients, io_manager, "pairwise", judge_pairwise,
                                             judge, cases_of(suite), statuses)
     context.add_output_metadata(
         _figures(pairwise_columns(suite[0], rows))
@@ -391,6 +398,7 @@ def run_summary(
     review_queue: list[QueueRow],
     custom: list[CustomRow],
     eval_settings: EvalSettings,
+    clients: RunClients,
     io_manager: dg.ResourceParam[ParquetStore],
 ) -> list[RunRow]:
     """The run in one row: lineage, counts per status, costs and funnel coverage; the `runs` view.
@@ -399,7 +407,7 @@ def run_summary(
     Query: `kindgi-eval sql "SELECT run_id, suite, started_at, passed, failed, judged_fail, agent_usd, judge_usd FROM runs ORDER BY started_at"`.
     """
     settings = _settings(context, eval_settings)
-    tenant = _inputs(lambda: load_tenant(settings.config_dir)).tenant
+    tenant = _inputs(lambda: clients.tenant(settings)).tenant
     record = context.instance.get_run_record_by_id(context.run.run_id)
     started = record.start_time if record and record.start_time else time.time()
     root = io_manager.root()
@@ -435,21 +443,28 @@ def _settings(context: dg.AssetExecutionContext, eval_settings: EvalSettings) ->
     return _inputs(lambda: eval_settings.for_partition(context.partition_key))
 
 
-def _judged(context: dg.AssetExecutionContext, settings: RunSettings, io_manager: ParquetStore, asset: str, step, *inputs):
+def _judged(
+    context: dg.AssetExecutionContext, settings: RunSettings, clients: RunClients, io_manager: ParquetStore, asset: str, step, *inputs
+):
     """`step(*inputs, calibration, ...)`, a stage that pays the judge: given the suite folder's calibration items as
     they are now (so a replay is graded on today's labels), the tenant's catalogue and the run's limits, what the
     killed runs this run finishes recorded of `asset`, and where to record each new row as it arrives."""
-    with recording(context, io_manager.root(), asset, _inputs(lambda: manifest_now(context, settings))) as (done, record):
+    with recording(context, io_manager.root(), asset, _manifest(context, settings, clients)) as (done, record):
         return step(
             *inputs,
             _inputs(lambda: load_suite(settings.eval_dir)).calibration,
-            catalogue=_inputs(lambda: load_tenant(settings.config_dir)).tenant.catalogue_text(),
+            catalogue=_inputs(lambda: clients.tenant(settings)).tenant.catalogue_text(),
             concurrency=settings.concurrency,
             timeout_s=settings.model_timeout_s,
             progress=_progress_logger(context),
             done=done,
             record=record,
         )
+
+
+def _manifest(context: dg.AssetExecutionContext, settings: RunSettings, clients: RunClients) -> Manifest:
+    """What a paid stage records its rows under (`resume.manifest_now`), with the tenant's hash as this run read it."""
+    return _inputs(lambda: manifest_now(context, settings, clients.tenant(settings).hash))
 
 
 def _figures(columns: Mapping[str, object]) -> dict[str, object]:

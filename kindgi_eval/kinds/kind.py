@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from kindgi_eval.inputs import RunSettings
-from kindgi_eval.spec import AgentReply, AssertionResult, Case, check_case
+from kindgi_eval.spec import GROUPS, AgentReply, AssertionResult, Case, Group, check_case, group_of
 from kindgi_eval.store import AccuracyRow, CustomRow, PairwiseRow, QueueRow, RegressionRow, ReplyRow, RunRow, SuiteRow
 
 
@@ -77,6 +77,12 @@ class SuiteKind:
     enters_funnel: bool = True
     """Whether its cases are conversations entering the tenant's funnel; if not, the report shows no coverage (it
     would read like a failure)."""
+    groups: tuple[Group, ...] = GROUPS
+    """The calibration groups its judge is calibrated on, in the order reports list them."""
+    item_group: Callable[[str], Group] = group_of
+    """The group a calibration item of its suite counts in, from the item's criterion."""
+    judged_by_case: bool = True
+    """Whether the `judge_samples` stage samples its cases' criteria; a kind judged otherwise (in pairs) says no."""
     assertions: Assertions = check_case
     """What its cases are held to in the `outcomes` stage: a conversation case's assertions (spec 009) unless the
     kind says."""

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from kindgi_eval.kinds import KindRows, kind_named, kinds
 from kindgi_eval.reports.reading import NUDGE_NOTE, shown_history, shown_message
-from kindgi_eval.spec import FAILING, STATUSES, THRESHOLD, Case, counted, groups_of, judge_was_down, safe
+from kindgi_eval.spec import FAILING, STATUSES, THRESHOLD, Case, counted, judge_was_down, safe
 from kindgi_eval.store import AccuracyRow, CalibrationRow, CustomRow, RegressionRow, RunRow, StatusRow
 
 
@@ -170,7 +170,7 @@ def summary_json(
                 "calibrated": c.calibrated,
                 "note": c.note,
             }
-            for g in groups_of(run.suite_kind)
+            for g in kind_named(run.suite_kind).groups
             if (c := by_group.get(g))
         },
         "cost": {"agent_usd": run.agent_usd, "judge_usd": run.judge_usd},

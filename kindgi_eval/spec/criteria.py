@@ -41,11 +41,6 @@ class Criterion(NamedTuple):
     """The calibration group whose agreement decides whether this criterion's verdict counts."""
 
 
-def groups_of(kind: str) -> tuple[Group, ...]:
-    """The calibration groups of a suite of `kind`: an accuracy suite's one, else the conversation groups."""
-    return {"accuracy": (ACCURACY_GROUP,), "pairwise": ()}.get(kind, GROUPS)
-
-
 def group_of(criterion: str) -> Group:
     """The calibration group of a calibration item's criterion: a dimension's exact name, else free text."""
     for dimension in FIXED_DIMENSIONS:

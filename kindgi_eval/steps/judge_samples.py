@@ -7,10 +7,12 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, NamedTuple
 
+from kindgi_eval.kinds import cases_of, kind_named
 from kindgi_eval.llm import ModelCallError
 from kindgi_eval.prompts import judge_messages
 from kindgi_eval.spec import (
     DIMENSION_RULES,
+    GROUPS,
     SAMPLES,
     CalibrationItem,
     Case,
@@ -20,16 +22,14 @@ from kindgi_eval.spec import (
     Label,
     Progress,
     Turn,
-    ACCURACY_GROUP,
+    Group,
     agree_by_group,
     criteria_for,
     decide,
     group_of,
-    groups_of,
     joined_reply,
     read_sample,
 )
-from kindgi_eval.kinds import cases_of
 from kindgi_eval.store import OutcomeRow, ReplyRow, SampleRow, SuiteRow
 
 Record = Callable[[SampleRow], None]
@@ -58,12 +58,12 @@ def case_subjects(cases: Sequence[Case], replies: Mapping[str, Sequence[str]]) -
     ]
 
 
-def calibration_subjects(items: Sequence[CalibrationItem], kind: str = "conversation") -> list[Subject]:
-    """Each calibration item's hand-written reply under its one labelled criterion; every item of an accuracy
-    suite is in the `accuracy` group."""
+def calibration_subjects(items: Sequence[CalibrationItem], item_group: Callable[[str], Group] = group_of) -> list[Subject]:
+    """Each calibration item's hand-written reply under its one labelled criterion, in the group its suite's kind
+    counts it in (`item_group`)."""
     subjects = []
     for item in items:
-        group = ACCURACY_GROUP if kind == "accuracy" else group_of(item.criterion)
+        group = item_group(item.criterion)
         criterion = Criterion("rubric" if group in DIMENSION_RULES else "review", item.criterion, group)
         subjects.append(Subject("calibration", item.id, criterion, item.history, item.text, False, item.reply, item.label))
     return subjects
@@ -188,15 +188,16 @@ async def judge_suite(
     progress: Progress | None = None,
     done: Mapping[SampleKey, SampleRow] | None = None,
     record: Record | None = None,
-    kind: str = "conversation",
+    groups: Sequence[Group] = GROUPS,
+    item_group: Callable[[str], Group] = group_of,
 ) -> list[SampleRow]:
     """Calibrate first, then sample only the case criteria whose group the judge earned in this run.
 
     Samples in `done` are reused, never drawn again; each new one goes to `record` as it arrives."""
     slots = asyncio.Semaphore(concurrency)
     kwargs = dict(catalogue=catalogue, slots=slots, timeout_s=timeout_s, progress=progress, done=done, record=record)
-    samples = await sample_all(judge, calibration_subjects(calibration, kind), counted="calibration samples drawn", **kwargs)
-    agreement = agree_by_group(graded_items(samples), groups=groups_of(kind))
+    samples = await sample_all(judge, calibration_subjects(calibration, item_group), counted="calibration samples drawn", **kwargs)
+    agreement = agree_by_group(graded_items(samples), groups=tuple(groups))
     earned = {group for group, a in agreement.items() if a.calibrated}
     return samples + await sample_all(judge, [s for s in cases if s.criterion.group in earned], counted="case samples drawn", **kwargs)
 
@@ -220,7 +221,8 @@ def sample_judge(
 
     `done` holds the samples a killed attempt of this run recorded: they are not drawn again. Each new sample goes
     to `record` as it arrives, so that a run killed now keeps it."""
-    if judge is None or suite[0].suite_kind == "pairwise":  # a pairwise suite is judged in pairs, by its own stage
+    kind = kind_named(suite[0].suite_kind)
+    if judge is None or not kind.judged_by_case:
         return []
     failed = {o.case_id for o in outcomes if not o.held}
     held = [c for c in cases_of(suite) if c.id not in failed]
@@ -236,6 +238,7 @@ def sample_judge(
             progress=progress,
             done={sample_key(s): s for s in done},
             record=record,
-            kind=suite[0].suite_kind,
+            groups=kind.groups,
+            item_group=kind.item_group,
         )
     )

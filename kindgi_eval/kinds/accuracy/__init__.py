@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from kindgi_eval.kinds.accuracy.report import accuracy_items, accuracy_lines, accuracy_marks, accuracy_summary
 from kindgi_eval.kinds.accuracy.stage import accuracy_columns, accuracy_rows
 from kindgi_eval.kinds.kind import KindRows, SuiteKind
-from kindgi_eval.spec import AccuracyCase, AgentReply, AssertionResult, check_accuracy
+from kindgi_eval.spec import ACCURACY_GROUP, AccuracyCase, AgentReply, AssertionResult, Group, check_accuracy
 
 
 def _graded(case: AccuracyCase, reply: AgentReply | None, *, error: str | None, latency_ms: float,
@@ -14,11 +14,17 @@ def _graded(case: AccuracyCase, reply: AgentReply | None, *, error: str | None, 
     return check_accuracy(case, reply.messages if reply else None, error=error)
 
 
+def _in_accuracy_group(criterion: str) -> Group:
+    """Every labelled item of an accuracy suite counts in its one group, whatever its criterion says."""
+    return ACCURACY_GROUP
+
+
 def _columns(rows: KindRows) -> Mapping[str, object]:
     return accuracy_columns(rows.accuracy)
 
 
-KIND = SuiteKind(name="accuracy", case_model=AccuracyCase, enters_funnel=False, assertions=_graded, columns=_columns, lines=accuracy_lines,
+KIND = SuiteKind(name="accuracy", case_model=AccuracyCase, enters_funnel=False, groups=(ACCURACY_GROUP,),
+                 item_group=_in_accuracy_group, assertions=_graded, columns=_columns, lines=accuracy_lines,
                  summary=accuracy_summary, marks=accuracy_marks, items=accuracy_items)
 
 __all__ = ["KIND", "accuracy_columns", "accuracy_rows"]

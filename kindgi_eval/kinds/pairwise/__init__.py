@@ -19,7 +19,8 @@ def _columns(rows: KindRows) -> Mapping[str, object]:
     return pairwise_columns(rows.suite[0], rows.pairwise)
 
 
-KIND = SuiteKind(name="pairwise", case_model=PairwiseCase, enters_funnel=False, assertions=_answered, askings=pairwise_askings, columns=_columns,
+KIND = SuiteKind(name="pairwise", case_model=PairwiseCase, enters_funnel=False, groups=(), judged_by_case=False,
+                 assertions=_answered, askings=pairwise_askings, columns=_columns,
                  lines=pairwise_lines, summary=pairwise_summary_json, against=both_variants)
 
 __all__ = ["KIND", "agreement_of", "judge_pairwise", "pair_key", "pairwise_columns"]
