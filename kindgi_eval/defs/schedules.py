@@ -61,7 +61,7 @@ def run_request(declared: TenantSuite, run_key: str) -> dg.RunRequest:
     InputError when it cannot run here (a registered version that no longer passes its check, a custom suite on a
     machine that cannot sandbox its handler), before anything is asked of the agent."""
     settings = suite_settings(declared)
-    if load_suite(settings.eval_dir).kind == "custom":
+    if load_suite(settings.eval_dir).handler is not None:  # a handler runs only in a sandbox this machine can build
         make_sandbox(settings)
     tags = {**declared.tags(), **pinned_tags(settings)}
     return dg.RunRequest(run_key=run_key, partition_key=declared.key, tags=tags)

@@ -29,7 +29,7 @@ def suite_rows(
         variant_b=variants[1] if variants else None,
         variant_a_label=f"{registered.variant_a_id} {registered.variant_a_version}" if variants and registered else None,
         variant_b_label=f"{registered.variant_b_id} {registered.variant_b_version}" if variants and registered else None,
-        rubric=list(registered.rubric) if registered and registered.kind == "human-review" else None,
+        rubric=list(registered.rubric) if registered and registered.rubric else None,
         reviewer_role=registered.reviewer_role if registered else None,
     )
     rows = [
