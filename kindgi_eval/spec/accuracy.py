@@ -25,6 +25,7 @@ from kindgi_eval.spec.assertions import (
     quote,
 )
 from kindgi_eval.spec.cases import Case, Expect
+from kindgi_eval.spec.criteria import Criterion
 
 GraderId = Literal["exact", "contains", "regex", "judge"]
 GRADERS: tuple[GraderId, ...] = GraderId.__args__  # type: ignore[attr-defined]
@@ -74,6 +75,16 @@ class AccuracyCase(Case):
     """What the reply must give."""
     grader: Grader = Grader()
     """How the reply is graded."""
+
+    def criteria(self) -> list[Criterion]:
+        """An item the judge grades has one criterion, that it gives its expected output, in the `accuracy` group, and
+        no rubric; an item graded by a deterministic adapter has none."""
+        judged = self.grader.adapter == "judge"
+        return [Criterion("review", accuracy_criterion(self.expected_output), ACCURACY_GROUP)] if judged else []
+
+    def needs_a_verdict(self) -> bool:
+        """An item the judge grades: its one check is the judge's."""
+        return self.grader.adapter == "judge"
 
 
 def compile_pattern(pattern: str, flags: str):

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from kindgi_eval.spec.criteria import Criterion, conversation_criteria
+
 Role = Literal["user", "agent"]
 Label = Literal["pass", "fail"]
 
@@ -105,6 +107,15 @@ class Case(BaseModel):
     def entry_stage(self) -> str | None:
         """The funnel stage this case enters at, if it names one."""
         return self.contact.funnel_stage if self.contact else None
+
+    def criteria(self) -> list[Criterion]:
+        """Every criterion the judge grades on this case: each review entry, then the rubric dimensions that apply."""
+        return conversation_criteria(self)
+
+    def needs_a_verdict(self) -> bool:
+        """Whether the case is green only on a verdict beyond its assertions, so that unread it is `reviewed`: it has
+        review entries."""
+        return bool(self.review_criteria)
 
 
 class CalibrationItem(BaseModel):

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
-
-from kindgi_eval.spec.accuracy import ACCURACY_GROUP, AccuracyCase, accuracy_criterion
-from kindgi_eval.spec.cases import Case
-from kindgi_eval.spec.pairwise import PairwiseCase
+from typing import Any, Literal, NamedTuple, Protocol
 
 Group = Literal["implicit_concession", "semantic_repetition", "answers_the_question", "free_text", "accuracy"]
 GROUPS: tuple[Group, ...] = ("implicit_concession", "semantic_repetition", "answers_the_question", "free_text")
@@ -49,32 +45,26 @@ def group_of(criterion: str) -> Group:
     return "free_text"
 
 
-def needs_a_verdict(case: Case) -> bool:
-    """Whether a case is green only on a verdict beyond its assertions, so that unread it is `reviewed`: it has review
-    entries, or it is an accuracy item the judge grades (its one check is the judge's), or a pairwise prompt (no
-    assertion of its own; the comparison is the suite's result, reported apart)."""
-    if isinstance(case, PairwiseCase):
-        return True
-    if isinstance(case, AccuracyCase):
-        return case.grader.adapter == "judge"
-    return bool(case.review_criteria)
+class Conversational(Protocol):
+    """What the rubric reads of a case: its review entries, whether it must escalate, its history, whether it is a nudge."""
+
+    @property
+    def review_criteria(self) -> tuple[str, ...]: ...
+
+    expect: Any
+    history: tuple[Any, ...]
+    nudge: bool
 
 
-def criteria_for(case: Case) -> list[Criterion]:
-    """Every criterion the judge grades on `case`: each review entry, then the rubric dimensions that apply.
+def conversation_criteria(case: Conversational) -> list[Criterion]:
+    """Every criterion the judge grades on a conversation case: each review entry, then the rubric dimensions that apply.
 
     A review entry is always `free_text`, even when its text is a dimension's name: spec 016 counts every
-    review entry as a free-text item, and the rubric applies (or not) on its own rules. An accuracy item graded
-    by the judge has one criterion, that it gives its expected output, in the `accuracy` group, and no rubric. Escalating cases get
+    review entry as a free-text item, and the rubric applies (or not) on its own rules. Escalating cases get
     no rubric, because their message is the tenant's configured copy (C9); `semantic_repetition` needs an
     agent turn in the history to compare with; a nudge has no contact text to answer.
     """
-    if isinstance(case, AccuracyCase):
-        judged = case.grader.adapter == "judge"
-        return [Criterion("review", accuracy_criterion(case.expected_output), ACCURACY_GROUP)] if judged else []
-    found = [Criterion("review", entry, "free_text") for entry in case.review_criteria]
-    if case.expect is None:  # a pairwise prompt: the judge compares it with the other variant's, in its own stage
-        return found
+    found = review_entries(case)
     if case.expect.escalate:
         return found
     applies: dict[Group, bool] = {
@@ -84,3 +74,8 @@ def criteria_for(case: Case) -> list[Criterion]:
     }
     rubric = [Criterion("rubric", dimension, dimension) for dimension in FIXED_DIMENSIONS if applies[dimension]]
     return found + rubric
+
+
+def review_entries(case: Conversational) -> list[Criterion]:
+    """A case's review entries as criteria, each in the `free_text` group."""
+    return [Criterion("review", entry, "free_text") for entry in case.review_criteria]

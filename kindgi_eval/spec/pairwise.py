@@ -16,6 +16,7 @@ from typing import Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kindgi_eval.spec.cases import Case, Expect, Turn, json_list_as_tuple
+from kindgi_eval.spec.criteria import Criterion, review_entries
 from kindgi_eval.spec.intervals import Interval, bootstrap_mean
 from kindgi_eval.spec.text import clip, is_text
 
@@ -36,6 +37,14 @@ class PairwiseCase(Case):
     """The prompt both variants answer."""
     variant: Variant
     """Which variant answers it."""
+
+    def criteria(self) -> list[Criterion]:
+        """Its review entries only: the judge compares the reply with the other variant's, in the pairwise stage."""
+        return review_entries(self)
+
+    def needs_a_verdict(self) -> bool:
+        """Always: a prompt asserts nothing of its own; the comparison is the suite's result, reported apart."""
+        return True
 
 
 class PairwiseCalibration(BaseModel):

@@ -24,7 +24,6 @@ from kindgi_eval.spec import (
     Turn,
     Group,
     agree_by_group,
-    criteria_for,
     decide,
     group_of,
     joined_reply,
@@ -54,7 +53,7 @@ def case_subjects(cases: Sequence[Case], replies: Mapping[str, Sequence[str]]) -
     return [
         Subject("case", case.id, c, case.history, case.text, case.nudge, tuple(replies[case.id]))
         for case in cases
-        for c in criteria_for(case)
+        for c in case.criteria()
     ]
 
 

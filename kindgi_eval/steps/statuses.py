@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from kindgi_eval.spec import Case, Criterion, Majority, case_status, criteria_for, decide, needs_a_verdict
+from kindgi_eval.spec import Case, Criterion, Majority, case_status, decide
 from kindgi_eval.store import CalibrationRow, CriterionRow, OutcomeRow, ReplyRow, SampleRow, StatusRow
 
 
@@ -35,17 +35,17 @@ def status_rows(
         failures = failed_by_case[case.id]
         held = not failures
         if not judged:
-            criteria = [_unjudged(c) for c in criteria_for(case) if c.source == "review"]
+            criteria = [_unjudged(c) for c in case.criteria() if c.source == "review"]
         elif held:
             criteria = [
                 _verdict(c, samples_by_key[(case.id, c.source, c.criterion)], c.group in calibrated)
-                for c in criteria_for(case)
+                for c in case.criteria()
             ]
         else:  # an asserted failure never reaches the judge
             criteria = []
         status = case_status(
             assertions_held=held,
-            has_review=needs_a_verdict(case),
+            has_review=case.needs_a_verdict(),
             verdicts=[(c.source, c.verdict) for c in criteria],
         )
         rows.append(

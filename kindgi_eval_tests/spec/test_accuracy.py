@@ -10,7 +10,6 @@ from kindgi_eval.spec import (
     Grader,
     accuracy_criterion,
     check_accuracy,
-    criteria_for,
     item_grade,
     pattern_problem,
 )
@@ -111,14 +110,14 @@ def test_an_agent_error_is_the_one_result_and_ungraded():
 def test_the_judge_grader_asserts_nothing_and_grades_one_criterion_in_the_accuracy_group():
     judged = item("Tuesdays and Thursdays", adapter="judge")
     assert check_accuracy(judged, ("Tuesdays",), error=None) == []
-    (criterion,) = criteria_for(judged)
+    (criterion,) = judged.criteria()
     assert criterion.group == ACCURACY_GROUP == "accuracy"
     assert criterion.criterion == accuracy_criterion("Tuesdays and Thursdays")
     assert "Tuesdays and Thursdays" in criterion.criterion and criterion.source == "review"
 
 
 def test_a_deterministic_grader_gives_the_judge_nothing_and_no_rubric():
-    assert criteria_for(item(adapter="contains")) == []
+    assert item(adapter="contains").criteria() == []
 
 
 @pytest.mark.parametrize(

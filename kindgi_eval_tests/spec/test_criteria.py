@@ -12,9 +12,7 @@ from kindgi_eval.spec.criteria import (
     FIXED_DIMENSIONS,
     GROUPS,
     Criterion,
-    criteria_for,
     group_of,
-    needs_a_verdict,
 )
 from kindgi_eval.spec.accuracy import AccuracyCase
 from kindgi_eval.spec.pairwise import PairwiseCase
@@ -97,25 +95,25 @@ def test_group_of_is_exact_dimension_name_else_free_text_016(criterion: str, gro
 def test_criteria_are_review_entries_then_applicable_rubric_016(
     fields: dict[str, Any], expected: list[Criterion]
 ) -> None:
-    assert criteria_for(case(**fields)) == expected
+    assert case(**fields).criteria() == expected
 
 
 def test_review_string_and_one_entry_list_give_identical_criteria_016() -> None:
-    as_string = criteria_for(case(review="Asks which level the student is at"))
-    as_list = criteria_for(case(review=["Asks which level the student is at"]))
+    as_string = case(review="Asks which level the student is at").criteria()
+    as_list = case(review=["Asks which level the student is at"]).criteria()
     assert as_string == as_list
     assert as_string[0] == Criterion("review", "Asks which level the student is at", "free_text")
 
 
 def test_longer_review_list_gives_one_criterion_per_entry_in_order_016() -> None:
     entries = ["Warm register", "Asks which level the student is at", "Names the start date"]
-    found = criteria_for(case(review=entries, expect={"escalate": True}))
+    found = case(review=entries, expect={"escalate": True}).criteria()
     assert found == review(*entries)
 
 
 def test_review_entry_named_like_a_dimension_is_still_free_text_016() -> None:
     # Spec 016 counts every review entry as a free-text item; the rubric dimension still applies on its own.
-    found = criteria_for(case(review="implicit_concession"))
+    found = case(review="implicit_concession").criteria()
     assert found == [Criterion("review", "implicit_concession", "free_text"), IC, AQ]
 
 
@@ -131,4 +129,4 @@ def test_review_entry_named_like_a_dimension_is_still_free_text_016() -> None:
     ],
 )
 def test_a_case_is_green_only_when_something_checked_it(item: Case, needs: bool) -> None:
-    assert needs_a_verdict(item) is needs
+    assert item.needs_a_verdict() is needs
