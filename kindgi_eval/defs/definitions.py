@@ -9,7 +9,7 @@ from kindgi_eval.defs.assets import CHAIN
 from kindgi_eval.defs.console_log import LOGGER, short_console
 from kindgi_eval.defs.io_manager import ParquetStore
 from kindgi_eval.defs.jobs import JOBS
-from kindgi_eval.defs.resources import EvalSettings
+from kindgi_eval.defs.resources import EvalSettings, RunClients
 from kindgi_eval.defs.schedules import nightly_suites, suite_changes
 
 with warnings.catch_warnings():  # source code references are a beta API in Dagster 1.13
@@ -22,8 +22,9 @@ defs = dg.Definitions(
     jobs=JOBS,  # the command line's runs too: kindgi_eval.defs.runs executes these
     schedules=[nightly_suites],
     sensors=[suite_changes],
-    # Settings come per partition from the tenants file (KINDGI_TENANTS); the store from KINDGI_STORE, else KINDGI_HOME.
-    resources={"io_manager": ParquetStore(), "eval_settings": EvalSettings()},
+    # Settings come per partition from the tenants file (KINDGI_TENANTS); the store from KINDGI_STORE, else KINDGI_HOME;
+    # the agent, the judge and the sandbox from the clients, for those settings.
+    resources={"io_manager": ParquetStore(), "eval_settings": EvalSettings(), "clients": RunClients()},
     # One process per run, not per step: the steps share the run's Parquet files and litellm's import (~4 s).
     executor=dg.in_process_executor,
     # Dagster's console logger serves every run no config names a logger for; the command line names its own.

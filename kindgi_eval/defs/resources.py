@@ -1,4 +1,5 @@
-"""The Dagster resource that carries a run's settings into the assets, and what a launchpad run may set of them."""
+"""The Dagster resources the assets take: a run's settings and what a launchpad run may set of them, and the agent,
+judge and sandbox a run calls, built for those settings and the tenant the run read once."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from collections.abc import Mapping
 import dagster as dg
 from pydantic import PrivateAttr
 
+from kindgi_eval.agents import Sandbox, make_agent, make_judge, make_sandbox
 from kindgi_eval.defs.registered import suite_settings
-from kindgi_eval.inputs import SETTINGS, RunSettings, load_tenants
+from kindgi_eval.inputs import SETTINGS, RunSettings, load_tenant, load_tenants
+from kindgi_eval.spec import Agent, Judge
 
 SETTINGS_TAG = "kindgi/settings"
 """The run's settings as JSON, resolved where it started (the CLI, a schedule or sensor tick): used exactly as they are."""
@@ -62,6 +65,40 @@ class EvalSettings(dg.ConfigurableResource):
         resource = cls()
         resource._pinned = settings
         return resource
+
+
+class RunClients(dg.ConfigurableResource):
+    """The outside systems a run calls: the agent, the judge and a custom suite's sandbox, each built by the
+    agents' name-to-agent table for the run's settings.
+
+    The run's tenant.toml is read once: the first stage that needs it reads it, and every later stage of the run is
+    given what that read found, so a run's stages never see two versions of the file. Under the in-process executor
+    (the code location's) that is once per run; a step in a process of its own reads it once for itself. Nothing
+    here is config.
+    """
+
+    _tenants: dict = PrivateAttr(default_factory=dict)
+    """What `load_tenant` read this run, by config folder (None: the packaged demo tenant). Dagster builds the
+    resource anew for each run, so one run's read is never another's."""
+
+    def tenant(self, settings: RunSettings):
+        """The tenant of `settings.config_dir`, as `load_tenant` read it the first time this run asked (the tenant,
+        its folder and its content hash); InputError listing its problems."""
+        if settings.config_dir not in self._tenants:
+            self._tenants[settings.config_dir] = load_tenant(settings.config_dir)
+        return self._tenants[settings.config_dir]
+
+    def agent(self, settings: RunSettings) -> Agent:
+        """The agent `settings` name, answering as the run's tenant; InputError when it cannot be made."""
+        return make_agent(settings, self.tenant(settings).tenant)
+
+    def judge(self, settings: RunSettings) -> Judge | None:
+        """The judge `settings` name, None without one; InputError when it cannot be made."""
+        return make_judge(settings)
+
+    def sandbox(self, settings: RunSettings) -> Sandbox:
+        """A sandbox for a custom suite's handler with the limits of `settings`; InputError when this machine has none."""
+        return make_sandbox(settings)
 
 
 def pinned_tags(settings: RunSettings) -> dict[str, str]:

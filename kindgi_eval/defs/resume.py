@@ -21,7 +21,6 @@ from kindgi_eval.inputs import (
     RunSettings,
     changes_since,
     load_suite,
-    load_tenant,
     manifest_of,
 )
 from kindgi_eval.kinds import pair_key
@@ -48,14 +47,15 @@ KEY_OF: dict[str, Callable[[Any], object]] = {"agent_replies": lambda r: r.case_
 number, a judged pair by its prompt or labelled pair."""
 
 
-def manifest_now(context: dg.AssetExecutionContext, settings: RunSettings) -> Manifest:
-    """What this run's rows are recorded under: its settings, and the hashes of the suite and tenant files now."""
+def manifest_now(context: dg.AssetExecutionContext, settings: RunSettings, config_hash: str) -> Manifest:
+    """What this run's rows are recorded under: its settings, the hash of the suite files now, and `config_hash`, the
+    tenant file's as this run read it."""
     return manifest_of(
         context.run.run_id,
         context.partition_key,
         settings,
         suite_hash=load_suite(settings.eval_dir).hash,
-        config_hash=load_tenant(settings.config_dir).hash,
+        config_hash=config_hash,
         replies_from=replay_from(context.run),
         resumes=parent_of(context.run),
     )

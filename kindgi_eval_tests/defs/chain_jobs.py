@@ -14,7 +14,7 @@ import dagster as dg
 
 from kindgi_eval.defs.assets import CHAIN
 from kindgi_eval.defs.io_manager import ParquetStore
-from kindgi_eval.defs.resources import EvalSettings, pinned_tags
+from kindgi_eval.defs.resources import EvalSettings, RunClients, pinned_tags
 from kindgi_eval.inputs import RunSettings
 
 PARTITION_TAG = "dagster/partition"
@@ -34,7 +34,7 @@ def multiprocess_chain() -> dg.JobDefinition:
     defs = dg.Definitions(
         assets=CHAIN,
         jobs=[steps],
-        resources={"io_manager": ParquetStore(), "eval_settings": EvalSettings()},
+        resources={"io_manager": ParquetStore(), "eval_settings": EvalSettings(), "clients": RunClients()},
         executor=dg.multiprocess_executor.configured({"max_concurrent": 2}),
     )
     return defs.resolve_job_def("evaluate_suite_steps")
