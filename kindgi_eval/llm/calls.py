@@ -28,12 +28,11 @@ import sys
 import time
 from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
+from kindgi_eval.llm.call_error import FaultKind, ModelCallError
 from kindgi_eval.llm.worker import running
 from kindgi_eval.spec import NO_CREDENTIALS, REFUSED_CREDENTIALS, Completion, ModelRef, Role, Usage, clip, unicode_text
-
-FaultKind = Literal["rate_limit", "server", "timeout", "input", "auth"]
 
 log = logging.getLogger(__name__)
 
@@ -84,17 +83,6 @@ class Fault(NamedTuple):
     """How long the provider asked us to wait, from Retry-After or retry-after-ms."""
     detail: str
     """The provider's message, scrubbed and clipped."""
-
-
-class ModelCallError(Exception):
-    """A model call that produced no answer; its message is safe to store (no key, no Authorization header)."""
-
-    def __init__(self, message: str, *, fault: FaultKind | Literal["circuit_open"], attempts: int):
-        super().__init__(message)
-        self.fault = fault
-        """Why: the last attempt's fault kind, or circuit_open when no attempt was made."""
-        self.attempts = attempts
-        """Requests sent for this call."""
 
 
 # ---- pure: no I/O below until the line that says otherwise -------------------------------------------------

@@ -4,14 +4,14 @@ take turns at under the interpreter lock), then makes every model call `calls.co
 
 Each call is `calls.complete` run in the worker, so its retries, circuit and timeout are as in-process; what comes
 back is its Completion or its ModelCallError. A call cancelled here is cancelled there. The worker ends when this
-process closes its end of the pipe, by `stop_worker` or by ending, killed or not.
+process closes its end of the pipe, by `stop_worker` or by ending, killed or not. This module is the run's end of
+the pipe; the worker's is `worker_process`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -19,17 +19,20 @@ from itertools import count
 from multiprocessing.connection import Connection
 from typing import Any
 
+from kindgi_eval.llm.call_error import ModelCallError
 from kindgi_eval.spec import Completion, ModelRef
 
 _worker: Worker | None = None
 ENDED = ("bug", "the litellm worker process ended")
+CHILD = "kindgi_eval.llm.worker_process"
+"""The module the worker process runs."""
 
 
 class Worker:
     """The parent's end: sends requests, and settles each caller's future from a thread reading the replies."""
 
     def __init__(self) -> None:
-        command = [sys.executable, "-c", f"import {__name__}; {__name__}.main()"]
+        command = [sys.executable, "-c", f"import {CHILD}; {CHILD}.main()"]
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self._requests = Connection(os.dup(self.process.stdin.fileno()), readable=False)  # type: ignore[union-attr]
         self._replies = Connection(os.dup(self.process.stdout.fileno()), writable=False)  # type: ignore[union-attr]
@@ -102,8 +105,6 @@ def _settle(loop: asyncio.AbstractEventLoop | None, waiter: Any, outcome: tuple[
 
 
 def _unwrap(outcome: tuple[str, Any]) -> Any:
-    from kindgi_eval.llm.calls import ModelCallError
-
     kind, value = outcome
     if kind == "ok":
         return value
@@ -131,61 +132,3 @@ def stop_worker() -> None:
     if _worker is not None:
         _worker.stop()
         _worker = None
-
-
-# ---- the worker process --------------------------------------------------------------------------------------
-
-
-def _serve(requests: Connection, replies: Connection) -> None:
-    from kindgi_eval.llm import calls
-
-    calls.prepare()  # litellm's import: the seconds this process exists to take beside the run's
-    loop = asyncio.new_event_loop()
-    tasks: dict[int, asyncio.Task] = {}
-    warming: list[asyncio.Task] = []
-
-    def reply(call: int, outcome: tuple[str, Any]) -> None:
-        tasks.pop(call, None)
-        replies.send((call, outcome))
-
-    async def one(call: int, ref: ModelRef, messages: list[dict[str, str]], options: dict[str, Any]) -> None:
-        try:
-            outcome = ("ok", await calls.complete(ref, messages, **options))
-        except calls.ModelCallError as e:
-            outcome = ("model_call_error", (str(e), e.fault, e.attempts))
-        except asyncio.CancelledError:
-            tasks.pop(call, None)
-            return
-        except Exception as e:  # a bug: said in the parent's words, not lost
-            outcome = ("bug", calls.scrub(f"{type(e).__name__}: {e}"))
-        reply(call, outcome)
-
-    def handle(call: int, kind: str, *args: Any) -> None:
-        if kind == "complete":
-            tasks[call] = loop.create_task(one(call, *args))
-        elif kind == "cancel" and call in tasks:
-            tasks[call].cancel()
-        elif kind == "providers":
-            reply(call, ("ok", calls.provider_names()))
-            if not warming:  # the run asks this first, then sets up for a second before its first call: warm up now
-                warming.append(loop.create_task(calls.warm_up()))
-
-    def read() -> None:
-        while True:
-            try:
-                request = requests.recv()
-            except EOFError:
-                os._exit(0)  # the run's process is done with us: nothing here is left to write
-            loop.call_soon_threadsafe(handle, *request)
-
-    threading.Thread(target=read, daemon=True).start()
-    loop.run_forever()
-
-
-def main() -> None:
-    """The worker process: serves the requests on stdin, replying on stdout."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle; its exit ends this process
-    # stdout carries the replies; anything printed goes to stderr, so nothing can corrupt them
-    replies_fd = os.dup(1)
-    os.dup2(2, 1)
-    _serve(Connection(os.dup(0), writable=False), Connection(replies_fd, readable=False))
