@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from kindgi_eval.agents.demo_judge import DemoJudge
 from kindgi_eval.agents.mock import MockAgent, MockJudge
-from kindgi_eval.inputs import SETTING, RunSettings
+from kindgi_eval.inputs import SETTING, RunSettings, variant_settings
 from kindgi_eval.spec import Agent, InputError, Judge, ModelRef, Problem, Role, Tenant, checked_model
 
 OFFLINE_AGENTS: dict[str, Callable[[Tenant], Agent]] = {"mock:agent": MockAgent}
@@ -39,6 +39,16 @@ def make_agent(settings: RunSettings, tenant: Tenant, *, check_only: bool = Fals
     from kindgi_eval.agents.litellm import LitellmAgent
 
     return LitellmAgent(ref, tenant, timeout_s=settings.model_timeout_s, prepared=not check_only)
+
+
+def checked_variants(settings: RunSettings, tenant: Tenant, declared: tuple[str, str], *, mock: bool) -> tuple[str, str]:
+    """The agents a pairwise run's variants A and B are answered by: the `declared` ones, or with `mock` (which
+    replaces every agent a run calls) the offline demo agent the settings name, for both. Each is checked as
+    `make_agent` checks it: InputError when one cannot be made."""
+    variants = (settings.agent_model, settings.agent_model) if mock else declared
+    for variant in variants:
+        make_agent(variant_settings(settings, variant), tenant, check_only=True)
+    return variants
 
 
 def make_judge(settings: RunSettings, *, check_only: bool = False) -> Judge | None:

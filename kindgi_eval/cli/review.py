@@ -9,15 +9,19 @@ from pathlib import Path
 
 import click
 
-from kindgi_eval.cli.main import (
-    _check_json_path,
-    _input_errors,
-    _registry_client,
-    _registry_errors,
-    _runs_named,
-    _write_atomically,
+from kindgi_eval.cli.common import (
+    check_output_path,
+    input_errors,
+    registry_client,
+    registry_errors,
+    runs_named,
+    write_text_atomically,
 )
+from kindgi_eval.inputs import QueueKeys, check_labels, read_label_file
 from kindgi_eval.spec import InputError, Problem
+
+# The store, the reports, the registry and the kinds are imported inside the commands: start-up time that `--help`
+# and `validate` would otherwise pay.
 
 
 @click.group(short_help="Export a human-review run's queue, import its labels, promote them.")
@@ -37,7 +41,7 @@ def _human_review_run(root, run_id: str):
     """(its `store.RunKey`, its summary, its queue) of the human-review run RUN_ID names; InputError otherwise."""
     from kindgi_eval.store import read_rows
 
-    (ref,) = _runs_named(root, {"RUN_ID": run_id})
+    (ref,) = runs_named(root, {"RUN_ID": run_id})
     (run,) = read_rows(root, "run_summary", ref.partition, ref.run_id)
     if run.suite_kind != "human-review":
         raise InputError([Problem("RUN_ID", None, None, f"run {ref.run_id} evaluated a {run.suite_kind} suite; only a human-review "
@@ -49,7 +53,7 @@ def _human_review_run(root, run_id: str):
 @click.argument("run_id")
 @click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]), help="The file's format; default by --out's extension, else csv.")
 @click.option("--out", "out", type=click.Path(dir_okay=False), help="Write the file here; default standard output.")
-@_input_errors
+@input_errors
 def review_export(run_id: str, fmt: str | None, out: str | None) -> None:
     """Write RUN_ID's review queue, one row per reply and rubric item, with empty reviewer, label and note columns.
 
@@ -63,7 +67,7 @@ def review_export(run_id: str, fmt: str | None, out: str | None) -> None:
     from kindgi_eval.store import store_root
 
     if out:
-        _check_json_path(out, "--out")
+        check_output_path(out, "--out")
     ref, _, queue = _human_review_run(store_root(), run_id)
     if not queue:
         raise InputError([Problem("RUN_ID", None, None, f"run {ref.run_id}'s review queue is empty: the agent gave no reply to review.")])
@@ -72,13 +76,13 @@ def review_export(run_id: str, fmt: str | None, out: str | None) -> None:
     if out is None:
         click.echo(text, nl=False)
         return
-    _write_atomically(Path(out), text)
+    write_text_atomically(Path(out), text)
     click.echo(f"wrote {out}: {len(queue)} rows of run {ref.run_id} to label", err=True)
 
 
 @review.command("import", short_help="Read a filled-in review file's labels into the store.")
 @click.argument("file", type=click.Path(dir_okay=False))
-@_input_errors
+@input_errors
 def review_import(file: str) -> None:
     """Store FILE's labels as one import, beside every earlier import (none is overwritten; of one reply and rubric
     item the latest import's label counts). A file with any wrong row is refused whole: nothing is stored, exit 2.
@@ -89,7 +93,6 @@ def review_import(file: str) -> None:
     Example:
       kindgi-eval review import review.csv
     """
-    from kindgi_eval.inputs import QueueKeys, check_labels, read_label_file
     from kindgi_eval.store import (
         ReviewRow,
         export_database,
@@ -144,8 +147,8 @@ def review_import(file: str) -> None:
 @review.command("promote", short_help="Publish a run's labelled replies as calibration items of a suite's next version.")
 @click.argument("run_id")
 @click.option("--suite", "suite_id", required=True, metavar="ID", help="The registry suite whose calibration set grows.")
-@_input_errors
-@_registry_errors
+@input_errors
+@registry_errors
 def review_promote(run_id: str, suite_id: str) -> None:
     """Turn RUN_ID's labelled replies into calibration items (spec 016: id, history, text, reply, criterion = the
     rubric item, label) and publish them as the next minor version of suite ID: the latest version's spec with the
@@ -157,7 +160,7 @@ def review_promote(run_id: str, suite_id: str) -> None:
       kindgi-eval review promote 3f9c2a1e --suite demo-academy.pricing
     """
     from kindgi_eval.registry import promotion
-    from kindgi_eval.steps import cases_of, promoted_items
+    from kindgi_eval.kinds import cases_of, promoted_items
     from kindgi_eval.store import labels_in_force, read_reviews, read_rows, store_root
 
     root = store_root()
@@ -169,7 +172,7 @@ def review_promote(run_id: str, suite_id: str) -> None:
     cases = cases_of(read_rows(root, "suite", ref.partition, ref.run_id))
     replies = read_rows(root, "agent_replies", ref.partition, run.replies_from)
     items = [i.model_dump(mode="json", exclude_defaults=True) for i in promoted_items(ref.run_id, cases, replies, labels)]
-    client = _registry_client()
+    client = registry_client()
     try:
         plan = promotion(client.suite(suite_id), items)
     except ValueError as e:

@@ -25,18 +25,7 @@ def suite_settings(declared: TenantSuite, overrides: Mapping[str, object] | None
 def registered_folder(declared: TenantSuite) -> Path:
     """The suite folder of a registered suite's version in force now: the entry's `version`, else the latest."""
     # imported here, not above: the registry's storage and Alembic, which a run of a suite folder never needs
-    from kindgi_eval.registry import (
-        database_url,
-        materialize,
-        open_store,
-        resolve_version,
-    )
+    from kindgi_eval.registry import registered_suite_folder
 
-    home = runtime_home()
-    store = open_store(database_url(home))
-    try:
-        where = f"{declared.key} (registry = {declared.registry!r})"
-        stored = resolve_version(store, declared.tenant, declared.registry, declared.entry.version, where)
-        return materialize(stored, declared.tenant, home)
-    finally:
-        store.close()
+    where = f"{declared.key} (registry = {declared.registry!r})"
+    return registered_suite_folder(runtime_home(), declared.tenant, declared.registry, declared.entry.version, where)

@@ -4,10 +4,13 @@ the settings; and the settings a resume runs with. Pure: compares manifests and 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from kindgi_eval.inputs.settings import SETTING, SETTINGS, RunSettings, check_value
 from kindgi_eval.spec import InputError, Problem
-from kindgi_eval.store import Manifest
+
+if TYPE_CHECKING:
+    from kindgi_eval.store import Manifest
 
 MAY_CHANGE = frozenset({"concurrency"})
 """Settings a resume may change: how many calls are in flight changes no row."""
@@ -24,6 +27,8 @@ def manifest_of(
     resumes: str | None = None,
 ) -> Manifest:
     """What a run's rows are recorded under: its settings and the hashes of the files it reads."""
+    from kindgi_eval.store import Manifest  # here, not above: the store's Parquet and DuckDB, which --help and validate never need
+
     return Manifest(
         run_id=run_id,
         partition=partition,

@@ -35,7 +35,7 @@ from kindgi_eval.registry.tokens import IssuedToken, TokenInfo
 _LAZY = {
     "REGISTRY_DB_ENV": "database", "database_url": "database",
     "RegistryStore": "store", "StoredVersion": "store", "open_store": "store",
-    "materialize": "folders", "resolve_version": "folders",
+    "materialize": "folders", "registered_suite_folder": "folders", "resolve_version": "folders",
     "DEFAULT_HOST": "server", "DEFAULT_PORT": "server", "RunningServer": "server", "running_server": "server", "serve": "server",
 }
 """Names whose modules import SQLAlchemy, FastAPI or uvicorn: loaded on first use (PEP 562), so a command that only
@@ -48,4 +48,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'kindgi_eval.registry' has no attribute {name!r}")
 
 
-__all__ = ["Promotion", "promotion", "materialize", "resolve_version", "Consumer", "FolderContent", "RegistryClient", "RegistryUnreachable", "TOKEN_ENV", "URL_ENV", "DEFAULT_HOST", "DEFAULT_PORT", "ErrorCode", "EvalSuite", "IssuedToken", "KINDS", "Kind", "MAX_BODY", "REGISTRY_DB_ENV", "RegistryError", "RegistryStore", "RunningServer", "SemVer", "StoredVersion", "SuitePage", "SuiteSummary", "SuiteVersion", "TokenInfo", "VersionInfo", "accepted_kinds", "canonical_json", "consumer_for", "content_hash", "database_url", "is_semver", "open_store", "parse_semver", "read_conversation", "spec_of_files", "suite_files", "register_consumer", "running_server", "semver_key", "serve", "suite_document", "suite_json_schema", "unregister_consumer"]
+__all__ = ["Promotion", "promotion", "materialize", "registered_suite_folder", "resolve_version", "Consumer", "FolderContent", "RegistryClient", "RegistryUnreachable", "TOKEN_ENV", "URL_ENV", "DEFAULT_HOST", "DEFAULT_PORT", "ErrorCode", "EvalSuite", "IssuedToken", "KINDS", "Kind", "MAX_BODY", "REGISTRY_DB_ENV", "RegistryError", "RegistryStore", "RunningServer", "SemVer", "StoredVersion", "SuitePage", "SuiteSummary", "SuiteVersion", "TokenInfo", "VersionInfo", "accepted_kinds", "canonical_json", "consumer_for", "content_hash", "database_url", "is_semver", "open_store", "parse_semver", "read_conversation", "spec_of_files", "suite_files", "register_consumer", "running_server", "semver_key", "serve", "suite_document", "suite_json_schema", "unregister_consumer"]

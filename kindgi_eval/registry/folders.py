@@ -19,7 +19,8 @@ from pathlib import Path
 
 from kindgi_eval.inputs import REGISTRY_FILE, RegisteredAs, registered_name
 from kindgi_eval.registry.consumers import accepted_kinds, consumer_for
-from kindgi_eval.registry.store import RegistryStore, StoredVersion
+from kindgi_eval.registry.database import database_url
+from kindgi_eval.registry.store import RegistryStore, StoredVersion, open_store
 from kindgi_eval.spec import InputError, Problem
 
 FOLDER = "registry-suites"
@@ -37,6 +38,16 @@ def resolve_version(store: RegistryStore, tenant: str, suite_id: str, version: s
         raise InputError([Problem(where, None, None, f"{suite_id} {found.version} is a {found.kind!r} suite, and this "
                                   f"kindgi-eval runs {', '.join(accepted_kinds())} suites.")])
     return found
+
+
+def registered_suite_folder(home: Path, tenant: str, suite_id: str, version: str | None, where: str) -> Path:
+    """The suite folder of `tenant`'s suite `suite_id` of the registry in `home` (the database `database_url` names):
+    `version`, else the latest now, written out if new; InputError naming `where` when the registry has no such suite."""
+    store = open_store(database_url(home))
+    try:
+        return materialize(resolve_version(store, tenant, suite_id, version, where), tenant, home)
+    finally:
+        store.close()
 
 
 def materialize(stored: StoredVersion, tenant: str, home: Path) -> Path:

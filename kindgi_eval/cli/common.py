@@ -1,0 +1,139 @@
+"""What the command modules share: exit statuses, the bad-input and registry-error wrappers, the run settings'
+options, output paths checked and written whole, runs named by id prefix, and the registry's client."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from kindgi_eval.inputs import SETTING, SETTINGS
+from kindgi_eval.spec import InputError, Problem
+
+if TYPE_CHECKING:
+    from kindgi_eval.registry import RegistryClient
+    from kindgi_eval.store import StorePath
+
+# The store, the reports and the registry are imported inside the functions that use them: their Parquet, DuckDB and
+# pydantic models are start-up time that `kindgi-eval --help` and `validate` would otherwise pay.
+
+EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
+
+
+def input_errors(command: Callable) -> Callable:
+    """Bad input prints one line per problem, no traceback, and exits 2."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except InputError as e:
+            for problem in e.problems:
+                click.echo(f"error: {problem}", err=True)
+            sys.exit(EXIT_INPUT)
+
+    return wrapper
+
+
+def registry_errors(command: Callable) -> Callable:
+    """A registry that cannot be reached prints why and exits 1: nothing was decided."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        from kindgi_eval.registry import RegistryUnreachable
+
+        try:
+            return command(*args, **kwargs)
+        except RegistryUnreachable as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(EXIT_FAILED)
+
+    return wrapper
+
+
+def _setting_option(field: str, default_shown: str | None = None) -> Callable:
+    """The option of one run setting, with its type, range, variable and default from the settings table (or, where
+    a command resolves it otherwise, `default_shown`, which then says where its value comes from)."""
+    s = SETTING[field]
+    types = {
+        "int": click.IntRange(s.low, s.high),
+        "float": click.FloatRange(min=s.low, min_open=s.low_open),
+        "folder": click.Path(file_okay=False),
+        "model": str,
+        "url": str,
+    }
+    metavars = {"model": "PROVIDER:MODEL", "url": "URL"}
+    default = "unset" if s.default is None else f"{s.default:g}" if isinstance(s.default, float) else str(s.default)
+    where = default_shown or f"env: {s.var}; default: {default}"
+    return click.option(
+        s.flag, type=types[s.kind], metavar=metavars.get(s.kind), help=f"{s.help} [{where}]"
+    )
+
+
+def settings_options(*fields: str, defaults: dict[str, str] | None = None) -> Callable:
+    """The options of the named run settings, in the settings table's order; `defaults` names the default a command
+    shows where it is not the table's."""
+
+    def decorate(command: Callable) -> Callable:
+        for s in reversed(SETTINGS):
+            if s.field in fields:
+                command = _setting_option(s.field, (defaults or {}).get(s.field))(command)
+        return command
+
+    return decorate
+
+
+def check_output_path(path: str | None, flag: str = "--json") -> None:
+    """An output file's folder must exist before anything runs, so a run never ends unable to write it."""
+    if path and not Path(path).absolute().parent.is_dir():
+        raise InputError([Problem(path, None, None, f"its folder does not exist. Create it or pick another {flag} path.")])
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write `text` beside `path` and rename it into place, so a reader never sees half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def runs_named(root: StorePath, prefixes: dict[str, str]) -> list:
+    """The stored run (its `store.RunKey`) each argument names by run id or unique prefix; InputError lists every
+    argument that names no run or several."""
+    from kindgi_eval.reports import matching_run_ids
+    from kindgi_eval.store import run_keys
+
+    stored = {k.run_id: k for k in run_keys(root)}
+    found, problems = [], []
+    for name, prefix in prefixes.items():
+        matches = matching_run_ids(prefix, stored)
+        if not prefix:
+            message = "an empty run id names no run; give a run id or its first characters."
+            problems.append(Problem(name, None, None, message))
+        elif not matches:
+            hint = 'List runs with: kindgi-eval sql "SELECT run_id, suite, started_at FROM runs ORDER BY started_at"'
+            problems.append(Problem(name, None, None, f"no run {prefix!r} in the store at {root}. {hint}"))
+        elif len(matches) > 1:
+            listed = "; ".join(f"{i} ({stored[i].partition}, {stored[i].day})" for i in matches)
+            message = f"{prefix!r} begins {len(matches)} run ids: {listed}. Give more characters of the one you mean."
+            problems.append(Problem(name, None, None, message))
+        else:
+            found.append(stored[matches[0]])
+    if problems:
+        raise InputError(problems)
+    return found
+
+
+def registry_client() -> RegistryClient:
+    """The client the environment names; InputError saying which variable is missing."""
+    from kindgi_eval.registry import TOKEN_ENV, URL_ENV, RegistryClient
+
+    url, token = os.environ.get(URL_ENV, ""), os.environ.get(TOKEN_ENV, "")
+    missing = [var for var, value in ((URL_ENV, url), (TOKEN_ENV, token)) if not value]
+    if missing:
+        raise InputError([Problem(var, None, None, "is not set. Set it to the registry's URL and your token (kindgi-eval tokens issue).") for var in missing])
+    return RegistryClient(url, token)

@@ -1,0 +1,202 @@
+"""`kindgi-eval suites publish|list|show|pull`, `serve` and `tokens issue|list|revoke`: the suite registry's client,
+its server, and its bearer tokens."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from kindgi_eval.cli.common import input_errors, registry_client, registry_errors, write_text_atomically
+from kindgi_eval.inputs import CALIBRATION_FILE, CASES_FILE, load_suite
+from kindgi_eval.spec import InputError, Problem
+
+if TYPE_CHECKING:
+    from kindgi_eval.registry import RegistryStore
+
+# The registry (its models, SQLAlchemy, FastAPI) and the store are imported inside the commands: start-up time that
+# `--help` and `validate` would otherwise pay.
+
+
+@click.group(short_help="Publish and read suites in the registry.")
+def suites() -> None:
+    """Publish, list, show and pull suites of the registry at KINDGI_REGISTRY_URL, as the tenant whose token
+    KINDGI_REGISTRY_TOKEN holds.
+
+    \b
+    Example:
+      kindgi-eval suites publish evals/pricing --id acme.pricing --version 1.4.0
+    """
+
+
+@suites.command("publish", short_help="Publish a suite folder as a new version.")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--id", "suite_id", required=True, help="The suite's id, e.g. acme.pricing.")
+@click.option("--version", required=True, help="Its semver version, greater than the latest published.")
+@click.option("--tenant", help="The tenant the suite belongs to (your token's); default the id's part before its first dot.")
+@click.option("--description", default="", help="What the suite is for, for a person.")
+@input_errors
+@registry_errors
+def suites_publish(folder: str, suite_id: str, version: str, tenant: str | None, description: str) -> None:
+    """Publish FOLDER's cases.jsonl and calibration.jsonl as a `conversation` suite; they are checked here first. The
+    files' texts are kept beside the version, so `suites pull` writes them back byte for byte; a folder that differs
+    from the published one only in layout (whitespace, blank lines, key order) is the same content, and the version
+    keeps the files it was first published with."""
+    from kindgi_eval.registry import spec_of_files
+
+    load_suite(folder)  # every problem, located by file and line, before anything is sent: each line reads as JSON
+    # a suite without calibration.jsonl is published without `calibration`: absent and empty read differently
+    paths = [Path(folder) / name for name in (CASES_FILE, CALIBRATION_FILE) if (Path(folder) / name).exists()]
+    texts = {path.name: path.read_bytes().decode("utf-8") for path in paths}
+    body = {
+        "id": suite_id,
+        "tenantId": tenant or suite_id.split(".", 1)[0],
+        "version": version,
+        "kind": "conversation",
+        "description": description,
+        "spec": spec_of_files(texts),
+    }
+    client = registry_client()
+    status, stored = client.publish(body)
+    said = "published" if status == 201 else "already published, with the same content"
+    click.echo(f"{said}: {stored['suite']['id']} {stored['suite']['version']} sha256 {stored['hash']}")
+    _, kept = client.keep_files(suite_id, version, texts)
+    if kept != texts:
+        click.echo(f"note: {suite_id} {version} keeps the files it was first published with, which lay out the same content "
+                   "otherwise; `suites pull` writes those.", err=True)
+
+
+@suites.command("list", short_help="Your suites, the latest version of each.")
+@input_errors
+@registry_errors
+def suites_list() -> None:
+    """Every suite of your tenant with its latest version."""
+    from kindgi_eval.store import format_rows
+
+    rows = [(s.get("id"), s.get("version"), s.get("kind"), s.get("published_at")) for s in registry_client().suites()]
+    click.echo(format_rows(["id", "version", "kind", "published_at"], rows, "table"), nl=False)
+
+
+@suites.command("show", short_help="One suite version, as JSON.")
+@click.argument("suite_id")
+@click.option("--version", help="The version; default the latest.")
+@input_errors
+@registry_errors
+def suites_show(suite_id: str, version: str | None) -> None:
+    """Print SUITE_ID's latest version (or --version) as the registry stores it."""
+    click.echo(json.dumps(registry_client().suite(suite_id, version), indent=2, ensure_ascii=False))
+
+
+@suites.command("pull", short_help="Write a suite version back as a folder.")
+@click.argument("suite_id")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--version", help="The version; default the latest.")
+@input_errors
+@registry_errors
+def suites_pull(suite_id: str, folder: str, version: str | None) -> None:
+    """Write SUITE_ID's cases.jsonl and calibration.jsonl into FOLDER (created if needed): byte for byte the files it
+    was published from, or one item per line for a version published as a JSON document."""
+    from kindgi_eval.registry import suite_files
+
+    client = registry_client()
+    suite = client.suite(suite_id, version)["suite"]
+    if suite.get("kind") != "conversation":
+        raise InputError([Problem(suite_id, None, None, f"is a {suite.get('kind')!r} suite; only conversation suites are folders.")])
+    texts = client.files(suite_id, suite["version"])
+    if texts is None:
+        texts = {name: data.decode("utf-8") for name, data in suite_files(suite["spec"]).items()}
+    target = Path(folder)
+    target.mkdir(parents=True, exist_ok=True)
+    written = [name for name in (CASES_FILE, CALIBRATION_FILE) if name in texts]
+    for name in written:
+        write_text_atomically(target / name, texts[name])
+    click.echo(f"wrote {' and '.join(f'{target}/{n}' for n in written)} of {suite_id} {suite['version']}")
+
+
+def _registry_store() -> RegistryStore:
+    """The registry's storage, named once here at the edge: KINDGI_REGISTRY_DB, else registry.sqlite in the runtime folder."""
+    from kindgi_eval.registry import database_url, open_store
+    from kindgi_eval.store import runtime_home
+
+    return open_store(database_url(runtime_home()))
+
+
+@click.command(short_help="Serve the suite registry (/v1/eval-suites) over HTTP.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="The port to listen on.")
+@input_errors
+def serve(host: str, port: int) -> None:
+    """Serve the suite registry until interrupted: tenants publish, list and read their suites with bearer tokens.
+
+    Storage is KINDGI_REGISTRY_DB, a SQLAlchemy URL (postgresql://user:password@host/dbname in production), else
+    the SQLite file registry.sqlite in the runtime folder (KINDGI_HOME, default ./.kindgi); it is created and
+    migrated on first use. The OpenAPI description is at /openapi.json; /healthz needs no token.
+
+    \b
+    Example:
+      kindgi-eval tokens issue --tenant acme --name ci
+      kindgi-eval serve --port 8765
+    """
+    from kindgi_eval.registry import accepted_kinds
+    from kindgi_eval.registry import serve as serve_registry
+
+    store = _registry_store()
+    click.echo(f"suite registry on http://{host}:{port} (database {store.url}; kinds: {', '.join(accepted_kinds())})", err=True)
+    serve_registry(store, host, port)
+
+
+@click.group(short_help="Issue, list and revoke the suite registry's bearer tokens.")
+def tokens() -> None:
+    """The suite registry's bearer tokens: each acts for one tenant; its secret is printed once and stored only hashed.
+
+    Tokens live in the registry's database (KINDGI_REGISTRY_DB, else registry.sqlite in the runtime folder).
+    """
+
+
+@tokens.command("issue", short_help="Make a token for a tenant and print its secret once.")
+@click.option("--tenant", required=True, metavar="TENANT", help="The tenant every request with the token acts for.")
+@click.option("--name", default="", metavar="NAME", help="What the token is for, e.g. ci or alice-laptop.")
+@input_errors
+def tokens_issue(tenant: str, name: str) -> None:
+    """Make a token for TENANT and print its secret on stdout, once: the registry keeps only its SHA-256.
+
+    \b
+    Example:
+      export KINDGI_REGISTRY_TOKEN="$(kindgi-eval tokens issue --tenant acme --name ci)"
+    """
+    token = _registry_store().issue_token(tenant, name)
+    click.echo(token.secret)
+    named = f" ({token.name})" if token.name else ""
+    click.echo(f"issued {token.id} for tenant {token.tenant}{named}; the secret above is shown only now. Keep it.", err=True)
+
+
+@tokens.command("list", short_help="Show every token: id, tenant, name, created, last used, revoked.")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@input_errors
+def tokens_list(fmt: str) -> None:
+    """Show every token ever issued, oldest first, never a secret. `last_used` is kept to the minute.
+
+    \b
+    Example:
+      kindgi-eval tokens list --format csv
+    """
+    from kindgi_eval.store import format_rows
+
+    rows = [(t.id, t.tenant, t.name, t.created_at, t.last_used_at, t.revoked_at) for t in _registry_store().list_tokens()]
+    click.echo(format_rows(["id", "tenant", "name", "created", "last_used", "revoked"], rows, fmt), nl=False)
+
+
+@tokens.command("revoke", short_help="Revoke a token: from now on it is refused (401).")
+@click.argument("token_id", metavar="ID")
+@input_errors
+def tokens_revoke(token_id: str) -> None:
+    """Revoke the token ID (as `tokens list` shows it): every request that carries it is refused from now on.
+
+    \b
+    Example:
+      kindgi-eval tokens revoke tok_3f9c2a1e5b7d
+    """
+    token = _registry_store().revoke_token(token_id)
+    click.echo(f"revoked {token.id} (tenant {token.tenant}) at {token.revoked_at}")

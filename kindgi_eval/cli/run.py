@@ -1,0 +1,300 @@
+"""`kindgi-eval run`, `run --resume`, `replay` and `validate`: a suite evaluated, a killed run finished, a run's
+replies judged again, and suites checked without running anything."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import click
+
+from kindgi_eval.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    check_output_path,
+    input_errors,
+    runs_named,
+    settings_options,
+    write_text_atomically,
+)
+from kindgi_eval.inputs import (
+    changes_since,
+    load_checked_suite,
+    load_tenant,
+    manifest_of,
+    pairwise_variants,
+    resolve_settings,
+    resumed_settings,
+    suite_key,
+)
+from kindgi_eval.spec import InputError, Problem, parse_model, run_failed
+
+# The agents, litellm, the registry, the store and Dagster are imported inside the commands, each once it is known to
+# be needed: seconds of start-up that `--help` and `validate` would otherwise pay.
+
+RUN_SETTINGS = (
+    "eval_dir", "config_dir", "agent_model", "agent_url", "judge_model", "max_latency_ms", "concurrency", "model_timeout_s",
+    "handler_timeout_s", "handler_run_s", "handler_memory_mib",
+)
+REPLAY_SETTINGS = ("eval_dir", "config_dir", "judge_model", "concurrency", "model_timeout_s")
+
+
+@click.command(short_help="Evaluate one suite against the agent.")
+@click.option("--mock", is_flag=True, help="Use the offline demo agent (mock:agent), whatever AGENT_URL or AGENT_MODEL say.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the summary as JSON here.")
+@click.option(
+    "--resume",
+    "resume",
+    metavar="RUN_ID",
+    help="Finish a killed run (its id or a unique prefix) with the settings it started with, asking the agent and the "
+    "judge only what it had not recorded. A run setting given beside it must equal the run's (--concurrency may differ).",
+)
+@click.option(
+    "--suite",
+    "registered",
+    metavar="ID[@VERSION]",
+    help="Evaluate a suite of the suite registry, as the tenant of the configuration: that version, else the latest "
+    "now. Instead of --eval-dir.",
+)
+@settings_options(*RUN_SETTINGS)
+@input_errors
+def run(mock: bool, json_path: str | None, resume: str | None, registered: str | None, **flags: object) -> None:
+    """Evaluate one suite: print every reply, each failure, and the summary.
+
+    Exit status: 0 nothing failed, 1 a case failed or judged-fail, 2 bad input.
+
+    \b
+    Examples:
+      kindgi-eval run --mock --judge-model mock:judge --json out/summary.json
+      kindgi-eval run --resume 3f9c2a1e
+      kindgi-eval run --suite acme.pricing@1.4.0 --config-dir ../acme/config --agent-model openai:gpt-4o-mini
+    """
+    from kindgi_eval.agents import checked_variants, make_agent, make_judge, make_sandbox
+
+    if mock and (flags.get("agent_model") or flags.get("agent_url")):
+        raise InputError([Problem("--mock", None, None, "names the offline demo agent, and --agent-model or --agent-url names another. Pass one of them.")])
+    if registered and (flags.get("eval_dir") or resume):
+        raise InputError([Problem("--suite", None, None, "names the suite, and so does --eval-dir or --resume. Pass one of them.")])
+    if resume is not None:
+        _resume_run(resume, mock, json_path, flags)
+    settings = resolve_settings(flags, mock=mock)
+    _start_model_worker(settings)
+    loaded = load_tenant(settings.config_dir)
+    if registered:
+        from kindgi_eval.registry import registered_suite_folder
+        from kindgi_eval.store import runtime_home
+
+        suite_id, _, version = registered.partition("@")
+        folder = registered_suite_folder(runtime_home(), loaded.tenant.tenant, suite_id, version or None, "--suite")
+        settings = settings.model_copy(update={"eval_dir": str(folder)})
+    suite = load_checked_suite(settings.eval_dir, loaded)
+    if suite.kind == "custom":
+        make_sandbox(settings)  # a machine that cannot sandbox the handler is exit 2 before the agent is asked anything
+    baseline = _baseline(suite, loaded.tenant.tenant) if suite.kind == "regression" else None
+    variants = None
+    if suite.kind == "pairwise":
+        declared = pairwise_variants(suite.registered, loaded.tenant.tenant)
+        if mock:
+            click.echo(f"--mock: variants A ({declared[0]}) and B ({declared[1]}) are both answered by the offline demo "
+                       f"agent {settings.agent_model}.", err=True)
+        variants = checked_variants(settings, loaded.tenant, declared, mock=mock)
+
+    from kindgi_eval.defs import RunFailed, open_instance, resolved_tags, run_chain  # while the worker imports litellm
+    from kindgi_eval.store import runtime_home
+
+    make_agent(settings, loaded.tenant, check_only=True)  # the run builds its own, once litellm is imported
+    make_judge(settings, check_only=True)
+    check_output_path(json_path)
+    for agent in dict.fromkeys(variants or (settings.agent_model,)):  # the agents actually evaluated, each once
+        if settings.judge_model and settings.judge_model == agent:
+            click.echo(f"warning: the judge is the agent's own model ({settings.judge_model}); it may favour its own replies.", err=True)
+
+    home = runtime_home()
+    key = suite_key(loaded.tenant.tenant, settings.eval_dir)
+    instance = open_instance(home)
+    try:
+        run_id = run_chain(instance, home, settings, key, tags=resolved_tags(baseline, variants))  # resolved once, here
+    except RunFailed as e:
+        click.echo(f"error: {e}", err=True)
+        _exit(EXIT_FAILED, instance)
+    _exit(_report(home, key, run_id, json_path), instance)
+
+
+def _start_model_worker(settings) -> None:
+    """When the settings name a litellm model, start the process that imports litellm and makes the model calls
+    (`llm.start_worker`), so that its import runs beside Dagster's instead of before it."""
+    from kindgi_eval.llm import start_worker
+
+    names = (settings.judge_model, None if settings.agent_url else settings.agent_model)
+    try:
+        if any(name and not parse_model(name).is_mock for name in names):
+            start_worker()
+    except ValueError:
+        pass  # a malformed name: make_agent or make_judge says what is wrong, and nothing is run
+
+
+def _exit(code: int, instance) -> NoReturn:
+    """End a run's process with `code` now that it has run: its Dagster instance closed and the output flushed, what
+    `sys.exit` would add is the interpreter's teardown of litellm's and Dagster's modules, seconds that write nothing.
+    (litellm's exit hooks flush logging callbacks, which kindgi-eval sets none of, and close its HTTP clients.)"""
+    from kindgi_eval.llm import stop_worker
+
+    stop_worker()
+    instance.dispose()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _baseline(suite, tenant: str) -> str:
+    """The run a regression suite is compared with; InputError (exit 2, nothing run) when it is not stored or
+    evaluated other cases."""
+    from kindgi_eval.kinds import resolve_baseline
+    from kindgi_eval.store import store_root
+
+    return resolve_baseline(store_root(), tenant, suite.registered, [c.id for c in suite.cases])
+
+
+def _resume_run(prefix: str, mock: bool, json_path: str | None, flags: dict[str, object]) -> NoReturn:
+    """`run --resume`: check that the killed run may be resumed, run what it had not finished, print the report, exit.
+
+    InputError (exit 2, nothing run) when no killed run has that id, when it completed or was finished already, when
+    it is still running, or when its suite, tenant configuration or settings changed since it recorded its rows."""
+    from kindgi_eval.agents import make_agent, make_judge
+    from kindgi_eval.store import claim, killed_run, read_manifest, refuse_finished, runtime_home, store_root
+
+    home = runtime_home()
+    root = store_root(home)
+    area, killed = killed_run(root, prefix, "--resume")
+    recorded = read_manifest(area)
+    if recorded is None:
+        raise InputError([Problem("--resume", None, None, f"run {killed} recorded nothing before it stopped, so nothing of it can be reused. "
+                                  "Start a new run instead.")])
+    refuse_finished(root, area, recorded, "--resume")
+    settings = resumed_settings(recorded, flags, mock=mock)
+    _start_model_worker(settings)
+    loaded = load_tenant(settings.config_dir)
+    suite = load_checked_suite(settings.eval_dir, loaded)
+    key = suite_key(loaded.tenant.tenant, settings.eval_dir)
+    now = manifest_of(killed, key, settings, suite_hash=suite.hash, config_hash=loaded.hash, replies_from=recorded.replies_from)
+    problems = changes_since(recorded, now)
+    if problems:
+        raise InputError(problems)
+    if recorded.replies_from is None:
+        make_agent(settings, loaded.tenant, check_only=True)  # the run builds its own, once litellm is imported
+    make_judge(settings, check_only=True)
+    check_output_path(json_path)
+    if not claim(area):  # held until this process ends: the killed run cannot be resumed twice at once either
+        raise InputError([Problem("--resume", None, None, f"run {killed} is still running: a process holds {area}/lock. "
+                                  "Wait for it to end (or stop it), then resume it.")])
+
+    from kindgi_eval.defs import RunFailed, open_instance, resume_chain
+
+    click.echo(f"resuming run {killed}", err=True)
+    instance = open_instance(home)
+    try:
+        run_id = resume_chain(instance, home, settings, key, killed, recorded.replies_from)
+    except RunFailed as e:
+        click.echo(f"error: {e}", err=True)
+        _exit(EXIT_FAILED, instance)
+    _exit(_report(home, key, run_id, json_path), instance)
+
+
+@click.command(short_help="Re-judge a run's stored replies with another judge.")
+@click.option("--from", "source", required=True, metavar="RUN_ID", help="The run whose stored replies are re-judged: its id, or a prefix naming one run.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the summary as JSON here.")
+@settings_options(*REPLAY_SETTINGS, defaults={"eval_dir": "default: the source run's suite folder; EVAL_DIR is not read"})
+@input_errors
+def replay(source: str, json_path: str | None, **flags: object) -> None:
+    """Re-judge the stored replies of RUN_ID: no agent call, a new run id, calibration as the file is now.
+
+    Calibration is read from calibration.jsonl in the source run's suite folder (EVAL_DIR is not consulted),
+    or in --eval-dir when given.
+
+    \b
+    Example:
+      kindgi-eval replay --from 1f2e3d4c-... --judge-model openai:gpt-4o
+    """
+    from kindgi_eval.agents import make_judge
+    from kindgi_eval.store import replay_source, runtime_home, store_root
+
+    home = runtime_home()
+    (named,) = runs_named(store_root(home), {"--from": source})  # a run id, or a prefix naming one run, as elsewhere
+    source = named.run_id
+    key, original = replay_source(store_root(home), source, "--from")
+    # The suite folder is the source run's unless --eval-dir says otherwise; a replay asks no agent.
+    flags = {**flags, "eval_dir": flags.get("eval_dir") or original.eval_dir}
+    not_read = ("EVAL_DIR", "AGENT_MODEL", "AGENT_URL")
+    settings = resolve_settings(flags, {var: value for var, value in os.environ.items() if var not in not_read})
+    if settings.judge_model is None:
+        raise InputError([Problem("--judge-model", None, None, "a replay needs a judge. Pass --judge-model or set EVAL_JUDGE_MODEL.")])
+    _start_model_worker(settings)
+    make_judge(settings, check_only=True)  # the replay builds its own, once litellm is imported
+    loaded = load_tenant(settings.config_dir)
+    if loaded.tenant.tenant != original.tenant:
+        raise InputError([Problem("--config-dir", None, None, f"run {source} evaluated tenant {original.tenant!r}, but the tenant configuration "
+                                  f"{loaded.config_dir} is {loaded.tenant.tenant!r}. Pass --config-dir with {original.tenant!r}'s configuration folder.")])
+    load_checked_suite(settings.eval_dir, loaded)
+    check_output_path(json_path)
+
+    from kindgi_eval.defs import RunFailed, open_instance, replay_chain
+
+    instance = open_instance(home)
+    try:
+        run_id = replay_chain(instance, home, settings, key, source)
+    except RunFailed as e:
+        click.echo(f"error: {e}", err=True)
+        _exit(EXIT_FAILED, instance)
+    _exit(_report(home, key, run_id, json_path), instance)
+
+
+def _report(home: Path, key: str, run_id: str, json_path: str | None) -> int:
+    """Print the stored run and write its JSON; the exit status its statuses call for."""
+    from kindgi_eval.kinds import cases_of, kind_named
+    from kindgi_eval.reports import case_marks, render, summary_json
+    from kindgi_eval.store import export_database, read_rows, rows_if_stored, store_root
+
+    root = store_root(home)
+    export_database(root)
+    (run,) = read_rows(root, "run_summary", key, run_id)
+    statuses = read_rows(root, "statuses", key, run_id)
+    calibration = read_rows(root, "calibration", key, run_id)
+    cases = cases_of(read_rows(root, "suite", key, run.replies_from))  # a replay judged its source's suite
+    marks = case_marks(*(rows_if_stored(root, asset, key, run_id) for asset in ("accuracy", "regressions", "custom")))
+    click.echo(render(run, statuses, calibration, key, cases, marks), nl=False)
+    click.echo(f"run {run_id} stored under {root}", err=True)
+    if json_path:
+        document = json.dumps(summary_json(run_id, run, statuses, calibration), indent=2, ensure_ascii=False)
+        write_text_atomically(Path(json_path), document + "\n")
+    return EXIT_FAILED if run_failed((s.status for s in statuses), kind_named(run.suite_kind).failed(run)) else EXIT_OK
+
+
+@click.command(short_help="Check suites and calibration sets; run nothing.")
+@click.argument("dirs", nargs=-1)
+@settings_options("config_dir")
+@input_errors
+def validate(dirs: tuple[str, ...], config_dir: str | None) -> None:
+    """Parse suites and calibration sets, and check cases against the tenant; report every problem, exit 2 if any.
+
+    With no DIRS, the suite folder of EVAL_DIR (default evals/golden) is checked.
+
+    \b
+    Example:
+      kindgi-eval validate evals/golden ../acme/evals/pricing --config-dir ../acme/config
+    """
+    settings = resolve_settings({"config_dir": config_dir})
+    loaded = load_tenant(settings.config_dir)
+    folders = dirs or (settings.eval_dir,)
+    problems: list[Problem] = []
+    for folder in folders:
+        try:
+            suite = load_checked_suite(folder, loaded)
+        except InputError as e:
+            problems += e.problems
+            continue
+        click.echo(f"ok: {folder}: {len(suite.cases)} cases, {len(suite.calibration)} calibration items")
+    if problems:
+        raise InputError(problems)

@@ -1,0 +1,254 @@
+"""`kindgi-eval sql`, `diff`, `report`, `prune` and `compact`: the store queried, two runs compared, one run written
+as a page, old runs forgotten and closed months merged."""
+
+from __future__ import annotations
+
+import re
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from kindgi_eval.cli.common import EXIT_FAILED, check_output_path, input_errors, runs_named, write_text_atomically
+from kindgi_eval.spec import InputError, Problem, safe
+
+if TYPE_CHECKING:
+    from kindgi_eval.store import StorePath
+
+# DuckDB, the store, the reports and Dagster are imported inside the commands: seconds of start-up that `--help` and
+# `validate` would otherwise pay.
+
+REPORT_HISTORY = 30
+"""How many of the suite's runs, up to and including the reported one, the report's chart shows."""
+KIND_ITEMS = {"accuracy": "accuracy", "regression": "regressions", "custom": "custom"}
+"""The table of the items behind a kind's figure, which the report lists, by the suite's kind."""
+
+
+@click.command(short_help="Query the store with DuckDB.")
+@click.argument("query")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@input_errors
+def sql(query: str, fmt: str) -> None:
+    """Query the store with DuckDB, through its views: runs, cases, replies, outcomes, judge_samples, calibration,
+    statuses, accuracy, custom, regressions, pairwise, review_queue, reviews.
+
+    \b
+    Example:
+      kindgi-eval sql "SELECT case_id, status FROM statuses WHERE status = 'failed'" --format csv
+    """
+    import duckdb
+
+    from kindgi_eval.store import connect, format_rows, store_root, view_names
+
+    with connect(store_root(), query) as con:
+        try:
+            result = con.execute(query)  # not con.sql: its errors lose DuckDB's `LINE 1:` pointer
+            if result is None or result.description is None:
+                return
+            columns, rows = [d[0] for d in result.description], result.fetchall()
+        except duckdb.Error as e:
+            # DuckDB's whole message, as it gives it: the error, its hint (`Did you mean "runs"?`), the `LINE 1:` line
+            # and its `^` pointer. It may quote stored values, which can be model output: made harmless for a terminal.
+            said = safe(str(e).strip())
+            if isinstance(e, duckdb.CatalogException) and "does not exist" in said:
+                said += f"\nThe views are: {', '.join(view_names())}."
+            raise InputError([Problem("query", None, None, said)]) from None
+    click.echo(format_rows(columns, rows, fmt), nl=False)
+
+
+@click.command(short_help="What changed between two runs.")
+@click.argument("run_a", required=False)
+@click.argument("run_b", required=False)
+@click.option("--suite", metavar="KEY", help="Compare this suite's latest run (B) with the one before it (A), by start time. KEY is the "
+              "partition the run header names (`demo-academy.golden`, `acme@acme.pricing`), or a registry suite's id.")
+@click.option("--json", "as_json", is_flag=True, help="Print the difference as JSON.")
+@click.option(
+    "--exit-code",
+    is_flag=True,
+    help="Exit 1 when a case got worse (passed, judged-pass or reviewed in A; failed or judged-fail in B), "
+    "else 0. A case that is not in A never counts as worse, even when it fails in B.",
+)
+@input_errors
+def diff(run_a: str | None, run_b: str | None, suite: str | None, as_json: bool, exit_code: bool) -> None:
+    """What changed from RUN_A to RUN_B: statuses, criteria verdicts, calibration and cost.
+
+    RUN_A and RUN_B are run ids, or any prefix that names one run, such as the eight characters the Dagster UI
+    shows. With --suite instead, A and B are the suite's last two runs.
+
+    \b
+    Examples:
+      kindgi-eval diff 3f9c2a1e 8d04b7c5
+      kindgi-eval diff --suite demo-academy.golden --exit-code
+    """
+    from kindgi_eval.reports import diff_runs, got_worse, render_diff
+    from kindgi_eval.store import store_root
+
+    if suite is not None and (run_a is not None or run_b is not None):
+        raise click.UsageError("give either RUN_A and RUN_B or --suite, not both.")
+    if suite is None and (run_a is None or run_b is None):
+        raise click.UsageError("give RUN_A and RUN_B (run ids or unique prefixes), or --suite KEY.")
+    root = store_root()
+    if suite is not None:
+        ref_a, ref_b = _latest_two(root, suite)
+    else:
+        ref_a, ref_b = runs_named(root, {"RUN_A": run_a, "RUN_B": run_b})
+    a, b = _stored_run(root, ref_a), _stored_run(root, ref_b)
+    difference = diff_runs(a, b)
+    if as_json:
+        click.echo(difference.model_dump_json(indent=2))
+    else:
+        click.echo(render_diff(difference, a.run, b.run), nl=False)
+    if exit_code and got_worse(difference):
+        sys.exit(EXIT_FAILED)
+
+
+def _latest_two(root: StorePath, suite: str):
+    """The suite's run before its latest and its latest, by start time; InputError when it has fewer than two."""
+    from kindgi_eval.reports import latest_pair
+    from kindgi_eval.store import read_rows, run_keys
+
+    keys = run_keys(root, suite)
+    if not keys:  # a registry suite named by its id: the one partition of that id (`registry_key`), whatever the tenant
+        named = sorted({k.partition for k in run_keys(root) if k.partition.partition("@")[2] == suite.lower()})
+        if len(named) == 1:
+            suite, keys = named[0], run_keys(root, named[0])
+    if len(keys) < 2:
+        known = sorted({k.partition for k in run_keys(root)}) if not keys else []
+        also = f" Suites with runs: {', '.join(known)}." if known else ""
+        runs = "run" if len(keys) == 1 else "runs"
+        message = f"suite {suite!r} has {len(keys)} {runs} in the store at {root}; comparing needs two.{also}"
+        raise InputError([Problem("--suite", None, None, message)])
+    # a run's day is the UTC day it started, so the latest two start on or after the second-latest day: only
+    # those runs' summaries are read, not a year of nightly ones
+    since = sorted((k.day for k in keys), reverse=True)[1]
+    recent = {k.run_id: k for k in keys if k.day >= since}
+    pair = latest_pair({i: read_rows(root, "run_summary", suite, i)[0] for i in recent})
+    return recent[pair.a], recent[pair.b]
+
+
+def _stored_run(root: StorePath, ref):
+    """Everything a diff compares of one stored run, `ref` being its `store.RunKey`."""
+    from kindgi_eval.reports import StoredRun
+    from kindgi_eval.store import read_rows
+
+    run_id, key = ref.run_id, ref.partition
+    (run,) = read_rows(root, "run_summary", key, run_id)
+    return StoredRun(
+        run_id=run_id,
+        run=run,
+        statuses=read_rows(root, "statuses", key, run_id),
+        calibration=read_rows(root, "calibration", key, run_id),
+        replies=read_rows(root, "agent_replies", key, run.replies_from),
+    )
+
+
+@click.command(short_help="Write one run as a self-contained HTML page.")
+@click.argument("run_id")
+@click.option("--html", "html_path", required=True, type=click.Path(dir_okay=False), help="Where to write the page.")
+@input_errors
+def report(run_id: str, html_path: str) -> None:
+    """Write RUN_ID as one HTML file that opens anywhere, with no network: its result and counts, its kind's figure
+    and the items behind it, the suite's recent pass rate, calibration, and the cases (filterable to failures), each
+    with the contact's side of the conversation, the reply, assertions and every judge sample.
+
+    RUN_ID may be any unique prefix of a run id.
+
+    \b
+    Example:
+      kindgi-eval report 3f9c2a1e --html out/report.html
+    """
+    from kindgi_eval.kinds import cases_of
+    from kindgi_eval.reports import RunPage, render_html
+    from kindgi_eval.store import earlier_runs, read_rows, store_root
+
+    check_output_path(html_path, "--html")
+    root = store_root()
+    (ref,) = runs_named(root, {"RUN_ID": run_id})
+    key, run_id = ref.partition, ref.run_id
+    (run,) = read_rows(root, "run_summary", key, run_id)
+    earlier = earlier_runs(root, key, run_id, run.started_at, REPORT_HISTORY - 1)
+    items = KIND_ITEMS.get(run.suite_kind)
+    page = RunPage(
+        run_id=run_id,
+        run=run,
+        statuses=read_rows(root, "statuses", key, run_id),
+        outcomes=read_rows(root, "outcomes", key, run.replies_from),
+        samples=read_rows(root, "judge_samples", key, run_id),
+        calibration=read_rows(root, "calibration", key, run_id),
+        history=[*((i, summary) for i, summary, _ in earlier), (run_id, run)],
+        cases=cases_of(read_rows(root, "suite", key, run.replies_from)),
+        **({items: read_rows(root, items, key, run_id)} if items else {}),
+    )
+    write_text_atomically(Path(html_path), render_html(page, key))
+    click.echo(f"wrote {html_path}: {len(page.statuses)} cases, {len(page.history)} runs in the chart", err=True)
+
+
+@click.command(short_help="Forget runs older than some days.")
+@click.option("--keep-days", type=click.IntRange(min=0), required=True, help="Keep runs that started this many days ago or later.")
+@click.option("--dry-run", is_flag=True, help="Say what would be removed, and remove nothing.")
+@input_errors
+def prune(keep_days: int, dry_run: bool) -> None:
+    """Remove runs older than --keep-days from the store and the Dagster instance; replay sources stay.
+
+    The recordings in progress (.partial/) of the runs removed go too, and those of runs killed before the cutoff,
+    unless a living process holds them.
+
+    \b
+    Example:
+      kindgi-eval prune --keep-days 90 --dry-run
+    """
+    from kindgi_eval.store import (
+        export_database,
+        plan_areas,
+        plan_prune,
+        recorded_areas,
+        remove_areas,
+        remove_runs,
+        runtime_home,
+        store_root,
+        stored_runs,
+    )
+
+    home = runtime_home()
+    root = store_root(home)
+    today = datetime.now(UTC).date()
+    plan = plan_prune(stored_runs(root), keep_days, today)
+    verb = "would remove" if dry_run else "removed"
+    click.echo(f"{verb} {len(plan.removed)} runs; kept {len(plan.spared)} older runs whose replies a kept replay uses")
+    areas = remove_areas(root, plan_areas(recorded_areas(root), plan.removed, keep_days, today), dry_run=dry_run)
+    if areas:
+        click.echo(f"{verb} the recordings in progress of {len(areas)} runs that were pruned or never finished")
+    if dry_run or not plan.removed:
+        return
+    from kindgi_eval.defs import open_instance
+
+    remove_runs(root, plan.removed)
+    instance = open_instance(home)
+    for run_id in plan.removed:
+        if instance.has_run(run_id):
+            instance.delete_run(run_id)
+    export_database(root)
+
+
+@click.command(short_help="Merge closed months into one file per table.")
+@click.option("--before", metavar="YYYY-MM", help="Compact the months before this one; default the current month.")
+@input_errors
+def compact(before: str | None) -> None:
+    """Merge each closed month's run files into one file per table: fast queries over long histories.
+
+    \b
+    Example:
+      kindgi-eval compact --before 2026-11
+    """
+    from kindgi_eval.store import compact as compact_store
+    from kindgi_eval.store import export_database, store_root
+
+    month = before or datetime.now(UTC).strftime("%Y-%m")
+    if not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", month):
+        raise InputError([Problem("--before", None, None, f"{month!r} is not a month; write YYYY-MM, e.g. 2026-11.")])
+    root = store_root()
+    done = compact_store(root, month)
+    export_database(root)
+    click.echo(f"compacted {done.runs} runs of {len(done.months)} months ({', '.join(done.months) or 'none'})")
