@@ -42,6 +42,46 @@ def imports_of(path: Path) -> list[tuple[str, list[str], int]]:
     return found
 
 
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """Each module of `package` and the modules of it that it imports, at the top or inside a function: `from a import
+    b` imports module `a.b` when there is one, else the names of `a` (its `__init__`)."""
+    named = {".".join((package.name, *p.relative_to(package).with_suffix("").parts)).removesuffix(".__init__"): p
+             for p in package.rglob("*.py")}
+    graph = {}
+    for name, path in named.items():
+        imported = set()
+        for module, names, _ in imports_of(path):
+            submodules = {f"{module}.{n}" for n in names} & named.keys()
+            imported |= submodules
+            if len(submodules) < len(names) or not names:
+                imported.add(module)
+        graph[name] = imported & named.keys()
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[str]:
+    """The import circles a depth-first walk of `graph` closes, each as `a -> b -> a`; at least one for every set of
+    modules that import each other."""
+    found: list[str] = []
+    walked: set[str] = set()
+    path: list[str] = []
+
+    def walk(name: str) -> None:
+        path.append(name)
+        for target in sorted(graph[name]):
+            if target in path:
+                found.append(" -> ".join([*path[path.index(target):], target]))
+            elif target not in walked:
+                walk(target)
+        path.pop()
+        walked.add(name)
+
+    for name in sorted(graph):
+        if name not in walked:
+            walk(name)
+    return found
+
+
 def test_every_module_lives_in_a_ranked_folder() -> None:
     loose = [name for name, _ in modules() if "." not in name and name not in TOP_LEVEL]
     assert loose == []
@@ -111,3 +151,35 @@ def test_spec_imports_only_pydantic_and_the_standard_library() -> None:
             for module, _, line in imports_of(path):
                 top = module.split(".")[0]
                 assert top == "kindgi_eval" or top in allowed, f"{name}:{line} imports {module}"
+
+
+def test_no_module_imports_one_that_imports_it_back() -> None:
+    """Within a folder as across folders, directly or through others, and inside functions too: what two modules
+    both need lives in one of them, or in a third that neither imports back."""
+    found = circles(import_graph())
+    assert not found, "modules that import each other:\n" + "\n".join(found)
+
+
+def test_a_circle_through_a_function_level_import_is_found(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from pkg.sub import b\n")  # `sub.b` is a module: the import names it, not sub/__init__
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "b.py").write_text("def later():\n    from pkg.c import name\n")
+    (package / "c.py").write_text("import pkg.a\nname = 1\n")
+    assert circles(import_graph(package)) == ["pkg.a -> pkg.sub.b -> pkg.c -> pkg.a"]
+    (package / "c.py").write_text("name = 1\n")
+    assert circles(import_graph(package)) == []
+
+
+def test_imports_are_absolute() -> None:
+    """`from kindgi_eval.<folder> import x`, never `from . import x` or `from .x import y`: a reader, grep and the
+    rules above see the whole name."""
+    relative = [
+        f"kindgi_eval/{path.relative_to(PACKAGE)}:{node.lineno}"
+        for _, path in modules()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and node.level > 0
+    ]
+    assert not relative, "relative imports; name the module whole:\n" + "\n".join(relative)
