@@ -91,7 +91,7 @@ def run(mock: bool, json_path: str | None, resume: str | None, registered: str |
         folder = registered_suite_folder(runtime_home(), loaded.tenant.tenant, suite_id, version or None, "--suite")
         settings = settings.model_copy(update={"eval_dir": str(folder)})
     suite = load_checked_suite(settings.eval_dir, loaded)
-    if suite.kind == "custom":
+    if suite.handler is not None:
         make_sandbox(settings)  # a machine that cannot sandbox the handler is exit 2 before the agent is asked anything
     baseline = _baseline(suite, loaded.tenant.tenant) if suite.kind == "regression" else None
     variants = None

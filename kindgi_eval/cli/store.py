@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 REPORT_HISTORY = 30
 """How many of the suite's runs, up to and including the reported one, the report's chart shows."""
-KIND_ITEMS = {"accuracy": "accuracy", "regression": "regressions", "custom": "custom"}
-"""The table of the items behind a kind's figure, which the report lists, by the suite's kind."""
+KIND_TABLES = ("accuracy", "regressions", "custom")
+"""The tables of a kind's own items the report may list; a run has rows in its own kind's only."""
 
 
 @click.command(short_help="Query the store with DuckDB.")
@@ -161,7 +161,7 @@ def report(run_id: str, html_path: str) -> None:
     """
     from kindgi_eval.kinds import cases_of
     from kindgi_eval.reports import RunPage, render_html
-    from kindgi_eval.store import earlier_runs, read_rows, store_root
+    from kindgi_eval.store import earlier_runs, read_rows, rows_if_stored, store_root
 
     check_output_path(html_path, "--html")
     root = store_root()
@@ -169,7 +169,6 @@ def report(run_id: str, html_path: str) -> None:
     key, run_id = ref.partition, ref.run_id
     (run,) = read_rows(root, "run_summary", key, run_id)
     earlier = earlier_runs(root, key, run_id, run.started_at, REPORT_HISTORY - 1)
-    items = KIND_ITEMS.get(run.suite_kind)
     page = RunPage(
         run_id=run_id,
         run=run,
@@ -179,7 +178,7 @@ def report(run_id: str, html_path: str) -> None:
         calibration=read_rows(root, "calibration", key, run_id),
         history=[*((i, summary) for i, summary, _ in earlier), (run_id, run)],
         cases=cases_of(read_rows(root, "suite", key, run.replies_from)),
-        **({items: read_rows(root, items, key, run_id)} if items else {}),
+        **{table: rows_if_stored(root, table, key, run_id) for table in KIND_TABLES},
     )
     write_text_atomically(Path(html_path), render_html(page, key))
     click.echo(f"wrote {html_path}: {len(page.statuses)} cases, {len(page.history)} runs in the chart", err=True)

@@ -70,8 +70,9 @@ def test_the_settings_table_names_every_field_of_each_face() -> None:
 @pytest.mark.parametrize(
     ("name", "role", "message"),
     [
-        ("mock:judgee", "judge", "'mock:judgee' is not an offline judge; the offline judge is mock:judge. "
-                                 "Offline models: mock:agent (agent), mock:judge (judge)."),
+        ("mock:judgee", "judge", "'mock:judgee' is not an offline judge; the offline judges are mock:judge and mock:demo-judge. "
+                                 "Offline models: mock:agent (agent), mock:judge (judge), mock:demo-judge (judge)."),
+        ("mock:agnt", "agent", "'mock:agnt' is not an offline agent; the offline agent is mock:agent. "),
         ("mock:agent", "judge", "'mock:agent' is not an offline judge"),
         ("mock:judge", "agent", "'mock:judge' is not an offline agent"),
         ("nosuchprovider:x", "judge", "'nosuchprovider' in 'nosuchprovider:x' is not a provider litellm knows"),
@@ -106,7 +107,7 @@ def test_mock_beside_another_agent_flag_is_a_usage_error(home) -> None:
 @pytest.mark.parametrize(
     ("judge", "message"),
     [
-        ("mock:judgee", "error: EVAL_JUDGE_MODEL: 'mock:judgee' is not an offline judge; the offline judge is mock:judge."),
+        ("mock:judgee", "error: EVAL_JUDGE_MODEL: 'mock:judgee' is not an offline judge; the offline judges are mock:judge and mock:demo-judge."),
         ("nosuchprovider:x", "error: EVAL_JUDGE_MODEL: 'nosuchprovider' in 'nosuchprovider:x' is not a provider litellm knows."),
     ],
 )
