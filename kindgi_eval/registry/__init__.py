@@ -34,7 +34,7 @@ from kindgi_eval.registry.tokens import IssuedToken, TokenInfo
 
 _LAZY = {
     "REGISTRY_DB_ENV": "database", "database_url": "database",
-    "RegistryStore": "store", "StoredVersion": "store", "open_store": "store",
+    "RegistryStore": "storage", "StoredVersion": "storage", "open_store": "storage",
     "materialize": "folders", "registered_suite_folder": "folders", "resolve_version": "folders",
     "DEFAULT_HOST": "server", "DEFAULT_PORT": "server", "RunningServer": "server", "running_server": "server", "serve": "server",
 }

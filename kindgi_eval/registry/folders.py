@@ -20,7 +20,7 @@ from pathlib import Path
 from kindgi_eval.inputs import REGISTRY_FILE, RegisteredAs, registered_name
 from kindgi_eval.registry.consumers import accepted_kinds, consumer_for
 from kindgi_eval.registry.database import database_url
-from kindgi_eval.registry.store import RegistryStore, StoredVersion, open_store
+from kindgi_eval.registry.storage import RegistryStore, StoredVersion, open_store
 from kindgi_eval.spec import InputError, Problem
 
 FOLDER = "registry-suites"
