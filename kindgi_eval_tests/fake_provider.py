@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from kindgi_eval.prompts import unfence
+
 
 @dataclass
 class Answer:
@@ -153,12 +155,11 @@ def user_text(request: dict[str, Any]) -> str:
 
 
 def fenced(request: dict[str, Any], kind: str) -> str:
-    """The text inside the request's `<material kind="...">` fence."""
-    text = user_text(request)
-    start = text.index(f'<material kind="{kind}"')
-    body_start = text.index(">", start) + 2
-    tag = text[start:body_start].split('id="')[1].split('"')[0]
-    return text[body_start : text.index(f'</material id="{tag}">', body_start) - 1]
+    """The text inside the request's `<material kind="...">` fence, read as the product's own offline judge reads it."""
+    text = unfence(user_text(request), kind)
+    if text is None:
+        raise ValueError(f"the request has no {kind!r} fence")
+    return text
 
 
 def criterion_of(request: dict[str, Any]) -> str:
