@@ -253,7 +253,7 @@ def replay(source: str, json_path: str | None, **flags: object) -> None:
 
 def _report(home: Path, key: str, run_id: str, json_path: str | None) -> int:
     """Print the stored run and write its JSON; the exit status its statuses call for."""
-    from kindgi_eval.kinds import cases_of, kind_named
+    from kindgi_eval.kinds import ITEM_TABLES, cases_of, kind_named
     from kindgi_eval.reports import case_marks, render, summary_json
     from kindgi_eval.store import export_database, read_rows, rows_if_stored, store_root
 
@@ -263,7 +263,7 @@ def _report(home: Path, key: str, run_id: str, json_path: str | None) -> int:
     statuses = read_rows(root, "statuses", key, run_id)
     calibration = read_rows(root, "calibration", key, run_id)
     cases = cases_of(read_rows(root, "suite", key, run.replies_from))  # a replay judged its source's suite
-    marks = case_marks(*(rows_if_stored(root, asset, key, run_id) for asset in ("accuracy", "regressions", "custom")))
+    marks = case_marks(**{table: rows_if_stored(root, table, key, run_id) for table in ITEM_TABLES})
     click.echo(render(run, statuses, calibration, key, cases, marks), nl=False)
     click.echo(f"run {run_id} stored under {root}", err=True)
     if json_path:

@@ -22,8 +22,6 @@ if TYPE_CHECKING:
 
 REPORT_HISTORY = 30
 """How many of the suite's runs, up to and including the reported one, the report's chart shows."""
-KIND_TABLES = ("accuracy", "regressions", "custom")
-"""The tables of a kind's own items the report may list; a run has rows in its own kind's only."""
 
 
 @click.command(short_help="Query the store with DuckDB.")
@@ -159,7 +157,7 @@ def report(run_id: str, html_path: str) -> None:
     Example:
       kindgi-eval report 3f9c2a1e --html out/report.html
     """
-    from kindgi_eval.kinds import cases_of
+    from kindgi_eval.kinds import ITEM_TABLES, cases_of
     from kindgi_eval.reports import RunPage, render_html
     from kindgi_eval.store import earlier_runs, read_rows, rows_if_stored, store_root
 
@@ -178,7 +176,7 @@ def report(run_id: str, html_path: str) -> None:
         calibration=read_rows(root, "calibration", key, run_id),
         history=[*((i, summary) for i, summary, _ in earlier), (run_id, run)],
         cases=cases_of(read_rows(root, "suite", key, run.replies_from)),
-        **{table: rows_if_stored(root, table, key, run_id) for table in KIND_TABLES},
+        **{table: rows_if_stored(root, table, key, run_id) for table in ITEM_TABLES},
     )
     write_text_atomically(Path(html_path), render_html(page, key))
     click.echo(f"wrote {html_path}: {len(page.statuses)} cases, {len(page.history)} runs in the chart", err=True)

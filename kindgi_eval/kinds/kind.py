@@ -39,6 +39,11 @@ class Assertions(Protocol):
                  max_latency_ms: float) -> list[AssertionResult]: ...
 
 
+ITEM_TABLES = ("accuracy", "regressions", "custom")
+"""The stored tables of kinds' own items that a report reads beside the shared ones, named as `KindRows` names
+them; a run has rows in its own kind's table only."""
+
+
 Askings = Callable[[RunSettings, Sequence[SuiteRow]], list[tuple[RunSettings, list[SuiteRow]]]]
 
 
