@@ -63,8 +63,15 @@ class Rule(NamedTuple):
     """The reason it gives for a fail."""
 
 
+SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+def _sentences(text: str) -> list[str]:
+    return SENTENCE_END.split(text.strip())
+
+
 def _first_sentence(reply: str) -> str:
-    return re.split(r"(?<=[.!?])\s", reply.strip(), maxsplit=1)[0]
+    return _sentences(reply)[0]
 
 
 def _words(text: str) -> set[str]:
@@ -89,7 +96,7 @@ def repeats(m: Material) -> str | None:
     if found := re.search(r"\bto recap\b", m.reply, re.I):
         return found.group()
     before = _words(_statements(m.last_agent_turn())) - m.course_words
-    for sentence in re.split(r"(?<=[.!?])\s", _statements(m.reply)):
+    for sentence in _sentences(_statements(m.reply)):
         if len(before & _words(sentence)) >= REPEATED_WORDS:
             return sentence
     return None
