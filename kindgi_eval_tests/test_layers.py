@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "kindgi_eval"
-RANKS = ["spec", "llm", "prompts", "store", "inputs", "registry", "agents", "kinds", "steps", "reports", "defs", "cli"]
+RANKS = ["rules", "llm", "prompts", "store", "inputs", "registry", "agents", "kinds", "steps", "reports", "defs", "cli"]
 """Lowest first: each folder may import the folders before it."""
 TOP_LEVEL = {"__init__", "__main__"}
 REACHED_BY_NAME = {"agents.http", "agents.litellm"}
@@ -23,8 +23,8 @@ ONLY_IMPORTER = {
     "sqlalchemy": {"registry", "defs"},  # the registry's tables; Dagster's storage (defs/instance_storage.py) is built on it
 }
 """A library and the folders that may import it: one, but for SQLAlchemy, under both the registry and Dagster."""
-SPEC_MAY_IMPORT = {"pydantic", "regex", "re2", "__future__"}  # regex: Unicode emoji properties; re2: tenant patterns; pure text
-"""Beside the standard library, all spec/ imports."""
+RULES_MAY_IMPORT = {"pydantic", "regex", "re2", "__future__"}  # regex: Unicode emoji properties; re2: tenant patterns; pure text
+"""Beside the standard library, all rules/ imports."""
 
 
 def modules() -> list[tuple[str, Path]]:
@@ -142,12 +142,12 @@ def test_a_library_has_one_importing_folder(library: str, owners: set[str]) -> N
     assert importers <= owners
 
 
-def test_spec_imports_only_pydantic_and_the_standard_library() -> None:
+def test_rules_imports_only_pydantic_and_the_standard_library() -> None:
     import sys
 
-    allowed = set(sys.stdlib_module_names) | SPEC_MAY_IMPORT
+    allowed = set(sys.stdlib_module_names) | RULES_MAY_IMPORT
     for name, path in modules():
-        if name.startswith("spec."):
+        if name.startswith("rules."):
             for module, _, line in imports_of(path):
                 top = module.split(".")[0]
                 assert top == "kindgi_eval" or top in allowed, f"{name}:{line} imports {module}"

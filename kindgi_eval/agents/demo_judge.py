@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from kindgi_eval.prompts import criterion_named, unfence
-from kindgi_eval.spec import Completion, Usage
+from kindgi_eval.rules import Completion, Usage
 
 NAME = "mock:demo-judge"
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from kindgi_eval.agents.demo_judge import DemoJudge
 from kindgi_eval.agents.mock import MockAgent, MockJudge
 from kindgi_eval.inputs import SETTING, RunSettings, variant_settings
-from kindgi_eval.spec import Agent, InputError, Judge, ModelRef, Problem, Role, Tenant, checked_model
+from kindgi_eval.rules import Agent, InputError, Judge, ModelRef, Problem, Role, Tenant, checked_model
 
 OFFLINE_AGENTS: dict[str, Callable[[Tenant], Agent]] = {"mock:agent": MockAgent}
 """Offline agent names and how each is built for a tenant."""

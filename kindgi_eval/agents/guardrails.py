@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kindgi_eval.spec import AgentReply, AgentTurn, Escalation, Tenant, Turn
+from kindgi_eval.rules import AgentReply, AgentTurn, Escalation, Tenant, Turn
 
 
 class GuardrailBreach(ValueError):

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kindgi_eval.inputs import DEFAULT_MODEL_TIMEOUT_S, mib
 from kindgi_eval.llm import scrub
-from kindgi_eval.spec import AgentAnswer, AgentReply, AgentTurn, ReplyError, Usage, clip, is_text
+from kindgi_eval.rules import AgentAnswer, AgentReply, AgentTurn, ReplyError, Usage, clip, is_text
 
 _SHAPE = '{"messages": [str, ...], "escalate": bool, "reason": str or null}'
 _SECRET_PARAMS = ("key", "token", "secret", "sig", "password", "auth")

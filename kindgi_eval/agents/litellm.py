@@ -6,7 +6,7 @@ from kindgi_eval.agents.guardrails import GuardrailBreach, escalation_reply, gua
 from kindgi_eval.inputs import DEFAULT_MODEL_TIMEOUT_S
 from kindgi_eval.llm import DEFAULT_POLICY, CallPolicy, complete, prepare
 from kindgi_eval.prompts import UnreadableReply, agent_messages, read_reply, tenant_rules
-from kindgi_eval.spec import AgentAnswer, AgentTurn, Completion, ModelRef, ReplyError, Tenant, Usage
+from kindgi_eval.rules import AgentAnswer, AgentTurn, Completion, ModelRef, ReplyError, Tenant, Usage
 
 JSON_OBJECT = {"type": "json_object"}
 """Asks providers that support it for a JSON object; litellm drops it for those that do not."""

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from kindgi_eval.agents.guardrails import escalation_reply, triggered_escalation
-from kindgi_eval.spec import AgentAnswer, AgentReply, AgentTurn, Completion, Course, Prohibition, Tenant, Turn, Usage
+from kindgi_eval.rules import AgentAnswer, AgentReply, AgentTurn, Completion, Course, Prohibition, Tenant, Turn, Usage
 
 # Where an instruction aimed at the agent starts; it and the rest of the message are dropped before reading intent.
 INJECTION_MARKERS = (

@@ -39,7 +39,7 @@ from typing import NamedTuple
 from kindgi_eval.agents.cgroups import CallGroup, Hierarchy, find_hierarchy
 from kindgi_eval.agents.seccomp import filter_program, machine
 from kindgi_eval.inputs import RunSettings
-from kindgi_eval.spec import ANSWER_LIMIT, Handler, HandlerExit, InputError, Problem
+from kindgi_eval.rules import ANSWER_LIMIT, Handler, HandlerExit, InputError, Problem
 
 HARNESS = Path(__file__).with_name("handler_harness.py")
 """The script the sandbox runs: it loads the handler and prints its answer."""

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from kindgi_eval.inputs import SETTING, SETTINGS
-from kindgi_eval.spec import InputError, Problem
+from kindgi_eval.rules import InputError, Problem
 
 if TYPE_CHECKING:
     from kindgi_eval.registry import RegistryClient

@@ -11,7 +11,7 @@ import click
 
 from kindgi_eval.cli.common import input_errors, registry_client, registry_errors, write_text_atomically
 from kindgi_eval.inputs import CALIBRATION_FILE, CASES_FILE, load_suite
-from kindgi_eval.spec import InputError, Problem
+from kindgi_eval.rules import InputError, Problem
 
 if TYPE_CHECKING:
     from kindgi_eval.registry import RegistryStore

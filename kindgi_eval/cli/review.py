@@ -18,7 +18,7 @@ from kindgi_eval.cli.common import (
     write_text_atomically,
 )
 from kindgi_eval.inputs import QueueKeys, check_labels, read_label_file
-from kindgi_eval.spec import InputError, Problem
+from kindgi_eval.rules import InputError, Problem
 
 # The store, the reports, the registry and the kinds are imported inside the commands: start-up time that `--help`
 # and `validate` would otherwise pay.

@@ -30,7 +30,7 @@ from kindgi_eval.inputs import (
     resumed_settings,
     suite_key,
 )
-from kindgi_eval.spec import InputError, Problem, parse_model, run_failed
+from kindgi_eval.rules import InputError, Problem, parse_model, run_failed
 
 # The agents, litellm, the registry, the store and Dagster are imported inside the commands, each once it is known to
 # be needed: seconds of start-up that `--help` and `validate` would otherwise pay.

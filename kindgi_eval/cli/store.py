@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from kindgi_eval.cli.common import EXIT_FAILED, check_output_path, input_errors, runs_named, write_text_atomically
-from kindgi_eval.spec import InputError, Problem, safe
+from kindgi_eval.rules import InputError, Problem, safe
 
 if TYPE_CHECKING:
     from kindgi_eval.store import StorePath

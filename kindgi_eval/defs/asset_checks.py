@@ -13,7 +13,7 @@ import warnings
 
 import dagster as dg
 
-from kindgi_eval.spec import ACCURACY_GROUP, FAILING, GROUPS
+from kindgi_eval.rules import ACCURACY_GROUP, FAILING, GROUPS
 from kindgi_eval.store import CalibrationRow, StatusRow
 
 SHOWN_CASES = 20

@@ -49,7 +49,7 @@ from kindgi_eval.kinds import (
     summarize_queue,
 )
 from kindgi_eval.prompts import template_hash
-from kindgi_eval.spec import InputError
+from kindgi_eval.rules import InputError
 from kindgi_eval.steps import (
     ask_agent,
     calibration_rows,

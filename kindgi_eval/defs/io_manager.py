@@ -8,7 +8,7 @@ import dagster as dg
 from pydantic import BaseModel
 
 from kindgi_eval.defs.lineage import input_run, run_day
-from kindgi_eval.spec import InputError
+from kindgi_eval.rules import InputError
 from kindgi_eval.store import (
     TABLE_OF,
     StorePath,

@@ -7,7 +7,7 @@ import dagster as dg
 
 from kindgi_eval.defs.assets import CHAIN, SUITES
 from kindgi_eval.inputs import load_tenants
-from kindgi_eval.spec import InputError
+from kindgi_eval.rules import InputError
 
 EVALUATE = "evaluate_suite"
 """The whole chain: what the schedule, the sensor, `kindgi-eval run` and `run --resume` run."""

@@ -11,7 +11,7 @@ from pydantic import PrivateAttr
 from kindgi_eval.agents import Sandbox, make_agent, make_judge, make_sandbox
 from kindgi_eval.defs.registered import suite_settings
 from kindgi_eval.inputs import SETTINGS, RunSettings, load_tenant, load_tenants
-from kindgi_eval.spec import Agent, Judge
+from kindgi_eval.rules import Agent, Judge
 
 SETTINGS_TAG = "kindgi/settings"
 """The run's settings as JSON, resolved where it started (the CLI, a schedule or sensor tick): used exactly as they are."""

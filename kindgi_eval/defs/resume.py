@@ -24,7 +24,7 @@ from kindgi_eval.inputs import (
     manifest_of,
 )
 from kindgi_eval.kinds import pair_key
-from kindgi_eval.spec import InputError
+from kindgi_eval.rules import InputError
 from kindgi_eval.steps import sample_key
 from kindgi_eval.store import (
     TABLE_OF,

@@ -14,7 +14,7 @@ from kindgi_eval.defs.jobs import evaluate_suite
 from kindgi_eval.defs.registered import suite_settings
 from kindgi_eval.defs.resources import pinned_tags
 from kindgi_eval.inputs import TenantSuite, load_suite, load_tenants
-from kindgi_eval.spec import InputError, Problem
+from kindgi_eval.rules import InputError, Problem
 
 NIGHTLY_CRON = "0 2 * * *"
 """02:00 every day, in the schedule's timezone."""

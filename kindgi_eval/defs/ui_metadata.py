@@ -6,7 +6,7 @@ from pydantic import BaseModel
 
 from kindgi_eval.inputs import TAG_RESULT, TAG_SUITE, TAG_TENANT
 from kindgi_eval.reports import escape_md, kind_lines, pass_rate, run_result, verdicts_markdown
-from kindgi_eval.spec import FAILING, STATUSES, Case, clip, judge_was_down
+from kindgi_eval.rules import FAILING, STATUSES, Case, clip, judge_was_down
 from kindgi_eval.store import CalibrationRow, ReplyRow, RunRow, SampleRow, StatusRow, arrow_schema
 
 CELL_CHARS = 60

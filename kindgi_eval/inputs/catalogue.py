@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kindgi_eval.inputs.suite_folder import Suite, load_suite
-from kindgi_eval.spec import InputError, Problem
+from kindgi_eval.rules import InputError, Problem
 
 CATALOGUE_DIR = Path(__file__).parent / "catalogue"
 """Where the entries' folders are: `<name>/<version>/` holding cases.jsonl and calibration.jsonl."""

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from kindgi_eval.inputs.settings import SETTING, SETTINGS, RunSettings, check_value
-from kindgi_eval.spec import InputError, Problem
+from kindgi_eval.rules import InputError, Problem
 
 if TYPE_CHECKING:
     from kindgi_eval.store import Manifest

@@ -18,7 +18,7 @@ from typing import Literal, NamedTuple
 
 from kindgi_eval.inputs.file_limits import SUITE_FILE_LIMIT, FileTooLarge, read_limited
 from kindgi_eval.inputs.suite_folder import json_lines
-from kindgi_eval.spec import InputError, Problem
+from kindgi_eval.rules import InputError, Problem
 
 REVIEW_COLUMNS = ("run_id", "case_id", "rubric_item", "reviewer_role", "history", "message", "reply", "reviewer", "label", "note")
 """What an exported review file holds, in order: which reply and rubric item, who reviews, the conversation, the

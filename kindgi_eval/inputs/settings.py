@@ -14,7 +14,7 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from kindgi_eval.spec import InputError, Problem, parse_model
+from kindgi_eval.rules import InputError, Problem, parse_model
 
 DEFAULT_EVAL_DIR = "evals/golden"
 DEFAULT_MAX_LATENCY_MS = 15_000.0

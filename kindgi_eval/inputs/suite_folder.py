@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kindgi_eval.inputs.file_limits import SUITE_FILE_LIMIT, FileTooLarge, read_limited
 from kindgi_eval.inputs.tenant_file import LoadedTenant
-from kindgi_eval.spec import AccuracyCase, CalibrationItem, Case, Handler, InputError, PairwiseCalibration, PairwiseCase, Problem, problems_from_validation
+from kindgi_eval.rules import AccuracyCase, CalibrationItem, Case, Handler, InputError, PairwiseCalibration, PairwiseCase, Problem, problems_from_validation
 
 CASES_FILE = "cases.jsonl"
 CALIBRATION_FILE = "calibration.jsonl"

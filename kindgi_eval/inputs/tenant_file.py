@@ -12,7 +12,7 @@ from typing import NamedTuple, NoReturn
 from pydantic import ValidationError
 
 from kindgi_eval.inputs.file_limits import CONFIG_FILE_LIMIT, FileTooLarge, read_limited
-from kindgi_eval.spec import CrossReferenceError, InputError, Problem, Tenant, problems_from_validation
+from kindgi_eval.rules import CrossReferenceError, InputError, Problem, Tenant, problems_from_validation
 
 TENANT_FILE = "tenant.toml"
 DEMO_CONFIG_DIR = Path(__file__).parents[1] / "demo_tenant"

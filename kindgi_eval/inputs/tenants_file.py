@@ -42,7 +42,7 @@ from kindgi_eval.inputs.settings import (
 )
 from kindgi_eval.inputs.suite_folder import registered_name, registry_key, suite_key
 from kindgi_eval.inputs.tenant_file import field_lines
-from kindgi_eval.spec import (
+from kindgi_eval.rules import (
     InputError,
     Problem,
     Slug,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from kindgi_eval.inputs import RunSettings
-from kindgi_eval.spec import GROUPS, AgentReply, AssertionResult, Case, Group, check_case, group_of
+from kindgi_eval.rules import GROUPS, AgentReply, AssertionResult, Case, Group, check_case, group_of
 from kindgi_eval.store import AccuracyRow, CustomRow, PairwiseRow, QueueRow, RegressionRow, ReplyRow, RunRow, SuiteRow
 
 

@@ -8,7 +8,7 @@ from functools import cache
 from importlib.metadata import entry_points
 
 from kindgi_eval.kinds.kind import SuiteKind
-from kindgi_eval.spec import Case
+from kindgi_eval.rules import Case
 from kindgi_eval.store import SuiteRow
 
 GROUP = "kindgi_eval.kinds"

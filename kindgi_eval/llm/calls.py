@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 
 from kindgi_eval.llm.call_error import FaultKind, ModelCallError
 from kindgi_eval.llm.worker import running
-from kindgi_eval.spec import NO_CREDENTIALS, REFUSED_CREDENTIALS, Completion, ModelRef, Role, Usage, clip, unicode_text
+from kindgi_eval.rules import NO_CREDENTIALS, REFUSED_CREDENTIALS, Completion, ModelRef, Role, Usage, clip, unicode_text
 
 log = logging.getLogger(__name__)
 

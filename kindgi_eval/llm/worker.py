@@ -20,7 +20,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from kindgi_eval.llm.call_error import ModelCallError
-from kindgi_eval.spec import Completion, ModelRef
+from kindgi_eval.rules import Completion, ModelRef
 
 _worker: Worker | None = None
 ENDED = ("bug", "the litellm worker process ended")

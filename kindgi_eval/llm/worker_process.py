@@ -12,7 +12,7 @@ from typing import Any
 
 from kindgi_eval.llm.call_error import ModelCallError
 from kindgi_eval.llm.calls import complete, prepare, provider_names, scrub, warm_up
-from kindgi_eval.spec import ModelRef
+from kindgi_eval.rules import ModelRef
 
 
 def _serve(requests: Connection, replies: Connection) -> None:

@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Sequence
 
 from kindgi_eval.prompts.fence import fence
-from kindgi_eval.spec import DIMENSION_RULES, Turn, joined_reply
+from kindgi_eval.rules import DIMENSION_RULES, Turn, joined_reply
 
 SYSTEM = """You grade one reply of a sales agent against exactly one criterion.
 

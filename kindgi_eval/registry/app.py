@@ -38,7 +38,7 @@ from kindgi_eval.registry.publishing import MAX_BODY, read_files, read_suite
 from kindgi_eval.registry.semver import is_semver
 from kindgi_eval.registry.storage import Answer, Idempotency, RegistryStore, StoredVersion
 from kindgi_eval.registry.tokens import TokenInfo, is_token_shaped
-from kindgi_eval.spec import unicode_text
+from kindgi_eval.rules import unicode_text
 
 API_VERSION = "1.0.0"
 DEFAULT_LIMIT, MAX_LIMIT = 50, 100

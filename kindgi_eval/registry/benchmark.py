@@ -20,7 +20,7 @@ from kindgi_eval.inputs import (
 )
 from kindgi_eval.registry.consumers import Consumer, FolderContent, register_consumer
 from kindgi_eval.registry.conversation import problem_line
-from kindgi_eval.spec import Problem, problems_from_validation
+from kindgi_eval.rules import Problem, problems_from_validation
 
 
 class BenchmarkRef(BaseModel):

@@ -14,7 +14,7 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
-from kindgi_eval.spec import InputError, Problem
+from kindgi_eval.rules import InputError, Problem
 
 URL_ENV = "KINDGI_REGISTRY_URL"
 """The registry's base URL, e.g. http://127.0.0.1:8765."""

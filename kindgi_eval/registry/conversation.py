@@ -12,7 +12,7 @@ from typing import Any
 
 from kindgi_eval.inputs import CALIBRATION_FILE, CASES_FILE, SuiteItems, check_suite_items
 from kindgi_eval.registry.consumers import Consumer, FolderContent, jsonl, register_consumer
-from kindgi_eval.spec import Problem
+from kindgi_eval.rules import Problem
 
 SPEC_KEYS = ("cases", "calibration")
 _ITEM = {"cases": "case", "calibration": "calibration item"}

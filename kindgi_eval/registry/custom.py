@@ -24,7 +24,7 @@ from kindgi_eval.registry.conversation import (
     read_conversation,
     suite_files,
 )
-from kindgi_eval.spec import Handler, Problem, problems_from_validation
+from kindgi_eval.rules import Handler, Problem, problems_from_validation
 
 
 def read_handler(value: object) -> tuple[Handler | None, list[Problem]]:

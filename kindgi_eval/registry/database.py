@@ -19,7 +19,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
-from kindgi_eval.spec import InputError, Problem
+from kindgi_eval.rules import InputError, Problem
 
 REGISTRY_DB_ENV = "KINDGI_REGISTRY_DB"
 DB_FILE = "registry.sqlite"

@@ -21,7 +21,7 @@ from kindgi_eval.inputs import REGISTRY_FILE, RegisteredAs, registered_name
 from kindgi_eval.registry.consumers import accepted_kinds, consumer_for
 from kindgi_eval.registry.database import database_url
 from kindgi_eval.registry.storage import RegistryStore, StoredVersion, open_store
-from kindgi_eval.spec import InputError, Problem
+from kindgi_eval.rules import InputError, Problem
 
 FOLDER = "registry-suites"
 """The runtime folder's subfolder holding every registered suite version a run has read."""

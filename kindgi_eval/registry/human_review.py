@@ -23,7 +23,7 @@ from kindgi_eval.registry.consumers import (
 from kindgi_eval.registry.conversation import problem_line, read_conversation
 from kindgi_eval.registry.model import etag
 from kindgi_eval.registry.semver import SemVer, parse_semver
-from kindgi_eval.spec import Problem
+from kindgi_eval.rules import Problem
 
 KIND = "human-review"
 SPEC_KEYS = ("rubric", "reviewerRole", "cases", "calibration")

@@ -23,7 +23,7 @@ from kindgi_eval.registry.consumers import (
     register_consumer,
 )
 from kindgi_eval.registry.conversation import problem_line
-from kindgi_eval.spec import (
+from kindgi_eval.rules import (
     PairwiseCalibration,
     PairwiseCase,
     Preference,

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from kindgi_eval.registry.consumers import accepted_kinds, consumer_for
 from kindgi_eval.registry.errors import RegistryError
 from kindgi_eval.registry.model import KINDS, EvalSuite, SuiteFiles, canonical_json, differing_keys, suite_document
-from kindgi_eval.spec import problems_from_validation
+from kindgi_eval.rules import problems_from_validation
 
 MAX_BODY = 1024 * 1024
 """The largest publish body, in bytes (1 MiB); a larger one is refused with 413 before it is parsed."""

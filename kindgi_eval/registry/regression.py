@@ -21,7 +21,7 @@ from kindgi_eval.registry.conversation import (
     suite_files,
 )
 from kindgi_eval.registry.semver import is_semver
-from kindgi_eval.spec import Problem, problems_from_validation
+from kindgi_eval.rules import Problem, problems_from_validation
 
 
 class RunBaseline(BaseModel):

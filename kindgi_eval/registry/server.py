@@ -14,7 +14,7 @@ import uvicorn
 from kindgi_eval.registry.app import create_app
 from kindgi_eval.registry.http_limits import KEEP_ALIVE_S, MAX_CONNECTIONS, BoundedHttpTools
 from kindgi_eval.registry.storage import RegistryStore
-from kindgi_eval.spec import InputError, Problem
+from kindgi_eval.rules import InputError, Problem
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
 

@@ -55,7 +55,7 @@ from kindgi_eval.registry.tokens import (
     tenant_problem,
 )
 from kindgi_eval.inputs import registry_key
-from kindgi_eval.spec import InputError, Problem
+from kindgi_eval.rules import InputError, Problem
 
 LAST_USED_EVERY = timedelta(minutes=1)
 """A token's `last_used_at` is written at most this often: reading a suite should not be a write each time."""

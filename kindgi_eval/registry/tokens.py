@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 from pydantic import TypeAdapter, ValidationError
 
-from kindgi_eval.spec import Slug
+from kindgi_eval.rules import Slug
 
 TOKEN_PREFIX = "kgi_"
 """Every secret starts with it, so a leaked one is recognisable (and a scanner can look for it)."""

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from kindgi_eval.spec import ACCURACY_GROUP, FAILING, GROUPS, Status, safe
+from kindgi_eval.rules import ACCURACY_GROUP, FAILING, GROUPS, Status, safe
 from kindgi_eval.store import CalibrationRow, ReplyRow, RunRow, StatusRow
 
 

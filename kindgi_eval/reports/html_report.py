@@ -18,7 +18,7 @@ from typing import NamedTuple
 from kindgi_eval.kinds import KindRows, kind_named
 from kindgi_eval.reports.reading import NUDGE_NOTE, SPEAKER, pass_rate, run_result, shown_history, shown_message
 from kindgi_eval.reports.run_report import kind_lines
-from kindgi_eval.spec import FAILING, STATUSES, Case
+from kindgi_eval.rules import FAILING, STATUSES, Case
 from kindgi_eval.store import AccuracyRow, CalibrationRow, CustomRow, OutcomeRow, RegressionRow, RunRow, SampleRow, StatusRow
 
 CHART_WIDTH, CHART_HEIGHT = 640, 220

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
-from kindgi_eval.spec import FAILING, Case, Role, clip
+from kindgi_eval.rules import FAILING, Case, Role, clip
 from kindgi_eval.store import RunRow
 
 HISTORY_TURNS = 3

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from kindgi_eval.kinds import KindRows, kind_named, kinds
 from kindgi_eval.reports.reading import NUDGE_NOTE, shown_history, shown_message
-from kindgi_eval.spec import FAILING, STATUSES, THRESHOLD, Case, counted, judge_was_down, safe
+from kindgi_eval.rules import FAILING, STATUSES, THRESHOLD, Case, counted, judge_was_down, safe
 from kindgi_eval.store import AccuracyRow, CalibrationRow, CustomRow, RegressionRow, RunRow, StatusRow
 
 

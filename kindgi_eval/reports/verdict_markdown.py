@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from kindgi_eval.reports.reading import NUDGE_NOTE, SPEAKER, shown_history, shown_message
-from kindgi_eval.spec import Case, clip
+from kindgi_eval.rules import Case, clip
 from kindgi_eval.store import CriterionRow, SampleRow, StatusRow
 
 SHOWN = 20

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from kindgi_eval.kinds import cases_of
 from kindgi_eval.llm import ModelCallError, scrub
-from kindgi_eval.spec import Agent, AgentTurn, Case, Progress, ReplyError, Usage
+from kindgi_eval.rules import Agent, AgentTurn, Case, Progress, ReplyError, Usage
 from kindgi_eval.store import ReplyRow, SuiteRow
 
 Record = Callable[[ReplyRow], None]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kindgi_eval.spec import GROUPS, CalibrationFile, Group, agree_by_group, with_samples
+from kindgi_eval.rules import GROUPS, CalibrationFile, Group, agree_by_group, with_samples
 from kindgi_eval.steps.judge_samples import graded_items
 from kindgi_eval.store import CalibrationRow, SampleRow
 

@@ -10,7 +10,7 @@ from typing import Literal, NamedTuple
 from kindgi_eval.kinds import cases_of, kind_named
 from kindgi_eval.llm import ModelCallError
 from kindgi_eval.prompts import judge_messages
-from kindgi_eval.spec import (
+from kindgi_eval.rules import (
     DIMENSION_RULES,
     GROUPS,
     SAMPLES,

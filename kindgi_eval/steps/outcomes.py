@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kindgi_eval.kinds import Assertions
-from kindgi_eval.spec import AgentReply, Case, HandlerVerdict, check_case, check_handler
+from kindgi_eval.rules import AgentReply, Case, HandlerVerdict, check_case, check_handler
 from kindgi_eval.store import HandlerRow, OutcomeRow, ReplyRow
 
 

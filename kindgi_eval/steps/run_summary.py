@@ -10,7 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from kindgi_eval.kinds import KindRows, kind_named
-from kindgi_eval.spec import STATUSES
+from kindgi_eval.rules import STATUSES
 from kindgi_eval.store import AccuracyRow, CustomRow, PairwiseRow, QueueRow, RegressionRow, ReplyRow, RunRow, SampleRow, StatusRow, SuiteRow
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from kindgi_eval.spec import Case, Criterion, Majority, case_status, decide
+from kindgi_eval.rules import Case, Criterion, Majority, case_status, decide
 from kindgi_eval.store import CalibrationRow, CriterionRow, OutcomeRow, ReplyRow, SampleRow, StatusRow
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kindgi_eval.inputs import Suite
-from kindgi_eval.spec import CalibrationItem
+from kindgi_eval.rules import CalibrationItem
 from kindgi_eval.store import SuiteRow
 
 

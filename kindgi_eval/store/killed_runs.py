@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from kindgi_eval.spec import InputError, Problem
+from kindgi_eval.rules import InputError, Problem
 from kindgi_eval.store.batches import Manifest, area_run_id, find_run_areas, read_manifest
 from kindgi_eval.store.layout import StorePath, run_keys
 from kindgi_eval.store.views import connect

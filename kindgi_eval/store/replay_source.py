@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from kindgi_eval.spec import InputError, Problem
+from kindgi_eval.rules import InputError, Problem
 from kindgi_eval.store.layout import StorePath, read_rows, read_table, run_partition
 from kindgi_eval.store.rows import RunRow
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from kindgi_eval.spec import Assertion, GroupAgreement
+from kindgi_eval.rules import Assertion, GroupAgreement
 
 
 class _Row(BaseModel):

@@ -19,7 +19,7 @@ import pyarrow as pa
 from rich.cells import cell_len, set_cell_size
 from upath import UPath
 
-from kindgi_eval.spec import safe
+from kindgi_eval.rules import safe
 from kindgi_eval.store.arrow import arrow_schema
 from kindgi_eval.store.layout import HIVE_COLUMNS, MONTH_FILES, RUN_FILES, TABLES, StorePath, Table, runtime_home
 from kindgi_eval.store.reviews import REVIEW_FILES, REVIEWS

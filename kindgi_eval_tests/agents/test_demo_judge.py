@@ -12,7 +12,7 @@ from kindgi_eval.agents.demo_judge import DemoJudge, verdict
 from kindgi_eval.inputs import load_suite, load_tenant
 from kindgi_eval.prompts import criterion_named, judge_messages, unfence
 from kindgi_eval.prompts.fence import fence
-from kindgi_eval.spec import DIMENSION_RULES, SAMPLES, joined_reply, read_sample
+from kindgi_eval.rules import DIMENSION_RULES, SAMPLES, joined_reply, read_sample
 from kindgi_eval_tests.conftest import GOLDEN, REPO
 
 CATALOGUE = load_tenant(REPO / "kindgi_eval" / "demo_tenant").tenant.catalogue_text()

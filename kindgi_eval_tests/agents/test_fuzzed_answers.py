@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from kindgi_eval.agents.http import read_answer
 from kindgi_eval.prompts import UnreadableReply, read_reply
-from kindgi_eval.spec import AgentReply, ReplyError, read_sample
+from kindgi_eval.rules import AgentReply, ReplyError, read_sample
 
 EXAMPLES = settings(max_examples=400, deadline=None)
 JSON = st.recursive(

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
 from kindgi_eval.agents.http import BODY_LIMIT, HttpAgent
-from kindgi_eval.spec.agent_protocol import AgentTurn
+from kindgi_eval.rules.agent_protocol import AgentTurn
 from kindgi_eval.steps.agent_replies import collect_replies
 from kindgi_eval.store.arrow import from_table, to_table
 from kindgi_eval.store.rows import ReplyRow

@@ -19,9 +19,9 @@ from kindgi_eval.defs.runs import open_instance, run_chain
 from kindgi_eval.inputs.settings import RunSettings
 from kindgi_eval.inputs.suite_folder import suite_key
 from kindgi_eval.inputs.tenant_file import load_tenant
-from kindgi_eval.spec.agent_protocol import AgentReply, AgentTurn
-from kindgi_eval.spec.cases import Contact, Turn
-from kindgi_eval.spec.errors import InputError
+from kindgi_eval.rules.agent_protocol import AgentReply, AgentTurn
+from kindgi_eval.rules.cases import Contact, Turn
+from kindgi_eval.rules.errors import InputError
 from kindgi_eval.steps.agent_replies import ReplyError, collect_replies
 from kindgi_eval.store.layout import read_rows
 from kindgi_eval.store.rows import ReplyRow

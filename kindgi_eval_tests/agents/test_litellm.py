@@ -19,10 +19,10 @@ from kindgi_eval.inputs.suite_folder import suite_key
 from kindgi_eval.inputs.tenant_file import load_tenant
 from kindgi_eval.llm.calls import CallPolicy, CircuitPolicy, RetryPolicy
 from kindgi_eval.prompts.agent import NUDGE_NOTE, UnreadableReply, agent_messages, read_reply, system_prompt
-from kindgi_eval.spec.agent_protocol import AgentReply, AgentTurn
-from kindgi_eval.spec.assertions import check_case
-from kindgi_eval.spec.cases import Case, Contact, Turn
-from kindgi_eval.spec.model_names import parse_model
+from kindgi_eval.rules.agent_protocol import AgentReply, AgentTurn
+from kindgi_eval.rules.assertions import check_case
+from kindgi_eval.rules.cases import Case, Contact, Turn
+from kindgi_eval.rules.model_names import parse_model
 from kindgi_eval.steps.agent_replies import collect_replies
 from kindgi_eval.store.layout import read_rows
 from kindgi_eval.store.rows import ReplyRow

@@ -11,9 +11,9 @@ import pytest
 from kindgi_eval.agents.mock import MockAgent
 from kindgi_eval.inputs.suite_folder import load_suite
 from kindgi_eval.inputs.tenant_file import load_tenant
-from kindgi_eval.spec.agent_protocol import AgentReply, AgentTurn
-from kindgi_eval.spec.cases import Contact, Turn
-from kindgi_eval.spec.tenant import FormatRules, Tenant
+from kindgi_eval.rules.agent_protocol import AgentReply, AgentTurn
+from kindgi_eval.rules.cases import Contact, Turn
+from kindgi_eval.rules.tenant import FormatRules, Tenant
 from kindgi_eval_tests.conftest import GOLDEN
 
 TENANT = load_tenant(None).tenant
@@ -304,9 +304,9 @@ def test_format_rules_hold_on_every_reply(turn: dict, max_lines: int) -> None:
 
 
 def test_every_golden_case_passes_against_the_mock_agent_009() -> None:
-    if importlib.util.find_spec("kindgi_eval.spec.assertions") is None:
+    if importlib.util.find_spec("kindgi_eval.rules.assertions") is None:
         pytest.skip("kindgi_eval.checks is not written yet")
-    from kindgi_eval.spec.assertions import check_case, failures
+    from kindgi_eval.rules.assertions import check_case, failures
 
     suite = load_suite(GOLDEN)
     assert len(suite.cases) >= 32

@@ -18,7 +18,7 @@ from kindgi_eval.agents import make_sandbox
 from kindgi_eval.agents.cgroups import MAX_PROCESSES, CallGroup, find_hierarchy
 from kindgi_eval.agents.seccomp import DENIED, machine, syscall_number
 from kindgi_eval.inputs import RunSettings
-from kindgi_eval.spec import Handler, judge_exit
+from kindgi_eval.rules import Handler, judge_exit
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed (.ci/run installs it)")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kindgi_eval.spec import wilson
+from kindgi_eval.rules import wilson
 from kindgi_eval_tests.cli.conftest import kind_figures, publish, sql
 from kindgi_eval_tests.conftest import files_under, run_cli
 from kindgi_eval_tests.registry.conftest import golden_spec

@@ -92,6 +92,6 @@ def test_run_works_from_another_folder(home, tmp_path: Path) -> None:
 
 
 def test_untrusted_reply_text_cannot_drive_the_terminal() -> None:
-    from kindgi_eval.spec.text import safe
+    from kindgi_eval.rules.text import safe
 
     assert safe("ok\x1b[2J\u202eevil\nnext") == "ok\\u001b[2J\\u202eevil\nnext"

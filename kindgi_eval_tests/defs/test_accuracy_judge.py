@@ -8,7 +8,7 @@ import pytest
 from kindgi_eval.defs.runs import open_instance, run_chain
 from kindgi_eval.inputs import RunSettings, load_suite, suite_key
 from kindgi_eval.registry import EvalSuite, database_url, materialize, open_store
-from kindgi_eval.spec import accuracy_criterion, wilson
+from kindgi_eval.rules import accuracy_criterion, wilson
 from kindgi_eval.store import read_rows
 from kindgi_eval_tests.defs.test_judged_runs import Judge
 

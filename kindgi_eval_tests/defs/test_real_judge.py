@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from kindgi_eval.spec import FAILING, GROUPS, THRESHOLD
+from kindgi_eval.rules import FAILING, GROUPS, THRESHOLD
 from kindgi_eval_tests.conftest import CLI, REPO, Result
 
 

@@ -113,7 +113,7 @@ def test_the_sensor_fires_when_a_new_version_is_published(registered, home) -> N
 )
 def test_a_tenants_entry_names_its_suites_once(tmp_path: Path, fields: dict, message: str) -> None:
     from kindgi_eval.inputs import load_tenants
-    from kindgi_eval.spec import InputError
+    from kindgi_eval.rules import InputError
 
     tenant_tree(tmp_path, "alpha")
     path = write_tenants(tmp_path / "tenants.toml", entry("alpha", **fields))

@@ -12,7 +12,7 @@ from kindgi_eval.defs.resources import SETTINGS_TAG
 from kindgi_eval.defs.runs import open_instance
 from kindgi_eval.defs.schedules import NIGHTLY_CRON, nightly_schedule, schedule_timezone, suite_changes
 from kindgi_eval.inputs.tenants_file import TENANTS_ENV
-from kindgi_eval.spec.errors import InputError
+from kindgi_eval.rules.errors import InputError
 from kindgi_eval_tests.inputs.test_tenants_file import entry, tenant_tree, write_tenants
 
 NIGHT = datetime(2026, 12, 1, 2, 0, tzinfo=timezone.utc)

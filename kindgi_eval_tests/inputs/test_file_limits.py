@@ -16,7 +16,7 @@ from kindgi_eval.inputs.file_limits import (
 from kindgi_eval.inputs.suite_folder import load_suite
 from kindgi_eval.inputs.tenant_file import DEMO_CONFIG_DIR
 from kindgi_eval.inputs.tenants_file import load_tenants
-from kindgi_eval.spec.errors import InputError
+from kindgi_eval.rules.errors import InputError
 from kindgi_eval_tests.conftest import GOLDEN, files_under, run_cli
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from kindgi_eval.cli.main import main
 from kindgi_eval.inputs import load_suite, load_tenant, load_tenants
-from kindgi_eval.spec import InputError
+from kindgi_eval.rules import InputError
 from kindgi_eval_tests.conftest import GOLDEN, REPO
 
 EXAMPLES = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kindgi_eval.inputs import LabelLine, QueueKeys, check_labels, read_label_file
-from kindgi_eval.spec import InputError
+from kindgi_eval.rules import InputError
 
 HEADER = "run_id,case_id,rubric_item,reviewer_role,history,message,reply,reviewer,label,note\n"
 

@@ -13,8 +13,8 @@ from kindgi_eval.defs.resources import EvalSettings, pinned_settings
 from kindgi_eval.defs.runs import open_instance
 from kindgi_eval.inputs.settings import SETTINGS, RunSettings, resolve_settings
 from kindgi_eval.inputs.tenants_file import TenantEntry
-from kindgi_eval.spec.errors import InputError
-from kindgi_eval.spec.model_names import checked_model
+from kindgi_eval.rules.errors import InputError
+from kindgi_eval.rules.model_names import checked_model
 from kindgi_eval_tests.conftest import GOLDEN, REPO, files_under, run_cli
 from kindgi_eval_tests.defs.test_judged_runs import Judge, calibration_lines, case, write_suite
 from kindgi_eval_tests.defs.test_schedules import NIGHT, tenants  # noqa: F401 - the fixture

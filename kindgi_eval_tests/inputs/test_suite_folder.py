@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kindgi_eval.inputs.suite_folder import TenantNames, load_suite, suite_key
-from kindgi_eval.spec.errors import InputError
+from kindgi_eval.rules.errors import InputError
 from kindgi_eval_tests.conftest import REPO, files_under, run_cli
 
 SUITES = sorted(p.parent for p in (REPO / "evals").glob("*/cases.jsonl"))
@@ -141,7 +141,7 @@ CALIBRATIONS = sorted((REPO / "evals").glob("*/calibration.jsonl"))
 
 @pytest.mark.parametrize("path", CALIBRATIONS, ids=[p.parent.name for p in CALIBRATIONS])
 def test_every_calibration_set_parses_and_each_group_holds_both_labels_016(path: Path) -> None:
-    from kindgi_eval.spec.criteria import GROUPS, group_of
+    from kindgi_eval.rules.criteria import GROUPS, group_of
 
     items = load_suite(path.parent).calibration
     labels = {group: {i.label for i in items if group_of(i.criterion) == group} for group in GROUPS}

@@ -13,7 +13,7 @@ from kindgi_eval.defs.runs import open_instance
 from kindgi_eval.inputs.settings import RunSettings
 from kindgi_eval.inputs.tenant_file import DEMO_CONFIG_DIR
 from kindgi_eval.inputs.tenants_file import TENANTS_ENV, default_tenants, load_tenants
-from kindgi_eval.spec.errors import InputError
+from kindgi_eval.rules.errors import InputError
 from kindgi_eval.store.layout import read_rows
 from kindgi_eval_tests.conftest import GOLDEN, REPO
 

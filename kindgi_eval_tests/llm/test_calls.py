@@ -27,8 +27,8 @@ from kindgi_eval.llm.calls import (
     retry_delay,
     scrub,
 )
-from kindgi_eval.spec.model_names import parse_model
-from kindgi_eval.spec.verdicts import invalid_cause
+from kindgi_eval.rules.model_names import parse_model
+from kindgi_eval.rules.verdicts import invalid_cause
 from kindgi_eval_tests.fake_provider import Answer, scripted
 
 FAST = CallPolicy(RetryPolicy(attempts=4, base_delay_s=0.01, max_delay_s=0.05))

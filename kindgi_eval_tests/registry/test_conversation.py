@@ -9,7 +9,7 @@ import pytest
 
 from kindgi_eval.inputs import check_suite_items, load_suite
 from kindgi_eval.registry import read_conversation
-from kindgi_eval.spec import InputError
+from kindgi_eval.rules import InputError
 from kindgi_eval_tests.conftest import GOLDEN
 from kindgi_eval_tests.registry.conftest import golden_spec
 

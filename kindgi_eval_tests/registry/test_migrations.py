@@ -12,7 +12,7 @@ from alembic.runtime.migration import MigrationContext
 
 from kindgi_eval.registry import database_url, open_store
 from kindgi_eval.registry.database import METADATA, VERSION_TABLE, current_revision, head_revision, migrate
-from kindgi_eval.spec import InputError
+from kindgi_eval.rules import InputError
 
 
 def test_the_migrated_schema_is_the_tables_the_store_uses(registry) -> None:

@@ -16,7 +16,7 @@ from kindgi_eval.reports.diff import (
     matching_run_ids,
     render_diff,
 )
-from kindgi_eval.spec.statuses import FAILING, STATUSES
+from kindgi_eval.rules.statuses import FAILING, STATUSES
 from kindgi_eval.store.rows import RunRow, StatusRow
 
 GREEN = ("passed", "judged-pass", "reviewed")

@@ -4,7 +4,7 @@ failing cases once more at the end of a long run, and what `reviewed` and `ungra
 from __future__ import annotations
 
 from kindgi_eval.reports import case_marks, render
-from kindgi_eval.spec import Case
+from kindgi_eval.rules import Case
 from kindgi_eval.store import AccuracyRow, CustomRow, RegressionRow, RunRow, StatusRow
 
 

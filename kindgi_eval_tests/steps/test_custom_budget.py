@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from kindgi_eval.spec import Case, Handler, HandlerExit
+from kindgi_eval.rules import Case, Handler, HandlerExit
 from kindgi_eval.kinds import grade_replies
 from kindgi_eval.store import ReplyRow
 

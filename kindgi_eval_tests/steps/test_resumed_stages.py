@@ -8,7 +8,7 @@ import json
 from kindgi_eval.agents.factory import make_agent
 from kindgi_eval.inputs import RunSettings, load_checked_suite, load_tenant
 from kindgi_eval.kinds import cases_of
-from kindgi_eval.spec import Completion, Usage
+from kindgi_eval.rules import Completion, Usage
 from kindgi_eval.steps import (
     ask_agent,
     outcome_rows,
@@ -95,7 +95,7 @@ class PairJudge:
 
 
 def test_the_pairwise_judge_compares_only_the_pairs_not_recorded_and_rows_keep_their_order() -> None:
-    from kindgi_eval.spec import PairwiseCalibration, PairwiseCase
+    from kindgi_eval.rules import PairwiseCalibration, PairwiseCase
     from kindgi_eval.kinds import judge_pairwise, pair_key
     from kindgi_eval.store import StatusRow
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kindgi_eval.spec import Case
+from kindgi_eval.rules import Case
 from kindgi_eval.kinds import promoted_items, queue_rows, summarize_queue
 from kindgi_eval.store import (
     CriterionRow,

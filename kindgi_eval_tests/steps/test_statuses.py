@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kindgi_eval.kinds import kind_named
-from kindgi_eval.spec import ACCURACY_GROUP, AccuracyCase, PairwiseCase, accuracy_criterion
+from kindgi_eval.rules import ACCURACY_GROUP, AccuracyCase, PairwiseCase, accuracy_criterion
 from kindgi_eval.steps.outcomes import outcome_rows
 from kindgi_eval.steps.statuses import status_rows
 from kindgi_eval.store import CalibrationRow, ReplyRow, SampleRow

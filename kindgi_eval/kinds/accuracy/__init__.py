@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from kindgi_eval.kinds.accuracy.report import accuracy_items, accuracy_lines, accuracy_marks, accuracy_summary
 from kindgi_eval.kinds.accuracy.stage import accuracy_columns, accuracy_rows
 from kindgi_eval.kinds.kind import KindRows, SuiteKind
-from kindgi_eval.spec import ACCURACY_GROUP, AccuracyCase, AgentReply, AssertionResult, Group, check_accuracy
+from kindgi_eval.rules import ACCURACY_GROUP, AccuracyCase, AgentReply, AssertionResult, Group, check_accuracy
 
 
 def _graded(case: AccuracyCase, reply: AgentReply | None, *, error: str | None, latency_ms: float,

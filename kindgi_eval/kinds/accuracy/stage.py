@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from kindgi_eval.spec import AccuracyCase, Interval, item_grade, wilson
+from kindgi_eval.rules import AccuracyCase, Interval, item_grade, wilson
 from kindgi_eval.store import AccuracyRow, OutcomeRow, StatusRow
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kindgi_eval.kinds.kind import Items, KindRows
-from kindgi_eval.spec import clip
+from kindgi_eval.rules import clip
 from kindgi_eval.store import CustomRow, RunRow
 
 REASON_CHARS = 300

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
-from kindgi_eval.spec import (
+from kindgi_eval.rules import (
     HANDLER_CHECK,
     HANDLER_ERROR,
     Case,

@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from kindgi_eval.spec import CalibrationItem, Case
+from kindgi_eval.rules import CalibrationItem, Case
 from kindgi_eval.store import QueueRow, ReplyRow, ReviewRow, StatusRow, SuiteRow
 
 

@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from kindgi_eval.kinds.kind import KindRows, SuiteKind
 from kindgi_eval.kinds.pairwise.report import both_variants, pairwise_lines, pairwise_summary_json
 from kindgi_eval.kinds.pairwise.stage import agreement_of, judge_pairwise, pair_key, pairwise_askings, pairwise_columns
-from kindgi_eval.spec import AgentReply, AssertionResult, PairwiseCase, agent_failure
+from kindgi_eval.rules import AgentReply, AssertionResult, PairwiseCase, agent_failure
 
 
 def _answered(case: PairwiseCase, reply: AgentReply | None, *, error: str | None, latency_ms: float,

@@ -14,7 +14,7 @@ from typing import NamedTuple
 from kindgi_eval.inputs import RunSettings, variant_settings
 from kindgi_eval.llm import ModelCallError
 from kindgi_eval.prompts import pairwise_messages
-from kindgi_eval.spec import (
+from kindgi_eval.rules import (
     ORDERS,
     THRESHOLD,
     Judge,

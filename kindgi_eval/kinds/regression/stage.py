@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from kindgi_eval.inputs import RegisteredAs, folder_key, registered_name, registry_key
-from kindgi_eval.spec import InputError, PairedChange, Problem, paired_change
+from kindgi_eval.rules import InputError, PairedChange, Problem, paired_change
 from kindgi_eval.store import (
     RegressionRow,
     StatusRow,

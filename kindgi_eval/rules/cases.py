@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from kindgi_eval.spec.criteria import Criterion, conversation_criteria
+from kindgi_eval.rules.criteria import Criterion, conversation_criteria
 
 Role = Literal["user", "agent"]
 Label = Literal["pass", "fail"]

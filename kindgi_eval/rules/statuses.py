@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from kindgi_eval.spec.criteria import Source
-from kindgi_eval.spec.verdicts import FinalVerdict
+from kindgi_eval.rules.criteria import Source
+from kindgi_eval.rules.verdicts import FinalVerdict
 
 Status = Literal["passed", "failed", "judged-fail", "judged-pass", "reviewed"]
 STATUSES: tuple[Status, ...] = ("passed", "failed", "judged-fail", "judged-pass", "reviewed")

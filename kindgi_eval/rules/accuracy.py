@@ -18,14 +18,14 @@ from typing import Literal
 import re2
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from kindgi_eval.spec.assertions import (
+from kindgi_eval.rules.assertions import (
     AssertionResult,
     agent_failure,
     joined_reply,
     quote,
 )
-from kindgi_eval.spec.cases import Case, Expect
-from kindgi_eval.spec.criteria import Criterion
+from kindgi_eval.rules.cases import Case, Expect
+from kindgi_eval.rules.criteria import Criterion
 
 GraderId = Literal["exact", "contains", "regex", "judge"]
 GRADERS: tuple[GraderId, ...] = GraderId.__args__  # type: ignore[attr-defined]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import regex
 
-from kindgi_eval.spec.emoji import strip_trailing_emoji
+from kindgi_eval.rules.emoji import strip_trailing_emoji
 
 STRIP_ROWS = [
     # (text, stripped)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from kindgi_eval.spec import (
+from kindgi_eval.rules import (
     Outcome,
     combine,
     pairwise_agreement,

@@ -6,9 +6,9 @@ import itertools
 
 import pytest
 
-from kindgi_eval.spec.criteria import Source
-from kindgi_eval.spec.statuses import FAILING, STATUSES, Status, case_status, run_failed
-from kindgi_eval.spec.verdicts import FinalVerdict
+from kindgi_eval.rules.criteria import Source
+from kindgi_eval.rules.statuses import FAILING, STATUSES, Status, case_status, run_failed
+from kindgi_eval.rules.verdicts import FinalVerdict
 
 Verdicts = list[tuple[Source, FinalVerdict]]
 

@@ -15,10 +15,10 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from kindgi_eval.spec.cases import Case, Expect, Turn, json_list_as_tuple
-from kindgi_eval.spec.criteria import Criterion, review_entries
-from kindgi_eval.spec.intervals import Interval, bootstrap_mean
-from kindgi_eval.spec.text import clip, is_text
+from kindgi_eval.rules.cases import Case, Expect, Turn, json_list_as_tuple
+from kindgi_eval.rules.criteria import Criterion, review_entries
+from kindgi_eval.rules.intervals import Interval, bootstrap_mean
+from kindgi_eval.rules.text import clip, is_text
 
 Variant = Literal["A", "B"]
 Preference = Literal["A", "B", "tie"]

@@ -9,9 +9,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from kindgi_eval.spec.agent_protocol import AgentReply
-from kindgi_eval.spec.cases import Case
-from kindgi_eval.spec.emoji import strip_trailing_emoji
+from kindgi_eval.rules.agent_protocol import AgentReply
+from kindgi_eval.rules.cases import Case
+from kindgi_eval.rules.emoji import strip_trailing_emoji
 
 Assertion = Literal[
     "agent_error",

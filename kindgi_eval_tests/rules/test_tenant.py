@@ -10,8 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from kindgi_eval.inputs.tenant_file import DEMO_CONFIG_DIR, TENANT_FILE, field_lines, load_tenant
-from kindgi_eval.spec.errors import InputError, Problem
-from kindgi_eval.spec.tenant import FormatRules, Tenant
+from kindgi_eval.rules.errors import InputError, Problem
+from kindgi_eval.rules.tenant import FormatRules, Tenant
 
 DEMO_TEXT = (DEMO_CONFIG_DIR / TENANT_FILE).read_text()
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from kindgi_eval.spec.agent_protocol import AgentReply
-from kindgi_eval.spec.assertions import AssertionResult, check_case, failures, joined_reply, message_lines
-from kindgi_eval.spec.cases import Case
+from kindgi_eval.rules.agent_protocol import AgentReply
+from kindgi_eval.rules.assertions import AssertionResult, check_case, failures, joined_reply, message_lines
+from kindgi_eval.rules.cases import Case
 
 
 def make_case(**fields: Any) -> Case:

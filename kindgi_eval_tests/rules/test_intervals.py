@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from kindgi_eval.spec import mcnemar_exact, paired_change, wilson
+from kindgi_eval.rules import mcnemar_exact, paired_change, wilson
 
 Z2 = 1.959963984540054**2
 

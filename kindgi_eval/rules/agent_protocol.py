@@ -6,7 +6,7 @@ from typing import NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kindgi_eval.spec.cases import Contact, Turn
+from kindgi_eval.rules.cases import Contact, Turn
 
 
 class AgentTurn(BaseModel):

@@ -4,7 +4,7 @@ import pytest
 import re2
 from pydantic import ValidationError
 
-from kindgi_eval.spec import (
+from kindgi_eval.rules import (
     ACCURACY_GROUP,
     AccuracyCase,
     Grader,

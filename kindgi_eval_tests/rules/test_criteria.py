@@ -6,16 +6,16 @@ from typing import Any
 
 import pytest
 
-from kindgi_eval.spec.cases import Case
-from kindgi_eval.spec.criteria import (
+from kindgi_eval.rules.cases import Case
+from kindgi_eval.rules.criteria import (
     DIMENSION_RULES,
     FIXED_DIMENSIONS,
     GROUPS,
     Criterion,
     group_of,
 )
-from kindgi_eval.spec.accuracy import AccuracyCase
-from kindgi_eval.spec.pairwise import PairwiseCase
+from kindgi_eval.rules.accuracy import AccuracyCase
+from kindgi_eval.rules.pairwise import PairwiseCase
 
 AGENT_TURN = {"role": "agent", "text": "Which course are you interested in?"}
 USER_TURN = {"role": "user", "text": "Hi there"}

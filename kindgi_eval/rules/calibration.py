@@ -8,10 +8,10 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kindgi_eval.spec.cases import Label
-from kindgi_eval.spec.criteria import GROUPS, Group
-from kindgi_eval.spec.intervals import wilson
-from kindgi_eval.spec.verdicts import FinalVerdict, counted, invalid_cause
+from kindgi_eval.rules.cases import Label
+from kindgi_eval.rules.criteria import GROUPS, Group
+from kindgi_eval.rules.intervals import wilson
+from kindgi_eval.rules.verdicts import FinalVerdict, counted, invalid_cause
 
 CalibrationFile = Literal["absent", "empty", "items"]
 """What the suite folder holds for calibration: no calibration.jsonl, one without items, or one with items."""

@@ -15,8 +15,8 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from kindgi_eval.spec.assertions import AssertionResult, quote
-from kindgi_eval.spec.text import clip, is_text
+from kindgi_eval.rules.assertions import AssertionResult, quote
+from kindgi_eval.rules.text import clip, is_text
 
 HANDLER_CHECK = "custom_handler"
 """The assertion a handler's verdict is recorded as."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kindgi_eval.spec import (
+from kindgi_eval.rules import (
     HandlerExit,
     HandlerVerdict,
     check_handler,
@@ -13,7 +13,7 @@ from kindgi_eval.spec import (
     read_answer,
     skipped,
 )
-from kindgi_eval.spec.custom import ANSWER_LIMIT, Answer
+from kindgi_eval.rules.custom import ANSWER_LIMIT, Answer
 
 
 def ran(stdout: bytes = b"", returncode: int | None = 0, stderr: bytes = b"", **fields) -> HandlerExit:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from kindgi_eval.spec.calibration import THRESHOLD, Graded, agree_by_group, cohen_kappa, judge_was_down, with_samples
-from kindgi_eval.spec.intervals import wilson
-from kindgi_eval.spec.verdicts import counted, invalid_cause
-from kindgi_eval.spec.criteria import GROUPS, Group
+from kindgi_eval.rules.calibration import THRESHOLD, Graded, agree_by_group, cohen_kappa, judge_was_down, with_samples
+from kindgi_eval.rules.intervals import wilson
+from kindgi_eval.rules.verdicts import counted, invalid_cause
+from kindgi_eval.rules.criteria import GROUPS, Group
 
 LETTER = {"p": "pass", "f": "fail", "u": "ungraded"}
 

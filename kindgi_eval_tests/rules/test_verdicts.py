@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 from pydantic import ValidationError
 
-from kindgi_eval.spec.verdicts import SAMPLES, Majority, Sample, Vote, majority, read_sample
+from kindgi_eval.rules.verdicts import SAMPLES, Majority, Sample, Vote, majority, read_sample
 
 REPLY = "The Spanish course starts on 3 March. Would you like the Beginner or the Intermediate level?"
 

@@ -10,8 +10,8 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from kindgi_eval.spec.cases import Label
-from kindgi_eval.spec.text import clip, is_text
+from kindgi_eval.rules.cases import Label
+from kindgi_eval.rules.text import clip, is_text
 
 Vote = Literal["pass", "fail", "invalid"]
 FinalVerdict = Literal["pass", "fail", "ungraded"]
