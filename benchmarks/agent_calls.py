@@ -37,7 +37,7 @@ from kindgi_eval.inputs.suite_folder import load_suite  # noqa: E402
 from kindgi_eval.inputs.tenant_file import load_tenant  # noqa: E402
 from kindgi_eval.llm.calls import _litellm, forget_clients  # noqa: E402
 from kindgi_eval.prompts.agent import agent_messages  # noqa: E402
-from kindgi_eval.spec.model_names import parse_model  # noqa: E402
+from kindgi_eval.rules.model_names import parse_model  # noqa: E402
 from kindgi_eval.steps.agent_replies import (
     collect_replies,  # noqa: E402
     turn_of,  # noqa: E402

@@ -38,7 +38,7 @@ REFUSED_OVER_BASELINE_MB = 16
 CLIENT = """
 import asyncio, sys
 from kindgi_eval.agents.http import HttpAgent
-from kindgi_eval.spec.agent_protocol import AgentTurn
+from kindgi_eval.rules.agent_protocol import AgentTurn
 from kindgi_eval.steps.agent_replies import collect_replies
 turn = AgentTurn(tenant="demo-academy", case_id="big", text="how much is the foundation course?")
 (row,) = asyncio.run(collect_replies(HttpAgent(sys.argv[1], timeout_s=60), [turn], concurrency=1, deadline_ms=60_000))

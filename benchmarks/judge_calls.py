@@ -22,7 +22,7 @@ from kindgi_eval.agents.litellm import LitellmJudge  # noqa: E402
 from kindgi_eval.agents.mock import MockAgent  # noqa: E402
 from kindgi_eval.inputs.suite_folder import load_suite  # noqa: E402
 from kindgi_eval.inputs.tenant_file import load_tenant  # noqa: E402
-from kindgi_eval.spec.model_names import parse_model  # noqa: E402
+from kindgi_eval.rules.model_names import parse_model  # noqa: E402
 from kindgi_eval.steps.agent_replies import turn_of  # noqa: E402
 from kindgi_eval.steps.judge_samples import case_subjects, judge_suite  # noqa: E402
 from kindgi_eval_tests.fake_provider import Answer, FakeProvider, fenced  # noqa: E402
