@@ -93,6 +93,7 @@ def review_import(file: str) -> None:
     Example:
       kindgi-eval review import review.csv
     """
+    from kindgi_eval.kinds import kind_views
     from kindgi_eval.store import (
         ReviewRow,
         export_database,
@@ -137,7 +138,7 @@ def review_import(file: str) -> None:
         for line in labels.lines
     ]
     write_reviews(root, import_id, rows)
-    export_database(root)
+    export_database(root, kind_views())
     passed = sum(r.label == "pass" for r in rows)
     skipped = f"; {labels.unlabelled} unlabelled rows skipped" if labels.unlabelled else ""
     click.echo(f"imported {len(rows)} labels ({passed} pass, {len(rows) - passed} fail) of run{'s' if len(queues) > 1 else ''} "

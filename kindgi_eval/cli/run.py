@@ -253,23 +253,24 @@ def replay(source: str, json_path: str | None, **flags: object) -> None:
 
 def _report(home: Path, key: str, run_id: str, json_path: str | None) -> int:
     """Print the stored run and write its JSON; the exit status its statuses call for."""
-    from kindgi_eval.kinds import ITEM_TABLES, cases_of, kind_named
+    from kindgi_eval.kinds import ITEM_TABLES, cases_of, kind_named, kind_views, stored_result
     from kindgi_eval.reports import case_marks, render, summary_json
     from kindgi_eval.store import export_database, read_rows, rows_if_stored, store_root
 
     root = store_root(home)
-    export_database(root)
-    (run,) = read_rows(root, "run_summary", key, run_id)
+    export_database(root, kind_views())
+    result = stored_result(root, key, run_id)
+    run = result.run
     statuses = read_rows(root, "statuses", key, run_id)
     calibration = read_rows(root, "calibration", key, run_id)
     cases = cases_of(read_rows(root, "suite", key, run.replies_from))  # a replay judged its source's suite
     marks = case_marks(**{table: rows_if_stored(root, table, key, run_id) for table in ITEM_TABLES})
-    click.echo(render(run, statuses, calibration, key, cases, marks), nl=False)
+    click.echo(render(result, statuses, calibration, key, cases, marks), nl=False)
     click.echo(f"run {run_id} stored under {root}", err=True)
     if json_path:
-        document = json.dumps(summary_json(run_id, run, statuses, calibration), indent=2, ensure_ascii=False)
+        document = json.dumps(summary_json(run_id, result, statuses, calibration), indent=2, ensure_ascii=False)
         write_text_atomically(Path(json_path), document + "\n")
-    return EXIT_FAILED if run_failed((s.status for s in statuses), kind_named(run.suite_kind).failed(run)) else EXIT_OK
+    return EXIT_FAILED if run_failed((s.status for s in statuses), kind_named(run.suite_kind).failed(result)) else EXIT_OK
 
 
 @click.command(short_help="Check suites and calibration sets; run nothing.")

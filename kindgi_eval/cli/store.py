@@ -38,9 +38,12 @@ def sql(query: str, fmt: str) -> None:
     """
     import duckdb
 
+    from kindgi_eval.kinds import kind_views
     from kindgi_eval.store import connect, format_rows, store_root, view_names
 
-    with connect(store_root(), query) as con:
+    views = kind_views()
+
+    with connect(store_root(), query, views) as con:
         try:
             result = con.execute(query)  # not con.sql: its errors lose DuckDB's `LINE 1:` pointer
             if result is None or result.description is None:
@@ -51,7 +54,7 @@ def sql(query: str, fmt: str) -> None:
             # and its `^` pointer. It may quote stored values, which can be model output: made harmless for a terminal.
             said = safe(str(e).strip())
             if isinstance(e, duckdb.CatalogException) and "does not exist" in said:
-                said += f"\nThe views are: {', '.join(view_names())}."
+                said += f"\nThe views are: {', '.join(view_names(views))}."
             raise InputError([Problem("query", None, None, said)]) from None
     click.echo(format_rows(columns, rows, fmt), nl=False)
 
@@ -157,7 +160,7 @@ def report(run_id: str, html_path: str) -> None:
     Example:
       kindgi-eval report 3f9c2a1e --html out/report.html
     """
-    from kindgi_eval.kinds import ITEM_TABLES, cases_of
+    from kindgi_eval.kinds import ITEM_TABLES, cases_of, stored_result
     from kindgi_eval.reports import RunPage, render_html
     from kindgi_eval.store import earlier_runs, read_rows, rows_if_stored, store_root
 
@@ -165,11 +168,12 @@ def report(run_id: str, html_path: str) -> None:
     root = store_root()
     (ref,) = runs_named(root, {"RUN_ID": run_id})
     key, run_id = ref.partition, ref.run_id
-    (run,) = read_rows(root, "run_summary", key, run_id)
+    result = stored_result(root, key, run_id)
+    run = result.run
     earlier = earlier_runs(root, key, run_id, run.started_at, REPORT_HISTORY - 1)
     page = RunPage(
         run_id=run_id,
-        run=run,
+        result=result,
         statuses=read_rows(root, "statuses", key, run_id),
         outcomes=read_rows(root, "outcomes", key, run.replies_from),
         samples=read_rows(root, "judge_samples", key, run_id),
@@ -196,6 +200,7 @@ def prune(keep_days: int, dry_run: bool) -> None:
     Example:
       kindgi-eval prune --keep-days 90 --dry-run
     """
+    from kindgi_eval.kinds import kind_views
     from kindgi_eval.store import (
         export_database,
         plan_areas,
@@ -226,7 +231,7 @@ def prune(keep_days: int, dry_run: bool) -> None:
     for run_id in plan.removed:
         if instance.has_run(run_id):
             instance.delete_run(run_id)
-    export_database(root)
+    export_database(root, kind_views())
 
 
 @click.command(short_help="Merge closed months into one file per table.")
@@ -240,6 +245,7 @@ def compact(before: str | None) -> None:
       kindgi-eval compact --before 2026-11
     """
     from kindgi_eval.store import compact as compact_store
+    from kindgi_eval.kinds import kind_views
     from kindgi_eval.store import export_database, store_root
 
     month = before or datetime.now(UTC).strftime("%Y-%m")
@@ -247,5 +253,5 @@ def compact(before: str | None) -> None:
         raise InputError([Problem("--before", None, None, f"{month!r} is not a month; write YYYY-MM, e.g. 2026-11.")])
     root = store_root()
     done = compact_store(root, month)
-    export_database(root)
+    export_database(root, kind_views())
     click.echo(f"compacted {done.runs} runs of {len(done.months)} months ({', '.join(done.months) or 'none'})")

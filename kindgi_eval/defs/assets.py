@@ -1,5 +1,5 @@
 """The asset chain: suite -> agent_replies -> outcomes -> judge_samples -> calibration -> statuses -> accuracy,
-custom, regressions, pairwise -> run_summary.
+custom, regressions, pairwise, review_queue -> run_metrics -> run_summary.
 
 Every asset is one Parquet table per run in the store (its layout is store.table_path's) and one DuckDB view of
 `kindgi-eval sql`. The IO manager hands each asset the rows of its inputs as their row models, and stores the
@@ -31,7 +31,8 @@ from kindgi_eval.inputs import (
     suite_key,
 )
 from kindgi_eval.kinds import (
-    accuracy_columns,
+    KindRows,
+    SuiteKind,
     accuracy_rows,
     agreement_of,
     cases_of,
@@ -39,11 +40,11 @@ from kindgi_eval.kinds import (
     grade_replies,
     handler_of,
     judge_pairwise,
+    figures_of,
     kind_named,
-    pairwise_columns,
     queue_rows,
-    regression_columns,
     regression_rows,
+    result_of,
     resolve_baseline,
     summarize_custom,
     summarize_queue,
@@ -54,6 +55,7 @@ from kindgi_eval.steps import (
     ask_agent,
     calibration_rows,
     code_version,
+    metric_rows,
     outcome_rows,
     run_row,
     sample_judge,
@@ -65,6 +67,7 @@ from kindgi_eval.store import (
     CalibrationRow,
     CustomRow,
     Manifest,
+    MetricRow,
     OutcomeRow,
     PairwiseRow,
     QueueRow,
@@ -287,7 +290,7 @@ def accuracy(
     if suite[0].suite_kind != "accuracy":
         return []
     rows = accuracy_rows(cases_of(suite), outcomes, statuses)
-    context.add_output_metadata(_figures(accuracy_columns(rows)))
+    context.add_output_metadata(_figures(suite, KindRows(suite, (), accuracy=rows)))
     return rows
 
 
@@ -329,7 +332,7 @@ def regressions(
     root = io_manager.root()  # the store this run reads and writes, wherever the run's config puts it
     baseline = read_rows(root, "statuses", run_partition(root, first.baseline_run), first.baseline_run)
     rows = regression_rows(first.baseline_run, baseline, statuses)
-    context.add_output_metadata(_figures(regression_columns(first.baseline_run, rows)))
+    context.add_output_metadata(_figures(suite, KindRows(suite, (), regressions=rows)))
     return rows
 
 
@@ -357,7 +360,7 @@ def pairwise(
     rows = [] if judge is None else _judged(context, settings, clients, io_manager, "pairwise", judge_pairwise,
                                             judge, cases_of(suite), statuses)
     context.add_output_metadata(
-        _figures(pairwise_columns(suite[0], rows))
+        _figures(suite, KindRows(suite, (), pairwise=rows))
         | {"calibration_note": agreement_of(rows).note, "judge_usd": float(sum(r.cost_usd for r in rows))}
     )
     return rows
@@ -384,6 +387,25 @@ def review_queue(
     return rows
 
 
+@dg.asset(**chain_asset("run_metrics"))
+def run_metrics(
+    suite: list[SuiteRow],
+    agent_replies: list[ReplyRow],
+    accuracy: list[AccuracyRow],
+    regressions: list[RegressionRow],
+    pairwise: list[PairwiseRow],
+    review_queue: list[QueueRow],
+    custom: list[CustomRow],
+) -> list[MetricRow]:
+    """Every figure of the run's kind, one row each in one shape (name, value, interval, method): an accuracy and its
+    interval, a regression's moves, a pairwise win rate, ...; none for a conversation suite.
+
+    Query a kind's figures under their own names through its view:
+    `kindgi-eval sql "SELECT run_id, accuracy, accuracy_low, accuracy_high FROM accuracy_runs"`.
+    """
+    return metric_rows(KindRows(suite, agent_replies, accuracy, regressions, pairwise, review_queue, custom))
+
+
 @dg.asset(**chain_asset("run_summary"))
 def run_summary(
     context: dg.AssetExecutionContext,
@@ -392,16 +414,13 @@ def run_summary(
     judge_samples: list[SampleRow],
     statuses: list[StatusRow],
     calibration: list[CalibrationRow],
-    accuracy: list[AccuracyRow],
-    regressions: list[RegressionRow],
+    run_metrics: list[MetricRow],
     pairwise: list[PairwiseRow],
-    review_queue: list[QueueRow],
-    custom: list[CustomRow],
     eval_settings: EvalSettings,
     clients: RunClients,
     io_manager: dg.ResourceParam[ParquetStore],
 ) -> list[RunRow]:
-    """The run in one row: lineage, counts per status, costs and funnel coverage; the `runs` view.
+    """The run in one row: lineage, counts per status, costs, funnel coverage and its kind's parameters; the `runs` view.
 
     A resumed run also names the killed run it finished and how many agent and judge calls that run's recordings saved.
     Query: `kindgi-eval sql "SELECT run_id, suite, started_at, passed, failed, judged_fail, agent_usd, judge_usd FROM runs ORDER BY started_at"`.
@@ -427,14 +446,12 @@ def run_summary(
         resumed_from=resumed_from,
         agent_calls_saved=agent_saved,
         judge_calls_saved=judge_saved,
-        accuracy=accuracy,
-        regressions=regressions,
-        pairwise=pairwise,
-        review_queue=review_queue,
-        custom=custom,
+        metrics=run_metrics,
     )
     earlier = earlier_runs(root, context.partition_key, context.run.run_id, row.started_at, NIGHTS - 1)
-    context.add_output_metadata(history_metadata([*earlier, (context.run.run_id, row, calibration)], context.partition_key))
+    context.add_output_metadata(
+        history_metadata([*earlier, (context.run.run_id, row, calibration)], context.partition_key, result_of(row, run_metrics))
+    )
     return [row]
 
 
@@ -467,9 +484,12 @@ def _manifest(context: dg.AssetExecutionContext, settings: RunSettings, clients:
     return _inputs(lambda: manifest_now(context, settings, clients.tenant(settings).hash))
 
 
-def _figures(columns: Mapping[str, object]) -> dict[str, object]:
-    """A kind's `runs` columns as its asset's metadata: the same names and values, the ones it has no value for left out."""
-    return {name: value for name, value in columns.items() if value is not None}
+def _figures(suite: list[SuiteRow], rows: KindRows) -> dict[str, object]:
+    """A kind's figures and parameters as its stage's metadata, under the names of its view's columns (the figures it
+    has no value for left out), so they plot night over night."""
+    kind: SuiteKind = kind_named(suite[0].suite_kind)
+    figures = figures_of(kind, kind.metrics(rows), kind.params(suite))
+    return {name: value for name, value in figures.items() if value is not None}
 
 
 def _inputs(read):
@@ -498,4 +518,5 @@ def _progress_logger(context: dg.AssetExecutionContext):
     return report
 
 
-CHAIN = [suite, agent_replies, outcomes, judge_samples, calibration, statuses, accuracy, custom, regressions, pairwise, review_queue, run_summary]
+CHAIN = [suite, agent_replies, outcomes, judge_samples, calibration, statuses, accuracy, custom, regressions, pairwise, review_queue,
+         run_metrics, run_summary]

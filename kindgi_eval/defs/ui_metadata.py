@@ -5,6 +5,7 @@ import dagster as dg
 from pydantic import BaseModel
 
 from kindgi_eval.inputs import TAG_RESULT, TAG_SUITE, TAG_TENANT
+from kindgi_eval.kinds import KindResult
 from kindgi_eval.reports import escape_md, kind_lines, pass_rate, run_result, verdicts_markdown
 from kindgi_eval.rules import FAILING, STATUSES, Case, clip, judge_was_down
 from kindgi_eval.store import CalibrationRow, ReplyRow, RunRow, SampleRow, StatusRow, arrow_schema
@@ -167,10 +168,10 @@ def _change(run: RunRow, previous: RunRow | None) -> str:
     return change or "no change"
 
 
-def history_metadata(runs: list[tuple[str, RunRow, list[CalibrationRow]]], suite: str) -> dict[str, object]:
+def history_metadata(runs: list[tuple[str, RunRow, list[CalibrationRow]]], suite: str, result: KindResult) -> dict[str, object]:
     """This suite's last runs, oldest first, as a table with each night's change; this run's figures under keys named
     for the suite, so the UI's Plots (Events) draw each suite's own history by run time rather than mixing suites;
-    and the line its kind reports, if it has one."""
+    and the line its kind reports of `result` (this run's), if it has one."""
     shown = runs[-NIGHTS:]
     records = [
         dg.TableRecord(
@@ -189,6 +190,6 @@ def history_metadata(runs: list[tuple[str, RunRow, list[CalibrationRow]]], suite
     plotted.update({f"{suite}/agreement/{c.group}": float(c.agreement) for c in calibration if c.agreement is not None})
     plotted[f"{suite}/agent_usd"] = float(latest.agent_usd)
     plotted[f"{suite}/judge_usd"] = float(latest.judge_usd)
-    said = kind_lines(latest)
+    said = kind_lines(result)
     return {"nights": dg.MetadataValue.table(records, schema=HISTORY_COLUMNS), **plotted,
             **({"kind_result": dg.MetadataValue.text("\n".join(said))} if said else {})}

@@ -8,12 +8,23 @@ from typing import NamedTuple, Protocol
 
 from kindgi_eval.inputs import RunSettings
 from kindgi_eval.rules import GROUPS, AgentReply, AssertionResult, Case, Group, check_case, group_of
-from kindgi_eval.store import AccuracyRow, CustomRow, PairwiseRow, QueueRow, RegressionRow, ReplyRow, RunRow, SuiteRow
+from kindgi_eval.store import (
+    AccuracyRow,
+    CustomRow,
+    FigureColumn,
+    MetricRow,
+    PairwiseRow,
+    QueueRow,
+    RegressionRow,
+    ReplyRow,
+    RunRow,
+    SuiteRow,
+)
 
 
 class KindRows(NamedTuple):
-    """A run's rows a kind sums up into its `runs` columns: the suite and replies every run has, and the table of
-    each kind's own stage (empty for the other kinds)."""
+    """A run's rows a kind sums up into its figures: the suite and replies every run has, and the table of each kind's
+    own stage (empty for the other kinds)."""
 
     suite: Sequence[SuiteRow]
     replies: Sequence[ReplyRow]
@@ -22,6 +33,18 @@ class KindRows(NamedTuple):
     pairwise: Sequence[PairwiseRow] = ()
     review_queue: Sequence[QueueRow] = ()
     custom: Sequence[CustomRow] = ()
+
+
+class KindResult(NamedTuple):
+    """A stored run as its kind reads it back: the row every run has, and the kind's figures and parameters by the
+    names of its view's columns (`accuracy`, `accuracy_low`, `baseline_run`, ...), typed as those columns are."""
+
+    run: RunRow
+    figures: Mapping[str, object]
+
+
+JUDGE_USD = "judge_usd"
+"""The figure a kind whose own stage pays the judge reports that cost under; the run's `judge_usd` adds it."""
 
 
 class Items(NamedTuple):
@@ -55,7 +78,11 @@ def _nothing(_: object) -> dict:
     return {}
 
 
-def _no_lines(_: RunRow) -> list[str]:
+def _no_metrics(_: KindRows) -> list[MetricRow]:
+    return []
+
+
+def _no_lines(_: KindResult) -> list[str]:
     return []
 
 
@@ -63,11 +90,11 @@ def _no_items(_: KindRows) -> Items | None:
     return None
 
 
-def _the_agent(run: RunRow) -> str:
-    return run.agent
+def _the_agent(result: KindResult) -> str:
+    return result.run.agent
 
 
-def _never(_: RunRow) -> bool:
+def _never(_: KindResult) -> bool:
     return False
 
 
@@ -93,17 +120,21 @@ class SuiteKind:
     kind says."""
     askings: Askings = _one_agent
     """Who answers which cases in the `agent_replies` stage: the run's agent every case, unless the kind says."""
-    columns: Callable[[KindRows], Mapping[str, object]] = _nothing
-    """Its own `runs` columns, from its rows."""
-    lines: Callable[[RunRow], list[str]] = _no_lines
+    metrics: Callable[[KindRows], list[MetricRow]] = _no_metrics
+    """Its figures of a run, from its rows: stored in `run_metrics`, one row each."""
+    params: Callable[[Sequence[SuiteRow]], Mapping[str, str | None]] = _nothing
+    """Its parameters as the run resolved them, from the stored suite: stored in `runs.params`."""
+    figures: tuple[FigureColumn, ...] = ()
+    """The typed columns of its view (`<kind>_runs`), from its figures and parameters; none gives it no view."""
+    lines: Callable[[KindResult], list[str]] = _no_lines
     """Its lines in the printed report, beneath the counts."""
-    summary: Callable[[RunRow], Mapping[str, object]] = _nothing
+    summary: Callable[[KindResult], Mapping[str, object]] = _nothing
     """Its key of the `--json` summary (`{"accuracy": {...}}`), or nothing."""
     marks: Callable[[KindRows], Mapping[str, str]] = _nothing
     """The line it adds under a case's head in the printed report, by case id (an item's grade, a case's move)."""
     items: Callable[[KindRows], Items | None] = _no_items
     """The items behind its figure, for the HTML report to list; None when it lists none."""
-    against: Callable[[RunRow], str] = _the_agent
+    against: Callable[[KindResult], str] = _the_agent
     """What the report's header says the suite ran against."""
-    failed: Callable[[RunRow], bool] = _never
+    failed: Callable[[KindResult], bool] = _never
     """Whether the kind's own result fails the run (exit 1) whatever its cases' statuses."""

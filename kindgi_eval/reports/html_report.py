@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import NamedTuple
 
-from kindgi_eval.kinds import KindRows, kind_named
+from kindgi_eval.kinds import KindResult, KindRows, kind_named
 from kindgi_eval.reports.reading import NUDGE_NOTE, SPEAKER, pass_rate, run_result, shown_history, shown_message
 from kindgi_eval.reports.run_report import kind_lines
 from kindgi_eval.rules import FAILING, STATUSES, Case
@@ -39,7 +39,8 @@ class RunPage(NamedTuple):
     """Everything of one stored run that its page shows."""
 
     run_id: str
-    run: RunRow
+    result: KindResult
+    """The run's row, and its kind's figures."""
     statuses: Sequence[StatusRow]
     outcomes: Sequence[OutcomeRow]
     samples: Sequence[SampleRow]
@@ -54,6 +55,11 @@ class RunPage(NamedTuple):
     """A regression suite's cases beside their baseline; empty for other kinds."""
     custom: Sequence[CustomRow] = ()
     """A custom suite's handler verdicts; empty for other kinds."""
+
+    @property
+    def run(self) -> RunRow:
+        """The run's row."""
+        return self.result.run
 
 
 def render_html(page: RunPage, suite: str) -> str:
@@ -101,7 +107,7 @@ def render_html(page: RunPage, suite: str) -> str:
 def _kind_section(page: RunPage) -> str:
     """What the suite's kind reports of its own, as the printed run report words it, and the items behind it; nothing
     for a conversation suite."""
-    lines = kind_lines(page.run)
+    lines = kind_lines(page.result)
     if not lines:
         return ""
     said = "".join(f"<p>{_text(line)}</p>" for line in lines)

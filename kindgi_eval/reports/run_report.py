@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from kindgi_eval.kinds import KindRows, kind_named, kinds
+from kindgi_eval.kinds import KindResult, KindRows, kind_named, kinds
 from kindgi_eval.reports.reading import NUDGE_NOTE, shown_history, shown_message
 from kindgi_eval.rules import FAILING, STATUSES, THRESHOLD, Case, counted, judge_was_down, safe
 from kindgi_eval.store import AccuracyRow, CalibrationRow, CustomRow, RegressionRow, RunRow, StatusRow
@@ -15,7 +15,7 @@ RECAP_AFTER = 10
 
 
 def render(
-    run: RunRow,
+    result: KindResult,
     statuses: Sequence[StatusRow],
     calibration: Sequence[CalibrationRow],
     key: str,
@@ -24,9 +24,10 @@ def render(
 ) -> str:
     """The printed report: every case's conversation and reply, review criteria beneath it, every failure, then the
     summary. `marks` holds the line a kind adds to a case (see `case_marks`)."""
+    run = result.run
     judged = run.judge is not None
     by_id = {c.id: c for c in cases}
-    against = kind_named(run.suite_kind).against(run)
+    against = kind_named(run.suite_kind).against(result)
     lines = [
         f"Suite {run.eval_dir} ({key}, hash {run.suite_hash[:12]}): {run.cases} cases against {against}, "
         + (f"judged by {run.judge}" if judged else "no judge"),
@@ -35,7 +36,7 @@ def render(
     for s in statuses:
         lines += _case_lines(s, judged, by_id.get(s.case_id), marks.get(s.case_id))
     lines.append("")
-    lines += summary_lines(run, calibration)
+    lines += summary_lines(result, calibration)
     lines += recap_lines(statuses)
     return "\n".join(lines) + "\n"
 
@@ -79,14 +80,15 @@ def _case_lines(s: StatusRow, judged: bool, case: Case | None, mark: str | None)
     return out
 
 
-def summary_lines(run: RunRow, calibration: Sequence[CalibrationRow]) -> list[str]:
-    """Counts (spec 009's three without a judge, spec 016's five with one), calibration, cost, coverage."""
+def summary_lines(result: KindResult, calibration: Sequence[CalibrationRow]) -> list[str]:
+    """Counts (spec 009's three without a judge, spec 016's five with one), the kind's lines, calibration, cost, coverage."""
+    run = result.run
     if run.judge is None:
         counts = f"{run.passed} passed, {run.failed} failed, {run.reviewed} reviewed"
     else:
         counts = ", ".join(f"{getattr(run, s.replace('-', '_'))} {s}" for s in STATUSES)
         counts += f"; {run.ungraded} criteria ungraded"
-    lines = [f"Summary: {counts}", *kind_lines(run)]
+    lines = [f"Summary: {counts}", *kind_lines(result)]
     if run.judge is not None and judge_was_down(calibration):
         drawn = sum(c.samples for c in calibration)
         causes = counted([cause for c in calibration for cause in c.invalid_causes])
@@ -143,15 +145,16 @@ def case_marks(accuracy: Sequence[AccuracyRow], regressions: Sequence[Regression
     return {case: mark for kind in kinds().values() for case, mark in kind.marks(rows).items()}
 
 
-def kind_lines(run: RunRow) -> list[str]:
+def kind_lines(result: KindResult) -> list[str]:
     """What the run's kind reports beneath the counts: its accuracy, its regression, its pairwise result, …"""
-    return kind_named(run.suite_kind).lines(run)
+    return kind_named(result.run.suite_kind).lines(result)
 
 
 def summary_json(
-    run_id: str, run: RunRow, statuses: Sequence[StatusRow], calibration: Sequence[CalibrationRow]
+    run_id: str, result: KindResult, statuses: Sequence[StatusRow], calibration: Sequence[CalibrationRow]
 ) -> dict:
-    """The `--json` document of DESIGN.md."""
+    """The `--json` document of DESIGN.md, and the key of the run's kind."""
+    run = result.run
     by_group = {c.group: c for c in calibration}
     return {
         "run_id": run_id,
@@ -175,7 +178,7 @@ def summary_json(
         },
         "cost": {"agent_usd": run.agent_usd, "judge_usd": run.judge_usd},
         "coverage": {"stages": run.stages, "uncovered": run.uncovered},
-        **kind_named(run.suite_kind).summary(run),
+        **kind_named(run.suite_kind).summary(result),
         "cases": [
             {
                 "id": s.case_id,

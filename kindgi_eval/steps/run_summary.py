@@ -1,17 +1,24 @@
-"""The `run_summary` stage: the run in one row, with its lineage (suite, tenant, judge prompt, code version)."""
+"""The `run_metrics` and `run_summary` stages: the figures of the run's kind, then the run in one row, with its
+lineage (suite, tenant, judge prompt, code version)."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
 from collections.abc import Sequence
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from kindgi_eval.kinds import KindRows, kind_named
+from kindgi_eval.kinds import JUDGE_USD, KindRows, kind_named
 from kindgi_eval.rules import STATUSES
-from kindgi_eval.store import AccuracyRow, CustomRow, PairwiseRow, QueueRow, RegressionRow, ReplyRow, RunRow, SampleRow, StatusRow, SuiteRow
+from kindgi_eval.store import MetricRow, ReplyRow, RunRow, SampleRow, StatusRow, SuiteRow
+
+
+def metric_rows(rows: KindRows) -> list[MetricRow]:
+    """Every figure of the run's kind, as its entry of the table of kinds sums them up from the run's rows."""
+    return kind_named(rows.suite[0].suite_kind).metrics(rows)
 
 
 def run_row(
@@ -30,16 +37,11 @@ def run_row(
     resumed_from: str | None = None,
     agent_calls_saved: int = 0,
     judge_calls_saved: int = 0,
-    accuracy: Sequence[AccuracyRow] = (),
-    regressions: Sequence[RegressionRow] = (),
-    pairwise: Sequence[PairwiseRow] = (),
-    review_queue: Sequence[QueueRow] = (),
-    custom: Sequence[CustomRow] = (),
+    metrics: Sequence[MetricRow] = (),
 ) -> RunRow:
-    """The run in one row: lineage, counts per status, ungraded criteria, costs and funnel coverage, and for a
-    resumed run the killed run it finished and how many agent and judge calls its recordings saved; for an
-    accuracy suite its accuracy and interval, for a regression suite how it moved against its baseline: each kind's
-    own columns, as its entry of the table of kinds sums them up."""
+    """The run in one row: lineage, counts per status, ungraded criteria, costs and funnel coverage, for a resumed
+    run the killed run it finished and how many agent and judge calls its recordings saved, and its kind's
+    parameters. The judge's cost adds what a kind's own stage paid it (its `metrics`' JUDGE_USD)."""
     first = suite[0]
     counts = Counter(s.status for s in statuses)
     entered = {r.funnel_stage for r in suite if r.kind == "case"}
@@ -60,7 +62,7 @@ def run_row(
         cases=len(statuses),
         ungraded=sum(c.verdict == "ungraded" for s in statuses for c in s.criteria) if judge else 0,
         agent_usd=sum(r.cost_usd for r in replies),
-        judge_usd=sum(s.cost_usd for s in samples) + sum(p.cost_usd for p in pairwise),
+        judge_usd=sum(s.cost_usd for s in samples) + sum(m.value or 0.0 for m in metrics if m.name == JUDGE_USD),
         cost_unknown=not all(r.cost_known for r in replies) or not all(s.cost_known for s in samples),
         stages=list(stages),
         uncovered=[s for s in stages if s not in entered],
@@ -68,11 +70,8 @@ def run_row(
         agent_calls_saved=agent_calls_saved,
         judge_calls_saved=judge_calls_saved,
         suite_kind=first.suite_kind,
-        benchmark_name=first.benchmark_name,
-        benchmark_version=first.benchmark_version,
-        benchmark_hash=first.benchmark_hash,
+        params=json.dumps(dict(kind_named(first.suite_kind).params(suite)), ensure_ascii=False, sort_keys=True),
         **{status.replace("-", "_"): counts.get(status, 0) for status in STATUSES},
-        **kind_named(first.suite_kind).columns(KindRows(suite, replies, accuracy, regressions, pairwise, review_queue, custom)),
     )
 
 

@@ -14,6 +14,7 @@ from kindgi_eval.store.batches import (
     write_manifest,
 )
 from kindgi_eval.store.compaction import compact
+from kindgi_eval.store.kind_views import FigureColumn, KindView
 from kindgi_eval.store.killed_runs import KilledRun, killed_run, refuse_finished
 from kindgi_eval.store.layout import (
     StorePath,
@@ -21,6 +22,7 @@ from kindgi_eval.store.layout import (
     earlier_runs,
     find_table,
     read_rows,
+    read_stored,
     read_table,
     rows_if_stored,
     run_keys,
@@ -38,6 +40,7 @@ from kindgi_eval.store.rows import (
     CriterionRow,
     CustomRow,
     HandlerRow,
+    MetricRow,
     OutcomeRow,
     PairwiseRow,
     QueueRow,
@@ -52,4 +55,4 @@ from kindgi_eval.store.rows import (
 from kindgi_eval.store.reviews import labels_in_force, read_reviews, write_reviews
 from kindgi_eval.store.views import connect, export_database, format_rows, view_names
 
-__all__ = ["AccuracyRow", "BatchWriter", "CalibrationRow", "CriterionRow", "CustomRow", "HandlerRow", "KilledRun", "Manifest", "OutcomeRow", "PairwiseRow", "QueueRow", "ReviewRow", "labels_in_force", "read_reviews", "write_reviews", "RegressionRow", "ReplaySource", "ReplyRow", "RunRow", "SampleRow", "StatusRow", "StorePath", "SuiteRow", "TABLE_OF", "area_run_id", "arrow_schema", "claim", "compact", "connect", "discard_area", "earlier_runs", "export_database", "find_run_areas", "find_table", "format_rows", "view_names", "killed_run", "from_table", "plan_areas", "plan_prune", "read_batches", "read_manifest", "read_rows", "read_table", "recorded_areas", "refuse_finished", "remove_areas", "remove_runs", "replay_source", "rows_if_stored", "run_area", "run_keys", "run_partition", "runtime_home", "store_root", "stored_runs", "table_path", "to_table", "write_atomically", "write_manifest"]
+__all__ = ["AccuracyRow", "FigureColumn", "KindView", "MetricRow", "read_stored", "BatchWriter", "CalibrationRow", "CriterionRow", "CustomRow", "HandlerRow", "KilledRun", "Manifest", "OutcomeRow", "PairwiseRow", "QueueRow", "ReviewRow", "labels_in_force", "read_reviews", "write_reviews", "RegressionRow", "ReplaySource", "ReplyRow", "RunRow", "SampleRow", "StatusRow", "StorePath", "SuiteRow", "TABLE_OF", "area_run_id", "arrow_schema", "claim", "compact", "connect", "discard_area", "earlier_runs", "export_database", "find_run_areas", "find_table", "format_rows", "view_names", "killed_run", "from_table", "plan_areas", "plan_prune", "read_batches", "read_manifest", "read_rows", "read_table", "recorded_areas", "refuse_finished", "remove_areas", "remove_runs", "replay_source", "rows_if_stored", "run_area", "run_keys", "run_partition", "runtime_home", "store_root", "stored_runs", "table_path", "to_table", "write_atomically", "write_manifest"]

@@ -19,6 +19,7 @@ from kindgi_eval.store.rows import (
     AccuracyRow,
     CalibrationRow,
     CustomRow,
+    MetricRow,
     OutcomeRow,
     PairwiseRow,
     QueueRow,
@@ -63,6 +64,7 @@ TABLES = (
     Table("regressions", "regressions", RegressionRow),
     Table("pairwise", "pairwise", PairwiseRow),
     Table("review_queue", "review_queue", QueueRow),
+    Table("run_metrics", "run_metrics", MetricRow),
     Table("run_summary", "runs", RunRow),
 )
 TABLE_OF = {t.asset: t for t in TABLES}
@@ -160,17 +162,26 @@ def run_keys(root: StorePath, partition: str | None = None) -> list[RunKey]:
 
 def read_table(root: StorePath, asset: str, partition: str, run_id: str) -> pa.Table | None:
     """One run's table of one asset, from its own file or a compacted month; None if the store has no such run."""
+    stored = read_stored(root, asset, partition, run_id)
+    if stored is None:
+        return None
+    # a file written before a column was added to the row model lacks it, and its rows read it as the default; one
+    # written before a column left the model (a kind's figure in `runs`, now in `run_metrics`) keeps it, unread here
+    return stored.select([n for n in arrow_schema(TABLE_OF[asset].row).names if n in stored.column_names])
+
+
+def read_stored(root: StorePath, asset: str, partition: str, run_id: str) -> pa.Table | None:
+    """One run's table of one asset with every column as it was stored, from its own file or a compacted month; None
+    if the store has no such run."""
     path = find_table(root, asset, partition, run_id)
     if path is not None:
         return read_parquet(path)
     if _compacted_rows(root, "run_summary", run_id, partition) is None:
         return None  # every run stores a summary: without one, the run is not here
-    schema = arrow_schema(TABLE_OF[asset].row)
     rows = _compacted_rows(root, asset, run_id, partition)
     if not rows:
-        return schema.empty_table()
-    # a month compacted before a column was added to the row model lacks it: its rows read it as the default
-    return rows.drop_columns(list(HIVE_COLUMNS)).select([n for n in schema.names if n in rows.column_names])
+        return arrow_schema(TABLE_OF[asset].row).empty_table()
+    return rows.drop_columns(list(HIVE_COLUMNS))
 
 
 def write_atomically(table: pa.Table, path: StorePath) -> None:

@@ -421,79 +421,24 @@ class RunRow(_Row):
     """The version of it in force when the run started."""
     suite_kind: str = "conversation"
     """The suite's kind."""
-    benchmark_name: str | None = None
-    """A benchmark suite's catalogue entry, e.g. `kindgi/golden`."""
-    benchmark_version: str | None = None
-    """Its catalogue version."""
-    benchmark_hash: str | None = None
-    """The content hash of the catalogue entry's files."""
-    accuracy: float | None = None
-    """An accuracy suite's correct items over its graded ones; None when none was graded (or another kind)."""
-    accuracy_low: float | None = None
-    """The lower bound of its Wilson 95% interval."""
-    accuracy_high: float | None = None
-    """The upper bound of its Wilson 95% interval."""
-    correct: int | None = None
-    """Accuracy items graded correct."""
-    wrong: int | None = None
-    """Accuracy items graded wrong."""
-    ungraded_items: int | None = None
-    """Accuracy items left ungraded, counted on neither side."""
-    baseline_run: str | None = None
-    """A regression suite's baseline run."""
-    improved: int | None = None
-    """Regression cases that moved up against the baseline."""
-    regressed: int | None = None
-    """Regression cases that moved down; any fails the run."""
-    unchanged: int | None = None
-    """Regression cases whose status did not move."""
-    pass_rate_change: float | None = None
-    """The pass rate now minus the baseline's, over the same cases."""
-    change_low: float | None = None
-    """The lower bound of its paired bootstrap 95% interval."""
-    change_high: float | None = None
-    """The upper bound of its paired bootstrap 95% interval."""
-    mcnemar_p: float | None = None
-    """McNemar's exact p-value for the cases that flipped between passing and not."""
-    handler_name: str | None = None
-    """A custom suite's handler, as `module:entrypoint`."""
-    handler_hash: str | None = None
-    """The SHA-256 of the handler's published source."""
-    handler_passed: int | None = None
-    """Custom cases the handler passed."""
-    handler_failed: int | None = None
-    """Custom cases the handler failed."""
-    handler_errors: int | None = None
-    """Custom cases the handler gave no valid verdict on (timeout, memory, crash, garbage): never passes."""
-    handler_skipped: int | None = None
-    """Custom cases the handler was not run on, since the agent gave no reply."""
-    variant_a: str | None = None
-    """A pairwise suite's variant A: its agent id and version label."""
-    variant_b: str | None = None
-    """A pairwise suite's variant B: its agent id and version label."""
-    pairwise_calibrated: bool | None = None
-    """Whether the pairwise judge agreed with the hand-labelled pairs, so its preferences count."""
-    pairwise_agreement: float | None = None
-    """Its agreement with them."""
-    wins: int | None = None
-    """Prompts variant A won in both orders."""
-    losses: int | None = None
-    """Prompts variant B won in both orders."""
-    ties: int | None = None
-    """Every other judged prompt."""
-    win_rate: float | None = None
-    """Variant A's (wins + 0.5 ties) / judged prompts."""
-    win_rate_low: float | None = None
-    """The lower bound of its bootstrap 95% interval."""
-    win_rate_high: float | None = None
-    """The upper bound of its bootstrap 95% interval."""
-    position_consistency: float | None = None
-    """The share of judged prompts whose two orders agreed."""
-    reviewer_role: str | None = None
-    """A human-review suite's reviewer role; None for other kinds."""
-    review_items: int | None = None
-    """Rows of its review queue: one per reply and rubric item."""
-    review_replies: int | None = None
-    """Replies in the queue."""
-    review_skipped: int | None = None
-    """Cases left out of the queue because the agent gave no reply (an error)."""
+    params: str | None = None
+    """The kind's parameters as the run resolved them, a JSON object of text values (a regression suite's
+    `baseline_run`, a pairwise suite's `variant_a` and `variant_b`, a custom suite's `handler_name`, ...); `{}` for a
+    conversation suite. Its kind's view (`regression_runs`, ...) gives each its own column. None in runs stored
+    before the kinds' figures moved to `run_metrics`: those keep their figures and parameters as columns of their own."""
+
+
+class MetricRow(_Row):
+    """One figure of a run's kind, in the one shape every kind's figures share: a count, a rate with its interval,
+    a p-value. Its kind's view (`accuracy_runs`, ...) gives each figure the column it has always had."""
+
+    name: str
+    """The figure's name within its kind, e.g. `accuracy`, `wins`, `pass_rate_change`."""
+    value: float | None
+    """Its value; None when there is nothing to measure (no item graded, no prompt both variants answered)."""
+    low: float | None = None
+    """The lower bound of its interval, when it has one."""
+    high: float | None = None
+    """The upper bound of its interval."""
+    method: str | None = None
+    """How the value or its interval was computed, e.g. `wilson 95%`, `bootstrap 95%`, `mcnemar exact`; None for a count."""

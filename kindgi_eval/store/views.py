@@ -11,6 +11,7 @@ import re
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import NamedTuple
 from decimal import Decimal
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from upath import UPath
 
 from kindgi_eval.rules import safe
 from kindgi_eval.store.arrow import arrow_schema
+from kindgi_eval.store.kind_views import KindView, kind_view_sql
 from kindgi_eval.store.layout import HIVE_COLUMNS, MONTH_FILES, RUN_FILES, TABLES, StorePath, Table, runtime_home
 from kindgi_eval.store.reviews import REVIEW_FILES, REVIEWS
 from kindgi_eval.store.rows import ReviewRow
@@ -100,32 +102,51 @@ def _quoted(path: StorePath) -> str:
     return str(path).replace("'", "''")
 
 
-def define_views(con: duckdb.DuckDBPyConnection, root: StorePath, tables: Sequence[Table] = TABLES, *, reviews: bool = True) -> None:
-    """Create or replace the views of `tables` (all by default) on a connection, and the `reviews` view unless told not to."""
+def define_views(con: duckdb.DuckDBPyConnection, root: StorePath, tables: Sequence[Table] = TABLES, *, reviews: bool = True,
+                 kinds: Sequence[KindView] = (), every_kind: Sequence[KindView] = ()) -> None:
+    """Create or replace the views of `tables` (all by default), the `reviews` view unless told not to, and the views
+    of `kinds` (which read `runs` and `run_metrics`, so those two are defined with them), knowing `every_kind`'s
+    columns (all of `kinds` when not given)."""
+    if kinds:
+        tables = [*tables, *(t for t in TABLES if t.asset in _KIND_VIEWS_READ and t not in tables)]
     for table in tables:
         con.execute(view_sql(table, root))
     if reviews:
         con.execute(reviews_view_sql(root))
+    for kind in kinds:
+        con.execute(kind_view_sql(kind, every_kind or kinds))
 
 
-def view_names() -> list[str]:
-    """Every view `kindgi-eval sql` can query, in the store's order, `reviews` last."""
-    return [t.view for t in TABLES] + [REVIEWS]
+_KIND_VIEWS_READ = ("run_summary", "run_metrics")
 
 
-def views_named(query: str) -> list[Table]:
-    """The tables whose views a query names; all of them when it names none (e.g. to list the views).
+def view_names(kinds: Sequence[KindView] = ()) -> list[str]:
+    """Every view `kindgi-eval sql` can query, in the store's order, `reviews` and then the kinds' views last."""
+    return [t.view for t in TABLES] + [REVIEWS] + [k.view for k in kinds]
+
+
+def _names(query: str, view: str) -> bool:
+    return re.search(rf"\b{view}\b", query, re.IGNORECASE) is not None
+
+
+class Named(NamedTuple):
+    """The views a query needs defined."""
+
+    tables: list[Table]
+    reviews: bool
+    kinds: list[KindView]
+
+
+def views_named(query: str, kinds: Sequence[KindView] = ()) -> Named:
+    """The views a query names; all of them when it names none (e.g. to list the views).
 
     Defining a view lists its files, so a query pays only for the views it uses."""
-    named = [t for t in TABLES if re.search(rf"\b{t.view}\b", query, re.IGNORECASE)]
-    return named or list(TABLES)
-
-
-def names_reviews(query: str) -> bool:
-    """Whether a query needs the `reviews` view: it names it, or names no view at all (as `views_named` gives all)."""
-    return re.search(rf"\b{REVIEWS}\b", query, re.IGNORECASE) is not None or not any(
-        re.search(rf"\b{t.view}\b", query, re.IGNORECASE) for t in TABLES
-    )
+    tables = [t for t in TABLES if _names(query, t.view)]
+    named_kinds = [k for k in kinds if _names(query, k.view)]
+    reviews = _names(query, REVIEWS)
+    if not (tables or named_kinds or reviews):
+        return Named(list(TABLES), True, list(kinds))
+    return Named(tables, reviews, named_kinds)
 
 
 def open_database(root: StorePath, database: str = ":memory:") -> duckdb.DuckDBPyConnection:
@@ -139,18 +160,20 @@ def open_database(root: StorePath, database: str = ":memory:") -> duckdb.DuckDBP
 
 
 @contextmanager
-def connect(root: StorePath, query: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
-    """An in-memory DuckDB with the views over the store as it is now: those `query` names, or all."""
+def connect(root: StorePath, query: str | None = None, kinds: Sequence[KindView] = ()) -> Iterator[duckdb.DuckDBPyConnection]:
+    """An in-memory DuckDB with the views over the store as it is now, the views of `kinds` among them: those
+    `query` names, or all."""
     con = open_database(root)
     try:
-        define_views(con, root, views_named(query) if query else TABLES, reviews=not query or names_reviews(query))
+        named = views_named(query, kinds) if query else Named(list(TABLES), True, list(kinds))
+        define_views(con, root, named.tables, reviews=named.reviews, kinds=named.kinds, every_kind=kinds)
         yield con
     finally:
         con.close()
 
 
-def export_database(root: StorePath) -> Path:
-    """Write `kindgi.duckdb`, holding the views, for the duckdb shell or any DuckDB client: in a local store, beside
+def export_database(root: StorePath, kinds: Sequence[KindView] = ()) -> Path:
+    """Write `kindgi.duckdb`, holding the views (the views of `kinds` among them), for the duckdb shell or any DuckDB client: in a local store, beside
     its tables; for a store at a URL, in the runtime folder, since a database file must be local. Its views name the
     store's files by URL, which a client reads itself (`file://` natively, `s3://` and `gs://` through httpfs).
 
@@ -164,7 +187,7 @@ def export_database(root: StorePath) -> Path:
     try:
         con = open_database(root, str(tmp))
         try:
-            define_views(con, root)
+            define_views(con, root, kinds=kinds)
         finally:
             con.close()
         os.replace(tmp, target)

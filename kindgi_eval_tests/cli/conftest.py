@@ -49,9 +49,9 @@ def sql(query: str) -> list[dict]:
 
 
 
-def kind_figures(home, asset: str, run_id: str, names: tuple[str, ...]) -> tuple[dict, dict]:
-    """The figures `names` as `asset` recorded them in its metadata in run `run_id`, and as that run's row of the
-    `runs` view holds them: a kind's figures are the same numbers under the same names in both."""
+def kind_figures(home, asset: str, run_id: str, names: tuple[str, ...], view: str) -> tuple[dict, dict]:
+    """The figures `names` as `asset` recorded them in its metadata in run `run_id`, and as that run's row of its
+    kind's view holds them: a kind's figures are the same numbers under the same names in both."""
     import dagster as dg
 
     from kindgi_eval.defs import open_instance
@@ -63,5 +63,5 @@ def kind_figures(home, asset: str, run_id: str, names: tuple[str, ...]) -> tuple
         metadata = record.asset_materialization.metadata
     finally:
         instance.dispose()
-    (row,) = sql(f"SELECT * FROM runs WHERE run_id = '{run_id}'")
+    (row,) = sql(f"SELECT * FROM {view} WHERE run_id = '{run_id}'")
     return {name: metadata[name].value for name in names}, {name: row[name] for name in names}

@@ -109,7 +109,7 @@ def test_a_custom_suite_runs_its_handler_sandboxed_and_records_each_failure(regi
     summary = json.loads(out.read_text())
     assert summary["custom"] | {"hash": None} == {"handler": "graders/house.py:grade", "hash": None, "passed": 1, "failed": 1, "errors": 7, "skipped": 0}
     assert len(summary["custom"]["hash"]) == 64
-    (run,) = sql("SELECT suite_kind, handler_name, handler_errors FROM runs WHERE suite_id = 'demo-academy.house'")
+    (run,) = sql("SELECT suite_kind, handler_name, handler_errors FROM custom_runs WHERE suite_id = 'demo-academy.house'")
     assert run == {"suite_kind": "custom", "handler_name": "graders/house.py:grade", "handler_errors": 7}
     assert SECRET not in json.dumps(sql("SELECT * FROM custom")) + json.dumps(sql("SELECT * FROM outcomes"))
 

@@ -47,11 +47,11 @@ def test_an_accuracy_suite_reports_its_accuracy_with_a_wilson_interval(registry,
         {"case_id": "discount", "grader": "contains", "grade": "wrong"},
         {"case_id": "item-1", "grader": "contains", "grade": "correct"},
     ]
-    (row,) = sql("SELECT suite_kind, accuracy, accuracy_low, accuracy_high, correct, wrong, ungraded_items FROM runs")
+    (row,) = sql("SELECT suite_kind, accuracy, accuracy_low, accuracy_high, correct, wrong, ungraded_items FROM accuracy_runs")
     assert row == {"suite_kind": "accuracy", "accuracy": pytest.approx(2 / 3), "accuracy_low": pytest.approx(interval.low),
                    "accuracy_high": pytest.approx(interval.high), "correct": 2, "wrong": 1, "ungraded_items": 0}
     # the asset's metadata (plotted night over night in the UI) holds the very figures of the runs view
-    metadata, row = kind_figures(home, "accuracy", summary["run_id"], ("correct", "wrong", "ungraded_items", "accuracy", "accuracy_low", "accuracy_high"))
+    metadata, row = kind_figures(home, "accuracy", summary["run_id"], ("correct", "wrong", "ungraded_items", "accuracy", "accuracy_low", "accuracy_high"), "accuracy_runs")
     assert metadata == row
 
 
@@ -77,7 +77,7 @@ def test_a_regression_suite_compares_each_case_with_its_baseline_and_fails_on_a_
     moved = sql("SELECT case_id, baseline_status, status, change FROM regressions WHERE change <> 'unchanged'")
     assert moved == [{"case_id": cases[0]["id"], "baseline_status": "passed", "status": "failed", "change": "regressed"}]
     figures = ("baseline_run", "improved", "regressed", "unchanged", "pass_rate_change", "change_low", "change_high", "mcnemar_p")
-    metadata, row = kind_figures(home, "regressions", summary["run_id"], figures)
+    metadata, row = kind_figures(home, "regressions", summary["run_id"], figures, "regression_runs")
     assert metadata == row and metadata["regressed"] == 1
     # the same cases against the baseline named by its run: nothing moved, the run passes
     publish(registry.http, "demo-academy.same", "regression", {"baseline": {"runId": base["run_id"]}, "cases": cases})
@@ -150,7 +150,7 @@ def test_a_benchmark_suite_runs_the_catalogue_entry_and_records_it(registry, hom
     assert summary["benchmark"] == {"name": "kindgi/golden", "version": "1.0.0", "hash": pinned}
     assert summary["counts"]["passed"] == 32 and summary["counts"]["reviewed"] == 4
     assert f"Benchmark: kindgi/golden 1.0.0 (content sha256 {pinned})" in said
-    (row,) = sql("SELECT suite_id, suite_kind, benchmark_name, benchmark_version, benchmark_hash, cases FROM runs")
+    (row,) = sql("SELECT suite_id, suite_kind, benchmark_name, benchmark_version, benchmark_hash, cases FROM benchmark_runs")
     assert row == {"suite_id": "demo-academy.standard", "suite_kind": "benchmark", "benchmark_name": "kindgi/golden",
                    "benchmark_version": "1.0.0", "benchmark_hash": pinned, "cases": 36}
 

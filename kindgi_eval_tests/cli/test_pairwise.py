@@ -88,7 +88,7 @@ def test_a_calibrated_judge_compares_the_variants_in_both_orders(registry, home,
     assert provider.calls == {"agent": 3, "judge": 2 * (len(PAIRS) + len(PROMPTS))}  # both orders of every pair
     figures = ("variant_a", "variant_b", "pairwise_calibrated", "pairwise_agreement", "wins", "losses", "ties", "win_rate",
                "win_rate_low", "win_rate_high", "position_consistency")
-    metadata, row = kind_figures(home, "pairwise", summary["run_id"], figures)
+    metadata, row = kind_figures(home, "pairwise", summary["run_id"], figures, "pairwise_runs")
     assert metadata == row and metadata["wins"] == 2
     rows = sql("SELECT subject, subject_id, ab, ba, outcome, consistent FROM pairwise ORDER BY subject, subject_id")
     assert [tuple(r.values()) for r in rows] == [

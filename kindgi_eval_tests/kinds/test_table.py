@@ -3,6 +3,7 @@ agrees with the kinds the registry accepts, and a kind installed from outside re
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from importlib.metadata import entry_points
@@ -11,9 +12,11 @@ from pathlib import Path
 import pytest
 
 import kindgi_eval.registry  # noqa: F401  (its kinds' consumers register on import)
-from kindgi_eval.kinds import GROUP, KindTableError, SuiteKind, kind_named, kinds
+from kindgi_eval.kinds import GROUP, KindResult, KindTableError, SuiteKind, kind_named, kinds
 from kindgi_eval.registry.consumers import accepted_kinds
 from kindgi_eval.reports import render, summary_json
+from kindgi_eval.rules import wilson
+from kindgi_eval_tests.conftest import REPO, run_cli
 from kindgi_eval_tests.reports.test_run_report import run_row
 
 
@@ -54,15 +57,15 @@ def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[calla
 TOY = '''
 from kindgi_eval.kinds import SuiteKind
 
-KIND = SuiteKind(name="toy", enters_funnel=False, lines=lambda run: [f"Toy: {run.cases} cases seen"],
-                 summary=lambda run: {"toy": {"seen": run.cases}})
+KIND = SuiteKind(name="toy", enters_funnel=False, lines=lambda result: [f"Toy: {result.run.cases} cases seen"],
+                 summary=lambda result: {"toy": {"seen": result.run.cases}})
 '''
 
 
 def test_a_kind_from_another_package_reaches_the_report_and_the_json(installed) -> None:
     installed("toy_kind", TOY, "toy = toy_kind:KIND")
     assert set(kinds()) == set(accepted_kinds()) | {"toy"}  # the built-ins are still there, beside it
-    run = run_row(suite_kind="toy", cases=3, passed=3)
+    run = KindResult(run_row(suite_kind="toy", cases=3, passed=3), {})
     report = render(run, [], [], "t.toy", [], {}).splitlines()
     assert "Toy: 3 cases seen" in report
     assert not any(line.startswith("Funnel coverage") for line in report)  # the kind said its items enter no funnel
@@ -73,3 +76,57 @@ def test_an_entry_named_apart_from_its_kind_is_refused(installed) -> None:
     installed("toy_misnamed", TOY, "poll = toy_misnamed:KIND")
     with pytest.raises(KindTableError, match="must name a SuiteKind called 'poll'"):
         kinds()
+
+
+TOY_WITH_FIGURES = '''
+from kindgi_eval.kinds import SuiteKind, count, estimate
+from kindgi_eval.rules import wilson
+from kindgi_eval.store import FigureColumn
+
+
+def _metrics(rows):
+    answered = sum(1 for r in rows.replies if r.messages)
+    return [count("answered", answered), estimate("answer_rate", wilson(answered, len(rows.replies)), "wilson 95%")]
+
+
+def _lines(result):
+    f = result.figures
+    return [f"Toy ({f['flavour']}): {f['answered']} of {result.run.cases} cases answered, rate {f['answer_rate']:.2f}"]
+
+
+KIND = SuiteKind(
+    name="toy",
+    enters_funnel=False,
+    metrics=_metrics,
+    params=lambda suite: {"flavour": "plain"},
+    figures=(FigureColumn("flavour", "VARCHAR"), FigureColumn("answered", "BIGINT", "answered"),
+             FigureColumn("answer_rate", "DOUBLE", "answer_rate"), FigureColumn("answer_rate_low", "DOUBLE", "answer_rate", "low")),
+    lines=_lines,
+    summary=lambda result: {"toy": dict(result.figures)},
+)
+'''
+
+
+def test_a_kind_defined_here_runs_the_chain_and_its_figures_reach_runs_the_report_and_the_json(installed, home, tmp_path: Path) -> None:
+    installed("toy_figures", TOY_WITH_FIGURES, "toy = toy_figures:KIND")
+    suite = tmp_path / "toy-suite"
+    suite.mkdir()
+    cases = (REPO / "evals/golden/cases.jsonl").read_text().splitlines()[:3]
+    (suite / "cases.jsonl").write_text("\n".join(cases) + "\n")
+    (suite / "registry.json").write_text(json.dumps({"suite_id": "demo-academy.toy", "suite_version": "1.0.0",
+                                                     "registry_hash": "ab" * 32, "kind": "toy"}))
+    env = {"PYTHONPATH": str(tmp_path)}  # the command line's own process finds the kind as pip would have installed it
+    done = run_cli("run", "--mock", "--eval-dir", str(suite), "--json", str(tmp_path / "out.json"), env=env)
+    assert done.code == 0, done.err
+    # 3 cases, all answered by the demo agent: Wilson's interval of 3 of 3 is (0.438, 1.0)
+    assert "Toy (plain): 3 of 3 cases answered, rate 1.00" in done.out
+    summary = json.loads((tmp_path / "out.json").read_text())
+    assert summary["toy"]["answered"] == 3 and summary["toy"]["flavour"] == "plain"
+    assert summary["toy"]["answer_rate_low"] == pytest.approx(wilson(3, 3).low)
+    figures = run_cli("sql", "SELECT name, value, low, method FROM run_metrics ORDER BY name", "--format", "json", env=env)
+    assert json.loads(figures.out) == [
+        {"name": "answer_rate", "value": 1.0, "low": pytest.approx(wilson(3, 3).low), "method": "wilson 95%"},
+        {"name": "answered", "value": 3.0, "low": None, "method": None},
+    ]
+    view = run_cli("sql", "SELECT suite_kind, cases, flavour, answered, answer_rate FROM toy_runs", "--format", "json", env=env)
+    assert json.loads(view.out) == [{"suite_kind": "toy", "cases": 3, "flavour": "plain", "answered": 3, "answer_rate": 1.0}]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from kindgi_eval.kinds import KindResult
 from kindgi_eval.reports.html_report import RunPage, render_html
 from kindgi_eval.reports.reading import pass_rate
 from kindgi_eval.rules import Case
@@ -111,10 +112,10 @@ def a_case(case_id: str, text: str = "how much is it?", history: tuple[tuple[str
     return Case.model_validate_json(json.dumps(line))
 
 
-def page_of(statuses: list[StatusRow], run: RunRow | None = None, **parts: object) -> str:
+def page_of(statuses: list[StatusRow], run: RunRow | None = None, figures: dict | None = None, **parts: object) -> str:
     run = run or summary(cases=len(statuses), passed=sum(s.status == "passed" for s in statuses),
                          failed=sum(s.status == "failed" for s in statuses), reviewed=sum(s.status == "reviewed" for s in statuses))
-    fields = {"run_id": "run-1", "run": run, "statuses": statuses, "outcomes": [], "samples": [], "calibration": [],
+    fields = {"run_id": "run-1", "result": KindResult(run, figures or {}), "statuses": statuses, "outcomes": [], "samples": [], "calibration": [],
               "history": [("run-1", run)], **parts}
     return render_html(RunPage(**fields), "demo-academy.x")
 
@@ -151,41 +152,43 @@ def kind_section(html: str) -> str:
 
 
 def test_an_accuracy_run_shows_its_figure_with_its_interval_and_its_wrong_items() -> None:
-    run = summary(suite_kind="accuracy", cases=3, passed=2, failed=1, accuracy=2 / 3, accuracy_low=0.208, accuracy_high=0.939,
-                  correct=2, wrong=1, ungraded_items=0)
+    run = summary(suite_kind="accuracy", cases=3, passed=2, failed=1)
+    figures = dict(accuracy=2 / 3, accuracy_low=0.208, accuracy_high=0.939, correct=2, wrong=1, ungraded_items=0)
     grades = [AccuracyRow(case_id="price", grader="contains", expected_output="$450", grade="correct", detail="found"),
               AccuracyRow(case_id="discount", grader="contains", expected_output="20% <off>", grade="wrong", detail='missing "20% off"')]
-    shown = kind_section(page_of([status("price"), status("discount", "failed")], run, accuracy=grades))
+    shown = kind_section(page_of([status("price"), status("discount", "failed")], run, figures, accuracy=grades))
     assert "Accuracy: 0.667, 2 of 3 graded items correct (95% Wilson interval 0.208 to 0.939)" in shown
     assert "<td>discount</td><td>wrong</td><td>20% &lt;off&gt;</td>" in shown and "price" not in shown
 
 
 def test_a_regression_run_names_its_baseline_and_the_cases_that_moved() -> None:
-    run = summary(suite_kind="regression", cases=3, passed=2, failed=1, baseline_run="base-run", improved=1, regressed=1, unchanged=1)
+    run = summary(suite_kind="regression", cases=3, passed=2, failed=1)
+    figures = dict(baseline_run="base-run", improved=1, regressed=1, unchanged=1, pass_rate_change=None)
     moved = [RegressionRow(case_id="up", baseline_run="base-run", baseline_status="failed", status="passed", change="improved"),
              RegressionRow(case_id="down", baseline_run="base-run", baseline_status="passed", status="failed", change="regressed"),
              RegressionRow(case_id="same", baseline_run="base-run", baseline_status="passed", status="passed", change="unchanged")]
-    shown = kind_section(page_of([status("up"), status("down", "failed"), status("same")], run, regressions=moved))
+    shown = kind_section(page_of([status("up"), status("down", "failed"), status("same")], run, figures, regressions=moved))
     assert "Regression against run base-run: 1 improved, 1 regressed, 1 unchanged" in shown
     assert "<td>up</td><td>failed</td><td>passed</td><td>improved</td>" in shown
     assert "<td>down</td><td>passed</td><td>failed</td><td>regressed</td>" in shown and "same" not in shown
 
 
 def test_pairwise_human_review_and_custom_runs_show_their_own_figures() -> None:
-    pairwise = summary(suite_kind="pairwise", cases=2, passed=0, reviewed=2, variant_a="a@1", variant_b="b@2", pairwise_calibrated=True,
-                       wins=3, losses=1, ties=2, win_rate=0.667, win_rate_low=0.4, win_rate_high=0.9, position_consistency=0.75)
-    assert "3 wins, 1 losses, 2 ties" in kind_section(page_of([status("p", "reviewed")], pairwise))
-    assert "position consistency 0.75" in kind_section(page_of([status("p", "reviewed")], pairwise))
-    queue = summary(suite_kind="human-review", cases=2, passed=0, reviewed=2, reviewer_role="coach", review_items=4, review_replies=2,
-                    review_skipped=0)
-    assert "4 items queued for the coach" in kind_section(page_of([status("q", "reviewed")], queue))
-    custom = summary(suite_kind="custom", cases=2, passed=1, failed=1, handler_name="grade:check", handler_hash="ab" * 32,
-                     handler_passed=1, handler_failed=1, handler_errors=0, handler_skipped=0)
+    pairwise = summary(suite_kind="pairwise", cases=2, passed=0, reviewed=2)
+    tally = dict(variant_a="a@1", variant_b="b@2", pairwise_calibrated=True, wins=3, losses=1, ties=2, win_rate=0.667, win_rate_low=0.4,
+                 win_rate_high=0.9, position_consistency=0.75)
+    assert "3 wins, 1 losses, 2 ties" in kind_section(page_of([status("p", "reviewed")], pairwise, tally))
+    assert "position consistency 0.75" in kind_section(page_of([status("p", "reviewed")], pairwise, tally))
+    queue = summary(suite_kind="human-review", cases=2, passed=0, reviewed=2)
+    queued = dict(reviewer_role="coach", review_items=4, review_replies=2, review_skipped=0)
+    assert "4 items queued for the coach" in kind_section(page_of([status("q", "reviewed")], queue, queued))
+    custom = summary(suite_kind="custom", cases=2, passed=1, failed=1)
+    handled = dict(handler_name="grade:check", handler_hash="ab" * 32, handler_passed=1, handler_failed=1, handler_errors=0, handler_skipped=0)
     verdicts = [CustomRow(case_id="good", handler_name="grade:check", status="passed", verdict="pass", score=1.0, reason="ok",
                           error=None, duration_ms=3.0),
                 CustomRow(case_id="bad", handler_name="grade:check", status="failed", verdict="fail", score=0.25, reason="too <long>",
                           error=None, duration_ms=3.0)]
-    shown = kind_section(page_of([status("good"), status("bad", "failed")], custom, custom=verdicts))
+    shown = kind_section(page_of([status("good"), status("bad", "failed")], custom, handled, custom=verdicts))
     assert "Custom handler grade:check" in shown and "1 passed, 1 failed" in shown
     assert "<td>bad</td><td>fail</td><td>0.25</td><td>too &lt;long&gt;</td>" in shown and "good" not in shown
     assert '<section id="kind">' not in page_of([status("a")])  # a conversation suite has no figure of its own

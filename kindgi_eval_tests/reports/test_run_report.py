@@ -3,6 +3,7 @@ failing cases once more at the end of a long run, and what `reviewed` and `ungra
 
 from __future__ import annotations
 
+from kindgi_eval.kinds import KindResult
 from kindgi_eval.reports import case_marks, render
 from kindgi_eval.rules import Case
 from kindgi_eval.store import AccuracyRow, CustomRow, RegressionRow, RunRow, StatusRow
@@ -29,7 +30,7 @@ def case(case_id: str, text: str, history: tuple[tuple[str, str], ...] = (), nud
 
 
 def report(statuses: list[StatusRow], suite: list[Case], marks: dict[str, str] | None = None, **run: object) -> list[str]:
-    return render(run_row(**run), statuses, [], "t.x", suite, marks or {}).splitlines()
+    return render(KindResult(run_row(**run), {}), statuses, [], "t.x", suite, marks or {}).splitlines()
 
 
 def test_the_contacts_message_stands_above_the_reply() -> None:

@@ -1,10 +1,9 @@
 """The `accuracy` kind: items with an expected output, graded correct or wrong, and the accuracy with its interval."""
 
-from collections.abc import Mapping
-
 from kindgi_eval.kinds.accuracy.report import accuracy_items, accuracy_lines, accuracy_marks, accuracy_summary
-from kindgi_eval.kinds.accuracy.stage import accuracy_columns, accuracy_rows
+from kindgi_eval.kinds.accuracy.stage import accuracy_metrics, accuracy_rows
 from kindgi_eval.kinds.kind import KindRows, SuiteKind
+from kindgi_eval.store import FigureColumn, MetricRow
 from kindgi_eval.rules import ACCURACY_GROUP, AccuracyCase, AgentReply, AssertionResult, Group, check_accuracy
 
 
@@ -19,12 +18,22 @@ def _in_accuracy_group(criterion: str) -> Group:
     return ACCURACY_GROUP
 
 
-def _columns(rows: KindRows) -> Mapping[str, object]:
-    return accuracy_columns(rows.accuracy)
+def _metrics(rows: KindRows) -> list[MetricRow]:
+    return accuracy_metrics(rows.accuracy)
+
+
+FIGURES = (
+    FigureColumn("accuracy", "DOUBLE", "accuracy"),
+    FigureColumn("accuracy_low", "DOUBLE", "accuracy", "low"),
+    FigureColumn("accuracy_high", "DOUBLE", "accuracy", "high"),
+    FigureColumn("correct", "BIGINT", "correct"),
+    FigureColumn("wrong", "BIGINT", "wrong"),
+    FigureColumn("ungraded_items", "BIGINT", "ungraded_items"),
+)
 
 
 KIND = SuiteKind(name="accuracy", case_model=AccuracyCase, enters_funnel=False, groups=(ACCURACY_GROUP,),
-                 item_group=_in_accuracy_group, assertions=_graded, columns=_columns, lines=accuracy_lines,
+                 item_group=_in_accuracy_group, assertions=_graded, metrics=_metrics, figures=FIGURES, lines=accuracy_lines,
                  summary=accuracy_summary, marks=accuracy_marks, items=accuracy_items)
 
-__all__ = ["KIND", "accuracy_columns", "accuracy_rows"]
+__all__ = ["KIND", "accuracy_metrics", "accuracy_rows"]

@@ -4,28 +4,30 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kindgi_eval.kinds.kind import Items, KindRows
-from kindgi_eval.store import AccuracyRow, RunRow
+from kindgi_eval.kinds.kind import Items, KindResult, KindRows
+from kindgi_eval.store import AccuracyRow
 
 
 def _not_correct(rows: Sequence[AccuracyRow]) -> list[AccuracyRow]:
     return [a for a in rows if a.grade != "correct"]
 
 
-def accuracy_lines(run: RunRow) -> list[str]:
+def accuracy_lines(result: KindResult) -> list[str]:
     """One line: the accuracy, how many graded items were correct, the interval, the items left ungraded."""
-    graded = (run.correct or 0) + (run.wrong or 0)
-    if run.accuracy is None:
+    f = result.figures
+    graded = (f["correct"] or 0) + (f["wrong"] or 0)
+    if f["accuracy"] is None:
         figure = "n/a (no item was graded)"
     else:
-        figure = f"{run.accuracy:.3f}, {run.correct} of {graded} graded items correct (95% Wilson interval {run.accuracy_low:.3f} to {run.accuracy_high:.3f})"
-    return [f"Accuracy: {figure}; {run.ungraded_items} ungraded, counted on neither side"]
+        figure = f"{f['accuracy']:.3f}, {f['correct']} of {graded} graded items correct (95% Wilson interval {f['accuracy_low']:.3f} to {f['accuracy_high']:.3f})"
+    return [f"Accuracy: {figure}; {f['ungraded_items']} ungraded, counted on neither side"]
 
 
-def accuracy_summary(run: RunRow) -> dict:
+def accuracy_summary(result: KindResult) -> dict:
     """The `accuracy` key of `--json`."""
-    interval = None if run.accuracy is None else {"low": run.accuracy_low, "high": run.accuracy_high, "method": "wilson", "level": 0.95}
-    return {"accuracy": {"value": run.accuracy, "correct": run.correct, "wrong": run.wrong, "ungraded": run.ungraded_items, "interval": interval}}
+    f = result.figures
+    interval = None if f["accuracy"] is None else {"low": f["accuracy_low"], "high": f["accuracy_high"], "method": "wilson", "level": 0.95}
+    return {"accuracy": {"value": f["accuracy"], "correct": f["correct"], "wrong": f["wrong"], "ungraded": f["ungraded_items"], "interval": interval}}
 
 
 def accuracy_marks(rows: KindRows) -> dict[str, str]:

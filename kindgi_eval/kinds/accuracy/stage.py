@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from kindgi_eval.rules import AccuracyCase, Interval, item_grade, wilson
-from kindgi_eval.store import AccuracyRow, OutcomeRow, StatusRow
+from kindgi_eval.kinds.figures import count, estimate
+from kindgi_eval.store import AccuracyRow, MetricRow, OutcomeRow, StatusRow
 
 
 class AccuracySummary(NamedTuple):
@@ -52,15 +53,8 @@ def summarize_accuracy(rows: Sequence[AccuracyRow]) -> AccuracySummary:
     return AccuracySummary(correct, wrong, len(rows) - correct - wrong, wilson(correct, correct + wrong))
 
 
-def accuracy_columns(rows: Sequence[AccuracyRow]) -> dict[str, object]:
-    """The `runs` columns of an accuracy suite, and its `accuracy` asset's metadata: counts, accuracy and Wilson interval."""
+def accuracy_metrics(rows: Sequence[AccuracyRow]) -> list[MetricRow]:
+    """An accuracy suite's figures: the counts, and the accuracy with its Wilson interval."""
     summary = summarize_accuracy(rows)
-    interval = summary.interval
-    return {
-        "correct": summary.correct,
-        "wrong": summary.wrong,
-        "ungraded_items": summary.ungraded,
-        "accuracy": interval.estimate if interval else None,
-        "accuracy_low": interval.low if interval else None,
-        "accuracy_high": interval.high if interval else None,
-    }
+    return [estimate("accuracy", summary.interval, "wilson 95%"), count("correct", summary.correct), count("wrong", summary.wrong),
+            count("ungraded_items", summary.ungraded)]

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from kindgi_eval.store import RunRow
+from kindgi_eval.kinds.kind import KindResult
 
 
-def benchmark_lines(run: RunRow) -> list[str]:
+def benchmark_lines(result: KindResult) -> list[str]:
     """One line: the entry's name, version and content hash."""
-    return [f"Benchmark: {run.benchmark_name} {run.benchmark_version} (content sha256 {run.benchmark_hash})"]
+    f = result.figures
+    return [f"Benchmark: {f['benchmark_name']} {f['benchmark_version']} (content sha256 {f['benchmark_hash']})"]
 
 
-def benchmark_summary(run: RunRow) -> dict:
+def benchmark_summary(result: KindResult) -> dict:
     """The `benchmark` key of `--json`."""
-    return {"benchmark": {"name": run.benchmark_name, "version": run.benchmark_version, "hash": run.benchmark_hash}}
+    f = result.figures
+    return {"benchmark": {"name": f["benchmark_name"], "version": f["benchmark_version"], "hash": f["benchmark_hash"]}}

@@ -2,25 +2,27 @@
 
 from __future__ import annotations
 
-from kindgi_eval.kinds.kind import Items, KindRows
+from kindgi_eval.kinds.kind import Items, KindResult, KindRows
 from kindgi_eval.rules import clip
-from kindgi_eval.store import CustomRow, RunRow
+from kindgi_eval.store import CustomRow
 
 REASON_CHARS = 300
 """Where a handler's reason or error is clipped under a case."""
 
 
-def custom_lines(run: RunRow) -> list[str]:
+def custom_lines(result: KindResult) -> list[str]:
     """One line: the handler, its source's hash, and its verdicts counted."""
-    return [f"Custom handler {run.handler_name} (source sha256 {(run.handler_hash or '')[:12]}): {run.handler_passed} passed, "
-            f"{run.handler_failed} failed, {run.handler_errors} errors (no valid verdict, never a pass), "
-            f"{run.handler_skipped} skipped (no reply)"]
+    f = result.figures
+    return [f"Custom handler {f['handler_name']} (source sha256 {(f['handler_hash'] or '')[:12]}): {f['handler_passed']} passed, "
+            f"{f['handler_failed']} failed, {f['handler_errors']} errors (no valid verdict, never a pass), "
+            f"{f['handler_skipped']} skipped (no reply)"]
 
 
-def custom_summary(run: RunRow) -> dict:
+def custom_summary(result: KindResult) -> dict:
     """The `custom` key of `--json`."""
-    return {"custom": {"handler": run.handler_name, "hash": run.handler_hash, "passed": run.handler_passed,
-                       "failed": run.handler_failed, "errors": run.handler_errors, "skipped": run.handler_skipped}}
+    f = result.figures
+    return {"custom": {"handler": f["handler_name"], "hash": f["handler_hash"], "passed": f["handler_passed"],
+                       "failed": f["handler_failed"], "errors": f["handler_errors"], "skipped": f["handler_skipped"]}}
 
 
 def _mark(row: CustomRow) -> str:

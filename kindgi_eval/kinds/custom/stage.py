@@ -25,7 +25,8 @@ from kindgi_eval.rules import (
     out_of_time,
     skipped,
 )
-from kindgi_eval.store import CustomRow, OutcomeRow, ReplyRow, StatusRow, SuiteRow
+from kindgi_eval.kinds.figures import count
+from kindgi_eval.store import CustomRow, MetricRow, OutcomeRow, ReplyRow, StatusRow, SuiteRow
 
 Run = Callable[[Handler, dict[str, Any]], HandlerExit]
 """Runs a handler on one `{"case", "reply"}` payload in the sandbox."""
@@ -102,12 +103,14 @@ def summarize_custom(rows: Sequence[CustomRow]) -> CustomSummary:
     return CustomSummary(count["pass"], count["fail"], count["error"], count["skipped"])
 
 
-def custom_columns(handler: Handler | None, rows: Sequence[CustomRow]) -> Mapping[str, object]:
-    """The `runs` columns of a custom suite: its handler and how its verdicts fell."""
-    if handler is None:
-        return {}
+def custom_metrics(rows: Sequence[CustomRow]) -> list[MetricRow]:
+    """A custom suite's figures: how its handler's verdicts fell."""
     summary = summarize_custom(rows)
-    return {
-        "handler_name": handler.name, "handler_hash": handler_hash(handler), "handler_passed": summary.passed,
-        "handler_failed": summary.failed, "handler_errors": summary.errors, "handler_skipped": summary.skipped,
-    }
+    return [count("handler_passed", summary.passed), count("handler_failed", summary.failed), count("handler_errors", summary.errors),
+            count("handler_skipped", summary.skipped)]
+
+
+def custom_params(suite: Sequence[SuiteRow]) -> dict[str, str | None]:
+    """A custom suite's parameters: its handler as `module:entrypoint` and the hash of its published source."""
+    handler = handler_of(suite)
+    return {} if handler is None else {"handler_name": handler.name, "handler_hash": handler_hash(handler)}

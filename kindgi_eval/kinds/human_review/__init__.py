@@ -1,18 +1,30 @@
 """The `human-review` kind: every reply queued with the suite's rubric for a person to label, labels importable."""
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
+from kindgi_eval.kinds.figures import count
 from kindgi_eval.kinds.human_review.report import review_lines, review_summary
 from kindgi_eval.kinds.human_review.stage import QueueSummary, promoted_items, queue_rows, summarize_queue
 from kindgi_eval.kinds.kind import KindRows, SuiteKind
+from kindgi_eval.store import FigureColumn, MetricRow, SuiteRow
 
 
-def _columns(rows: KindRows) -> Mapping[str, object]:
+def _metrics(rows: KindRows) -> list[MetricRow]:
     summary = summarize_queue(rows.replies, rows.review_queue)
-    return {"reviewer_role": rows.suite[0].reviewer_role, "review_items": summary.items, "review_replies": summary.replies,
-            "review_skipped": summary.skipped}
+    return [count("review_items", summary.items), count("review_replies", summary.replies), count("review_skipped", summary.skipped)]
 
 
-KIND = SuiteKind(name="human-review", columns=_columns, lines=review_lines, summary=review_summary)
+def _params(suite: Sequence[SuiteRow]) -> Mapping[str, str | None]:
+    return {"reviewer_role": suite[0].reviewer_role}
+
+
+FIGURES = (
+    FigureColumn("reviewer_role", "VARCHAR"),
+    FigureColumn("review_items", "BIGINT", "review_items"),
+    FigureColumn("review_replies", "BIGINT", "review_replies"),
+    FigureColumn("review_skipped", "BIGINT", "review_skipped"),
+)
+
+KIND = SuiteKind(name="human-review", metrics=_metrics, params=_params, figures=FIGURES, lines=review_lines, summary=review_summary)
 
 __all__ = ["KIND", "QueueSummary", "promoted_items", "queue_rows", "summarize_queue"]

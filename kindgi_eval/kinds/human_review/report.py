@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from kindgi_eval.store import RunRow
+from kindgi_eval.kinds.kind import KindResult
 
 
-def review_lines(run: RunRow) -> list[str]:
+def review_lines(result: KindResult) -> list[str]:
     """One line: the items queued, for whom, and the command that writes the file to label."""
-    skipped = f"; {run.review_skipped} cases without a reply left out" if run.review_skipped else ""
-    each = f", {(run.review_items or 0) // run.review_replies} rubric items each" if run.review_replies else ""
-    queued = f"Human review: {run.review_items} items queued for the {run.reviewer_role} ({run.review_replies} replies{each}){skipped}"
+    f = result.figures
+    skipped = f"; {f['review_skipped']} cases without a reply left out" if f["review_skipped"] else ""
+    each = f", {(f['review_items'] or 0) // f['review_replies']} rubric items each" if f["review_replies"] else ""
+    queued = f"Human review: {f['review_items']} items queued for the {f['reviewer_role']} ({f['review_replies']} replies{each}){skipped}"
     return [f"{queued}; kindgi-eval review export <run id> writes the file to label"]
 
 
-def review_summary(run: RunRow) -> dict:
+def review_summary(result: KindResult) -> dict:
     """The `human_review` key of `--json`."""
-    return {"human_review": {"reviewer_role": run.reviewer_role, "queue": run.review_items, "replies": run.review_replies,
-                             "skipped": run.review_skipped}}
+    f = result.figures
+    return {"human_review": {"reviewer_role": f["reviewer_role"], "queue": f["review_items"], "replies": f["review_replies"],
+                             "skipped": f["review_skipped"]}}

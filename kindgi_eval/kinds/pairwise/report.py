@@ -2,29 +2,31 @@
 
 from __future__ import annotations
 
-from kindgi_eval.store import RunRow
+from kindgi_eval.kinds.kind import KindResult
 
 
-def pairwise_lines(run: RunRow) -> list[str]:
+def pairwise_lines(result: KindResult) -> list[str]:
     """One line: not judged, nothing both answered, or the tally with its win rate and position consistency."""
-    which = f"Pairwise {run.variant_a} (A) against {run.variant_b} (B)"
-    if not run.pairwise_calibrated:
+    f = result.figures
+    which = f"Pairwise {f['variant_a']} (A) against {f['variant_b']} (B)"
+    if not f["pairwise_calibrated"]:
         return [f"{which}: not judged, the judge is not calibrated on the labelled pairs"]
-    if run.win_rate is None:
+    if f["win_rate"] is None:
         return [f"{which}: no prompt was answered by both"]
-    return [f"{which}: {run.wins} wins, {run.losses} losses, {run.ties} ties; "
-            f"win rate {run.win_rate:.3f} (bootstrap 95% interval {run.win_rate_low:.3f} to {run.win_rate_high:.3f}); "
-            f"position consistency {run.position_consistency:.2f}"]
+    return [f"{which}: {f['wins']} wins, {f['losses']} losses, {f['ties']} ties; "
+            f"win rate {f['win_rate']:.3f} (bootstrap 95% interval {f['win_rate_low']:.3f} to {f['win_rate_high']:.3f}); "
+            f"position consistency {f['position_consistency']:.2f}"]
 
 
-def pairwise_summary_json(run: RunRow) -> dict:
+def pairwise_summary_json(result: KindResult) -> dict:
     """The `pairwise` key of `--json`."""
-    interval = None if run.win_rate is None else {"low": run.win_rate_low, "high": run.win_rate_high, "method": "bootstrap", "level": 0.95}
-    return {"pairwise": {"variant_a": run.variant_a, "variant_b": run.variant_b, "calibrated": run.pairwise_calibrated,
-                         "agreement": run.pairwise_agreement, "wins": run.wins, "losses": run.losses, "ties": run.ties,
-                         "win_rate": run.win_rate, "interval": interval, "position_consistency": run.position_consistency}}
+    f = result.figures
+    interval = None if f["win_rate"] is None else {"low": f["win_rate_low"], "high": f["win_rate_high"], "method": "bootstrap", "level": 0.95}
+    return {"pairwise": {"variant_a": f["variant_a"], "variant_b": f["variant_b"], "calibrated": f["pairwise_calibrated"],
+                         "agreement": f["pairwise_agreement"], "wins": f["wins"], "losses": f["losses"], "ties": f["ties"],
+                         "win_rate": f["win_rate"], "interval": interval, "position_consistency": f["position_consistency"]}}
 
 
-def both_variants(run: RunRow) -> str:
+def both_variants(result: KindResult) -> str:
     """What a pairwise run ran against: its two variants."""
-    return f"variant A ({run.variant_a}) and variant B ({run.variant_b})"
+    return f"variant A ({result.figures['variant_a']}) and variant B ({result.figures['variant_b']})"

@@ -32,7 +32,9 @@ from kindgi_eval.rules import (
     read_judgement,
     win_rate,
 )
-from kindgi_eval.store import PairwiseRow, StatusRow, SuiteRow
+from kindgi_eval.kinds.figures import count, estimate
+from kindgi_eval.kinds.kind import JUDGE_USD
+from kindgi_eval.store import MetricRow, PairwiseRow, StatusRow, SuiteRow
 
 Record = Callable[[PairwiseRow], None]
 
@@ -158,22 +160,25 @@ def pairwise_summary(rows: Sequence[PairwiseRow]) -> WinRate | None:
     return win_rate([Outcome(r.outcome, r.consistent) for r in rows if r.subject == "prompt"])
 
 
-def pairwise_columns(first: SuiteRow, rows: Sequence[PairwiseRow]) -> dict[str, object]:
-    """The `runs` columns of a pairwise suite, and its `pairwise` asset's metadata: the variants, calibration and win rate."""
+def pairwise_metrics(rows: Sequence[PairwiseRow]) -> list[MetricRow]:
+    """A pairwise suite's figures: the judge's calibration, the tally with variant A's win rate and its interval, the
+    position consistency, and what the judge cost."""
     agreement, summary = agreement_of(rows), pairwise_summary(rows)
-    return {
-        "variant_a": first.variant_a_label,
-        "variant_b": first.variant_b_label,
-        "pairwise_calibrated": agreement.calibrated if rows else False,
-        "pairwise_agreement": agreement.agreement,
-        "wins": summary.wins if summary else None,
-        "losses": summary.losses if summary else None,
-        "ties": summary.ties if summary else None,
-        "win_rate": summary.rate.estimate if summary else None,
-        "win_rate_low": summary.rate.low if summary else None,
-        "win_rate_high": summary.rate.high if summary else None,
-        "position_consistency": summary.consistency if summary else None,
-    }
+    return [
+        MetricRow(name="pairwise_calibrated", value=float(agreement.calibrated if rows else False)),
+        MetricRow(name="pairwise_agreement", value=agreement.agreement, method="agreement with the labelled pairs"),
+        count("wins", summary.wins if summary else None),
+        count("losses", summary.losses if summary else None),
+        count("ties", summary.ties if summary else None),
+        estimate("win_rate", summary.rate if summary else None, "bootstrap 95%"),
+        MetricRow(name="position_consistency", value=summary.consistency if summary else None),
+        MetricRow(name=JUDGE_USD, value=float(sum(r.cost_usd for r in rows))),
+    ]
+
+
+def pairwise_params(suite: Sequence[SuiteRow]) -> dict[str, str | None]:
+    """A pairwise suite's parameters: its two variants' agent ids and version labels."""
+    return {"variant_a": suite[0].variant_a_label, "variant_b": suite[0].variant_b_label}
 
 
 def pairwise_askings(settings: RunSettings, suite: Sequence[SuiteRow]) -> list[tuple[RunSettings, list[SuiteRow]]]:

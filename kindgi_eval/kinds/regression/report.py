@@ -2,31 +2,32 @@
 
 from __future__ import annotations
 
-from kindgi_eval.kinds.kind import Items, KindRows
-from kindgi_eval.store import RunRow
+from kindgi_eval.kinds.kind import Items, KindResult, KindRows
 
 
-def regression_lines(run: RunRow) -> list[str]:
+def regression_lines(result: KindResult) -> list[str]:
     """One line: the baseline run, the cases that moved, the paired change of the pass rate."""
-    moved = f"{run.improved} improved, {run.regressed} regressed, {run.unchanged} unchanged"
+    f = result.figures
+    moved = f"{f['improved']} improved, {f['regressed']} regressed, {f['unchanged']} unchanged"
     change = ""
-    if run.pass_rate_change is not None:
-        change = (f"; pass rate {run.pass_rate_change:+.3f} (paired 95% interval {run.change_low:+.3f} to {run.change_high:+.3f}, "
-                  f"McNemar exact p = {run.mcnemar_p:.3g})")
-    return [f"Regression against run {run.baseline_run}: {moved}{change}"]
+    if f["pass_rate_change"] is not None:
+        change = (f"; pass rate {f['pass_rate_change']:+.3f} (paired 95% interval {f['change_low']:+.3f} to {f['change_high']:+.3f}, "
+                  f"McNemar exact p = {f['mcnemar_p']:.3g})")
+    return [f"Regression against run {f['baseline_run']}: {moved}{change}"]
 
 
-def regression_summary(run: RunRow) -> dict:
+def regression_summary(result: KindResult) -> dict:
     """The `regression` key of `--json`."""
-    interval = None if run.pass_rate_change is None else {"low": run.change_low, "high": run.change_high, "method": "paired bootstrap", "level": 0.95}
-    return {"regression": {"baseline_run": run.baseline_run, "improved": run.improved, "regressed": run.regressed,
-                           "unchanged": run.unchanged, "pass_rate_change": run.pass_rate_change, "interval": interval,
-                           "mcnemar_p": run.mcnemar_p}}
+    f = result.figures
+    interval = None if f["pass_rate_change"] is None else {"low": f["change_low"], "high": f["change_high"], "method": "paired bootstrap", "level": 0.95}
+    return {"regression": {"baseline_run": f["baseline_run"], "improved": f["improved"], "regressed": f["regressed"],
+                           "unchanged": f["unchanged"], "pass_rate_change": f["pass_rate_change"], "interval": interval,
+                           "mcnemar_p": f["mcnemar_p"]}}
 
 
-def regressed(run: RunRow) -> bool:
+def regressed(result: KindResult) -> bool:
     """A case that regressed fails the run, whatever its status."""
-    return (run.regressed or 0) > 0
+    return (result.figures["regressed"] or 0) > 0
 
 
 def regression_marks(rows: KindRows) -> dict[str, str]:

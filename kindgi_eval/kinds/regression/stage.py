@@ -12,7 +12,9 @@ from collections.abc import Sequence
 
 from kindgi_eval.inputs import RegisteredAs, folder_key, registered_name, registry_key
 from kindgi_eval.rules import InputError, PairedChange, Problem, paired_change
+from kindgi_eval.kinds.figures import count, estimate
 from kindgi_eval.store import (
+    MetricRow,
     RegressionRow,
     StatusRow,
     StorePath,
@@ -89,17 +91,10 @@ def pass_rate_change(rows: Sequence[RegressionRow]) -> PairedChange | None:
     return paired_change(up, down, len(rows))
 
 
-def regression_columns(baseline_run: str | None, rows: Sequence[RegressionRow]) -> dict[str, object]:
-    """The `runs` columns of a regression suite, and its `regressions` asset's metadata: the baseline, how cases moved, the pass-rate change."""
+def regression_metrics(rows: Sequence[RegressionRow]) -> list[MetricRow]:
+    """A regression suite's figures: how its cases moved, and the pass rate's paired change with its McNemar p-value."""
     moved = Counter(r.change for r in rows)
     change = pass_rate_change(rows)
-    return {
-        "baseline_run": baseline_run,
-        "improved": moved["improved"],
-        "regressed": moved["regressed"],
-        "unchanged": moved["unchanged"],
-        "pass_rate_change": change.change.estimate if change else None,
-        "change_low": change.change.low if change else None,
-        "change_high": change.change.high if change else None,
-        "mcnemar_p": change.mcnemar_p if change else None,
-    }
+    return [count("improved", moved["improved"]), count("regressed", moved["regressed"]), count("unchanged", moved["unchanged"]),
+            estimate("pass_rate_change", change.change if change else None, "paired bootstrap 95%"),
+            MetricRow(name="mcnemar_p", value=change.mcnemar_p if change else None, method="mcnemar exact")]
