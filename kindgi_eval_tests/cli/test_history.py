@@ -68,14 +68,16 @@ def test_sql_answers_only_from_the_store_and_names_its_views(home) -> None:
     result = run_cli("sql", "SELECT * FROM run")
     assert result.code == 2 and "Python" not in result.err
     assert ("The views are: cases, replies, outcomes, judge_samples, calibration, statuses, accuracy, custom, regressions, "
-            "pairwise, review_queue, runs, reviews.") in result.err
+            "pairwise, review_queue, run_metrics, runs, reviews, accuracy_runs, benchmark_runs, custom_runs, human_review_runs, "
+            "pairwise_runs, regression_runs.") in result.err
 
 
 def test_sql_help_names_every_view() -> None:
+    from kindgi_eval.kinds import kind_views
     from kindgi_eval.store import view_names
 
     text = " ".join(run_cli("sql", "--help").out.split())
-    assert all(f" {name}," in text or f" {name}." in text for name in view_names())
+    assert all(f" {name}," in text or f" {name}." in text for name in view_names(kind_views()))
 
 
 def test_replay_needs_a_judge(home) -> None:
@@ -195,7 +197,9 @@ def test_exported_database_opens_in_a_plain_duckdb_client(home) -> None:
         ((count,),) = con.execute(f"SELECT count(*) FROM statuses WHERE run_id = '{run_id}'").fetchall()
         views = {r[0] for r in con.sql("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
     assert count == sum(1 for line in (GOLDEN / "cases.jsonl").read_text().splitlines() if line.strip())
-    assert views == {"runs", "cases", "replies", "outcomes", "judge_samples", "calibration", "statuses", "accuracy", "regressions", "pairwise", "custom", "review_queue", "reviews"}
+    assert views == {"runs", "run_metrics", "cases", "replies", "outcomes", "judge_samples", "calibration", "statuses", "accuracy", "regressions",
+                     "pairwise", "custom", "review_queue", "reviews", "accuracy_runs", "benchmark_runs", "custom_runs", "human_review_runs",
+                     "pairwise_runs", "regression_runs"}
 
 
 def age_runs(store: Path, run_ids: list[str], day: str) -> None:

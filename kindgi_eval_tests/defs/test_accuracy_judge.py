@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from kindgi_eval.kinds import stored_result
 from kindgi_eval.defs.runs import open_instance, run_chain
 from kindgi_eval.inputs import RunSettings, load_suite, suite_key
 from kindgi_eval.registry import EvalSuite, database_url, materialize, open_store
@@ -36,7 +37,7 @@ def accuracy_run(home, calibration: list[dict]):
     run_id = run_chain(open_instance(home.root), home.root, settings, key)
     read = lambda asset: read_rows(home.store, asset, key, run_id)
     statuses = {s.case_id: s.status for s in read("statuses")}
-    return read("run_summary")[0], read("accuracy"), read("calibration"), read("judge_samples"), folder, statuses
+    return stored_result(home.store, key, run_id).figures, read("accuracy"), read("calibration"), read("judge_samples"), folder, statuses
 
 
 def test_a_calibrated_judge_grades_each_item_on_its_expected_output(home, provider_env) -> None:
@@ -47,8 +48,8 @@ def test_a_calibrated_judge_grades_each_item_on_its_expected_output(home, provid
     # spec 016's table, as for a review entry: the judge's pass is judged-pass, its fail judged-fail
     assert statuses == {"price": "judged-pass", "days": "judged-pass", "wrong": "judged-fail"}
     interval = wilson(2, 3)
-    assert (run.correct, run.wrong, run.ungraded_items) == (2, 1, 0)
-    assert (run.accuracy, run.accuracy_low, run.accuracy_high) == pytest.approx(tuple(interval))
+    assert (run["correct"], run["wrong"], run["ungraded_items"]) == (2, 1, 0)
+    assert (run["accuracy"], run["accuracy_low"], run["accuracy_high"]) == pytest.approx(tuple(interval))
     # each item's request names its own expected output, and no rubric dimension is graded
     criteria = {s.criterion for s in samples if s.subject == "case"}
     assert criteria == {accuracy_criterion(c["expectedOutput"]) for c in CASES}
@@ -65,7 +66,7 @@ def test_an_uncalibrated_judge_grades_nothing_and_every_item_is_ungraded(home, p
     assert "No item labelled fail" in calibration[0].note
     assert {i.grade for i in items} == {"ungraded"}
     assert set(statuses.values()) == {"reviewed"}  # never green, never red
-    assert (run.accuracy, run.correct, run.wrong, run.ungraded_items) == (None, 0, 0, 3)
+    assert (run["accuracy"], run["correct"], run["wrong"], run["ungraded_items"]) == (None, 0, 0, 3)
     assert {s.subject for s in samples} == {"calibration"} and len(server.requests) == 3  # no item was sent to grade
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from kindgi_eval.kinds import KindResult
 from kindgi_eval.defs.runs import open_instance
 from kindgi_eval.defs.ui_metadata import history_metadata, result_tags
 from kindgi_eval.reports.verdict_markdown import escape_md, verdicts_markdown
@@ -130,11 +131,11 @@ def test_the_result_tag_is_failing_needs_review_or_passed() -> None:
 
 
 def test_a_suites_figures_are_plotted_under_its_own_keys_and_its_kind_line_is_shown() -> None:
-    run = summary(suite_kind="accuracy", cases=3, passed=2, failed=1, accuracy=2 / 3, accuracy_low=0.208, accuracy_high=0.939,
-                  correct=2, wrong=1, ungraded_items=0)
+    run = summary(suite_kind="accuracy", cases=3, passed=2, failed=1)
+    figures = dict(accuracy=2 / 3, accuracy_low=0.208, accuracy_high=0.939, correct=2, wrong=1, ungraded_items=0)
     agreement = CalibrationRow(group="accuracy", items=2, pass_labels=1, fail_labels=1, agreement=1.0, agreement_low=0.34,
                                kappa=1.0, samples=6, invalid_samples=0, calibrated=True, note="ok", judge="openai:j")
-    metadata = history_metadata([("r0", summary(), []), ("r1", run, [agreement])], "t.facts")
+    metadata = history_metadata([("r0", summary(), []), ("r1", run, [agreement])], "t.facts", KindResult(run, figures))
     assert metadata["t.facts/pass_rate"] == round(2 / 3, 4) and metadata["t.facts/failed"] == 1
     assert metadata["t.facts/agreement/accuracy"] == 1.0
     assert not [k for k in metadata if isinstance(metadata[k], (int, float)) and not k.startswith("t.facts/")]
@@ -142,4 +143,4 @@ def test_a_suites_figures_are_plotted_under_its_own_keys_and_its_kind_line_is_sh
     nights = [r.data for r in metadata["nights"].value.records]
     assert nights[1] == {"run": "r1, 2026-11-02 02:00", "pass_rate": "67%", "statuses": "2 passed, 1 failed",
                          "change": "passed -2, failed +1"}
-    assert "kind_result" not in history_metadata([("r0", summary(), [])], "t.x")  # a conversation suite has no kind line
+    assert "kind_result" not in history_metadata([("r0", summary(), [])], "t.x", KindResult(summary(), {}))  # a conversation suite has no kind line
