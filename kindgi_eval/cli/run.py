@@ -25,7 +25,6 @@ from kindgi_eval.inputs import (
     load_checked_suite,
     load_tenant,
     manifest_of,
-    pairwise_variants,
     resolve_settings,
     resumed_settings,
     suite_key,
@@ -72,7 +71,7 @@ def run(mock: bool, json_path: str | None, resume: str | None, registered: str |
       kindgi-eval run --resume 3f9c2a1e
       kindgi-eval run --suite acme.pricing@1.4.0 --config-dir ../acme/config --agent-model openai:gpt-4o-mini
     """
-    from kindgi_eval.agents import checked_variants, make_agent, make_judge, make_sandbox
+    from kindgi_eval.agents import make_agent, make_judge, make_sandbox
 
     if mock and (flags.get("agent_model") or flags.get("agent_url")):
         raise InputError([Problem("--mock", None, None, "names the offline demo agent, and --agent-model or --agent-url names another. Pass one of them.")])
@@ -93,14 +92,13 @@ def run(mock: bool, json_path: str | None, resume: str | None, registered: str |
     suite = load_checked_suite(settings.eval_dir, loaded)
     if suite.handler is not None:
         make_sandbox(settings)  # a machine that cannot sandbox the handler is exit 2 before the agent is asked anything
-    baseline = _baseline(suite, loaded.tenant.tenant) if suite.kind == "regression" else None
-    variants = None
-    if suite.kind == "pairwise":
-        declared = pairwise_variants(suite.registered, loaded.tenant.tenant)
-        if mock:
-            click.echo(f"--mock: variants A ({declared[0]}) and B ({declared[1]}) are both answered by the offline demo "
-                       f"agent {settings.agent_model}.", err=True)
-        variants = checked_variants(settings, loaded.tenant, declared, mock=mock)
+    from kindgi_eval.kinds import Pinning, Pins, kind_named
+    from kindgi_eval.store import store_root
+
+    pins = kind_named(suite.kind).pins(Pinning(store_root(), loaded.tenant, suite, settings, Pins(), mock=mock))
+    variants = pins.variants
+    if variants and mock:
+        click.echo(f"--mock: variants A and B are both answered by the offline demo agent {settings.agent_model}.", err=True)
 
     from kindgi_eval.defs import RunFailed, open_instance, resolved_tags, run_chain  # while the worker imports litellm
     from kindgi_eval.store import runtime_home
@@ -116,7 +114,7 @@ def run(mock: bool, json_path: str | None, resume: str | None, registered: str |
     key = suite_key(loaded.tenant.tenant, settings.eval_dir)
     instance = open_instance(home)
     try:
-        run_id = run_chain(instance, home, settings, key, tags=resolved_tags(baseline, variants))  # resolved once, here
+        run_id = run_chain(instance, home, settings, key, tags=resolved_tags(pins))  # resolved once, here
     except RunFailed as e:
         click.echo(f"error: {e}", err=True)
         _exit(EXIT_FAILED, instance)
@@ -147,15 +145,6 @@ def _exit(code: int, instance) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
-
-
-def _baseline(suite, tenant: str) -> str:
-    """The run a regression suite is compared with; InputError (exit 2, nothing run) when it is not stored or
-    evaluated other cases."""
-    from kindgi_eval.kinds import resolve_baseline
-    from kindgi_eval.store import store_root
-
-    return resolve_baseline(store_root(), tenant, suite.registered, [c.id for c in suite.cases])
 
 
 def _resume_run(prefix: str, mock: bool, json_path: str | None, flags: dict[str, object]) -> NoReturn:
@@ -253,9 +242,9 @@ def replay(source: str, json_path: str | None, **flags: object) -> None:
 
 def _report(home: Path, key: str, run_id: str, json_path: str | None) -> int:
     """Print the stored run and write its JSON; the exit status its statuses call for."""
-    from kindgi_eval.kinds import ITEM_TABLES, cases_of, kind_named, kind_views, stored_result
+    from kindgi_eval.kinds import cases_of, kind_named, kind_views, own_rows, stored_result
     from kindgi_eval.reports import case_marks, render, summary_json
-    from kindgi_eval.store import export_database, read_rows, rows_if_stored, store_root
+    from kindgi_eval.store import export_database, read_rows, store_root
 
     root = store_root(home)
     export_database(root, kind_views())
@@ -264,7 +253,7 @@ def _report(home: Path, key: str, run_id: str, json_path: str | None) -> int:
     statuses = read_rows(root, "statuses", key, run_id)
     calibration = read_rows(root, "calibration", key, run_id)
     cases = cases_of(read_rows(root, "suite", key, run.replies_from))  # a replay judged its source's suite
-    marks = case_marks(**{table: rows_if_stored(root, table, key, run_id) for table in ITEM_TABLES})
+    marks = case_marks(run.suite_kind, own_rows(root, key, run_id, run.suite_kind))
     click.echo(render(result, statuses, calibration, key, cases, marks), nl=False)
     click.echo(f"run {run_id} stored under {root}", err=True)
     if json_path:

@@ -161,9 +161,9 @@ def report(run_id: str, html_path: str) -> None:
     Example:
       kindgi-eval report 3f9c2a1e --html out/report.html
     """
-    from kindgi_eval.kinds import ITEM_TABLES, cases_of, stored_result
+    from kindgi_eval.kinds import cases_of, own_rows, stored_result
     from kindgi_eval.reports import RunPage, render_html
-    from kindgi_eval.store import earlier_runs, read_rows, rows_if_stored, store_root
+    from kindgi_eval.store import earlier_runs, read_rows, store_root
 
     check_output_path(html_path, "--html")
     root = store_root()
@@ -181,7 +181,7 @@ def report(run_id: str, html_path: str) -> None:
         calibration=read_rows(root, "calibration", key, run_id),
         history=[*((i, summary) for i, summary, _ in earlier), (run_id, run)],
         cases=cases_of(read_rows(root, "suite", key, run.replies_from)),
-        **{table: rows_if_stored(root, table, key, run_id) for table in ITEM_TABLES},
+        own=own_rows(root, key, run_id, run.suite_kind),
     )
     write_text_atomically(Path(html_path), render_html(page, key))
     click.echo(f"wrote {html_path}: {len(page.statuses)} cases, {len(page.history)} runs in the chart", err=True)

@@ -9,6 +9,7 @@ the tenant configuration the run read once.
 """
 
 
+import inspect
 import os
 import time
 from collections.abc import Iterator, Mapping
@@ -18,7 +19,7 @@ import dagster as dg
 
 from kindgi_eval.defs.asset_checks import calibration_checks, check_specs, statuses_result
 from kindgi_eval.defs.io_manager import ParquetStore
-from kindgi_eval.defs.lineage import BASELINE_TAG, input_run, pinned_variants, resolved_tags
+from kindgi_eval.defs.lineage import input_run, pinned_by, resolved_tags
 from kindgi_eval.defs.resume import manifest_now, recording, resume_summary
 from kindgi_eval.defs.resources import EvalSettings, RunClients
 from kindgi_eval.defs.ui_metadata import NIGHTS, column_schema, calibration_metadata, history_metadata, result_tags, statuses_metadata
@@ -27,27 +28,20 @@ from kindgi_eval.inputs import (
     has_calibration_file,
     load_checked_suite,
     load_suite,
-    pairwise_variants,
     suite_key,
 )
 from kindgi_eval.kinds import (
     KindRows,
+    Pinning,
+    StageInputs,
     SuiteKind,
-    accuracy_rows,
-    agreement_of,
     cases_of,
-    custom_rows,
+    figures_of,
     grade_replies,
     handler_of,
-    judge_pairwise,
-    figures_of,
     kind_named,
-    queue_rows,
-    regression_rows,
+    kinds,
     result_of,
-    resolve_baseline,
-    summarize_custom,
-    summarize_queue,
 )
 from kindgi_eval.prompts import template_hash
 from kindgi_eval.rules import InputError
@@ -63,15 +57,10 @@ from kindgi_eval.steps import (
     suite_rows,
 )
 from kindgi_eval.store import (
-    AccuracyRow,
     CalibrationRow,
-    CustomRow,
     Manifest,
     MetricRow,
     OutcomeRow,
-    PairwiseRow,
-    QueueRow,
-    RegressionRow,
     ReplyRow,
     RunRow,
     SampleRow,
@@ -79,8 +68,6 @@ from kindgi_eval.store import (
     SuiteRow,
     TABLE_OF,
     earlier_runs,
-    read_rows,
-    run_partition,
 )
 
 SUITES = dg.DynamicPartitionsDefinition(name="suites")
@@ -120,20 +107,17 @@ def suite(
             f"(tenant {loaded.tenant.tenant!r} in {loaded.config_dir}/tenant.toml, suite folder {settings.eval_dir}). "
             "A tenants file entry's name must equal its tenant.toml's tenant."
         )
-    tags, baseline, variants = context.run.tags, None, None
-    if parsed.kind == "regression":
-        ids = [c.id for c in parsed.cases]
-        baseline = tags.get(BASELINE_TAG) or _inputs(lambda: resolve_baseline(io_manager.root(), loaded.tenant.tenant, parsed.registered, ids))
-    if parsed.kind == "pairwise":
-        variants = pinned_variants(tags) or _inputs(lambda: pairwise_variants(parsed.registered, loaded.tenant.tenant))
-    resolved = resolved_tags(baseline, variants)
+    tags = context.run.tags
+    pinning = Pinning(io_manager.root(), loaded.tenant, parsed, settings, pinned_by(tags), mock=None)
+    pins = _inputs(lambda: kind_named(parsed.kind).pins(pinning))
+    resolved = resolved_tags(pins)
     if any(tags.get(tag) != value for tag, value in resolved.items()):
         context.instance.add_run_tags(context.run.run_id, resolved)  # so a resume or re-execution of this run uses them too
     context.add_output_metadata(
         {"suite_hash": parsed.hash, "config_hash": loaded.hash, "cases": len(parsed.cases), "calibration_items": len(parsed.calibration),
-         "kind": parsed.kind, **({"baseline_run": baseline} if baseline else {})}
+         "kind": parsed.kind, **({"baseline_run": pins.baseline} if pins.baseline else {})}
     )
-    return suite_rows(parsed, loaded.tenant.tenant, loaded.hash, baseline, variants)
+    return suite_rows(parsed, loaded.tenant.tenant, loaded.hash, pins.baseline, pins.variants)
 
 
 @dg.asset(**chain_asset("agent_replies"))
@@ -278,132 +262,54 @@ def statuses(
     yield statuses_result(rows)
 
 
-@dg.asset(**chain_asset("accuracy"))
-def accuracy(
-    context: dg.AssetExecutionContext, suite: list[SuiteRow], outcomes: list[OutcomeRow], statuses: list[StatusRow]
-) -> list[AccuracyRow]:
-    """Each item of an accuracy suite graded correct, wrong or ungraded, and why; empty for other kinds.
+def kind_stage(kind: SuiteKind) -> dg.AssetsDefinition:
+    """The asset of a kind's own stage: its rows for a suite of that kind, none for another; the kind's figures (and
+    what its stage adds) as metadata, so they plot night over night."""
+    stage = kind.stage
+    assert stage is not None
 
-    The metadata holds the accuracy and its Wilson 95% interval as numbers, so they plot night over night.
-    Query: `kindgi-eval sql "SELECT case_id, grade, expected_output, detail FROM accuracy WHERE grade <> 'correct'"`.
-    """
-    if suite[0].suite_kind != "accuracy":
-        return []
-    rows = accuracy_rows(cases_of(suite), outcomes, statuses)
-    context.add_output_metadata(_figures(suite, KindRows(suite, (), accuracy=rows)))
-    return rows
+    @dg.asset(name=stage.table, description=inspect.getdoc(stage.compute), **chain_asset(stage.table))
+    def _stage(
+        context: dg.AssetExecutionContext,
+        suite: list[SuiteRow],
+        agent_replies: list[ReplyRow],
+        outcomes: list[OutcomeRow],
+        statuses: list[StatusRow],
+        eval_settings: EvalSettings,
+        clients: RunClients,
+        io_manager: dg.ResourceParam[ParquetStore],
+    ) -> list:
+        if suite[0].suite_kind != kind.name:
+            return []
+        settings = _settings(context, eval_settings)
 
+        def judged(step, *inputs):
+            judge = _inputs(lambda: clients.judge(settings))
+            return _judged(context, settings, clients, io_manager, stage.table, step, judge, *inputs)
 
-@dg.asset(**chain_asset("custom"))
-def custom(
-    context: dg.AssetExecutionContext, suite: list[SuiteRow], outcomes: list[OutcomeRow], statuses: list[StatusRow]
-) -> list[CustomRow]:
-    """Each case of a custom suite with its handler's verdict (pass, fail, error or skipped), score, reason, error and
-    time in the sandbox, beside the case's status; empty for other kinds.
+        given = StageInputs(suite, agent_replies, outcomes, statuses, io_manager.root(), judged if settings.judge_model else None)
+        rows = stage.compute(given)
+        context.add_output_metadata(_figures(suite, KindRows(suite, agent_replies, rows)) | dict(stage.about(rows)))
+        return rows
 
-    The verdicts are the ones `outcomes` recorded (the handler is not run again here, nor in a replay).
-    Query: `kindgi-eval sql "SELECT case_id, verdict, score, reason, error, duration_ms FROM custom WHERE verdict <> 'pass'"`.
-    """
-    handler = handler_of(suite)
-    if suite[0].suite_kind != "custom" or handler is None:
-        return []
-    rows = custom_rows(handler, cases_of(suite), outcomes, statuses)
-    summary = summarize_custom(rows)
-    context.add_output_metadata(
-        {"handler": handler.name, "passed": summary.passed, "failed": summary.failed, "errors": summary.errors, "skipped": summary.skipped,
-         "duration_ms_max": float(max((r.duration_ms or 0.0 for r in rows), default=0.0))}
-    )
-    return rows
+    return _stage
 
 
-@dg.asset(**chain_asset("regressions"))
-def regressions(
-    context: dg.AssetExecutionContext, suite: list[SuiteRow], statuses: list[StatusRow], io_manager: dg.ResourceParam[ParquetStore]
-) -> list[RegressionRow]:
-    """Each case of a regression suite beside its baseline run's status: improved, regressed or unchanged; empty
-    for other kinds.
-
-    The metadata holds the pass-rate change and its paired 95% interval as numbers, so they plot night over night.
-    Query: `kindgi-eval sql "SELECT case_id, baseline_status, status FROM regressions WHERE change = 'regressed'"`.
-    """
-    first = suite[0]
-    if first.suite_kind != "regression" or first.baseline_run is None:
-        return []
-    root = io_manager.root()  # the store this run reads and writes, wherever the run's config puts it
-    baseline = read_rows(root, "statuses", run_partition(root, first.baseline_run), first.baseline_run)
-    rows = regression_rows(first.baseline_run, baseline, statuses)
-    context.add_output_metadata(_figures(suite, KindRows(suite, (), regressions=rows)))
-    return rows
+KIND_STAGES = [kind_stage(kind) for _, kind in sorted(kinds().items()) if kind.stage is not None]
+"""One asset per kind with a stage of its own, made from the table of kinds."""
+OWN_TABLES = [kind.stage.table for _, kind in sorted(kinds().items()) if kind.stage is not None]
 
 
-@dg.asset(**chain_asset("pairwise"))
-def pairwise(
-    context: dg.AssetExecutionContext,
-    suite: list[SuiteRow],
-    statuses: list[StatusRow],
-    eval_settings: EvalSettings,
-    clients: RunClients,
-    io_manager: dg.ResourceParam[ParquetStore],
-) -> list[PairwiseRow]:
-    """Each prompt of a pairwise suite judged in both orders (A first, then B first), and each hand-labelled pair
-    that calibrates the judge; empty for other kinds and without a judge.
-
-    A variant wins a prompt only when it wins in both orders. The metadata holds variant A's win rate and its
-    bootstrap 95% interval and the position consistency as numbers, so they plot night over night.
-    Each judged pair is recorded as it arrives, so a killed run resumed judges only the pairs it had not.
-    Query: `kindgi-eval sql "SELECT subject_id, ab, ba, outcome, consistent, reason_ab FROM pairwise WHERE subject = 'prompt'"`.
-    """
-    if suite[0].suite_kind != "pairwise":
-        return []
-    settings = _settings(context, eval_settings)
-    judge = _inputs(lambda: clients.judge(settings))
-    rows = [] if judge is None else _judged(context, settings, clients, io_manager, "pairwise", judge_pairwise,
-                                            judge, cases_of(suite), statuses)
-    context.add_output_metadata(
-        _figures(suite, KindRows(suite, (), pairwise=rows))
-        | {"calibration_note": agreement_of(rows).note, "judge_usd": float(sum(r.cost_usd for r in rows))}
-    )
-    return rows
-
-
-@dg.asset(**chain_asset("review_queue"))
-def review_queue(
-    context: dg.AssetExecutionContext, suite: list[SuiteRow], agent_replies: list[ReplyRow], statuses: list[StatusRow]
-) -> list[QueueRow]:
-    """A human-review suite's replies, one row per reply and rubric item, for a person to label; empty for other kinds.
-
-    `kindgi-eval review export RUN_ID` writes it as the CSV or JSONL a person fills in; `review import` reads the
-    labels back into the `reviews` view, and `statuses` shows them beside the judge's verdicts.
-    Query: `kindgi-eval sql "SELECT case_id, rubric_item, judge_verdict FROM review_queue WHERE suite = '<partition>'"`.
-    """
-    if suite[0].suite_kind != "human-review":
-        return []
-    rows = queue_rows(suite, cases_of(suite), agent_replies, statuses)
-    summary = summarize_queue(agent_replies, rows)
-    context.add_output_metadata(
-        {"reviewer_role": suite[0].reviewer_role or "", "rubric_items": len(suite[0].rubric or []), "queued": summary.items,
-         "replies": summary.replies, "skipped_without_reply": summary.skipped}
-    )
-    return rows
-
-
-@dg.asset(**chain_asset("run_metrics"))
-def run_metrics(
-    suite: list[SuiteRow],
-    agent_replies: list[ReplyRow],
-    accuracy: list[AccuracyRow],
-    regressions: list[RegressionRow],
-    pairwise: list[PairwiseRow],
-    review_queue: list[QueueRow],
-    custom: list[CustomRow],
-) -> list[MetricRow]:
+@dg.asset(**chain_asset("run_metrics"), ins={table: dg.AssetIn(table) for table in OWN_TABLES})
+def run_metrics(suite: list[SuiteRow], agent_replies: list[ReplyRow], **own_tables: list) -> list[MetricRow]:
     """Every figure of the run's kind, one row each in one shape (name, value, interval, method): an accuracy and its
     interval, a regression's moves, a pairwise win rate, ...; none for a conversation suite.
 
     Query a kind's figures under their own names through its view:
     `kindgi-eval sql "SELECT run_id, accuracy, accuracy_low, accuracy_high FROM accuracy_runs"`.
     """
-    return metric_rows(KindRows(suite, agent_replies, accuracy, regressions, pairwise, review_queue, custom))
+    stage = kind_named(suite[0].suite_kind).stage
+    return metric_rows(KindRows(suite, agent_replies, own_tables[stage.table] if stage else ()))
 
 
 @dg.asset(**chain_asset("run_summary"))
@@ -415,7 +321,6 @@ def run_summary(
     statuses: list[StatusRow],
     calibration: list[CalibrationRow],
     run_metrics: list[MetricRow],
-    pairwise: list[PairwiseRow],
     eval_settings: EvalSettings,
     clients: RunClients,
     io_manager: dg.ResourceParam[ParquetStore],
@@ -430,7 +335,7 @@ def run_summary(
     record = context.instance.get_run_record_by_id(context.run.run_id)
     started = record.start_time if record and record.start_time else time.time()
     root = io_manager.root()
-    resumed_from, agent_saved, judge_saved = resume_summary(context, root, agent_replies, judge_samples, pairwise)
+    resumed_from, agent_saved, judge_saved = resume_summary(context, root, agent_replies, judge_samples, kind_named(suite[0].suite_kind).stage)
     row = run_row(
         suite,
         agent_replies,
@@ -518,5 +423,4 @@ def _progress_logger(context: dg.AssetExecutionContext):
     return report
 
 
-CHAIN = [suite, agent_replies, outcomes, judge_samples, calibration, statuses, accuracy, custom, regressions, pairwise, review_queue,
-         run_metrics, run_summary]
+CHAIN = [suite, agent_replies, outcomes, judge_samples, calibration, statuses, *KIND_STAGES, run_metrics, run_summary]

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 
 import dagster as dg
 
+from kindgi_eval.kinds import Pins
 from kindgi_eval.store import StorePath, find_table, replay_source
 
 SOURCE_RUN_TAG = "kindgi/replies_from"
@@ -34,15 +35,18 @@ PINNED_TAGS = (BASELINE_TAG, VARIANTS_TAG)
 """The tags a resumed run takes from the run it finishes, so that it evaluates against what that run resolved."""
 
 
-def resolved_tags(baseline: str | None, variants: tuple[str, str] | None) -> dict[str, str]:
+def resolved_tags(pins: Pins) -> dict[str, str]:
     """The tags that pin a regression suite's baseline run and a pairwise suite's variants to a run."""
-    return {**({BASELINE_TAG: baseline} if baseline else {}), **({VARIANTS_TAG: json.dumps(list(variants))} if variants else {})}
+    return {**({BASELINE_TAG: pins.baseline} if pins.baseline else {}),
+            **({VARIANTS_TAG: json.dumps(list(pins.variants))} if pins.variants else {})}
 
 
-def pinned_variants(tags: Mapping[str, str]) -> tuple[str, str] | None:
-    """The variants `VARIANTS_TAG` pins, or None."""
-    pinned = tags.get(VARIANTS_TAG)
-    return tuple(json.loads(pinned)) if pinned else None  # type: ignore[return-value]
+def pinned_by(tags: Mapping[str, str]) -> Pins:
+    """What a run's tags pin it to already (nothing for a run that starts afresh)."""
+    variants = tags.get(VARIANTS_TAG)
+    return Pins(baseline=tags.get(BASELINE_TAG), variants=tuple(json.loads(variants)) if variants else None)
+
+
 REPLAY_FROM_CONFIG = ("resources", "eval_settings", "config", "replay_from")
 """Where a launchpad run's config names the run a replay re-judges (`EvalSettings.replay_from`)."""
 REPLAY_FROM_FIELD = "resources.eval_settings.config.replay_from"

@@ -16,14 +16,14 @@ from typing import Any
 import dagster as dg
 from pydantic import BaseModel
 
-from kindgi_eval.defs.lineage import lineage, parent_of, replay_from, run_day
+from kindgi_eval.defs.lineage import input_run, lineage, parent_of, replay_from, run_day
 from kindgi_eval.inputs import (
     RunSettings,
     changes_since,
     load_suite,
     manifest_of,
 )
-from kindgi_eval.kinds import pair_key
+from kindgi_eval.kinds import Stage, kinds
 from kindgi_eval.rules import InputError
 from kindgi_eval.steps import sample_key
 from kindgi_eval.store import (
@@ -42,9 +42,13 @@ from kindgi_eval.store import (
     write_manifest,
 )
 
-KEY_OF: dict[str, Callable[[Any], object]] = {"agent_replies": lambda r: r.case_id, "judge_samples": sample_key, "pairwise": pair_key}
+KEY_OF: dict[str, Callable[[Any], object]] = {
+    "agent_replies": lambda r: r.case_id,
+    "judge_samples": sample_key,
+    **{k.stage.table: k.stage.recorded_key for k in kinds().values() if k.stage is not None and k.stage.recorded_key is not None},
+}
 """The paid stages, and what names one of their rows: a reply by its case, a sample by subject, criterion and
-number, a judged pair by its prompt or labelled pair."""
+number, and a kind's own paid stage's rows as it says (a judged pair by its prompt or labelled pair)."""
 
 
 def manifest_now(context: dg.AssetExecutionContext, settings: RunSettings, config_hash: str) -> Manifest:
@@ -115,11 +119,11 @@ def recording(context: dg.AssetExecutionContext, root: StorePath, asset: str, no
 
 
 def resume_summary(
-    context: dg.AssetExecutionContext, root: StorePath, replies: list, samples: list, pairs: list
+    context: dg.AssetExecutionContext, root: StorePath, replies: list, samples: list, stage: Stage | None
 ) -> tuple[str | None, int, int]:
     """(the killed run this run finished, agent calls saved, judge calls saved): how many of this run's replies,
-    samples and judged pairs (two judge calls each, one per order) the killed runs had recorded. (None, 0, 0) for
-    a run that started afresh."""
+    samples and the rows of its kind's own paid stage (so many judge calls each: a pair judged in both orders, two)
+    the killed runs had recorded. (None, 0, 0) for a run that started afresh."""
     ids = lineage(context.instance, context.run)
     if len(ids) == 1:
         return None, 0, 0
@@ -129,4 +133,9 @@ def resume_summary(
         recorded = {KEY_OF[asset](r) for r in recorded_rows(root, context.partition_key, earlier, asset)}
         return sum(KEY_OF[asset](r) in recorded for r in rows)
 
-    return ids[1], saved("agent_replies", replies), saved("judge_samples", samples) + 2 * saved("pairwise", pairs)
+    judge_calls = saved("judge_samples", samples)
+    if stage is not None and stage.recorded_key is not None:
+        source = input_run(context.instance, root, stage.table, context.partition_key, context.run)
+        own = from_table(read_table(root, stage.table, context.partition_key, source), TABLE_OF[stage.table].row)
+        judge_calls += stage.judge_calls_per_row * saved(stage.table, own)
+    return ids[1], saved("agent_replies", replies), judge_calls

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from kindgi_eval.kinds.kind import KindResult, SuiteKind
 from kindgi_eval.kinds.table import kind_named, kinds
 from kindgi_eval.rules import Interval
-from kindgi_eval.store import FigureColumn, KindView, MetricRow, RunRow, StorePath, from_table, read_stored
+from kindgi_eval.store import FigureColumn, KindView, MetricRow, RunRow, StorePath, from_table, read_stored, rows_if_stored
 
 
 def count(name: str, n: int | None) -> MetricRow:
@@ -64,6 +64,12 @@ def stored_result(root: StorePath, partition: str, run_id: str) -> KindResult:
         return KindResult(run, {c.name: row.get(c.name) for c in kind_named(run.suite_kind).figures})
     metrics = read_stored(root, "run_metrics", partition, run_id)
     return result_of(run, [] if metrics is None else from_table(metrics, MetricRow))
+
+
+def own_rows(root: StorePath, partition: str, run_id: str, suite_kind: str) -> list:
+    """The rows a run's kind's own stage stored; none for a kind without one."""
+    stage = kind_named(suite_kind).stage
+    return [] if stage is None else rows_if_stored(root, stage.table, partition, run_id)
 
 
 def kind_views() -> list[KindView]:

@@ -6,33 +6,70 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
-from kindgi_eval.inputs import RunSettings
-from kindgi_eval.rules import GROUPS, AgentReply, AssertionResult, Case, Group, check_case, group_of
-from kindgi_eval.store import (
-    AccuracyRow,
-    CustomRow,
-    FigureColumn,
-    MetricRow,
-    PairwiseRow,
-    QueueRow,
-    RegressionRow,
-    ReplyRow,
-    RunRow,
-    SuiteRow,
-)
+from pydantic import BaseModel
+
+from kindgi_eval.inputs import RunSettings, Suite
+from kindgi_eval.rules import GROUPS, AgentReply, AssertionResult, Case, Group, Tenant, check_case, group_of
+from kindgi_eval.store import FigureColumn, MetricRow, OutcomeRow, ReplyRow, RunRow, StatusRow, StorePath, SuiteRow
 
 
 class KindRows(NamedTuple):
-    """A run's rows a kind sums up into its figures: the suite and replies every run has, and the table of each kind's
-    own stage (empty for the other kinds)."""
+    """A run's rows a kind sums up into its figures: the suite and replies every run has, and the rows of the kind's
+    own stage (empty for a kind without one)."""
 
     suite: Sequence[SuiteRow]
     replies: Sequence[ReplyRow]
-    accuracy: Sequence[AccuracyRow] = ()
-    regressions: Sequence[RegressionRow] = ()
-    pairwise: Sequence[PairwiseRow] = ()
-    review_queue: Sequence[QueueRow] = ()
-    custom: Sequence[CustomRow] = ()
+    own: Sequence[BaseModel] = ()
+
+
+class StageInputs(NamedTuple):
+    """What a kind's own stage is given: the run's shared rows, the store, and a way to pay the judge."""
+
+    suite: Sequence[SuiteRow]
+    replies: Sequence[ReplyRow]
+    outcomes: Sequence[OutcomeRow]
+    statuses: Sequence[StatusRow]
+    root: StorePath
+    """The store the run reads and writes (a baseline's statuses are read from it)."""
+    judged: Callable[..., list] | None
+    """`judged(step, *inputs)` runs a stage that pays the judge, `step(judge, *inputs, calibration, catalogue=...,
+    concurrency=..., ...)`, each row recorded as it arrives so a resumed run pays only for what it lacks; None when
+    the run has no judge."""
+
+
+class Stage(NamedTuple):
+    """A kind's own stage: one more asset of the chain, stored as its own table, computed after `statuses`."""
+
+    table: str
+    """The asset, its stored table and its view (`accuracy`, `regressions`, ...), one name for all three."""
+    compute: Callable[[StageInputs], list]
+    """Its rows, for a suite of its kind."""
+    about: Callable[[Sequence[BaseModel]], Mapping[str, object]] = lambda rows: {}
+    """What its asset's metadata shows beside the kind's figures."""
+    recorded_key: Callable[[BaseModel], object] | None = None
+    """For a stage that pays the judge: a row's key in its recordings, so a resumed run counts what it reused."""
+    judge_calls_per_row: int = 0
+    """How many judge calls one of its rows took (a pair judged in both orders: 2)."""
+
+
+class Pinning(NamedTuple):
+    """What a kind resolves once, as a run starts, and pins to the run: against what run, with which agents."""
+
+    root: StorePath
+    tenant: Tenant
+    suite: Suite
+    settings: RunSettings
+    pinned: Pins
+    """What an earlier start of this run pinned already (a resume, a re-execution): kept, never resolved again."""
+    mock: bool | None
+    """The command line's `--mock`, whose agents are checked before anything runs; None inside a Dagster run."""
+
+
+class Pins(NamedTuple):
+    """What a run is pinned to: a regression suite's baseline run, a pairwise suite's two agents."""
+
+    baseline: str | None = None
+    variants: tuple[str, str] | None = None
 
 
 class KindResult(NamedTuple):
@@ -62,11 +99,6 @@ class Assertions(Protocol):
                  max_latency_ms: float) -> list[AssertionResult]: ...
 
 
-ITEM_TABLES = ("accuracy", "regressions", "custom")
-"""The stored tables of kinds' own items that a report reads beside the shared ones, named as `KindRows` names
-them; a run has rows in its own kind's table only."""
-
-
 Askings = Callable[[RunSettings, Sequence[SuiteRow]], list[tuple[RunSettings, list[SuiteRow]]]]
 
 
@@ -76,6 +108,10 @@ def _one_agent(settings: RunSettings, suite: Sequence[SuiteRow]) -> list[tuple[R
 
 def _nothing(_: object) -> dict:
     return {}
+
+
+def _no_pins(pinning: Pinning) -> Pins:
+    return pinning.pinned
 
 
 def _no_metrics(_: KindRows) -> list[MetricRow]:
@@ -120,6 +156,10 @@ class SuiteKind:
     kind says."""
     askings: Askings = _one_agent
     """Who answers which cases in the `agent_replies` stage: the run's agent every case, unless the kind says."""
+    pins: Callable[[Pinning], Pins] = _no_pins
+    """What a run of its suites is pinned to as it starts (by the command line, else by the `suite` stage)."""
+    stage: Stage | None = None
+    """Its own stage, if it has one."""
     metrics: Callable[[KindRows], list[MetricRow]] = _no_metrics
     """Its figures of a run, from its rows: stored in `run_metrics`, one row each."""
     params: Callable[[Sequence[SuiteRow]], Mapping[str, str | None]] = _nothing

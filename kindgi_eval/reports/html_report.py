@@ -15,11 +15,13 @@ from collections.abc import Sequence
 from html import escape
 from typing import NamedTuple
 
+from pydantic import BaseModel
+
 from kindgi_eval.kinds import KindResult, KindRows, kind_named
 from kindgi_eval.reports.reading import NUDGE_NOTE, SPEAKER, pass_rate, run_result, shown_history, shown_message
 from kindgi_eval.reports.run_report import kind_lines
 from kindgi_eval.rules import FAILING, STATUSES, Case
-from kindgi_eval.store import AccuracyRow, CalibrationRow, CustomRow, OutcomeRow, RegressionRow, RunRow, SampleRow, StatusRow
+from kindgi_eval.store import CalibrationRow, OutcomeRow, RunRow, SampleRow, StatusRow
 
 CHART_WIDTH, CHART_HEIGHT = 640, 220
 """The pass-rate chart's size in CSS pixels."""
@@ -49,12 +51,9 @@ class RunPage(NamedTuple):
     """The suite's recent runs, oldest first, this one included: (run id, its summary)."""
     cases: Sequence[Case] = ()
     """The suite's cases, for the contact's side of each conversation."""
-    accuracy: Sequence[AccuracyRow] = ()
-    """An accuracy suite's grades; empty for other kinds."""
-    regressions: Sequence[RegressionRow] = ()
-    """A regression suite's cases beside their baseline; empty for other kinds."""
-    custom: Sequence[CustomRow] = ()
-    """A custom suite's handler verdicts; empty for other kinds."""
+    own: Sequence[BaseModel] = ()
+    """The rows of the run's kind's own stage (an accuracy suite's grades, a regression suite's moves, ...); empty for
+    a kind without one."""
 
     @property
     def run(self) -> RunRow:
@@ -116,7 +115,7 @@ def _kind_section(page: RunPage) -> str:
 
 def _kind_items(page: RunPage) -> str:
     """The items behind the kind's figure, as its entry of the table of kinds lists them; nothing if it lists none."""
-    rows = KindRows(suite=(), replies=(), accuracy=page.accuracy, regressions=page.regressions, custom=page.custom)
+    rows = KindRows(suite=(), replies=(), own=page.own)
     items = kind_named(page.run.suite_kind).items(rows)
     return "" if items is None else _items_table(items.caption, items.headers, items.rows)
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from kindgi_eval.kinds import KindResult, KindRows, kind_named, kinds
+from pydantic import BaseModel
+
+from kindgi_eval.kinds import KindResult, KindRows, kind_named
 from kindgi_eval.reports.reading import NUDGE_NOTE, shown_history, shown_message
 from kindgi_eval.rules import FAILING, STATUSES, THRESHOLD, Case, counted, judge_was_down, safe
-from kindgi_eval.store import AccuracyRow, CalibrationRow, CustomRow, RegressionRow, RunRow, StatusRow
+from kindgi_eval.store import CalibrationRow, RunRow, StatusRow
 
 
 RECAP_AFTER = 10
@@ -138,11 +140,10 @@ def recap_lines(statuses: Sequence[StatusRow]) -> list[str]:
     return [f"Failing cases ({len(failing)}):", *(f"  [{s.status}] {s.case_id}" for s in failing)]
 
 
-def case_marks(accuracy: Sequence[AccuracyRow], regressions: Sequence[RegressionRow], custom: Sequence[CustomRow]) -> dict[str, str]:
+def case_marks(suite_kind: str, own: Sequence[BaseModel]) -> dict[str, str]:
     """The line a kind adds under a case's head (an accuracy item's grade, a regression case's move, a custom
-    handler's verdict), as each kind marks the rows of its own table; a run has rows of its own kind's table only."""
-    rows = KindRows(suite=(), replies=(), accuracy=accuracy, regressions=regressions, custom=custom)
-    return {case: mark for kind in kinds().values() for case, mark in kind.marks(rows).items()}
+    handler's verdict), as the run's kind marks the rows of its own stage."""
+    return dict(kind_named(suite_kind).marks(KindRows(suite=(), replies=(), own=own)))
 
 
 def kind_lines(result: KindResult) -> list[str]:

@@ -156,7 +156,7 @@ def test_an_accuracy_run_shows_its_figure_with_its_interval_and_its_wrong_items(
     figures = dict(accuracy=2 / 3, accuracy_low=0.208, accuracy_high=0.939, correct=2, wrong=1, ungraded_items=0)
     grades = [AccuracyRow(case_id="price", grader="contains", expected_output="$450", grade="correct", detail="found"),
               AccuracyRow(case_id="discount", grader="contains", expected_output="20% <off>", grade="wrong", detail='missing "20% off"')]
-    shown = kind_section(page_of([status("price"), status("discount", "failed")], run, figures, accuracy=grades))
+    shown = kind_section(page_of([status("price"), status("discount", "failed")], run, figures, own=grades))
     assert "Accuracy: 0.667, 2 of 3 graded items correct (95% Wilson interval 0.208 to 0.939)" in shown
     assert "<td>discount</td><td>wrong</td><td>20% &lt;off&gt;</td>" in shown and "price" not in shown
 
@@ -167,7 +167,7 @@ def test_a_regression_run_names_its_baseline_and_the_cases_that_moved() -> None:
     moved = [RegressionRow(case_id="up", baseline_run="base-run", baseline_status="failed", status="passed", change="improved"),
              RegressionRow(case_id="down", baseline_run="base-run", baseline_status="passed", status="failed", change="regressed"),
              RegressionRow(case_id="same", baseline_run="base-run", baseline_status="passed", status="passed", change="unchanged")]
-    shown = kind_section(page_of([status("up"), status("down", "failed"), status("same")], run, figures, regressions=moved))
+    shown = kind_section(page_of([status("up"), status("down", "failed"), status("same")], run, figures, own=moved))
     assert "Regression against run base-run: 1 improved, 1 regressed, 1 unchanged" in shown
     assert "<td>up</td><td>failed</td><td>passed</td><td>improved</td>" in shown
     assert "<td>down</td><td>passed</td><td>failed</td><td>regressed</td>" in shown and "same" not in shown
@@ -188,7 +188,7 @@ def test_pairwise_human_review_and_custom_runs_show_their_own_figures() -> None:
                           error=None, duration_ms=3.0),
                 CustomRow(case_id="bad", handler_name="grade:check", status="failed", verdict="fail", score=0.25, reason="too <long>",
                           error=None, duration_ms=3.0)]
-    shown = kind_section(page_of([status("good"), status("bad", "failed")], custom, handled, custom=verdicts))
+    shown = kind_section(page_of([status("good"), status("bad", "failed")], custom, handled, own=verdicts))
     assert "Custom handler grade:check" in shown and "1 passed, 1 failed" in shown
     assert "<td>bad</td><td>fail</td><td>0.25</td><td>too &lt;long&gt;</td>" in shown and "good" not in shown
     assert '<section id="kind">' not in page_of([status("a")])  # a conversation suite has no figure of its own

@@ -88,12 +88,15 @@ def test_case_marks_name_wrong_and_ungraded_items_and_every_move_of_a_regression
         for c, then, now, change in [("same", "passed", "passed", "unchanged"), ("worse", "passed", "failed", "regressed"),
                                      ("better", "reviewed", "judged-pass", "improved")]
     ]
-    assert case_marks(accuracy, regressions, []) == {
+    assert case_marks("accuracy", accuracy) == {
         "off": "wrong (contains): $450 is not in the reply",
         "down": "ungraded (judge): the agent failed: timeout",
+    }
+    assert case_marks("regression", regressions) == {
         "worse": "regressed: passed in baseline run 01234567, failed now",
         "better": "improved: reviewed in baseline run 01234567, judged-pass now",
     }
+    assert case_marks("conversation", []) == {}  # a kind without a stage of its own marks nothing
 
 
 def test_a_long_run_ends_with_its_failing_cases_once_more() -> None:
@@ -130,5 +133,5 @@ def test_a_custom_handlers_verdict_stands_under_every_case_it_graded() -> None:
         CustomRow(case_id="broke", handler_name="tone:grade", verdict="error", score=None, reason=None,
                   error="timed out after 5 s", duration_ms=5000.0, status="failed"),
     ]
-    assert case_marks([], [], rows) == {"kind": "handler tone:grade: pass, score 0.9: friendly",
+    assert case_marks("custom", rows) == {"kind": "handler tone:grade: pass, score 0.9: friendly",
                                         "broke": "handler tone:grade: error: timed out after 5 s"}

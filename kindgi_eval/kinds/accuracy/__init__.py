@@ -2,8 +2,9 @@
 
 from kindgi_eval.kinds.accuracy.report import accuracy_items, accuracy_lines, accuracy_marks, accuracy_summary
 from kindgi_eval.kinds.accuracy.stage import accuracy_metrics, accuracy_rows
-from kindgi_eval.kinds.kind import KindRows, SuiteKind
-from kindgi_eval.store import FigureColumn, MetricRow
+from kindgi_eval.kinds.kind import KindRows, Stage, StageInputs, SuiteKind
+from kindgi_eval.kinds.table import cases_of
+from kindgi_eval.store import AccuracyRow, FigureColumn, MetricRow
 from kindgi_eval.rules import ACCURACY_GROUP, AccuracyCase, AgentReply, AssertionResult, Group, check_accuracy
 
 
@@ -19,7 +20,11 @@ def _in_accuracy_group(criterion: str) -> Group:
 
 
 def _metrics(rows: KindRows) -> list[MetricRow]:
-    return accuracy_metrics(rows.accuracy)
+    return accuracy_metrics(rows.own)
+
+
+def _grades(given: StageInputs) -> list[AccuracyRow]:
+    return accuracy_rows(cases_of(given.suite), given.outcomes, given.statuses)
 
 
 FIGURES = (
@@ -33,7 +38,7 @@ FIGURES = (
 
 
 KIND = SuiteKind(name="accuracy", case_model=AccuracyCase, enters_funnel=False, groups=(ACCURACY_GROUP,),
-                 item_group=_in_accuracy_group, assertions=_graded, metrics=_metrics, figures=FIGURES, lines=accuracy_lines,
+                 item_group=_in_accuracy_group, assertions=_graded, metrics=_metrics, figures=FIGURES, stage=Stage("accuracy", _grades), lines=accuracy_lines,
                  summary=accuracy_summary, marks=accuracy_marks, items=accuracy_items)
 
 __all__ = ["KIND", "accuracy_metrics", "accuracy_rows"]

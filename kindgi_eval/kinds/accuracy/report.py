@@ -32,10 +32,10 @@ def accuracy_summary(result: KindResult) -> dict:
 
 def accuracy_marks(rows: KindRows) -> dict[str, str]:
     """Under each item not graded correct: its grade, its grader, and why."""
-    return {a.case_id: f"{a.grade} ({a.grader}): {a.detail}" for a in _not_correct(rows.accuracy)}
+    return {a.case_id: f"{a.grade} ({a.grader}): {a.detail}" for a in _not_correct(rows.own)}
 
 
 def accuracy_items(rows: KindRows) -> Items:
     """The items not graded correct, with what they had to give."""
     return Items("Items not graded correct", ("item", "grade", "expected", "why"),
-                 [(a.case_id, a.grade, a.expected_output, a.detail) for a in _not_correct(rows.accuracy)])
+                 [(a.case_id, a.grade, a.expected_output, a.detail) for a in _not_correct(rows.own)])

@@ -2,12 +2,25 @@
 
 from kindgi_eval.kinds.custom.report import custom_items, custom_lines, custom_marks, custom_summary
 from kindgi_eval.kinds.custom.stage import CustomSummary, custom_metrics, custom_params, custom_rows, grade_replies, handler_of, summarize_custom
-from kindgi_eval.kinds.kind import KindRows, SuiteKind
-from kindgi_eval.store import FigureColumn, MetricRow
+from collections.abc import Sequence
+
+from kindgi_eval.kinds.kind import KindRows, Stage, StageInputs, SuiteKind
+from kindgi_eval.kinds.table import cases_of
+from kindgi_eval.store import CustomRow, FigureColumn, MetricRow
 
 
 def _metrics(rows: KindRows) -> list[MetricRow]:
-    return custom_metrics(rows.custom) if handler_of(rows.suite) else []
+    return custom_metrics(rows.own) if handler_of(rows.suite) else []
+
+
+def _verdicts(given: StageInputs) -> list[CustomRow]:
+    """The verdicts `outcomes` recorded (the handler is not run again here, nor in a replay); none without a handler."""
+    handler = handler_of(given.suite)
+    return [] if handler is None else custom_rows(handler, cases_of(given.suite), given.outcomes, given.statuses)
+
+
+def _slowest(rows: Sequence[CustomRow]) -> dict[str, object]:
+    return {"duration_ms_max": float(max((r.duration_ms or 0.0 for r in rows), default=0.0))}
 
 
 FIGURES = (
@@ -19,6 +32,6 @@ FIGURES = (
     FigureColumn("handler_skipped", "BIGINT", "handler_skipped"),
 )
 
-KIND = SuiteKind(name="custom", metrics=_metrics, params=custom_params, figures=FIGURES, lines=custom_lines, summary=custom_summary, marks=custom_marks, items=custom_items)
+KIND = SuiteKind(name="custom", stage=Stage("custom", _verdicts, _slowest), metrics=_metrics, params=custom_params, figures=FIGURES, lines=custom_lines, summary=custom_summary, marks=custom_marks, items=custom_items)
 
 __all__ = ["KIND", "CustomSummary", "custom_metrics", "custom_rows", "grade_replies", "handler_of", "summarize_custom"]

@@ -33,11 +33,11 @@ def _mark(row: CustomRow) -> str:
 
 def custom_marks(rows: KindRows) -> dict[str, str]:
     """Under every case the handler graded: its verdict, with its score and its reason or error."""
-    return {c.case_id: _mark(c) for c in rows.custom}
+    return {c.case_id: _mark(c) for c in rows.own}
 
 
 def custom_items(rows: KindRows) -> Items:
     """The cases the handler did not pass."""
     return Items("Cases the handler did not pass", ("case", "verdict", "score", "why"),
                  [(c.case_id, c.verdict, "" if c.score is None else f"{c.score:g}", c.reason or c.error or "")
-                  for c in rows.custom if c.verdict != "pass"])
+                  for c in rows.own if c.verdict != "pass"])

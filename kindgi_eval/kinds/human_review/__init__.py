@@ -5,13 +5,18 @@ from collections.abc import Mapping, Sequence
 from kindgi_eval.kinds.figures import count
 from kindgi_eval.kinds.human_review.report import review_lines, review_summary
 from kindgi_eval.kinds.human_review.stage import QueueSummary, promoted_items, queue_rows, summarize_queue
-from kindgi_eval.kinds.kind import KindRows, SuiteKind
-from kindgi_eval.store import FigureColumn, MetricRow, SuiteRow
+from kindgi_eval.kinds.kind import KindRows, Stage, StageInputs, SuiteKind
+from kindgi_eval.kinds.table import cases_of
+from kindgi_eval.store import FigureColumn, MetricRow, QueueRow, SuiteRow
 
 
 def _metrics(rows: KindRows) -> list[MetricRow]:
-    summary = summarize_queue(rows.replies, rows.review_queue)
+    summary = summarize_queue(rows.replies, rows.own)
     return [count("review_items", summary.items), count("review_replies", summary.replies), count("review_skipped", summary.skipped)]
+
+
+def _queue(given: StageInputs) -> list[QueueRow]:
+    return queue_rows(given.suite, cases_of(given.suite), given.replies, given.statuses)
 
 
 def _params(suite: Sequence[SuiteRow]) -> Mapping[str, str | None]:
@@ -25,6 +30,6 @@ FIGURES = (
     FigureColumn("review_skipped", "BIGINT", "review_skipped"),
 )
 
-KIND = SuiteKind(name="human-review", metrics=_metrics, params=_params, figures=FIGURES, lines=review_lines, summary=review_summary)
+KIND = SuiteKind(name="human-review", stage=Stage("review_queue", _queue), metrics=_metrics, params=_params, figures=FIGURES, lines=review_lines, summary=review_summary)
 
 __all__ = ["KIND", "QueueSummary", "promoted_items", "queue_rows", "summarize_queue"]

@@ -1,9 +1,14 @@
 """The `pairwise` kind: two agent variants answer the same prompts and a calibrated judge compares them in both orders."""
 
-from kindgi_eval.kinds.kind import KindRows, SuiteKind
+from collections.abc import Sequence
+
+from kindgi_eval.agents import checked_variants
+from kindgi_eval.inputs import pairwise_variants
+from kindgi_eval.kinds.kind import KindRows, Pinning, Pins, Stage, StageInputs, SuiteKind
+from kindgi_eval.kinds.table import cases_of
 from kindgi_eval.kinds.pairwise.report import both_variants, pairwise_lines, pairwise_summary_json
 from kindgi_eval.kinds.pairwise.stage import agreement_of, judge_pairwise, pair_key, pairwise_askings, pairwise_metrics, pairwise_params
-from kindgi_eval.store import FigureColumn, MetricRow
+from kindgi_eval.store import FigureColumn, MetricRow, PairwiseRow
 from kindgi_eval.rules import AgentReply, AssertionResult, PairwiseCase, agent_failure
 
 
@@ -15,7 +20,25 @@ def _answered(case: PairwiseCase, reply: AgentReply | None, *, error: str | None
 
 
 def _metrics(rows: KindRows) -> list[MetricRow]:
-    return pairwise_metrics(rows.pairwise)
+    return pairwise_metrics(rows.own)
+
+
+def _judged(given: StageInputs) -> list[PairwiseRow]:
+    """Each prompt judged in both orders and each labelled pair; none without a judge."""
+    return [] if given.judged is None else given.judged(judge_pairwise, cases_of(given.suite), given.statuses)
+
+
+def _about(rows: Sequence[PairwiseRow]) -> dict[str, object]:
+    return {"calibration_note": agreement_of(rows).note, "judge_usd": float(sum(r.cost_usd for r in rows))}
+
+
+def _pins(p: Pinning) -> Pins:
+    """The agents variants A and B are, as the tenants file declares them; from the command line, each checked
+    (and with --mock, both the demo agent)."""
+    if p.pinned.variants:
+        return p.pinned
+    declared = pairwise_variants(p.suite.registered, p.tenant.tenant)
+    return p.pinned._replace(variants=declared if p.mock is None else checked_variants(p.settings, p.tenant, declared, mock=p.mock))
 
 
 FIGURES = (
@@ -34,7 +57,8 @@ FIGURES = (
 
 
 KIND = SuiteKind(name="pairwise", case_model=PairwiseCase, enters_funnel=False, groups=(), judged_by_case=False,
-                 assertions=_answered, askings=pairwise_askings, metrics=_metrics, params=pairwise_params, figures=FIGURES,
+                 assertions=_answered, askings=pairwise_askings, pins=_pins,
+                 stage=Stage("pairwise", _judged, _about, recorded_key=pair_key, judge_calls_per_row=2), metrics=_metrics, params=pairwise_params, figures=FIGURES,
                  lines=pairwise_lines, summary=pairwise_summary_json, against=both_variants)
 
 __all__ = ["KIND", "agreement_of", "judge_pairwise", "pair_key", "pairwise_metrics"]

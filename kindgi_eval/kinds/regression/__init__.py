@@ -2,14 +2,29 @@
 
 from collections.abc import Mapping, Sequence
 
-from kindgi_eval.kinds.kind import KindRows, SuiteKind
+from kindgi_eval.kinds.kind import KindRows, Pinning, Pins, Stage, StageInputs, SuiteKind
 from kindgi_eval.kinds.regression.report import regressed, regression_items, regression_lines, regression_marks, regression_summary
 from kindgi_eval.kinds.regression.stage import regression_metrics, regression_rows, resolve_baseline
-from kindgi_eval.store import FigureColumn, MetricRow, SuiteRow
+from kindgi_eval.store import FigureColumn, MetricRow, RegressionRow, SuiteRow, read_rows, run_partition
 
 
 def _metrics(rows: KindRows) -> list[MetricRow]:
-    return regression_metrics(rows.regressions)
+    return regression_metrics(rows.own)
+
+
+def _moves(given: StageInputs) -> list[RegressionRow]:
+    """Each case beside its status in the baseline run the suite stage pinned; none without one."""
+    baseline_run = given.suite[0].baseline_run
+    if baseline_run is None:
+        return []
+    baseline = read_rows(given.root, "statuses", run_partition(given.root, baseline_run), baseline_run)
+    return regression_rows(baseline_run, baseline, given.statuses)
+
+
+def _pins(p: Pinning) -> Pins:
+    """The baseline run, resolved once and checked to have evaluated exactly this suite's cases."""
+    ids = [c.id for c in p.suite.cases]
+    return p.pinned._replace(baseline=p.pinned.baseline or resolve_baseline(p.root, p.tenant.tenant, p.suite.registered, ids))
 
 
 def _params(suite: Sequence[SuiteRow]) -> Mapping[str, str | None]:
@@ -27,7 +42,7 @@ FIGURES = (
     FigureColumn("mcnemar_p", "DOUBLE", "mcnemar_p"),
 )
 
-KIND = SuiteKind(name="regression", metrics=_metrics, params=_params, figures=FIGURES, lines=regression_lines,
+KIND = SuiteKind(name="regression", pins=_pins, stage=Stage("regressions", _moves), metrics=_metrics, params=_params, figures=FIGURES, lines=regression_lines,
                  summary=regression_summary, failed=regressed, marks=regression_marks, items=regression_items)
 
 __all__ = ["KIND", "regression_metrics", "regression_rows", "resolve_baseline"]

@@ -33,10 +33,10 @@ def regressed(result: KindResult) -> bool:
 def regression_marks(rows: KindRows) -> dict[str, str]:
     """Under each case that moved: which way, its status in the baseline run and now."""
     return {r.case_id: f"{r.change}: {r.baseline_status} in baseline run {r.baseline_run[:8]}, {r.status} now"
-            for r in rows.regressions if r.change != "unchanged"}
+            for r in rows.own if r.change != "unchanged"}
 
 
 def regression_items(rows: KindRows) -> Items:
     """The cases that moved against the baseline."""
     return Items("Cases that moved against the baseline", ("case", "baseline", "now", "change"),
-                 [(r.case_id, r.baseline_status, r.status, r.change) for r in rows.regressions if r.change != "unchanged"])
+                 [(r.case_id, r.baseline_status, r.status, r.change) for r in rows.own if r.change != "unchanged"])
