@@ -97,8 +97,8 @@ def run(mock: bool, json_path: str | None, resume: str | None, registered: str |
 
     pins = kind_named(suite.kind).pins(Pinning(store_root(), loaded.tenant, suite, settings, Pins(), mock=mock))
     variants = pins.variants
-    if variants and mock:
-        click.echo(f"--mock: variants A and B are both answered by the offline demo agent {settings.agent_model}.", err=True)
+    if pins.note:
+        click.echo(pins.note, err=True)
 
     from kindgi_eval.defs import RunFailed, open_instance, resolved_tags, run_chain  # while the worker imports litellm
     from kindgi_eval.store import runtime_home

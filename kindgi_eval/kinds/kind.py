@@ -70,6 +70,8 @@ class Pins(NamedTuple):
 
     baseline: str | None = None
     variants: tuple[str, str] | None = None
+    note: str | None = None
+    """What the command line tells the user of them, if anything (that --mock answers for both variants)."""
 
 
 class KindResult(NamedTuple):

@@ -137,3 +137,8 @@ class CalibrationItem(BaseModel):
     """The verdict a person gave this reply on this criterion."""
 
     _list_to_tuple = field_validator("history", "reply", mode="before")(json_list_as_tuple)
+
+    @property
+    def labelled_on(self) -> str:
+        """What its label grades: its criterion."""
+        return self.criterion

@@ -61,6 +61,11 @@ class PairwiseCalibration(BaseModel):
 
     _list_to_tuple = field_validator("history", "reply_a", "reply_b", mode="before")(json_list_as_tuple)
 
+    @property
+    def labelled_on(self) -> str:
+        """What its label grades: which of two replies is preferred."""
+        return PAIRWISE_GROUP
+
 
 class _Answer(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)

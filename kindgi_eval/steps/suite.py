@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from kindgi_eval.inputs import Suite
-from kindgi_eval.rules import CalibrationItem
 from kindgi_eval.store import SuiteRow
 
 
@@ -56,7 +55,7 @@ def suite_rows(
             nudge=False,
             funnel_stage=None,
             course=None,
-            review=[item.criterion] if isinstance(item, CalibrationItem) else ["pairwise"],
+            review=[item.labelled_on],
             body=item.model_dump_json(),
             **common,
         )

@@ -38,7 +38,11 @@ def _pins(p: Pinning) -> Pins:
     if p.pinned.variants:
         return p.pinned
     declared = pairwise_variants(p.suite.registered, p.tenant.tenant)
-    return p.pinned._replace(variants=declared if p.mock is None else checked_variants(p.settings, p.tenant, declared, mock=p.mock))
+    if p.mock is None:
+        return p.pinned._replace(variants=declared)
+    note = (f"--mock: variants A ({declared[0]}) and B ({declared[1]}) are both answered by the offline demo agent "
+            f"{p.settings.agent_model}.") if p.mock else None
+    return p.pinned._replace(variants=checked_variants(p.settings, p.tenant, declared, mock=p.mock), note=note)
 
 
 FIGURES = (
