@@ -35,6 +35,7 @@ WARMUP = 0.5
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from kindgi_eval.kinds import consumers
 from kindgi_eval.registry import open_store, running_server  # noqa: E402
 
 
@@ -174,7 +175,7 @@ def bench_backend(name: str, url: str, clients: int, seconds: float, bare_get: f
     store = open_store(url)
     token = store.issue_token("acme", "bench").secret
     auth = {"Authorization": f"Bearer {token}"}
-    with running_server(store, port=0) as server:
+    with running_server(store, consumers(), port=0) as server:
         httpx.post(f"{server.url}/v1/eval-suites", json=suite_body("0.0.1"), headers=auth).raise_for_status()
 
         print(f"{name}:")

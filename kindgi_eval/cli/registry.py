@@ -139,12 +139,14 @@ def serve(host: str, port: int) -> None:
       kindgi-eval tokens issue --tenant acme --name ci
       kindgi-eval serve --port 8765
     """
+    from kindgi_eval.kinds import consumers
     from kindgi_eval.registry import accepted_kinds
     from kindgi_eval.registry import serve as serve_registry
 
     store = _registry_store()
-    click.echo(f"suite registry on http://{host}:{port} (database {store.url}; kinds: {', '.join(accepted_kinds())})", err=True)
-    serve_registry(store, host, port)
+    table = consumers()
+    click.echo(f"suite registry on http://{host}:{port} (database {store.url}; kinds: {', '.join(accepted_kinds(table))})", err=True)
+    serve_registry(store, table, host, port)
 
 
 @click.group(short_help="Issue, list and revoke the suite registry's bearer tokens.")

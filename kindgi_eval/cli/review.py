@@ -160,8 +160,7 @@ def review_promote(run_id: str, suite_id: str) -> None:
     Example:
       kindgi-eval review promote 3f9c2a1e --suite demo-academy.pricing
     """
-    from kindgi_eval.registry import promotion
-    from kindgi_eval.kinds import cases_of, promoted_items
+    from kindgi_eval.kinds import cases_of, promoted_items, promotion
     from kindgi_eval.store import labels_in_force, read_reviews, read_rows, store_root
 
     root = store_root()

@@ -83,11 +83,12 @@ def run(mock: bool, json_path: str | None, resume: str | None, registered: str |
     _start_model_worker(settings)
     loaded = load_tenant(settings.config_dir)
     if registered:
+        from kindgi_eval.kinds import consumers
         from kindgi_eval.registry import registered_suite_folder
         from kindgi_eval.store import runtime_home
 
         suite_id, _, version = registered.partition("@")
-        folder = registered_suite_folder(runtime_home(), loaded.tenant.tenant, suite_id, version or None, "--suite")
+        folder = registered_suite_folder(runtime_home(), loaded.tenant.tenant, suite_id, version or None, "--suite", consumers())
         settings = settings.model_copy(update={"eval_dir": str(folder)})
     suite = load_checked_suite(settings.eval_dir, loaded)
     if suite.handler is not None:

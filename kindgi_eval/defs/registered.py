@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from kindgi_eval.inputs import RunSettings, TenantSuite
+from kindgi_eval.kinds import consumers
 from kindgi_eval.store import runtime_home
 
 
@@ -28,4 +29,4 @@ def registered_folder(declared: TenantSuite) -> Path:
     from kindgi_eval.registry import registered_suite_folder
 
     where = f"{declared.key} (registry = {declared.registry!r})"
-    return registered_suite_folder(runtime_home(), declared.tenant, declared.registry, declared.entry.version, where)
+    return registered_suite_folder(runtime_home(), declared.tenant, declared.registry, declared.entry.version, where, consumers())

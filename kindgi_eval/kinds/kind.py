@@ -9,6 +9,7 @@ from typing import NamedTuple, Protocol
 from pydantic import BaseModel
 
 from kindgi_eval.inputs import RunSettings, Suite
+from kindgi_eval.registry import Consumer
 from kindgi_eval.rules import GROUPS, AgentReply, AssertionResult, Case, Group, Tenant, check_case, group_of
 from kindgi_eval.store import FigureColumn, MetricRow, OutcomeRow, ReplyRow, RunRow, StatusRow, StorePath, SuiteRow
 
@@ -162,6 +163,9 @@ class SuiteKind:
     """What a run of its suites is pinned to as it starts (by the command line, else by the `suite` stage)."""
     stage: Stage | None = None
     """Its own stage, if it has one."""
+    consumer: Consumer | None = None
+    """What the registry checks a published suite of its kind with and writes it out as; None for a kind the
+    registry does not take."""
     metrics: Callable[[KindRows], list[MetricRow]] = _no_metrics
     """Its figures of a run, from its rows: stored in `run_metrics`, one row each."""
     params: Callable[[Sequence[SuiteRow]], Mapping[str, str | None]] = _nothing

@@ -8,6 +8,7 @@ from functools import cache
 from importlib.metadata import entry_points
 
 from kindgi_eval.kinds.kind import SuiteKind
+from kindgi_eval.registry import Consumers
 from kindgi_eval.rules import Case
 from kindgi_eval.store import SuiteRow
 
@@ -29,6 +30,11 @@ def kinds() -> Mapping[str, SuiteKind]:
             raise KindTableError(f"entry point {point.name} = {point.value} of group {GROUP} must name a SuiteKind called {point.name!r}")
         table[point.name] = kind
     return table
+
+
+def consumers() -> Consumers:
+    """What the registry is given: each installed kind's consumer, by kind."""
+    return {name: kind.consumer for name, kind in kinds().items() if kind.consumer is not None}
 
 
 def kind_named(name: str) -> SuiteKind:

@@ -34,6 +34,7 @@ from kindgi_eval.registry.model import (
     VersionFiles,
     VersionList,
 )
+from kindgi_eval.registry.consumers import Consumers, checked_consumers
 from kindgi_eval.registry.publishing import MAX_BODY, read_files, read_suite
 from kindgi_eval.registry.semver import is_semver
 from kindgi_eval.registry.storage import Answer, Idempotency, RegistryStore, StoredVersion
@@ -100,8 +101,9 @@ async def _serving(app: FastAPI) -> AsyncIterator[None]:
     await app.state.store.aclose()
 
 
-def create_app(store: RegistryStore) -> FastAPI:  # reads run on the event loop, writes in the thread pool
-    """The registry's ASGI application over `store`."""
+def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads run on the event loop, writes in the thread pool
+    """The registry's ASGI application over `store`, accepting the kinds `consumers` run."""
+    consumers = checked_consumers(consumers)
     app = FastAPI(
         title="kindgi-eval suite registry",
         version=API_VERSION,
@@ -140,7 +142,7 @@ def create_app(store: RegistryStore) -> FastAPI:  # reads run on the event loop,
             replayed = await run_in_threadpool(store.idempotent_answer, token.tenant, idempotency)
             if replayed is not None:
                 return _answer(replayed)
-        suite = await run_in_threadpool(read_suite, body, token.tenant)  # a 1 MiB suite's checks would stall the loop
+        suite = await run_in_threadpool(read_suite, body, token.tenant, consumers)  # a 1 MiB suite's checks would stall the loop
         answer = await run_in_threadpool(lambda: store.publish(token.tenant, token.id, suite, if_match=if_match, idempotency=idempotency))
         return _answer(answer)
 
@@ -188,7 +190,7 @@ def create_app(store: RegistryStore) -> FastAPI:  # reads run on the event loop,
         body = await _read_body(request)
         stored = _one_version(store, token.tenant, suite_id, version)
         where = f"suite {suite_id!r} version {version}"
-        files = await run_in_threadpool(lambda: read_files(body, stored.kind, json.loads(stored.document)["spec"], where))
+        files = await run_in_threadpool(lambda: read_files(body, stored.kind, json.loads(stored.document)["spec"], where, consumers))
         kept = await run_in_threadpool(store.keep_files, token.tenant, suite_id, version, files)
         return Response(SuiteFiles(files=kept.files).model_dump_json(), status_code=kept.status, media_type="application/json")
 

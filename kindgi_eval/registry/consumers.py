@@ -1,8 +1,7 @@
-"""The runtime consumers of suite kinds: a kind is accepted for publishing only while a consumer for it is registered.
+"""The runtime consumers of suite kinds: a kind is accepted for publishing only while a consumer for it is given.
 
-Spec 003: "the registry never accepts a kind no runtime consumer honors". A consumer registers itself when its
-module is imported: each of the seven kinds (`conversation`, `accuracy`, `pairwise`, `regression`, `human-review`,
-`benchmark`, `custom`) does, in the module named for it. Pure: a table in memory.
+Spec 003: "the registry never accepts a kind no runtime consumer honors". The registry is given its consumers, one
+per kind, by whoever serves it or writes a suite folder (the table of kinds: each kind's folder holds its own). Pure.
 """
 
 from __future__ import annotations
@@ -48,26 +47,18 @@ class Consumer:
     cannot read. None for a kind never published from a folder: its versions keep no files."""
 
 
-_CONSUMERS: dict[str, Consumer] = {}
+Consumers = Mapping[str, Consumer]
+"""The consumers a registry is given, by the kind each runs."""
 
 
-def register_consumer(consumer: Consumer) -> None:
-    """Accept `consumer.kind` from now on, checked by `consumer.check`; registering a kind again replaces it."""
-    if consumer.kind not in KINDS:
-        raise ValueError(f"{consumer.kind!r} is not a kind of the schema ({', '.join(KINDS)}); add it to Kind first")
-    _CONSUMERS[consumer.kind] = consumer
+def checked_consumers(consumers: Consumers) -> Consumers:
+    """`consumers`, each under its own kind and every kind one of the schema's; ValueError otherwise."""
+    for name, consumer in consumers.items():
+        if consumer.kind != name or consumer.kind not in KINDS:
+            raise ValueError(f"{name!r}: a consumer must run a kind of the schema ({', '.join(KINDS)}) under that kind's name")
+    return consumers
 
 
-def unregister_consumer(kind: str) -> None:
-    """Refuse `kind` from now on (a consumer that is unloaded, or a test)."""
-    _CONSUMERS.pop(kind, None)
-
-
-def consumer_for(kind: str) -> Consumer | None:
-    """The consumer registered for `kind`, if any."""
-    return _CONSUMERS.get(kind)
-
-
-def accepted_kinds() -> tuple[str, ...]:
-    """The kinds this running code accepts, in the schema's order."""
-    return tuple(k for k in KINDS if k in _CONSUMERS)
+def accepted_kinds(consumers: Consumers) -> tuple[str, ...]:
+    """The kinds these consumers accept, in the schema's order."""
+    return tuple(k for k in KINDS if k in consumers)

@@ -1,7 +1,8 @@
 """The `conversation` kind: this project's own suites, `spec` = `{"cases": [...], "calibration": [...]}`.
 
 Its items are checked by `inputs.check_suite_items`, the very rules a suite folder's lines are read by (specs 009
-and 016), and its consumer registers itself on import. Pure: reads no file.
+and 016). Its consumer is the one the `conversation` kind gives the registry; the other kinds write their suite
+folders in its format. Pure: reads no file.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kindgi_eval.inputs import CALIBRATION_FILE, CASES_FILE, SuiteItems, check_suite_items
-from kindgi_eval.registry.consumers import Consumer, FolderContent, jsonl, register_consumer
+from kindgi_eval.registry.consumers import Consumer, FolderContent, jsonl
 from kindgi_eval.rules import Problem
 
 SPEC_KEYS = ("cases", "calibration")
@@ -104,4 +105,5 @@ def conversation_folder(spec: Mapping[str, Any]) -> FolderContent:
     return FolderContent(suite_files(spec), {"kind": "conversation"})
 
 
-register_consumer(Consumer("conversation", conversation_problems, "kindgi-eval run", conversation_folder, spec_of_files))
+CONVERSATION = Consumer("conversation", conversation_problems, "kindgi-eval run", conversation_folder, spec_of_files)
+"""The consumer of conversation suites, whose folder format the other kinds write theirs in."""

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from kindgi_eval.inputs import REGISTRY_FILE, RegisteredAs, registered_name
-from kindgi_eval.registry.consumers import accepted_kinds, consumer_for
+from kindgi_eval.registry.consumers import Consumers, accepted_kinds
 from kindgi_eval.registry.database import database_url
 from kindgi_eval.registry.storage import RegistryStore, StoredVersion, open_store
 from kindgi_eval.rules import InputError, Problem
@@ -27,37 +27,41 @@ FOLDER = "registry-suites"
 """The runtime folder's subfolder holding every registered suite version a run has read."""
 
 
-def resolve_version(store: RegistryStore, tenant: str, suite_id: str, version: str | None, where: str) -> StoredVersion:
-    """The version in force: the one named, else the latest now; InputError naming what is missing."""
+def resolve_version(store: RegistryStore, tenant: str, suite_id: str, version: str | None, where: str,
+                    consumers: Consumers) -> StoredVersion:
+    """The version in force: the one named, else the latest now; InputError naming what is missing, or a kind none of
+    `consumers` runs."""
     found = store.version(tenant, suite_id, version) if version else store.latest(tenant, suite_id)
     if found is None:
         what = f"version {version} of suite {suite_id!r}" if version else f"suite {suite_id!r}"
         raise InputError([Problem(where, None, None, f"the registry at {store.url} has no {what} of tenant {tenant!r}. "
                                   "List them with: kindgi-eval suites list")])
-    if consumer_for(found.kind) is None:
+    if found.kind not in consumers:
         raise InputError([Problem(where, None, None, f"{suite_id} {found.version} is a {found.kind!r} suite, and this "
-                                  f"kindgi-eval runs {', '.join(accepted_kinds())} suites.")])
+                                  f"kindgi-eval runs {', '.join(accepted_kinds(consumers))} suites.")])
     return found
 
 
-def registered_suite_folder(home: Path, tenant: str, suite_id: str, version: str | None, where: str) -> Path:
+def registered_suite_folder(home: Path, tenant: str, suite_id: str, version: str | None, where: str, consumers: Consumers) -> Path:
     """The suite folder of `tenant`'s suite `suite_id` of the registry in `home` (the database `database_url` names):
     `version`, else the latest now, written out if new; InputError naming `where` when the registry has no such suite."""
     store = open_store(database_url(home))
     try:
-        return materialize(resolve_version(store, tenant, suite_id, version, where), tenant, home)
+        return materialize(resolve_version(store, tenant, suite_id, version, where, consumers), tenant, home, consumers)
     finally:
         store.close()
 
 
-def materialize(stored: StoredVersion, tenant: str, home: Path) -> Path:
+def materialize(stored: StoredVersion, tenant: str, home: Path, consumers: Consumers) -> Path:
     """The suite folder of one stored version. Its spec is checked again by its kind's consumer, as at publish (a
     problem is an InputError naming the suite, the version and the path); the folder is written the first time, and
     written again, saying so on standard error, whenever what it holds is not what the version says (a copy edited by hand
     would run while the run records the version's hash)."""
     where = f"suite {stored.suite_id} {stored.version}"
-    consumer = consumer_for(stored.kind)
-    assert consumer is not None, "resolve_version refuses a kind no consumer runs"
+    consumer = consumers.get(stored.kind)
+    if consumer is None:
+        raise InputError([Problem(where, None, None, f"is a {stored.kind!r} suite, and this kindgi-eval runs "
+                                  f"{', '.join(accepted_kinds(consumers))} suites.")])
     spec = json.loads(stored.document)["spec"]
     problems = consumer.check(spec)
     if problems:

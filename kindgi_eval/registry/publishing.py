@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kindgi_eval.registry.consumers import accepted_kinds, consumer_for
+from kindgi_eval.registry.consumers import Consumers, accepted_kinds
 from kindgi_eval.registry.errors import RegistryError
 from kindgi_eval.registry.model import KINDS, EvalSuite, SuiteFiles, canonical_json, differing_keys, suite_document
 from kindgi_eval.rules import problems_from_validation
@@ -21,21 +21,21 @@ MAX_PROBLEMS = 50
 """At most this many problems are listed in one refusal; the count of the rest follows."""
 
 
-def read_suite(body: bytes, tenant: str) -> EvalSuite:
+def read_suite(body: bytes, tenant: str, consumers: Consumers) -> EvalSuite:
     """The suite a publish body holds, checked in the order a client fixes things: JSON (422), the suite's shape
-    (422), its tenant (403), its kind (422 unless a consumer is registered), the consumer's check of `spec` (422)."""
+    (422), its tenant (403), its kind (422 unless one of `consumers` runs it), that consumer's check of `spec` (422)."""
     data = _json_object(body)
     try:
         suite = EvalSuite.model_validate(data)
     except ValidationError as e:
-        raise RegistryError("invalid", _joined(_validation_lines(e))) from None
+        raise RegistryError("invalid", _joined(_validation_lines(e, consumers))) from None
     if suite.tenantId != tenant:
         raise RegistryError("forbidden", f"tenantId: {suite.tenantId!r} is not your tenant; this token publishes for {tenant!r} "
                             "only. Set tenantId to it, or publish with a token of that tenant.")
-    consumer = consumer_for(suite.kind)
+    consumer = consumers.get(suite.kind)
     if consumer is None:
         raise RegistryError("invalid", f"kind: {suite.kind!r} is refused: no consumer for it runs on this server. "
-                            f"This server accepts {_kinds(accepted_kinds())}.")
+                            f"This server accepts {_kinds(accepted_kinds(consumers))}.")
     problems = consumer.check(suite.spec)
     if problems:
         raise RegistryError("invalid", _joined(problems, f"spec: not {'an' if suite.kind[0] in 'aeiou' else 'a'} {suite.kind} suite {consumer.runs} can run"))
@@ -46,7 +46,7 @@ def read_suite(body: bytes, tenant: str) -> EvalSuite:
     return suite
 
 
-def read_files(body: bytes, kind: str, spec: Mapping[str, Any], where: str) -> dict[str, str]:
+def read_files(body: bytes, kind: str, spec: Mapping[str, Any], where: str, consumers: Consumers) -> dict[str, str]:
     """The files a body gives the version `where` (of `kind`, holding `spec`), checked in the order a client fixes
     things: JSON `{"files": {name: text}}`, texts that are UTF-8, a kind published from folders, and texts that hold
     exactly `spec` (however they lay it out); every refusal is 422."""
@@ -60,7 +60,7 @@ def read_files(body: bytes, kind: str, spec: Mapping[str, Any], where: str) -> d
             text.encode("utf-8")
         except UnicodeEncodeError as e:
             raise RegistryError("invalid", f"files.{name[:80]}: not UTF-8 text (a lone surrogate at character {e.start}).") from None
-    consumer = consumer_for(kind)
+    consumer = consumers.get(kind)
     if consumer is None or consumer.read_files is None:
         raise RegistryError("invalid", f"{where}: is of kind {kind}, which keeps no files; only a suite published from a folder does.")
     try:
@@ -112,7 +112,7 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number. Write a finite number or a string.")
 
 
-def _validation_lines(error: ValidationError) -> list[str]:
+def _validation_lines(error: ValidationError, consumers: Consumers) -> list[str]:
     """pydantic's errors as `field: what` lines (one per error, in order); a kind outside the enum names the kinds
     this server accepts, and a malformed id or version says what one looks like."""
     lines = []
@@ -122,7 +122,7 @@ def _validation_lines(error: ValidationError) -> list[str]:
             lines.append(f"{field or 'body'}: {problem.message}")
         elif field == "kind":
             lines.append(f"kind: {got} is not a kind ({_kinds(KINDS[:-1])} of spec 003, and this project's own "
-                         f"{KINDS[-1]}); this server accepts {_kinds(accepted_kinds())}")
+                         f"{KINDS[-1]}); this server accepts {_kinds(accepted_kinds(consumers))}")
         elif field == "spec":
             lines.append(f"spec: must be a JSON object, the kind's suite body ({problem.message})")
         elif field == "version" and kind == "string_pattern_mismatch":

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 import uvicorn
 
 from kindgi_eval.registry.app import create_app
+from kindgi_eval.registry.consumers import Consumers
 from kindgi_eval.registry.http_limits import KEEP_ALIVE_S, MAX_CONNECTIONS, BoundedHttpTools
 from kindgi_eval.registry.storage import RegistryStore
 from kindgi_eval.rules import InputError, Problem
@@ -29,19 +30,19 @@ def bind(host: str, port: int) -> socket.socket:
                                   "Pick another --port (or --host), or stop what holds it.")]) from None
 
 
-def _server(store: RegistryStore, *, quiet: bool) -> uvicorn.Server:
-    config = uvicorn.Config(create_app(store), lifespan="on", log_level="warning" if quiet else "info",
+def _server(store: RegistryStore, consumers: Consumers, *, quiet: bool) -> uvicorn.Server:
+    config = uvicorn.Config(create_app(store, consumers), lifespan="on", log_level="warning" if quiet else "info",
                             log_config=None if quiet else uvicorn.config.LOGGING_CONFIG, access_log=not quiet,
                             http=BoundedHttpTools, limit_concurrency=MAX_CONNECTIONS, timeout_keep_alive=KEEP_ALIVE_S)
     return uvicorn.Server(config)
 
 
-def serve(store: RegistryStore, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+def serve(store: RegistryStore, consumers: Consumers, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
     """Serve the registry on host:port until interrupted; Ctrl-C returns after a graceful shutdown (SIGTERM, once
     shut down, ends the process by that signal, as uvicorn does)."""
     sock = bind(host, port)
     try:
-        _server(store, quiet=False).run(sockets=[sock])
+        _server(store, consumers, quiet=False).run(sockets=[sock])
     except KeyboardInterrupt:  # uvicorn raises the captured SIGINT again once it has shut down
         pass
     finally:
@@ -61,10 +62,10 @@ class RunningServer:
 
 
 @contextmanager
-def running_server(store: RegistryStore, host: str = DEFAULT_HOST, port: int = 0) -> Iterator[RunningServer]:
+def running_server(store: RegistryStore, consumers: Consumers, host: str = DEFAULT_HOST, port: int = 0) -> Iterator[RunningServer]:
     """The registry served on host:port (a free port by default) for the duration of the block."""
     sock = bind(host, port)
-    server = _server(store, quiet=True)
+    server = _server(store, consumers, quiet=True)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="kindgi-registry", daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

@@ -9,6 +9,7 @@ from typing import NamedTuple
 import httpx
 import pytest
 
+from kindgi_eval.kinds import consumers
 from kindgi_eval.registry import database_url, open_store, running_server
 from kindgi_eval_tests.conftest import run_cli
 
@@ -26,7 +27,7 @@ def registry(home) -> Iterator[Registry]:
     """The registry of the test's runtime folder, served on 127.0.0.1, with a token of the demo tenant and one of another."""
     store = open_store(database_url(home.root))
     mine, theirs = store.issue_token(TENANT, "test"), store.issue_token("globex", "test")
-    with running_server(store) as server:
+    with running_server(store, consumers()) as server:
         http = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {mine.secret}"}, timeout=30)
         other = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {theirs.secret}"}, timeout=30)
         yield Registry(http, other)

@@ -13,6 +13,7 @@ from typing import NamedTuple
 import httpx
 import pytest
 
+from kindgi_eval.kinds import consumers
 from kindgi_eval.inputs import REVIEW_COLUMNS
 from kindgi_eval.registry import database_url, open_store, running_server
 from kindgi_eval_tests.conftest import files_under, run_cli
@@ -34,7 +35,7 @@ def registry(home) -> Iterator[Registry]:
     """The registry of the test's runtime folder, served on 127.0.0.1, with a token of the demo tenant."""
     store = open_store(database_url(home.root))
     mine = store.issue_token(TENANT, "test")
-    with running_server(store) as server:
+    with running_server(store, consumers()) as server:
         http = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {mine.secret}"}, timeout=30)
         yield Registry(http, {"KINDGI_REGISTRY_URL": server.url, "KINDGI_REGISTRY_TOKEN": mine.secret})
         http.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kindgi_eval.kinds import stored_result
+from kindgi_eval.kinds import consumers, stored_result
 from kindgi_eval.defs.runs import open_instance, run_chain
 from kindgi_eval.inputs import RunSettings, load_suite, suite_key
 from kindgi_eval.registry import EvalSuite, database_url, materialize, open_store
@@ -30,7 +30,7 @@ def accuracy_run(home, calibration: list[dict]):
     token = store.issue_token(TENANT, "test")
     spec = {"cases": CASES, "grader": {"adapterId": "judge"}, "calibration": calibration}
     store.publish(TENANT, token.id, EvalSuite(id="demo-academy.judged", tenantId=TENANT, version="1.0.0", kind="accuracy", description="", spec=spec))
-    folder = materialize(store.latest(TENANT, "demo-academy.judged"), TENANT, home.root)
+    folder = materialize(store.latest(TENANT, "demo-academy.judged"), TENANT, home.root, consumers())
     store.close()
     key = suite_key(TENANT, folder)
     settings = RunSettings(eval_dir=str(folder), agent_model="mock:agent", judge_model="openai:fake-judge")

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import pytest
 
+from kindgi_eval.kinds import consumers
 from kindgi_eval.defs.runs import open_instance
 from kindgi_eval.inputs.tenants_file import TENANTS_ENV, load_tenants
 from kindgi_eval.registry import EvalSuite, database_url, materialize, open_store
@@ -257,7 +258,7 @@ def accuracy_folder(home) -> Path:
         token = store.issue_token("demo-academy", "test")
         suite = EvalSuite(id="demo-academy.facts", tenantId="demo-academy", version="1.0.0", kind="accuracy", description="", spec=spec)
         store.publish("demo-academy", token.id, suite)
-        return materialize(store.latest("demo-academy", "demo-academy.facts"), "demo-academy", home.root)
+        return materialize(store.latest("demo-academy", "demo-academy.facts"), "demo-academy", home.root, consumers())
     finally:
         store.close()
 

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-import kindgi_eval.registry  # noqa: F401  (its kinds' consumers register on import)
-from kindgi_eval.kinds import GROUP, KindResult, KindTableError, SuiteKind, kind_named, kinds
-from kindgi_eval.registry.consumers import accepted_kinds
+from kindgi_eval.kinds import GROUP, KindResult, KindTableError, SuiteKind, consumers, kind_named, kinds
+from kindgi_eval.registry import KINDS, accepted_kinds
 from kindgi_eval.reports import render, summary_json
 from kindgi_eval.rules import wilson
 from kindgi_eval_tests.conftest import REPO, run_cli
@@ -23,7 +22,7 @@ from kindgi_eval_tests.reports.test_run_report import run_row
 def test_every_kind_the_registry_accepts_has_exactly_one_entry() -> None:
     names = [point.name for point in entry_points(group=GROUP)]
     assert sorted(names) == sorted(set(names))  # no kind installed twice
-    assert set(kinds()) == set(accepted_kinds())
+    assert set(kinds()) == set(accepted_kinds(consumers())) == set(KINDS)  # each a consumer of its own, the registry given them all
 
 
 def test_each_entry_is_the_kind_it_is_named_for() -> None:
@@ -64,7 +63,7 @@ KIND = SuiteKind(name="toy", enters_funnel=False, lines=lambda result: [f"Toy: {
 
 def test_a_kind_from_another_package_reaches_the_report_and_the_json(installed) -> None:
     installed("toy_kind", TOY, "toy = toy_kind:KIND")
-    assert set(kinds()) == set(accepted_kinds()) | {"toy"}  # the built-ins are still there, beside it
+    assert set(kinds()) == set(KINDS) | {"toy"}  # the built-ins are still there, beside it
     run = KindResult(run_row(suite_kind="toy", cases=3, passed=3), {})
     report = render(run, [], [], "t.toy", [], {}).splitlines()
     assert "Toy: 3 cases seen" in report

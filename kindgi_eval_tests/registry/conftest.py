@@ -14,6 +14,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
+from kindgi_eval.kinds import consumers
 from kindgi_eval.registry import RegistryStore, open_store, running_server
 from kindgi_eval.registry.database import TABLES
 from kindgi_eval_tests.conftest import GOLDEN
@@ -79,7 +80,7 @@ def registry(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         url = request.getfixturevalue("postgres_url")
     store = open_store(url)
     try:
-        with running_server(store) as server:
+        with running_server(store, consumers()) as server:
             yield Registry(store, server.url, request.param, server.server.config.app)
     finally:
         store.close()

@@ -9,11 +9,13 @@ import hashlib
 import json
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import httpx
 import pytest
 
-from kindgi_eval.registry import Consumer, FolderContent, accepted_kinds, canonical_json, consumer_for, register_consumer, unregister_consumer
+from kindgi_eval.kinds import consumers
+from kindgi_eval.registry import Consumer, FolderContent, accepted_kinds, canonical_json, running_server
 from kindgi_eval_tests.registry.conftest import golden_spec, refused, suite, unchanged
 
 
@@ -285,34 +287,36 @@ def test_a_missing_field_is_422(registry, caller) -> None:
         assert "spec: required field is missing" in refused(me.http.post("/v1/eval-suites", json=document), 422, "invalid")
 
 
-@pytest.fixture
-def without_pairwise():
-    """The running code with the pairwise consumer unloaded, as a build without it would be; restored after."""
-    consumer = consumer_for("pairwise")
-    unregister_consumer("pairwise")
-    yield
-    register_consumer(consumer)
+@contextmanager
+def served(registry, table) -> Iterator[str]:
+    """A second server over the registry's storage, given `table` as its consumers: a build with other kinds."""
+    with running_server(registry.store, table) as server:
+        yield server.url
 
 
-def test_a_kind_without_a_consumer_is_refused_422_naming_the_accepted_kinds(registry, caller, without_pairwise) -> None:
+def post(url: str, me, document: dict) -> httpx.Response:
+    return httpx.post(f"{url}/v1/eval-suites", json=document, headers={"Authorization": f"Bearer {me.secret}"}, timeout=30)
+
+
+def test_a_kind_without_a_consumer_is_refused_422_naming_the_accepted_kinds(registry, caller) -> None:
     me = caller()
-    with unchanged(registry.store):
-        message = refused(me.http.post("/v1/eval-suites", json=suite(me.tenant, kind="pairwise", spec={"prompts": []})), 422, "invalid")
-    assert "'pairwise'" in message and f"accepts {', '.join(accepted_kinds())}" in message and "pairwise," not in message
+    without_pairwise = {kind: c for kind, c in consumers().items() if kind != "pairwise"}
+    with served(registry, without_pairwise) as url, unchanged(registry.store):
+        message = refused(post(url, me, suite(me.tenant, kind="pairwise", spec={"prompts": []})), 422, "invalid")
+    assert "'pairwise'" in message and f"accepts {', '.join(accepted_kinds(without_pairwise))}" in message and "pairwise," not in message
 
 
-def test_a_kind_is_accepted_once_its_consumer_registers(registry, caller, without_pairwise) -> None:
+def test_a_kind_is_accepted_by_a_server_given_its_consumer(registry, caller) -> None:
     me = caller()
     pairwise = suite(me.tenant, "acme.pairwise", kind="pairwise", spec={"prompts": ["2+2"]})
-    register_consumer(Consumer("pairwise", lambda spec: [] if "prompts" in spec else ["spec.prompts: required."], "a test",
-                               lambda spec: FolderContent({}, {})))
-    try:
-        assert me.http.post("/v1/eval-suites", json=pairwise).status_code == 201
-        message = refused(me.http.post("/v1/eval-suites", json={**pairwise, "version": "2.0.0", "spec": {}}), 422, "invalid")
+    toy = Consumer("pairwise", lambda spec: [] if "prompts" in spec else ["spec.prompts: required."], "a test",
+                   lambda spec: FolderContent({}, {}))
+    with served(registry, {"conversation": consumers()["conversation"], "pairwise": toy}) as url:
+        assert post(url, me, pairwise).status_code == 201
+        message = refused(post(url, me, {**pairwise, "version": "2.0.0", "spec": {}}), 422, "invalid")
         assert "spec.prompts: required." in message
-    finally:
-        unregister_consumer("pairwise")
-    message = refused(me.http.post("/v1/eval-suites", json={**pairwise, "version": "3.0.0"}), 422, "invalid")
+    with served(registry, {"conversation": consumers()["conversation"]}) as url:
+        message = refused(post(url, me, {**pairwise, "version": "3.0.0"}), 422, "invalid")
     assert "'pairwise'" in message
 
 

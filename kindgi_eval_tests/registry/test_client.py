@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kindgi_eval.kinds import consumers
 from kindgi_eval.registry import open_store, running_server
 from kindgi_eval_tests.conftest import GOLDEN, run_cli
 
@@ -16,7 +17,7 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A registry in a fresh SQLite file, served on a free port; the environment points the client at it as acme."""
     store = open_store(f"sqlite:///{tmp_path / 'registry.sqlite'}")
     token = store.issue_token("acme", "client test").secret
-    with running_server(store, port=0) as server:
+    with running_server(store, consumers(), port=0) as server:
         monkeypatch.setenv("KINDGI_REGISTRY_URL", server.url)
         monkeypatch.setenv("KINDGI_REGISTRY_TOKEN", token)
         yield store

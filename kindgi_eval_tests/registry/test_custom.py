@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from kindgi_eval.kinds import consumers
 from kindgi_eval.registry import accepted_kinds
 from kindgi_eval_tests.registry.conftest import refused, suite, unchanged
 
@@ -13,7 +14,7 @@ CASES = [{"id": "price", "text": "How much is it?", "expect": {"escalate": False
 
 
 def test_custom_is_accepted() -> None:
-    assert "custom" in accepted_kinds()
+    assert "custom" in accepted_kinds(consumers())
 
 
 def test_a_custom_suite_is_published_with_its_handler_source(registry, caller) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kindgi_eval.kinds import consumers
 from kindgi_eval.inputs import CATALOGUE, load_suite
 from kindgi_eval.registry import accepted_kinds
 from kindgi_eval_tests.conftest import GOLDEN
@@ -19,7 +20,7 @@ ACCURACY = {"cases": [{"input": "how much is the foundation course?", "expectedO
 
 
 def test_the_kinds_with_a_number_are_accepted_beside_conversation():
-    assert {"accuracy", "pairwise", "regression", "human-review", "benchmark", "conversation"} <= set(accepted_kinds())
+    assert {"accuracy", "pairwise", "regression", "human-review", "benchmark", "conversation"} <= set(accepted_kinds(consumers()))
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ import re
 import pytest
 from pydantic import ValidationError
 
+from kindgi_eval.kinds import consumers
 from kindgi_eval.registry import KINDS, EvalSuite, accepted_kinds, canonical_json, content_hash, suite_document, suite_json_schema
 from kindgi_eval.registry.model import SCHEMA_FILE, SUITE_ID_PATTERN, suite_json_schema_text
 from kindgi_eval.registry.semver import SEMVER_PATTERN
@@ -36,7 +37,7 @@ def test_the_suite_has_spec_003s_fields_and_no_other() -> None:
 def test_the_kind_enum_is_spec_003s_six_and_conversation() -> None:
     assert KINDS == ("accuracy", "pairwise", "regression", "human-review", "benchmark", "custom", "conversation")
     assert suite_json_schema()["properties"]["kind"]["enum"] == list(KINDS)
-    assert set(accepted_kinds()) <= set(KINDS) and "conversation" in accepted_kinds()
+    assert set(accepted_kinds(consumers())) <= set(KINDS) and "conversation" in accepted_kinds(consumers())
 
 
 def test_the_schemas_patterns_are_the_ones_the_model_applies() -> None:

@@ -10,13 +10,14 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance, status_code_conformance
 
+from kindgi_eval.kinds import consumers
 from kindgi_eval.registry.app import create_app
 from kindgi_eval_tests.registry.conftest import Registry
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 EXAMPLES = 40
 """Per operation and backend: eight operations, two backends, about 640 requests in all."""
-DESCRIPTION = create_app(store=None).openapi()  # type: ignore[arg-type]  # describing the routes reads no storage
+DESCRIPTION = create_app(store=None, consumers=consumers()).openapi()  # type: ignore[arg-type]  # describing the routes reads no storage
 schema = schemathesis.openapi.from_dict(DESCRIPTION)
 _TOKENS: dict[str, str] = {}
 

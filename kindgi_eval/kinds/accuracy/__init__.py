@@ -1,5 +1,6 @@
 """The `accuracy` kind: items with an expected output, graded correct or wrong, and the accuracy with its interval."""
 
+from kindgi_eval.kinds.accuracy.check import CONSUMER
 from kindgi_eval.kinds.accuracy.report import accuracy_items, accuracy_lines, accuracy_marks, accuracy_summary
 from kindgi_eval.kinds.accuracy.stage import accuracy_metrics, accuracy_rows
 from kindgi_eval.kinds.kind import KindRows, Stage, StageInputs, SuiteKind
@@ -37,7 +38,7 @@ FIGURES = (
 )
 
 
-KIND = SuiteKind(name="accuracy", case_model=AccuracyCase, enters_funnel=False, groups=(ACCURACY_GROUP,),
+KIND = SuiteKind(name="accuracy", consumer=CONSUMER, case_model=AccuracyCase, enters_funnel=False, groups=(ACCURACY_GROUP,),
                  item_group=_in_accuracy_group, assertions=_graded, metrics=_metrics, figures=FIGURES, stage=Stage("accuracy", _grades), lines=accuracy_lines,
                  summary=accuracy_summary, marks=accuracy_marks, items=accuracy_items)
 

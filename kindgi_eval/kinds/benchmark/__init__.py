@@ -2,6 +2,7 @@
 
 from collections.abc import Mapping, Sequence
 
+from kindgi_eval.kinds.benchmark.check import CONSUMER
 from kindgi_eval.kinds.benchmark.report import benchmark_lines, benchmark_summary
 from kindgi_eval.kinds.kind import SuiteKind
 from kindgi_eval.store import FigureColumn, SuiteRow
@@ -14,4 +15,4 @@ def _params(suite: Sequence[SuiteRow]) -> Mapping[str, str | None]:
 
 FIGURES = (FigureColumn("benchmark_name", "VARCHAR"), FigureColumn("benchmark_version", "VARCHAR"), FigureColumn("benchmark_hash", "VARCHAR"))
 
-KIND = SuiteKind(name="benchmark", params=_params, figures=FIGURES, lines=benchmark_lines, summary=benchmark_summary)
+KIND = SuiteKind(name="benchmark", consumer=CONSUMER, params=_params, figures=FIGURES, lines=benchmark_lines, summary=benchmark_summary)

@@ -1,5 +1,6 @@
 """The `custom` kind: a tenant's own handler grades each reply in a sandbox, its verdict one assertion of the case."""
 
+from kindgi_eval.kinds.custom.check import CONSUMER
 from kindgi_eval.kinds.custom.report import custom_items, custom_lines, custom_marks, custom_summary
 from kindgi_eval.kinds.custom.stage import CustomSummary, custom_metrics, custom_params, custom_rows, grade_replies, handler_of, summarize_custom
 from collections.abc import Sequence
@@ -32,6 +33,6 @@ FIGURES = (
     FigureColumn("handler_skipped", "BIGINT", "handler_skipped"),
 )
 
-KIND = SuiteKind(name="custom", stage=Stage("custom", _verdicts, _slowest), metrics=_metrics, params=custom_params, figures=FIGURES, lines=custom_lines, summary=custom_summary, marks=custom_marks, items=custom_items)
+KIND = SuiteKind(name="custom", consumer=CONSUMER, stage=Stage("custom", _verdicts, _slowest), metrics=_metrics, params=custom_params, figures=FIGURES, lines=custom_lines, summary=custom_summary, marks=custom_marks, items=custom_items)
 
 __all__ = ["KIND", "CustomSummary", "custom_metrics", "custom_rows", "grade_replies", "handler_of", "summarize_custom"]

@@ -25,6 +25,7 @@ from kindgi_eval.rules import (
     out_of_time,
     skipped,
 )
+from kindgi_eval.kinds.custom.check import handler_hash
 from kindgi_eval.kinds.figures import count
 from kindgi_eval.store import CustomRow, MetricRow, OutcomeRow, ReplyRow, StatusRow, SuiteRow
 
@@ -45,11 +46,6 @@ def handler_of(rows: Sequence[SuiteRow]) -> Handler | None:
     """The handler of a stored custom suite (its `handler` row); None for another kind."""
     found = next((r for r in rows if r.kind == "handler"), None)
     return Handler.model_validate_json(found.body) if found else None
-
-
-def handler_hash(handler: Handler) -> str:
-    """The SHA-256 of the handler's source, as the run records it."""
-    return hashlib.sha256(handler.source.encode("utf-8")).hexdigest()
 
 
 def payload(case: Case, reply: ReplyRow) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from collections.abc import Mapping, Sequence
 
+from kindgi_eval.kinds.human_review.check import CONSUMER
 from kindgi_eval.kinds.figures import count
 from kindgi_eval.kinds.human_review.report import review_lines, review_summary
 from kindgi_eval.kinds.human_review.stage import QueueSummary, promoted_items, queue_rows, summarize_queue
@@ -30,6 +31,6 @@ FIGURES = (
     FigureColumn("review_skipped", "BIGINT", "review_skipped"),
 )
 
-KIND = SuiteKind(name="human-review", stage=Stage("review_queue", _queue), metrics=_metrics, params=_params, figures=FIGURES, lines=review_lines, summary=review_summary)
+KIND = SuiteKind(name="human-review", consumer=CONSUMER, stage=Stage("review_queue", _queue), metrics=_metrics, params=_params, figures=FIGURES, lines=review_lines, summary=review_summary)
 
 __all__ = ["KIND", "QueueSummary", "promoted_items", "queue_rows", "summarize_queue"]

@@ -4,6 +4,7 @@ from collections.abc import Sequence
 
 from kindgi_eval.agents import checked_variants
 from kindgi_eval.inputs import pairwise_variants
+from kindgi_eval.kinds.pairwise.check import CONSUMER
 from kindgi_eval.kinds.kind import KindRows, Pinning, Pins, Stage, StageInputs, SuiteKind
 from kindgi_eval.kinds.table import cases_of
 from kindgi_eval.kinds.pairwise.report import both_variants, pairwise_lines, pairwise_summary_json
@@ -60,7 +61,7 @@ FIGURES = (
 )
 
 
-KIND = SuiteKind(name="pairwise", case_model=PairwiseCase, enters_funnel=False, groups=(), judged_by_case=False,
+KIND = SuiteKind(name="pairwise", consumer=CONSUMER, case_model=PairwiseCase, enters_funnel=False, groups=(), judged_by_case=False,
                  assertions=_answered, askings=pairwise_askings, pins=_pins,
                  stage=Stage("pairwise", _judged, _about, recorded_key=pair_key, judge_calls_per_row=2), metrics=_metrics, params=pairwise_params, figures=FIGURES,
                  lines=pairwise_lines, summary=pairwise_summary_json, against=both_variants)

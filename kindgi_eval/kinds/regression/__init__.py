@@ -2,6 +2,7 @@
 
 from collections.abc import Mapping, Sequence
 
+from kindgi_eval.kinds.regression.check import CONSUMER
 from kindgi_eval.kinds.kind import KindRows, Pinning, Pins, Stage, StageInputs, SuiteKind
 from kindgi_eval.kinds.regression.report import regressed, regression_items, regression_lines, regression_marks, regression_summary
 from kindgi_eval.kinds.regression.stage import regression_metrics, regression_rows, resolve_baseline
@@ -42,7 +43,7 @@ FIGURES = (
     FigureColumn("mcnemar_p", "DOUBLE", "mcnemar_p"),
 )
 
-KIND = SuiteKind(name="regression", pins=_pins, stage=Stage("regressions", _moves), metrics=_metrics, params=_params, figures=FIGURES, lines=regression_lines,
+KIND = SuiteKind(name="regression", consumer=CONSUMER, pins=_pins, stage=Stage("regressions", _moves), metrics=_metrics, params=_params, figures=FIGURES, lines=regression_lines,
                  summary=regression_summary, failed=regressed, marks=regression_marks, items=regression_items)
 
 __all__ = ["KIND", "regression_metrics", "regression_rows", "resolve_baseline"]

@@ -17,13 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from kindgi_eval.inputs import HANDLER_FILE
-from kindgi_eval.registry.consumers import Consumer, FolderContent, register_consumer
-from kindgi_eval.registry.conversation import SPEC_KEYS as CONVERSATION_KEYS
-from kindgi_eval.registry.conversation import (
-    problem_line,
-    read_conversation,
-    suite_files,
-)
+from kindgi_eval.registry import CONVERSATION_KEYS, Consumer, FolderContent, problem_line, read_conversation, suite_files
 from kindgi_eval.rules import Handler, Problem, problems_from_validation
 
 
@@ -54,7 +48,7 @@ def custom_problems(spec: Mapping[str, Any]) -> list[str]:
 
 
 def handler_hash(handler: Handler) -> str:
-    """The SHA-256 of the handler's source, as `registry.json` records it."""
+    """The SHA-256 of the handler's source, as `registry.json` and the run record it."""
     return hashlib.sha256(handler.source.encode("utf-8")).hexdigest()
 
 
@@ -67,4 +61,5 @@ def custom_folder(spec: Mapping[str, Any]) -> FolderContent:
     return FolderContent(files, {"kind": "custom", "handler_hash": handler_hash(handler)})
 
 
-register_consumer(Consumer("custom", custom_problems, "kindgi-eval run", custom_folder))
+CONSUMER = Consumer("custom", custom_problems, "kindgi-eval run", custom_folder)
+"""What the registry checks a published `spec` of this kind with, and the suite folder it writes it out as."""

@@ -14,15 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from kindgi_eval.registry.consumers import (
-    Consumer,
-    FolderContent,
-    jsonl,
-    register_consumer,
-)
-from kindgi_eval.registry.conversation import problem_line, read_conversation
-from kindgi_eval.registry.model import etag
-from kindgi_eval.registry.semver import SemVer, parse_semver
+from kindgi_eval.registry import Consumer, FolderContent, SemVer, etag, jsonl, parse_semver, problem_line, read_conversation
 from kindgi_eval.rules import Problem
 
 KIND = "human-review"
@@ -123,4 +115,5 @@ def promotion(latest: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> 
     return Promotion(document, etag(latest["hash"]), tuple(i["id"] for i in added), present)
 
 
-register_consumer(Consumer(KIND, human_review_problems, "kindgi-eval run", human_review_folder))
+CONSUMER = Consumer(KIND, human_review_problems, "kindgi-eval run", human_review_folder)
+"""What the registry checks a published `spec` of this kind with, and the suite folder it writes it out as."""

@@ -15,14 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kindgi_eval.registry.accuracy import input_turn, under, unique
-from kindgi_eval.registry.consumers import (
-    Consumer,
-    FolderContent,
-    jsonl,
-    register_consumer,
-)
-from kindgi_eval.registry.conversation import problem_line
+from kindgi_eval.kinds.accuracy.check import input_turn, under, unique
+from kindgi_eval.registry import Consumer, FolderContent, jsonl, problem_line
 from kindgi_eval.rules import (
     PairwiseCalibration,
     PairwiseCase,
@@ -150,4 +144,5 @@ def _labelled(values: object, problems: list[Problem]) -> list[PairwiseCalibrati
     return items
 
 
-register_consumer(Consumer("pairwise", pairwise_problems, "kindgi-eval run", pairwise_folder))
+CONSUMER = Consumer("pairwise", pairwise_problems, "kindgi-eval run", pairwise_folder)
+"""What the registry checks a published `spec` of this kind with, and the suite folder it writes it out as."""

@@ -18,8 +18,7 @@ from kindgi_eval.inputs import (
     find_benchmark,
     load_benchmark,
 )
-from kindgi_eval.registry.consumers import Consumer, FolderContent, register_consumer
-from kindgi_eval.registry.conversation import problem_line
+from kindgi_eval.registry import Consumer, FolderContent, problem_line
 from kindgi_eval.rules import Problem, problems_from_validation
 
 
@@ -63,4 +62,5 @@ def benchmark_folder(spec: Mapping[str, Any]) -> FolderContent:
     return FolderContent(files, identity)
 
 
-register_consumer(Consumer("benchmark", benchmark_problems, "kindgi-eval run", benchmark_folder))
+CONSUMER = Consumer("benchmark", benchmark_problems, "kindgi-eval run", benchmark_folder)
+"""What the registry checks a published `spec` of this kind with, and the suite folder it writes it out as."""

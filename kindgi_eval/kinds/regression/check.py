@@ -13,14 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kindgi_eval.registry.consumers import Consumer, FolderContent, register_consumer
-from kindgi_eval.registry.conversation import SPEC_KEYS as CONVERSATION_KEYS
-from kindgi_eval.registry.conversation import (
-    problem_line,
-    read_conversation,
-    suite_files,
-)
-from kindgi_eval.registry.semver import is_semver
+from kindgi_eval.registry import CONVERSATION_KEYS, Consumer, FolderContent, is_semver, problem_line, read_conversation, suite_files
 from kindgi_eval.rules import Problem, problems_from_validation
 
 
@@ -82,4 +75,5 @@ def regression_folder(spec: Mapping[str, Any]) -> FolderContent:
     return FolderContent(suite_files({k: spec[k] for k in CONVERSATION_KEYS if k in spec}), identity)
 
 
-register_consumer(Consumer("regression", regression_problems, "kindgi-eval run", regression_folder))
+CONSUMER = Consumer("regression", regression_problems, "kindgi-eval run", regression_folder)
+"""What the registry checks a published `spec` of this kind with, and the suite folder it writes it out as."""

@@ -16,13 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kindgi_eval.registry.consumers import (
-    Consumer,
-    FolderContent,
-    jsonl,
-    register_consumer,
-)
-from kindgi_eval.registry.conversation import problem_line
+from kindgi_eval.registry import Consumer, FolderContent, jsonl, problem_line
 from kindgi_eval.rules import (
     GRADERS,
     AccuracyCase,
@@ -225,4 +219,5 @@ def under(prefix: str, problem: Problem) -> Problem:
     return Problem(problem.file, problem.line, field, problem.message)
 
 
-register_consumer(Consumer("accuracy", accuracy_problems, "kindgi-eval run", accuracy_folder))
+CONSUMER = Consumer("accuracy", accuracy_problems, "kindgi-eval run", accuracy_folder)
+"""What the registry checks a published `spec` of this kind with, and the suite folder it writes it out as."""
