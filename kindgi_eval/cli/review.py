@@ -39,11 +39,12 @@ def review() -> None:
 
 def _human_review_run(root, run_id: str):
     """(its `store.RunKey`, its summary, its queue) of the human-review run RUN_ID names; InputError otherwise."""
+    from kindgi_eval.kinds import kind_named
     from kindgi_eval.store import read_rows
 
     (ref,) = runs_named(root, {"RUN_ID": run_id})
     (run,) = read_rows(root, "run_summary", ref.partition, ref.run_id)
-    if run.suite_kind != "human-review":
+    if not kind_named(run.suite_kind).reviewed_by_people:
         raise InputError([Problem("RUN_ID", None, None, f"run {ref.run_id} evaluated a {run.suite_kind} suite; only a human-review "
                                   "suite's run has a review queue.")])
     return ref, run, read_rows(root, "review_queue", ref.partition, ref.run_id)

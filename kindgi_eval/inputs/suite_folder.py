@@ -161,7 +161,7 @@ def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None) -> Suite
     kind = registered.kind if registered else "conversation"
     case_model = {"accuracy": AccuracyCase, "pairwise": PairwiseCase}.get(kind, Case)
     calibration_model = PairwiseCalibration if kind == "pairwise" else CalibrationItem
-    handler = _handler(folder / HANDLER_FILE, registered, problems) if registered and registered.kind == "custom" else None
+    handler = _handler(folder / HANDLER_FILE, registered, problems) if registered and registered.handler_hash else None
     cases_bytes = _read(cases_path, problems, required=True)
     calibration_bytes = _read(calibration_path, problems, required=False)
     cases = (

@@ -145,6 +145,8 @@ class SuiteKind:
     """The kind as the registry and `runs.suite_kind` spell it: `conversation`, `human-review`, …"""
     case_model: type[Case] = Case
     """What its suite's cases are read back as from the stored suite."""
+    reviewed_by_people: bool = False
+    """Whether its runs queue their replies for people to label (`kindgi-eval review export`, `import`, `promote`)."""
     enters_funnel: bool = True
     """Whether its cases are conversations entering the tenant's funnel; if not, the report shows no coverage (it
     would read like a failure)."""

@@ -31,6 +31,6 @@ FIGURES = (
     FigureColumn("review_skipped", "BIGINT", "review_skipped"),
 )
 
-KIND = SuiteKind(name="human-review", consumer=CONSUMER, stage=Stage("review_queue", _queue), metrics=_metrics, params=_params, figures=FIGURES, lines=review_lines, summary=review_summary)
+KIND = SuiteKind(name="human-review", reviewed_by_people=True, consumer=CONSUMER, stage=Stage("review_queue", _queue), metrics=_metrics, params=_params, figures=FIGURES, lines=review_lines, summary=review_summary)
 
 __all__ = ["KIND", "QueueSummary", "promoted_items", "queue_rows", "summarize_queue"]
