@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from kindgi_eval.kinds import kind_views
-from kindgi_eval.store import connect, format_rows
+from kindgi_eval.kinds import count, estimate, kind_views, stored_result
+from kindgi_eval.rules import wilson
+from kindgi_eval.store import MetricRow, RunRow, connect, format_rows, read_rows, table_path, to_table, write_atomically
 from kindgi_eval_tests.conftest import run_cli
 
 HERE = Path(__file__).parent
@@ -74,3 +75,24 @@ def test_the_html_report_of_an_old_run_shows_its_kinds_figure(old_store, tmp_pat
     done = run_cli("report", "8fb7d46b", "--html", str(out))
     assert done.code == 0, done.err
     assert "Accuracy: 0.667, 2 of 3 graded items correct" in out.read_text()
+
+
+def test_an_old_run_and_a_new_run_of_a_kind_read_side_by_side(old_store) -> None:
+    # a run stored as today's code stores one, beside the old accuracy run: its figures in run_metrics, its
+    # parameters in params; both read through the kind's view, each from where it keeps its figures
+    partition, old_run, new_run = "demo-academy@demo-academy.facts", "8fb7d46b-ce74-421c-9524-994230169bf0", "new-run"
+    (old,) = read_rows(old_store, "run_summary", partition, old_run)  # today's columns of it
+    interval = wilson(4, 5)
+    figures = [estimate("accuracy", interval, "wilson 95%"), count("correct", 4), count("wrong", 1), count("ungraded_items", 0)]
+    for asset, rows, model in (("run_summary", [old.model_copy(update={"params": "{}"})], RunRow), ("run_metrics", figures, MetricRow)):
+        write_atomically(to_table(rows, model), table_path(old_store, asset, partition, "2026-12-03", new_run))
+    rows = answers(old_store, "SELECT run_id, accuracy, accuracy_low, correct, wrong FROM accuracy_runs ORDER BY run_id")
+    assert rows == [
+        {"run_id": old_run, "accuracy": pytest.approx(2 / 3), "accuracy_low": pytest.approx(wilson(2, 3).low), "correct": 2, "wrong": 1},
+        {"run_id": new_run, "accuracy": pytest.approx(0.8), "accuracy_low": pytest.approx(interval.low), "correct": 4, "wrong": 1},
+    ]
+    # `runs` keeps the common columns: a new run has no figure of its own there, an old run keeps its stored one
+    assert answers(old_store, "SELECT run_id, accuracy FROM runs WHERE suite_kind = 'accuracy' ORDER BY run_id") == [
+        {"run_id": old_run, "accuracy": pytest.approx(2 / 3)}, {"run_id": new_run, "accuracy": None}]
+    assert stored_result(old_store, partition, new_run).figures["correct"] == 4
+    assert stored_result(old_store, partition, old_run).figures["correct"] == 2
