@@ -25,6 +25,11 @@ def _metrics(rows: KindRows) -> list[MetricRow]:
 
 
 def _grades(given: StageInputs) -> list[AccuracyRow]:
+    """Each item of an accuracy suite graded correct, wrong or ungraded, and why; empty for other kinds.
+
+    The metadata holds the accuracy and its Wilson 95% interval as numbers, so they plot night over night.
+    Query: `kindgi-eval sql "SELECT case_id, grade, expected_output, detail FROM accuracy WHERE grade <> 'correct'"`.
+    """
     return accuracy_rows(cases_of(given.suite), given.outcomes, given.statuses)
 
 

@@ -15,7 +15,12 @@ def _metrics(rows: KindRows) -> list[MetricRow]:
 
 
 def _verdicts(given: StageInputs) -> list[CustomRow]:
-    """The verdicts `outcomes` recorded (the handler is not run again here, nor in a replay); none without a handler."""
+    """Each case of a custom suite with its handler's verdict (pass, fail, error or skipped), score, reason, error and
+    time in the sandbox, beside the case's status; empty for other kinds.
+
+    The verdicts are the ones `outcomes` recorded (the handler is not run again here, nor in a replay).
+    Query: `kindgi-eval sql "SELECT case_id, verdict, score, reason, error, duration_ms FROM custom WHERE verdict <> 'pass'"`.
+    """
     handler = handler_of(given.suite)
     return [] if handler is None else custom_rows(handler, cases_of(given.suite), given.outcomes, given.statuses)
 

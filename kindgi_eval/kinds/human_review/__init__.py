@@ -17,6 +17,12 @@ def _metrics(rows: KindRows) -> list[MetricRow]:
 
 
 def _queue(given: StageInputs) -> list[QueueRow]:
+    """A human-review suite's replies, one row per reply and rubric item, for a person to label; empty for other kinds.
+
+    `kindgi-eval review export RUN_ID` writes it as the CSV or JSONL a person fills in; `review import` reads the
+    labels back into the `reviews` view, and `statuses` shows them beside the judge's verdicts.
+    Query: `kindgi-eval sql "SELECT case_id, rubric_item, judge_verdict FROM review_queue WHERE suite = '<partition>'"`.
+    """
     return queue_rows(given.suite, cases_of(given.suite), given.replies, given.statuses)
 
 

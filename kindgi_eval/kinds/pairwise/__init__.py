@@ -25,7 +25,14 @@ def _metrics(rows: KindRows) -> list[MetricRow]:
 
 
 def _judged(given: StageInputs) -> list[PairwiseRow]:
-    """Each prompt judged in both orders and each labelled pair; none without a judge."""
+    """Each prompt of a pairwise suite judged in both orders (A first, then B first), and each hand-labelled pair
+    that calibrates the judge; empty for other kinds and without a judge.
+
+    A variant wins a prompt only when it wins in both orders. The metadata holds variant A's win rate and its
+    bootstrap 95% interval and the position consistency as numbers, so they plot night over night.
+    Each judged pair is recorded as it arrives, so a killed run resumed judges only the pairs it had not.
+    Query: `kindgi-eval sql "SELECT subject_id, ab, ba, outcome, consistent, reason_ab FROM pairwise WHERE subject = 'prompt'"`.
+    """
     return [] if given.judged is None else given.judged(judge_pairwise, cases_of(given.suite), given.statuses)
 
 

@@ -14,7 +14,12 @@ def _metrics(rows: KindRows) -> list[MetricRow]:
 
 
 def _moves(given: StageInputs) -> list[RegressionRow]:
-    """Each case beside its status in the baseline run the suite stage pinned; none without one."""
+    """Each case of a regression suite beside its baseline run's status: improved, regressed or unchanged; empty
+    for other kinds.
+
+    The metadata holds the pass-rate change and its paired 95% interval as numbers, so they plot night over night.
+    Query: `kindgi-eval sql "SELECT case_id, baseline_status, status FROM regressions WHERE change = 'regressed'"`.
+    """
     baseline_run = given.suite[0].baseline_run
     if baseline_run is None:
         return []
