@@ -1,5 +1,5 @@
 """A kind's figures: made as `run_metrics` rows, read back by the names of its view's columns. Reads the store only in
-`stored_result`."""
+`stored_result` and `own_rows`."""
 
 from __future__ import annotations
 

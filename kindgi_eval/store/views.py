@@ -102,6 +102,10 @@ def _quoted(path: StorePath) -> str:
     return str(path).replace("'", "''")
 
 
+_KIND_VIEWS_READ = ("run_summary", "run_metrics")
+"""The tables a kind's view reads (as `runs` and `run_metrics`)."""
+
+
 def define_views(con: duckdb.DuckDBPyConnection, root: StorePath, tables: Sequence[Table] = TABLES, *, reviews: bool = True,
                  kinds: Sequence[KindView] = (), every_kind: Sequence[KindView] = ()) -> None:
     """Create or replace the views of `tables` (all by default), the `reviews` view unless told not to, and the views
@@ -115,9 +119,6 @@ def define_views(con: duckdb.DuckDBPyConnection, root: StorePath, tables: Sequen
         con.execute(reviews_view_sql(root))
     for kind in kinds:
         con.execute(kind_view_sql(kind, every_kind or kinds))
-
-
-_KIND_VIEWS_READ = ("run_summary", "run_metrics")
 
 
 def view_names(kinds: Sequence[KindView] = ()) -> list[str]:

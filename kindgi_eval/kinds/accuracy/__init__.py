@@ -5,8 +5,8 @@ from kindgi_eval.kinds.accuracy.report import accuracy_items, accuracy_lines, ac
 from kindgi_eval.kinds.accuracy.stage import accuracy_metrics, accuracy_rows
 from kindgi_eval.kinds.kind import KindRows, Stage, StageInputs, SuiteKind
 from kindgi_eval.kinds.table import cases_of
-from kindgi_eval.store import AccuracyRow, FigureColumn, MetricRow
 from kindgi_eval.rules import ACCURACY_GROUP, AccuracyCase, AgentReply, AssertionResult, Group, check_accuracy
+from kindgi_eval.store import AccuracyRow, FigureColumn, MetricRow
 
 
 def _graded(case: AccuracyCase, reply: AgentReply | None, *, error: str | None, latency_ms: float,

@@ -1,10 +1,10 @@
 """The `custom` kind: a tenant's own handler grades each reply in a sandbox, its verdict one assertion of the case."""
 
+from collections.abc import Sequence
+
 from kindgi_eval.kinds.custom.check import CONSUMER
 from kindgi_eval.kinds.custom.report import custom_items, custom_lines, custom_marks, custom_summary
 from kindgi_eval.kinds.custom.stage import CustomSummary, custom_metrics, custom_params, custom_rows, grade_replies, handler_of, summarize_custom
-from collections.abc import Sequence
-
 from kindgi_eval.kinds.kind import KindRows, Stage, StageInputs, SuiteKind
 from kindgi_eval.kinds.table import cases_of
 from kindgi_eval.store import CustomRow, FigureColumn, MetricRow

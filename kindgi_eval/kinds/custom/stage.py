@@ -8,9 +8,8 @@ runner. A handler that fails is an `error` verdict and the stage goes on to the 
 
 from __future__ import annotations
 
-import hashlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 

@@ -2,8 +2,8 @@
 
 from collections.abc import Mapping, Sequence
 
-from kindgi_eval.kinds.human_review.check import CONSUMER
 from kindgi_eval.kinds.figures import count
+from kindgi_eval.kinds.human_review.check import CONSUMER
 from kindgi_eval.kinds.human_review.report import review_lines, review_summary
 from kindgi_eval.kinds.human_review.stage import QueueSummary, promoted_items, queue_rows, summarize_queue
 from kindgi_eval.kinds.kind import KindRows, Stage, StageInputs, SuiteKind

@@ -2,8 +2,8 @@
 
 from collections.abc import Mapping, Sequence
 
-from kindgi_eval.kinds.regression.check import CONSUMER
 from kindgi_eval.kinds.kind import KindRows, Pinning, Pins, Stage, StageInputs, SuiteKind
+from kindgi_eval.kinds.regression.check import CONSUMER
 from kindgi_eval.kinds.regression.report import regressed, regression_items, regression_lines, regression_marks, regression_summary
 from kindgi_eval.kinds.regression.stage import regression_metrics, regression_rows, resolve_baseline
 from kindgi_eval.store import FigureColumn, MetricRow, RegressionRow, SuiteRow, read_rows, run_partition
