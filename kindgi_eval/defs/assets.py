@@ -12,7 +12,7 @@ the tenant configuration the run read once.
 import inspect
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import dagster as dg
@@ -49,7 +49,6 @@ from kindgi_eval.steps import (
     ask_agent,
     calibration_rows,
     code_version,
-    metric_rows,
     outcome_rows,
     run_row,
     sample_judge,
@@ -289,18 +288,18 @@ def kind_stage(kind: SuiteKind) -> dg.AssetsDefinition:
 
         given = StageInputs(suite, agent_replies, outcomes, statuses, io_manager.root(), judged if settings.judge_model else None)
         rows = stage.compute(given)
-        context.add_output_metadata(_figures(suite, KindRows(suite, agent_replies, rows)) | dict(stage.about(rows)))
+        context.add_output_metadata(_figures(kind, suite, KindRows(suite, agent_replies, rows)) | dict(stage.about(rows)))
         return rows
 
     return _stage
 
 
-KIND_STAGES = [kind_stage(kind) for _, kind in sorted(kinds().items()) if kind.stage is not None]
-"""One asset per kind with a stage of its own, made from the table of kinds."""
-OWN_TABLES = [kind.stage.table for _, kind in sorted(kinds().items()) if kind.stage is not None]
+STAGED = [kind for _, kind in sorted(kinds().items()) if kind.stage is not None]
+"""The kinds with a stage of their own: one asset each, made from the table of kinds."""
+KIND_STAGES = [kind_stage(kind) for kind in STAGED]
 
 
-@dg.asset(**chain_asset("run_metrics"), ins={table: dg.AssetIn(table) for table in OWN_TABLES})
+@dg.asset(**chain_asset("run_metrics"), ins={kind.stage.table: dg.AssetIn(kind.stage.table) for kind in STAGED})
 def run_metrics(suite: list[SuiteRow], agent_replies: list[ReplyRow], **own_tables: list) -> list[MetricRow]:
     """Every figure of the run's kind, one row each in one shape (name, value, interval, method): an accuracy and its
     interval, a regression's moves, a pairwise win rate, ...; none for a conversation suite.
@@ -308,8 +307,8 @@ def run_metrics(suite: list[SuiteRow], agent_replies: list[ReplyRow], **own_tabl
     Query a kind's figures under their own names through its view:
     `kindgi-eval sql "SELECT run_id, accuracy, accuracy_low, accuracy_high FROM accuracy_runs"`.
     """
-    stage = kind_named(suite[0].suite_kind).stage
-    return metric_rows(KindRows(suite, agent_replies, own_tables[stage.table] if stage else ()))
+    kind = kind_named(suite[0].suite_kind)
+    return kind.metrics(KindRows(suite, agent_replies, own_tables[kind.stage.table] if kind.stage else ()))
 
 
 @dg.asset(**chain_asset("run_summary"))
@@ -389,10 +388,9 @@ def _manifest(context: dg.AssetExecutionContext, settings: RunSettings, clients:
     return _inputs(lambda: manifest_now(context, settings, clients.tenant(settings).hash))
 
 
-def _figures(suite: list[SuiteRow], rows: KindRows) -> dict[str, object]:
+def _figures(kind: SuiteKind, suite: list[SuiteRow], rows: KindRows) -> dict[str, object]:
     """A kind's figures and parameters as its stage's metadata, under the names of its view's columns (the figures it
     has no value for left out), so they plot night over night."""
-    kind: SuiteKind = kind_named(suite[0].suite_kind)
     figures = figures_of(kind, kind.metrics(rows), kind.params(suite))
     return {name: value for name, value in figures.items() if value is not None}
 

@@ -1,5 +1,4 @@
-"""The `run_metrics` and `run_summary` stages: the figures of the run's kind, then the run in one row, with its
-lineage (suite, tenant, judge prompt, code version)."""
+"""The `run_summary` stage: the run in one row, with its lineage (suite, tenant, judge prompt, code version)."""
 
 from __future__ import annotations
 
@@ -11,14 +10,9 @@ from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from kindgi_eval.kinds import JUDGE_USD, KindRows, kind_named
+from kindgi_eval.kinds import JUDGE_USD, kind_named
 from kindgi_eval.rules import STATUSES
 from kindgi_eval.store import MetricRow, ReplyRow, RunRow, SampleRow, StatusRow, SuiteRow
-
-
-def metric_rows(rows: KindRows) -> list[MetricRow]:
-    """Every figure of the run's kind, as its entry of the table of kinds sums them up from the run's rows."""
-    return kind_named(rows.suite[0].suite_kind).metrics(rows)
 
 
 def run_row(
