@@ -4,13 +4,13 @@ from collections.abc import Sequence
 
 from kindgi_eval.agents import checked_variants
 from kindgi_eval.inputs import pairwise_variants
+from kindgi_eval.kinds.kind import JUDGE_USD, KindRows, Pinning, Pins, Stage, StageInputs, SuiteKind
 from kindgi_eval.kinds.pairwise.check import CONSUMER
-from kindgi_eval.kinds.kind import KindRows, Pinning, Pins, Stage, StageInputs, SuiteKind
-from kindgi_eval.kinds.table import cases_of
 from kindgi_eval.kinds.pairwise.report import both_variants, pairwise_lines, pairwise_summary_json
-from kindgi_eval.kinds.pairwise.stage import agreement_of, judge_pairwise, pair_key, pairwise_askings, pairwise_metrics, pairwise_params
-from kindgi_eval.store import FigureColumn, MetricRow, PairwiseRow
+from kindgi_eval.kinds.pairwise.stage import agreement_of, judge_cost, judge_pairwise, pair_key, pairwise_askings, pairwise_metrics, pairwise_params
+from kindgi_eval.kinds.table import cases_of
 from kindgi_eval.rules import AgentReply, AssertionResult, PairwiseCase, agent_failure
+from kindgi_eval.store import FigureColumn, MetricRow, PairwiseRow
 
 
 def _answered(case: PairwiseCase, reply: AgentReply | None, *, error: str | None, latency_ms: float,
@@ -37,7 +37,7 @@ def _judged(given: StageInputs) -> list[PairwiseRow]:
 
 
 def _about(rows: Sequence[PairwiseRow]) -> dict[str, object]:
-    return {"calibration_note": agreement_of(rows).note, "judge_usd": float(sum(r.cost_usd for r in rows))}
+    return {"calibration_note": agreement_of(rows).note, JUDGE_USD: judge_cost(rows)}
 
 
 def _pins(p: Pinning) -> Pins:

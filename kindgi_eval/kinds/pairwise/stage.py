@@ -172,8 +172,13 @@ def pairwise_metrics(rows: Sequence[PairwiseRow]) -> list[MetricRow]:
         count("ties", summary.ties if summary else None),
         estimate("win_rate", summary.rate if summary else None, "bootstrap 95%"),
         MetricRow(name="position_consistency", value=summary.consistency if summary else None),
-        MetricRow(name=JUDGE_USD, value=float(sum(r.cost_usd for r in rows))),
+        MetricRow(name=JUDGE_USD, value=judge_cost(rows)),
     ]
+
+
+def judge_cost(rows: Sequence[PairwiseRow]) -> float:
+    """What the judge was paid for the pairs it judged, in both orders."""
+    return float(sum(r.cost_usd for r in rows))
 
 
 def pairwise_params(suite: Sequence[SuiteRow]) -> dict[str, str | None]:
