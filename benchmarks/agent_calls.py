@@ -35,6 +35,7 @@ import chat_server  # noqa: E402
 from kindgi_eval.agents.litellm import LitellmAgent  # noqa: E402
 from kindgi_eval.inputs.suite_folder import load_suite  # noqa: E402
 from kindgi_eval.inputs.tenant_file import load_tenant  # noqa: E402
+from kindgi_eval.kinds import models_of  # noqa: E402
 from kindgi_eval.llm.calls import _litellm, forget_clients  # noqa: E402
 from kindgi_eval.prompts.agent import agent_messages  # noqa: E402
 from kindgi_eval.rules.model_names import parse_model  # noqa: E402
@@ -73,7 +74,7 @@ def main() -> None:
     args = parser.parse_args()
 
     tenant = load_tenant(None).tenant
-    golden = load_suite(REPO / "evals/golden")
+    golden = load_suite(REPO / "evals/golden", models_of=models_of)
     in_flow = [c for c in golden.cases if not c.expect.escalate and not c.nudge]  # every one reaches the model
     turns = [turn_of(in_flow[n % len(in_flow)].model_copy(update={"id": f"case-{n}"}), tenant.tenant) for n in range(args.calls)]
     os.environ["OPENAI_API_KEY"] = "sk-bench-not-a-key"

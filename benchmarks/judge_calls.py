@@ -22,6 +22,7 @@ from kindgi_eval.agents.litellm import LitellmJudge  # noqa: E402
 from kindgi_eval.agents.mock import MockAgent  # noqa: E402
 from kindgi_eval.inputs.suite_folder import load_suite  # noqa: E402
 from kindgi_eval.inputs.tenant_file import load_tenant  # noqa: E402
+from kindgi_eval.kinds import models_of  # noqa: E402
 from kindgi_eval.rules.model_names import parse_model  # noqa: E402
 from kindgi_eval.steps.agent_replies import turn_of  # noqa: E402
 from kindgi_eval.steps.judge_samples import case_subjects, judge_suite  # noqa: E402
@@ -36,7 +37,7 @@ def main() -> None:
     parser.add_argument("--model", default="bench-judge", help="model name the server is asked for (priced or not)")
     args = parser.parse_args()
 
-    golden = load_suite(REPO / "evals/golden")
+    golden = load_suite(REPO / "evals/golden", models_of=models_of)
     tenant = load_tenant(None).tenant
     labels = {" ".join(item.reply): item.label for item in golden.calibration}
     in_flow = [c for c in golden.cases if not c.expect.escalate]  # escalating cases get no rubric

@@ -1,4 +1,4 @@
-"""Everything that answers a turn: the name-to-agent table, the mock, litellm and HTTP agents, the guardrails, the custom handlers' sandbox. Imports spec, llm, prompts, inputs."""
+"""Everything that answers a turn: the name-to-agent table, the mock, litellm and HTTP agents, the guardrails, the custom handlers' sandbox. Imports rules, llm, prompts, inputs."""
 
 from kindgi_eval.agents.factory import checked_variants, make_agent, make_judge
 from kindgi_eval.agents.sandbox import Sandbox, make_sandbox

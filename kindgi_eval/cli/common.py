@@ -130,10 +130,10 @@ def runs_named(root: StorePath, prefixes: dict[str, str]) -> list:
 
 def registry_client() -> RegistryClient:
     """The client the environment names; InputError saying which variable is missing."""
-    from kindgi_eval.registry import TOKEN_ENV, URL_ENV, RegistryClient
+    from kindgi_eval.registry import TOKEN_ENV, URL_ENV, client_from_env
 
-    url, token = os.environ.get(URL_ENV, ""), os.environ.get(TOKEN_ENV, "")
-    missing = [var for var, value in ((URL_ENV, url), (TOKEN_ENV, token)) if not value]
-    if missing:
-        raise InputError([Problem(var, None, None, "is not set. Set it to the registry's URL and your token (kindgi-eval tokens issue).") for var in missing])
-    return RegistryClient(url, token)
+    client = client_from_env()
+    if client is None:
+        raise InputError([Problem(var, None, None, "is not set. Set it to the registry's URL and your token (kindgi-eval tokens issue).")
+                          for var in (URL_ENV, TOKEN_ENV) if not os.environ.get(var)])
+    return client

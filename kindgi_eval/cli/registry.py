@@ -44,9 +44,10 @@ def suites_publish(folder: str, suite_id: str, version: str, tenant: str | None,
     files' texts are kept beside the version, so `suites pull` writes them back byte for byte; a folder that differs
     from the published one only in layout (whitespace, blank lines, key order) is the same content, and the version
     keeps the files it was first published with."""
+    from kindgi_eval.kinds import models_of
     from kindgi_eval.registry import spec_of_files
 
-    load_suite(folder)  # every problem, located by file and line, before anything is sent: each line reads as JSON
+    load_suite(folder, models_of=models_of)  # every problem, located by file and line, before anything is sent: each line reads as JSON
     # a suite without calibration.jsonl is published without `calibration`: absent and empty read differently
     paths = [Path(folder) / name for name in (CASES_FILE, CALIBRATION_FILE) if (Path(folder) / name).exists()]
     texts = {path.name: path.read_bytes().decode("utf-8") for path in paths}

@@ -16,6 +16,7 @@ from kindgi_eval.cli.common import (
     EXIT_OK,
     check_output_path,
     input_errors,
+    registry_errors,
     runs_named,
     settings_options,
     write_text_atomically,
@@ -56,10 +57,12 @@ REPLAY_SETTINGS = ("eval_dir", "config_dir", "judge_model", "concurrency", "mode
     "registered",
     metavar="ID[@VERSION]",
     help="Evaluate a suite of the suite registry, as the tenant of the configuration: that version, else the latest "
-    "now. Instead of --eval-dir.",
+    "now. Read over HTTP from KINDGI_REGISTRY_URL with KINDGI_REGISTRY_TOKEN where the URL is set, else from the "
+    "registry's database here. Instead of --eval-dir.",
 )
 @settings_options(*RUN_SETTINGS)
 @input_errors
+@registry_errors
 def run(mock: bool, json_path: str | None, resume: str | None, registered: str | None, **flags: object) -> None:
     """Evaluate one suite: print every reply, each failure, and the summary.
 
@@ -84,13 +87,16 @@ def run(mock: bool, json_path: str | None, resume: str | None, registered: str |
     loaded = load_tenant(settings.config_dir)
     if registered:
         from kindgi_eval.kinds import consumers
-        from kindgi_eval.registry import registered_suite_folder
+        from kindgi_eval.registry import client_from_env, registered_suite_folder
         from kindgi_eval.store import runtime_home
 
         suite_id, _, version = registered.partition("@")
-        folder = registered_suite_folder(runtime_home(), loaded.tenant.tenant, suite_id, version or None, "--suite", consumers())
+        folder = registered_suite_folder(runtime_home(), loaded.tenant.tenant, suite_id, version or None, "--suite", consumers(),
+                                         client_from_env())
         settings = settings.model_copy(update={"eval_dir": str(folder)})
-    suite = load_checked_suite(settings.eval_dir, loaded)
+    from kindgi_eval.kinds import models_of
+
+    suite = load_checked_suite(settings.eval_dir, loaded, models_of=models_of)
     if suite.handler is not None:
         make_sandbox(settings)  # a machine that cannot sandbox the handler is exit 2 before the agent is asked anything
     from kindgi_eval.kinds import Pinning, Pins, kind_named
@@ -167,7 +173,9 @@ def _resume_run(prefix: str, mock: bool, json_path: str | None, flags: dict[str,
     settings = resumed_settings(recorded, flags, mock=mock)
     _start_model_worker(settings)
     loaded = load_tenant(settings.config_dir)
-    suite = load_checked_suite(settings.eval_dir, loaded)
+    from kindgi_eval.kinds import models_of
+
+    suite = load_checked_suite(settings.eval_dir, loaded, models_of=models_of)
     key = suite_key(loaded.tenant.tenant, settings.eval_dir)
     now = manifest_of(killed, key, settings, suite_hash=suite.hash, config_hash=loaded.hash, replies_from=recorded.replies_from)
     problems = changes_since(recorded, now)
@@ -227,7 +235,9 @@ def replay(source: str, json_path: str | None, **flags: object) -> None:
     if loaded.tenant.tenant != original.tenant:
         raise InputError([Problem("--config-dir", None, None, f"run {source} evaluated tenant {original.tenant!r}, but the tenant configuration "
                                   f"{loaded.config_dir} is {loaded.tenant.tenant!r}. Pass --config-dir with {original.tenant!r}'s configuration folder.")])
-    load_checked_suite(settings.eval_dir, loaded)
+    from kindgi_eval.kinds import models_of
+
+    load_checked_suite(settings.eval_dir, loaded, models_of=models_of)
     check_output_path(json_path)
 
     from kindgi_eval.defs import RunFailed, open_instance, replay_chain
@@ -279,10 +289,12 @@ def validate(dirs: tuple[str, ...], config_dir: str | None) -> None:
     settings = resolve_settings({"config_dir": config_dir})
     loaded = load_tenant(settings.config_dir)
     folders = dirs or (settings.eval_dir,)
+    from kindgi_eval.kinds import models_of
+
     problems: list[Problem] = []
     for folder in folders:
         try:
-            suite = load_checked_suite(folder, loaded)
+            suite = load_checked_suite(folder, loaded, models_of=models_of)
         except InputError as e:
             problems += e.problems
             continue

@@ -41,6 +41,7 @@ from kindgi_eval.kinds import (
     handler_of,
     kind_named,
     kinds,
+    models_of,
     result_of,
 )
 from kindgi_eval.prompts import template_hash
@@ -98,7 +99,7 @@ def suite(
     """
     settings = _settings(context, eval_settings)
     loaded = _inputs(lambda: clients.tenant(settings))
-    parsed = _inputs(lambda: load_checked_suite(settings.eval_dir, loaded))
+    parsed = _inputs(lambda: load_checked_suite(settings.eval_dir, loaded, models_of=models_of))
     key = suite_key(loaded.tenant.tenant, settings.eval_dir)
     if key != context.partition_key:
         raise dg.Failure(
@@ -373,7 +374,7 @@ def _judged(
     with recording(context, io_manager.root(), asset, _manifest(context, settings, clients)) as (done, record):
         return step(
             *inputs,
-            _inputs(lambda: load_suite(settings.eval_dir)).calibration,
+            _inputs(lambda: load_suite(settings.eval_dir, models_of=models_of)).calibration,
             catalogue=_inputs(lambda: clients.tenant(settings)).tenant.catalogue_text(),
             concurrency=settings.concurrency,
             timeout_s=settings.model_timeout_s,

@@ -2,7 +2,7 @@
 
 A tenants-file entry may name a suite of the registry (`registry = "acme.pricing"`, optionally `version`).
 Where a run starts (a schedule or sensor tick, a launchpad run), the version named, else the latest, is read
-from the registry once and written out as a suite folder; the run evaluates that folder and records the
+once from the registry (over HTTP where KINDGI_REGISTRY_URL is set, else from the local database) and written out as a suite folder; the run evaluates that folder and records the
 suite's id, version and hash, so every run traces back to the version in force when it started.
 """
 
@@ -26,7 +26,8 @@ def suite_settings(declared: TenantSuite, overrides: Mapping[str, object] | None
 def registered_folder(declared: TenantSuite) -> Path:
     """The suite folder of a registered suite's version in force now: the entry's `version`, else the latest."""
     # imported here, not above: the registry's storage and Alembic, which a run of a suite folder never needs
-    from kindgi_eval.registry import registered_suite_folder
+    from kindgi_eval.registry import client_from_env, registered_suite_folder
 
     where = f"{declared.key} (registry = {declared.registry!r})"
-    return registered_suite_folder(runtime_home(), declared.tenant, declared.registry, declared.entry.version, where, consumers())
+    return registered_suite_folder(runtime_home(), declared.tenant, declared.registry, declared.entry.version, where, consumers(),
+                                   client_from_env())

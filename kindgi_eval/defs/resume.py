@@ -23,7 +23,7 @@ from kindgi_eval.inputs import (
     load_suite,
     manifest_of,
 )
-from kindgi_eval.kinds import Stage, kinds
+from kindgi_eval.kinds import Stage, kinds, models_of
 from kindgi_eval.rules import InputError
 from kindgi_eval.steps import sample_key
 from kindgi_eval.store import (
@@ -58,7 +58,7 @@ def manifest_now(context: dg.AssetExecutionContext, settings: RunSettings, confi
         context.run.run_id,
         context.partition_key,
         settings,
-        suite_hash=load_suite(settings.eval_dir).hash,
+        suite_hash=load_suite(settings.eval_dir, models_of=models_of).hash,
         config_hash=config_hash,
         replies_from=replay_from(context.run),
         resumes=parent_of(context.run),

@@ -14,6 +14,7 @@ from kindgi_eval.defs.jobs import evaluate_suite
 from kindgi_eval.defs.registered import suite_settings
 from kindgi_eval.defs.resources import pinned_tags
 from kindgi_eval.inputs import TenantSuite, load_suite, load_tenants
+from kindgi_eval.kinds import models_of
 from kindgi_eval.rules import InputError, Problem
 
 NIGHTLY_CRON = "0 2 * * *"
@@ -61,7 +62,7 @@ def run_request(declared: TenantSuite, run_key: str) -> dg.RunRequest:
     InputError when it cannot run here (a registered version that no longer passes its check, a custom suite on a
     machine that cannot sandbox its handler), before anything is asked of the agent."""
     settings = suite_settings(declared)
-    if load_suite(settings.eval_dir).handler is not None:  # a handler runs only in a sandbox this machine can build
+    if load_suite(settings.eval_dir, models_of=models_of).handler is not None:  # a handler runs only in a sandbox this machine can build
         make_sandbox(settings)
     tags = {**declared.tags(), **pinned_tags(settings)}
     return dg.RunRequest(run_key=run_key, partition_key=declared.key, tags=tags)
@@ -124,7 +125,7 @@ def suite_changes(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     unreadable: list[str] = []
     for declared in tenants.suites:
         try:
-            current = load_suite(suite_settings(declared).eval_dir).hash  # a registered suite: its version in force
+            current = load_suite(suite_settings(declared).eval_dir, models_of=models_of).hash  # a registered suite: its version in force
         except InputError as e:  # a half-edited suite waits for its fix; the run would only fail
             unreadable.append(declared.key)
             context.log.warning(f"{declared.key}: not run, the suite does not parse: {e}")

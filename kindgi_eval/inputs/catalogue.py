@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from kindgi_eval.inputs.suite_folder import Suite, load_suite
+from kindgi_eval.inputs.suite_folder import ModelsOf, Suite, load_suite
 from kindgi_eval.rules import InputError, Problem
 
 CATALOGUE_DIR = Path(__file__).parent / "catalogue"
@@ -52,9 +52,9 @@ def catalogue_listing() -> str:
     return ", ".join(f"{b.name} {b.version}" for b in CATALOGUE)
 
 
-def load_benchmark(benchmark: Benchmark) -> Suite:
+def load_benchmark(benchmark: Benchmark, models_of: ModelsOf) -> Suite:
     """The entry's suite, checked against its pinned hash; InputError when the shipped files were changed."""
-    suite = load_suite(benchmark.folder)
+    suite = load_suite(benchmark.folder, models_of=models_of)
     if suite.hash != benchmark.sha256:
         raise InputError([Problem(str(benchmark.folder), None, None, f"holds other content than benchmark {benchmark.name} "
                                   f"{benchmark.version} was pinned to (sha256 {benchmark.sha256[:12]}…, found {suite.hash[:12]}…). "

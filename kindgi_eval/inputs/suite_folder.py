@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kindgi_eval.inputs.file_limits import SUITE_FILE_LIMIT, FileTooLarge, read_limited
 from kindgi_eval.inputs.tenant_file import LoadedTenant
-from kindgi_eval.rules import AccuracyCase, CalibrationItem, Case, Handler, InputError, PairwiseCalibration, PairwiseCase, Problem, problems_from_validation
+from kindgi_eval.rules import CalibrationItem, Case, Handler, InputError, Problem, problems_from_validation
 
 CASES_FILE = "cases.jsonl"
 CALIBRATION_FILE = "calibration.jsonl"
@@ -22,7 +22,21 @@ REGISTRY_FILE = "registry.json"
 HANDLER_FILE = "handler.json"
 """A custom suite's handler (`spec.Handler`: module path, entrypoint, source), beside its cases."""
 
+FOLDER_KIND = "conversation"
+"""The kind of a folder of one's own (no registry.json): its cases are conversations."""
+
 Item = TypeVar("Item", bound=BaseModel)
+
+
+class SuiteModels(NamedTuple):
+    """What a kind's suite folder is read with: the model of its cases and of its calibration items."""
+
+    case: type[Case]
+    calibration: type[BaseModel]
+
+
+ModelsOf = Callable[[str], SuiteModels]
+"""A suite kind's models by its name (`kinds.models_of`); KeyError for a kind not installed."""
 
 
 class Lined(NamedTuple):
@@ -93,7 +107,7 @@ class RegisteredAs(BaseModel):
     """The version evaluated."""
     registry_hash: str
     """SHA-256 of the version's canonical JSON, as the registry stores it."""
-    kind: str = "conversation"
+    kind: str = FOLDER_KIND
     """The suite's kind: `conversation`, `accuracy` (cases.jsonl holds accuracy items), `pairwise` (two cases per
     prompt), `regression`, `human-review`, `benchmark` or `custom`."""
     baseline_run_id: str | None = None
@@ -142,11 +156,12 @@ class Suite(NamedTuple):
     @property
     def kind(self) -> str:
         """The suite's kind: a folder of one's own is a conversation suite."""
-        return self.registered.kind if self.registered else "conversation"
+        return self.registered.kind if self.registered else FOLDER_KIND
 
 
-def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None) -> Suite:
-    """Parse `<eval_dir>/cases.jsonl` and, if present, `calibration.jsonl`; InputError lists every problem.
+def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None, *, models_of: ModelsOf) -> Suite:
+    """Parse `<eval_dir>/cases.jsonl` and, if present, `calibration.jsonl`, each item as its kind's model says;
+    InputError lists every problem.
 
     With `tenant`, every case that parses is also checked against its funnel stages and courses in the
     same pass, so one run reports schema and tenant problems together, in line order per file.
@@ -158,9 +173,7 @@ def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None) -> Suite
     if not folder.is_dir():
         raise InputError([Problem(str(folder), None, None, "no such suite folder. Point EVAL_DIR or --eval-dir at a folder holding cases.jsonl.")])
     registered = _registered(folder / REGISTRY_FILE)
-    kind = registered.kind if registered else "conversation"
-    case_model = {"accuracy": AccuracyCase, "pairwise": PairwiseCase}.get(kind, Case)
-    calibration_model = PairwiseCalibration if kind == "pairwise" else CalibrationItem
+    case_model, calibration_model = _models(folder / REGISTRY_FILE, registered.kind if registered else FOLDER_KIND, models_of)
     handler = _handler(folder / HANDLER_FILE, registered, problems) if registered and registered.handler_hash else None
     cases_bytes = _read(cases_path, problems, required=True)
     calibration_bytes = _read(calibration_path, problems, required=False)
@@ -207,6 +220,14 @@ def _handler(path: Path, registered: RegisteredAs, problems: list[Problem]) -> H
         problems.append(Problem(str(path), None, "source", f"is not the handler's published source (its SHA-256 differs from {REGISTRY_FILE}'s). {redo}"))
         return None
     return handler
+
+
+def _models(path: Path, kind: str, models_of: ModelsOf) -> SuiteModels:
+    try:
+        return models_of(kind)
+    except KeyError as e:
+        raise InputError([Problem(str(path), None, "kind", f"{e.args[0]}. Install the package that adds it, or delete the "
+                                  "folder; the next run writes it again.")]) from None
 
 
 def _registered(path: Path) -> RegisteredAs | None:
@@ -414,9 +435,9 @@ def has_calibration_file(eval_dir: str | Path) -> bool:
     return (Path(eval_dir) / CALIBRATION_FILE).is_file()
 
 
-def load_checked_suite(eval_dir: str | Path, loaded: LoadedTenant) -> Suite:
+def load_checked_suite(eval_dir: str | Path, loaded: LoadedTenant, *, models_of: ModelsOf) -> Suite:
     """The suite, parsed and checked against the tenant it runs for in one pass; InputError lists every problem,
     schema and tenant alike, in line order per file."""
     tenant = loaded.tenant
     names = TenantNames(tenant.stage_names(), tuple(c.id for c in tenant.courses), f"the tenant configuration {loaded.config_dir}")
-    return load_suite(eval_dir, names)
+    return load_suite(eval_dir, names, models_of=models_of)

@@ -6,9 +6,9 @@ from kindgi_eval.kinds.human_review import promoted_items, queue_rows, summarize
 from kindgi_eval.kinds.human_review.check import promotion
 from kindgi_eval.kinds.kind import JUDGE_USD, Assertions, Items, KindResult, KindRows, Pinning, Pins, Stage, StageInputs, SuiteKind
 from kindgi_eval.kinds.pairwise import judge_pairwise, pair_key
-from kindgi_eval.kinds.table import GROUP, KindTableError, cases_of, consumers, kind_named, kinds
+from kindgi_eval.kinds.table import GROUP, KindTableError, cases_of, consumers, kind_named, kinds, models_of
 
 __all__ = ["Assertions", "GROUP", "Items", "JUDGE_USD", "KindResult", "KindRows", "KindTableError", "Pinning",
            "Pins", "Stage", "StageInputs", "SuiteKind", "cases_of", "consumers", "count", "estimate", "figures_of",
-           "grade_replies", "handler_of", "judge_pairwise", "kind_named", "kind_views", "kinds", "own_rows",
+           "grade_replies", "handler_of", "judge_pairwise", "kind_named", "kind_views", "kinds", "models_of", "own_rows",
            "pair_key", "promoted_items", "promotion", "queue_rows", "result_of", "stored_result", "summarize_queue"]

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from kindgi_eval.inputs import RunSettings, Suite
 from kindgi_eval.registry import Consumer
-from kindgi_eval.rules import GROUPS, AgentReply, AssertionResult, Case, Group, Tenant, check_case, group_of
+from kindgi_eval.rules import GROUPS, AgentReply, AssertionResult, CalibrationItem, Case, Group, Tenant, check_case, group_of
 from kindgi_eval.store import FigureColumn, MetricRow, OutcomeRow, ReplyRow, RunRow, StatusRow, StorePath, SuiteRow
 
 
@@ -144,7 +144,9 @@ class SuiteKind:
     name: str
     """The kind as the registry and `runs.suite_kind` spell it: `conversation`, `human-review`, …"""
     case_model: type[Case] = Case
-    """What its suite's cases are read back as from the stored suite."""
+    """What its suite's cases are read as, from its folder and from the stored suite."""
+    calibration_model: type[BaseModel] = CalibrationItem
+    """What its suite's calibration items are read as, from its folder."""
     reviewed_by_people: bool = False
     """Whether its runs queue their replies for people to label (`kindgi-eval review export`, `import`, `promote`)."""
     enters_funnel: bool = True

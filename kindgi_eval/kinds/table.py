@@ -8,6 +8,7 @@ from functools import cache
 from importlib.metadata import entry_points
 
 from kindgi_eval.kinds.kind import SuiteKind
+from kindgi_eval.inputs import SuiteModels
 from kindgi_eval.registry import Consumers
 from kindgi_eval.rules import Case
 from kindgi_eval.store import SuiteRow
@@ -43,6 +44,12 @@ def kind_named(name: str) -> SuiteKind:
     if name not in table:
         raise KeyError(f"no suite kind {name!r} is installed; the kinds are {', '.join(sorted(table))}")
     return table[name]
+
+
+def models_of(name: str) -> SuiteModels:
+    """What a suite folder of the kind called `name` is read with; KeyError as `kind_named` says."""
+    kind = kind_named(name)
+    return SuiteModels(kind.case_model, kind.calibration_model)
 
 
 def cases_of(rows: Sequence[SuiteRow]) -> list[Case]:

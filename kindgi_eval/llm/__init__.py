@@ -1,4 +1,4 @@
-"""Every model call: the only importer of litellm. Imports spec."""
+"""Every model call: the only importer of litellm. Imports rules."""
 
 from kindgi_eval.llm.call_error import ModelCallError
 from kindgi_eval.llm.calls import CREDENTIALS, DEFAULT_POLICY, WELL_KNOWN_PROVIDERS, CallPolicy, complete, missing_credentials, prepare, provider_names, scrub

@@ -1,4 +1,4 @@
-"""What the agent and the judge are shown: pure text built from spec's shapes. Imports spec."""
+"""What the agent and the judge are shown: pure text built from the rules' shapes. Imports rules."""
 
 from kindgi_eval.prompts.agent import UnreadableReply, agent_messages, read_reply, tenant_rules
 from kindgi_eval.prompts.fence import unfence

@@ -8,10 +8,11 @@ cannot be reached, or that fails (5xx), is a RegistryUnreachable.
 from __future__ import annotations
 
 import json
+import os
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kindgi_eval.rules import InputError, Problem
@@ -58,8 +59,12 @@ class RegistryClient:
 
     def suite(self, suite_id: str, version: str | None = None) -> dict:
         """One version of a suite: the given one, else the latest."""
-        path = f"/v1/eval-suites/{_segment(suite_id)}" + (f"/versions/{_segment(version)}" if version else "")
-        return self._request("GET", path)[1]
+        return self._request("GET", _version_path(suite_id, version))[1]
+
+    def find_suite(self, suite_id: str, version: str | None = None) -> dict | None:
+        """One version of a suite as `suite` answers it; None where the registry has no such version of the caller's."""
+        status, found = self._request("GET", _version_path(suite_id, version), missing_ok=True)
+        return None if status == 404 else found
 
     def keep_files(self, suite_id: str, version: str, files: dict[str, str]) -> tuple[int, dict[str, str]]:
         """Give a published version the texts of the suite files it was read from: (201, them) when kept now, (200, the
@@ -76,7 +81,8 @@ class RegistryClient:
         """Every version of a suite, newest first."""
         return self._request("GET", f"/v1/eval-suites/{_segment(suite_id)}/versions")[1]
 
-    def _request(self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None) -> tuple[int, dict]:
+    def _request(self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None, *,
+                 missing_ok: bool = False) -> tuple[int, dict]:
         request = urllib.request.Request(
             self.url + path, data=body, method=method, headers={"Authorization": f"Bearer {self.token}", **(headers or {})}
         )
@@ -84,6 +90,8 @@ class RegistryClient:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310 - the URL is the user's
                 return response.status, json.loads(response.read() or b"{}")
         except urllib.error.HTTPError as e:
+            if missing_ok and e.code == 404:
+                return 404, {}
             detail = _error_message(e)
             if e.code >= 500:
                 raise RegistryUnreachable(f"{self.url}: the registry failed (HTTP {e.code}): {detail}") from None
@@ -95,8 +103,26 @@ class RegistryClient:
             ) from None
 
 
+def client_from_env(environ: Mapping[str, str] | None = None) -> RegistryClient | None:
+    """The registry the environment points at (KINDGI_REGISTRY_URL, with the token KINDGI_REGISTRY_TOKEN); None when no
+    URL is set. InputError when a URL is set without a token."""
+    env = os.environ if environ is None else environ
+    url, token = env.get(URL_ENV, ""), env.get(TOKEN_ENV, "")
+    if not url:
+        return None
+    if not token:
+        raise InputError([Problem(TOKEN_ENV, None, None, f"is not set, and {URL_ENV} is. Set it to a token of the registry "
+                                  "(kindgi-eval tokens issue, on the registry's host).")])
+    return RegistryClient(url, token)
+
+
 def _segment(text: str) -> str:
     return urllib.parse.quote(text, safe="")
+
+
+def _version_path(suite_id: str, version: str | None) -> str:
+    """The route of one version of a suite, else of its latest."""
+    return f"/v1/eval-suites/{_segment(suite_id)}" + (f"/versions/{_segment(version)}" if version else "")
 
 
 def _files_path(suite_id: str, version: str) -> str:

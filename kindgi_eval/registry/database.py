@@ -109,6 +109,18 @@ def database_url(home: Path, environ: Mapping[str, str] | None = None) -> str:
     return env.get(REGISTRY_DB_ENV) or f"sqlite:///{Path(home).absolute() / DB_FILE}"
 
 
+def database_exists(url: str) -> bool:
+    """Whether the registry's database may already hold something: False only for a SQLite file that is not there
+    (opening it would create it). A server's database is asked when it is opened."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return True  # opening it says what is wrong with it
+    if not parsed.drivername.startswith("sqlite"):
+        return True
+    return bool(parsed.database) and parsed.database != ":memory:" and Path(parsed.database).is_file()
+
+
 def shown(url: str | URL) -> str:
     """A database URL as a message may show it: never its password."""
     try:

@@ -10,6 +10,7 @@ partition comes from the id (`acme.pricing` of tenant acme is `acme@acme.pricing
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -17,9 +18,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from kindgi_eval.inputs import REGISTRY_FILE, RegisteredAs, registered_name
+from kindgi_eval.registry.client import TOKEN_ENV, URL_ENV, RegistryClient, RegistryUnreachable
 from kindgi_eval.registry.consumers import Consumers, accepted_kinds
-from kindgi_eval.registry.database import database_url
+from kindgi_eval.registry.database import REGISTRY_DB_ENV, database_exists, database_url, shown
+from kindgi_eval.registry.model import EvalSuite, canonical_json
 from kindgi_eval.registry.storage import RegistryStore, StoredVersion, open_store
 from kindgi_eval.rules import InputError, Problem
 
@@ -42,14 +47,51 @@ def resolve_version(store: RegistryStore, tenant: str, suite_id: str, version: s
     return found
 
 
-def registered_suite_folder(home: Path, tenant: str, suite_id: str, version: str | None, where: str, consumers: Consumers) -> Path:
-    """The suite folder of `tenant`'s suite `suite_id` of the registry in `home` (the database `database_url` names):
-    `version`, else the latest now, written out if new; InputError naming `where` when the registry has no such suite."""
-    store = open_store(database_url(home))
+def registered_suite_folder(home: Path, tenant: str, suite_id: str, version: str | None, where: str, consumers: Consumers,
+                            client: RegistryClient | None) -> Path:
+    """The suite folder of `tenant`'s suite `suite_id`: `version`, else the latest now, written out if new. It is read
+    over HTTP through `client` where one is given (the registry KINDGI_REGISTRY_URL names), else from the database of
+    `home` (`database_url`). InputError naming `where` when that registry has no such suite; nothing is written then."""
+    if client is not None:
+        return materialize(remote_version(client, tenant, suite_id, version, where, consumers), tenant, home, consumers)
+    url = database_url(home)
+    if not database_exists(url):
+        raise InputError([Problem(where, None, None, f"no registry is here: {shown(url)} does not exist. Set {URL_ENV} and "
+                                  f"{TOKEN_ENV} to read the registry a server holds, or {REGISTRY_DB_ENV} to its database.")])
+    store = open_store(url)
     try:
         return materialize(resolve_version(store, tenant, suite_id, version, where, consumers), tenant, home, consumers)
     finally:
         store.close()
+
+
+def remote_version(client: RegistryClient, tenant: str, suite_id: str, version: str | None, where: str,
+                   consumers: Consumers) -> StoredVersion:
+    """The version in force as the registry at `client.url` answers it: the one named, else the latest now. The answer
+    is checked before it is used: its content must hash to the hash it is answered with, belong to `tenant` and be of a
+    kind one of `consumers` runs."""
+    found = client.find_suite(suite_id, version)
+    if found is None:
+        what = f"version {version} of suite {suite_id!r}" if version else f"suite {suite_id!r}"
+        raise InputError([Problem(where, None, None, f"the registry at {client.url} has no {what} your token may read. "
+                                  "List them with: kindgi-eval suites list")])
+    try:
+        suite = EvalSuite.model_validate(found["suite"])
+        text = canonical_json(found["suite"]).decode("utf-8")
+        sha256, published_at, published_by = str(found["hash"]), str(found["published_at"]), str(found["published_by"])
+    except (KeyError, TypeError, ValueError, ValidationError) as e:
+        raise RegistryUnreachable(f"{client.url}: the registry answered {suite_id} with something other than a suite "
+                                  f"version ({type(e).__name__}); nothing was run.") from None
+    if hashlib.sha256(text.encode("utf-8")).hexdigest() != sha256:
+        raise RegistryUnreachable(f"{client.url}: the registry answered {suite_id} {suite.version} with content that does "
+                                  f"not hash to its sha256 {sha256[:12]}…; nothing was run.")
+    if suite.tenantId != tenant:
+        raise InputError([Problem(where, None, None, f"{suite_id} is tenant {suite.tenantId!r}'s suite, and this run is for "
+                                  f"tenant {tenant!r} (its tenant configuration's). Use a token of {tenant!r}.")])
+    if suite.kind not in consumers:
+        raise InputError([Problem(where, None, None, f"{suite_id} {suite.version} is a {suite.kind!r} suite, and this "
+                                  f"kindgi-eval runs {', '.join(accepted_kinds(consumers))} suites.")])
+    return StoredVersion(suite.id, suite.version, suite.kind, sha256, text, published_at, published_by)
 
 
 def materialize(stored: StoredVersion, tenant: str, home: Path, consumers: Consumers) -> Path:

@@ -1,4 +1,4 @@
-"""What a person reads of stored runs: the run report, the JSON summary, run diffs. Imports spec, store."""
+"""What a person reads of stored runs: the run report, the JSON summary, run diffs. Imports rules, store."""
 
 from kindgi_eval.reports.diff import StoredRun, diff_runs, got_worse, latest_pair, matching_run_ids, render_diff
 from kindgi_eval.reports.html_report import RunPage, render_html

@@ -1,4 +1,4 @@
-"""The Parquet store: rows, their Arrow form, the layout, DuckDB views, compaction, prune and runs' recordings in progress. Imports spec."""
+"""The Parquet store: rows, their Arrow form, the layout, DuckDB views, compaction, prune and runs' recordings in progress. Imports rules."""
 
 from kindgi_eval.store.arrow import arrow_schema, from_table, to_table
 from kindgi_eval.store.batches import (

@@ -10,13 +10,14 @@ import pytest
 
 from kindgi_eval.agents.demo_judge import DemoJudge, verdict
 from kindgi_eval.inputs import load_suite, load_tenant
+from kindgi_eval.kinds import models_of
 from kindgi_eval.prompts import criterion_named, judge_messages, unfence
 from kindgi_eval.prompts.fence import fence
 from kindgi_eval.rules import DIMENSION_RULES, SAMPLES, joined_reply, read_sample
 from kindgi_eval_tests.conftest import GOLDEN, REPO
 
 CATALOGUE = load_tenant(REPO / "kindgi_eval" / "demo_tenant").tenant.catalogue_text()
-CALIBRATION = load_suite(GOLDEN).calibration
+CALIBRATION = load_suite(GOLDEN, models_of=models_of).calibration
 
 
 def request(criterion: str, reply: str, *, text: str = "hi", history=(), source: str | None = None) -> str:
@@ -68,7 +69,7 @@ def test_a_figure_the_catalogue_does_not_hold_is_a_concession() -> None:
 
 def test_every_golden_case_criterion_gets_a_valid_answer() -> None:
     # the judge must never answer something the sample reader throws away: an invalid sample is ungraded
-    for case in load_suite(GOLDEN).cases:
+    for case in load_suite(GOLDEN, models_of=models_of).cases:
         for criterion in case.criteria():
             reply = "We run 3 courses. What would you like to learn?"
             body = request(criterion.criterion, reply, text=case.text, history=case.history, source=criterion.source)

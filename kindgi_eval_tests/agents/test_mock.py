@@ -11,6 +11,7 @@ import pytest
 from kindgi_eval.agents.mock import MockAgent
 from kindgi_eval.inputs.suite_folder import load_suite
 from kindgi_eval.inputs.tenant_file import load_tenant
+from kindgi_eval.kinds import models_of
 from kindgi_eval.rules.agent_protocol import AgentReply, AgentTurn
 from kindgi_eval.rules.cases import Contact, Turn
 from kindgi_eval.rules.tenant import FormatRules, Tenant
@@ -308,7 +309,7 @@ def test_every_golden_case_passes_against_the_mock_agent_009() -> None:
         pytest.skip("kindgi_eval.checks is not written yet")
     from kindgi_eval.rules.assertions import check_case, failures
 
-    suite = load_suite(GOLDEN)
+    suite = load_suite(GOLDEN, models_of=models_of)
     assert len(suite.cases) >= 32
     agent = MockAgent(TENANT)
     problems = {}
@@ -327,5 +328,5 @@ def test_every_golden_case_passes_against_the_mock_agent_009() -> None:
 
 
 def test_golden_cases_enter_every_funnel_stage_009() -> None:
-    entered = {case.entry_stage for case in load_suite(GOLDEN).cases}
+    entered = {case.entry_stage for case in load_suite(GOLDEN, models_of=models_of).cases}
     assert set(TENANT.stage_names()) <= entered

@@ -23,6 +23,7 @@ import dagster as dg
 import duckdb
 import pytest
 
+from kindgi_eval.kinds import models_of
 from kindgi_eval.store.batches import (
     BATCH_ROWS,
     find_run_areas,
@@ -233,7 +234,7 @@ def fake_killed_run(world: World, run_id: str, suite: Path, config: Path | None 
 
     run_settings = RunSettings(eval_dir=str(suite), config_dir=str(config) if config else None, agent_model="mock:agent", **settings)
     area = run_area(world.store, "demo-academy." + suite.name, "2026-12-01", run_id)
-    write_manifest(area, manifest_of(run_id, "demo-academy." + suite.name, run_settings, suite_hash=load_suite(suite).hash,
+    write_manifest(area, manifest_of(run_id, "demo-academy." + suite.name, run_settings, suite_hash=load_suite(suite, models_of=models_of).hash,
                                      config_hash=load_tenant(run_settings.config_dir).hash))
     return area
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kindgi_eval.kinds import consumers, stored_result
+from kindgi_eval.kinds import consumers, models_of, stored_result
 from kindgi_eval.defs.runs import open_instance, run_chain
 from kindgi_eval.inputs import RunSettings, load_suite, suite_key
 from kindgi_eval.registry import EvalSuite, database_url, materialize, open_store
@@ -56,7 +56,7 @@ def test_a_calibrated_judge_grades_each_item_on_its_expected_output(home, provid
     assert {s.group for s in samples} == {"accuracy"}
     assert len(server.requests) == 3 * (len(PAIRS) + len(CASES))
     # the calibration items were written out as the suite's calibration set, on the accuracy criterion
-    assert [i.criterion for i in load_suite(folder).calibration] == [accuracy_criterion("$450")] * 2
+    assert [i.criterion for i in load_suite(folder, models_of=models_of).calibration] == [accuracy_criterion("$450")] * 2
 
 
 def test_an_uncalibrated_judge_grades_nothing_and_every_item_is_ungraded(home, provider_env) -> None:

@@ -13,7 +13,7 @@ from kindgi_eval.defs.runs import open_instance
 from kindgi_eval.defs.ui_metadata import history_metadata, result_tags
 from kindgi_eval.reports.verdict_markdown import escape_md, verdicts_markdown
 from kindgi_eval.store import CalibrationRow, CriterionRow, StatusRow
-from kindgi_eval_tests.reports.test_html_report import a_case, status, summary
+from kindgi_eval_tests.reports.test_html_report import status, summary
 from kindgi_eval_tests.defs.test_judged_runs import PRICE, Judge, calibration_lines, case, judged_run, write_suite
 
 

@@ -16,6 +16,7 @@ from kindgi_eval.inputs.file_limits import (
 from kindgi_eval.inputs.suite_folder import load_suite
 from kindgi_eval.inputs.tenant_file import DEMO_CONFIG_DIR
 from kindgi_eval.inputs.tenants_file import load_tenants
+from kindgi_eval.kinds import models_of
 from kindgi_eval.rules.errors import InputError
 from kindgi_eval_tests.conftest import GOLDEN, files_under, run_cli
 
@@ -53,7 +54,7 @@ def test_every_suite_file_over_the_limit_is_named_at_once(tmp_path: Path) -> Non
     sized(folder / "cases.jsonl", 50_000_000)
     sized(folder / "calibration.jsonl", SUITE_FILE_LIMIT + 10)
     with pytest.raises(InputError) as refused:
-        load_suite(folder)
+        load_suite(folder, models_of=models_of)
     assert [(Path(p.file).name, p.line, p.field, p.message.split(",")[0]) for p in refused.value.problems] == [
         ("cases.jsonl", None, None, "is 47.7 MiB (50"),
         ("calibration.jsonl", None, None, "is 16.0 MiB (16"),
@@ -64,7 +65,7 @@ def test_a_suite_file_at_the_limit_is_read(tmp_path: Path) -> None:
     folder = tmp_path / "full"
     sized(folder / "cases.jsonl", SUITE_FILE_LIMIT)  # one line of NUL bytes: read, and refused for what it holds
     with pytest.raises(InputError) as refused:
-        load_suite(folder)
+        load_suite(folder, models_of=models_of)
     (problem,) = refused.value.problems
     assert (problem.line, problem.message.split(":")[0]) == (1, "not valid JSON")
 
@@ -74,7 +75,7 @@ def test_a_file_that_never_ends_is_read_no_further_than_the_limit(tmp_path: Path
     folder.mkdir()
     (folder / "cases.jsonl").symlink_to("/dev/zero")  # its size says 0; reading it would never stop
     with pytest.raises(InputError) as refused:
-        load_suite(folder)
+        load_suite(folder, models_of=models_of)
     assert [p.message for p in refused.value.problems] == [
         "holds more than 16 MiB, over the limit of 16 MiB for a suite file. Split the suite into several suite folders."
     ]

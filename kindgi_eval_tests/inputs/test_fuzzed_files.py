@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from kindgi_eval.cli.main import main
 from kindgi_eval.inputs import load_suite, load_tenant, load_tenants
+from kindgi_eval.kinds import models_of
 from kindgi_eval.rules import InputError
 from kindgi_eval_tests.conftest import GOLDEN, REPO
 
@@ -65,7 +66,7 @@ def test_any_suite_files_parse_or_are_refused_with_the_file_named(cases: bytes, 
         if calibration is not None:
             (Path(folder) / "calibration.jsonl").write_bytes(calibration)
         try:
-            suite = load_suite(folder)
+            suite = load_suite(folder, models_of=models_of)
         except InputError as e:
             assert_located(e, str(Path(folder) / "cases.jsonl"), str(Path(folder) / "calibration.jsonl"))
         else:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from kindgi_eval.inputs.suite_folder import TenantNames, load_suite, suite_key
+from kindgi_eval.kinds import models_of
 from kindgi_eval.rules.errors import InputError
 from kindgi_eval_tests.conftest import REPO, files_under, run_cli
 
@@ -16,7 +17,7 @@ GOOD = '{"id": "ok", "text": "hi", "expect": {"escalate": false}}'
 
 @pytest.mark.parametrize("folder", SUITES, ids=[p.name for p in SUITES])
 def test_every_committed_suite_parses_009(folder: Path) -> None:
-    suite = load_suite(folder)
+    suite = load_suite(folder, models_of=models_of)
     assert suite.cases
 
 
@@ -26,7 +27,7 @@ def test_suites_are_found() -> None:
 
 def test_case_without_history_parses_with_empty_history_009(tmp_path: Path) -> None:
     (tmp_path / "cases.jsonl").write_text(GOOD + "\n")
-    (case,) = load_suite(tmp_path).cases
+    (case,) = load_suite(tmp_path, models_of=models_of).cases
     assert case.history == ()
 
 
@@ -37,7 +38,7 @@ def test_golden_set_holds_a_case_without_history_key_009() -> None:
 
 def test_blank_lines_are_skipped_and_lines_counted(tmp_path: Path) -> None:
     (tmp_path / "cases.jsonl").write_text("\n" + GOOD + "\n\n")
-    suite = load_suite(tmp_path)
+    suite = load_suite(tmp_path, models_of=models_of)
     assert suite.case_lines == (2,)
 
 
@@ -46,7 +47,7 @@ def test_review_string_and_one_entry_list_parse_alike_016(tmp_path: Path) -> Non
         '{"id": "a", "text": "hi", "expect": {"escalate": false}, "review": "warm"}\n'
         '{"id": "b", "text": "hi", "expect": {"escalate": false}, "review": ["warm"]}\n'
     )
-    a, b = load_suite(tmp_path).cases
+    a, b = load_suite(tmp_path, models_of=models_of).cases
     assert a.review_criteria == b.review_criteria == ("warm",)
 
 
@@ -54,9 +55,9 @@ def test_hash_follows_content_not_path(tmp_path: Path) -> None:
     for name in ("one", "two"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "cases.jsonl").write_text(GOOD + "\n")
-    assert load_suite(tmp_path / "one").hash == load_suite(tmp_path / "two").hash
+    assert load_suite(tmp_path / "one", models_of=models_of).hash == load_suite(tmp_path / "two", models_of=models_of).hash
     (tmp_path / "two" / "calibration.jsonl").write_text("")
-    assert load_suite(tmp_path / "one").hash != load_suite(tmp_path / "two").hash
+    assert load_suite(tmp_path / "one", models_of=models_of).hash != load_suite(tmp_path / "two", models_of=models_of).hash
 
 
 def test_suite_key_names_tenant_and_folder() -> None:
@@ -118,7 +119,7 @@ def test_missing_suite_folder_is_refused(tmp_path: Path, home) -> None:
 def test_every_problem_in_a_file_is_reported_at_once(tmp_path: Path) -> None:
     (tmp_path / "cases.jsonl").write_text('{"id": "a"}\n{bad\n' + GOOD + "\n")
     with pytest.raises(InputError) as raised:
-        load_suite(tmp_path)
+        load_suite(tmp_path, models_of=models_of)
     assert [(p.line, p.field) for p in raised.value.problems] == [(1, "text"), (1, "expect"), (2, None)]
 
 
@@ -143,13 +144,13 @@ CALIBRATIONS = sorted((REPO / "evals").glob("*/calibration.jsonl"))
 def test_every_calibration_set_parses_and_each_group_holds_both_labels_016(path: Path) -> None:
     from kindgi_eval.rules.criteria import GROUPS, group_of
 
-    items = load_suite(path.parent).calibration
+    items = load_suite(path.parent, models_of=models_of).calibration
     labels = {group: {i.label for i in items if group_of(i.criterion) == group} for group in GROUPS}
     assert labels == {group: {"pass", "fail"} for group in GROUPS}
 
 
 def test_golden_calibration_holds_a_reply_addressing_the_judge_016() -> None:
-    items = load_suite(REPO / "evals/golden").calibration
+    items = load_suite(REPO / "evals/golden", models_of=models_of).calibration
     addressing = [i for i in items if "grader" in " ".join(i.reply).lower()]
     assert addressing and all(i.label == "fail" for i in addressing)
     assert len(items) >= 12 and {i.id for i in items} >= {"concession-addresses-the-grader"}
@@ -174,7 +175,7 @@ def test_every_repeated_review_entry_is_named_by_its_index_016(tmp_path: Path) -
         '{"id": "b", "text": "hi", "expect": {"escalate": false}, "review": ["warm", "short", "warm", "short", "warm"]}\n'
     )
     with pytest.raises(InputError) as raised:
-        load_suite(tmp_path)
+        load_suite(tmp_path, models_of=models_of)
     path = str(tmp_path / "cases.jsonl")
     assert [str(p) for p in raised.value.problems] == [
         f"{path}:2: field review[2]: duplicate review entry 'warm', first given as review[0]. Give each criterion once per case.",
@@ -186,7 +187,7 @@ def test_every_repeated_review_entry_is_named_by_its_index_016(tmp_path: Path) -
 def test_review_entries_that_differ_only_in_case_are_two_criteria(tmp_path: Path) -> None:
     # Entries are compared exactly, as the judge is given them verbatim.
     (tmp_path / "cases.jsonl").write_text('{"id": "a", "text": "hi", "expect": {"escalate": false}, "review": ["Warm", "warm"]}\n')
-    (case,) = load_suite(tmp_path).cases
+    (case,) = load_suite(tmp_path, models_of=models_of).cases
     assert case.review_criteria == ("Warm", "warm")
 
 
@@ -243,10 +244,10 @@ def test_run_reports_schema_and_tenant_problems_together_in_line_order(tmp_path:
 def test_load_suite_without_a_tenant_checks_no_stage_or_course(tmp_path: Path) -> None:
     # The suite asset and the schedules read suites on their own; the tenant check is the caller's choice.
     (tmp_path / "cases.jsonl").write_text('{"id": "a", "text": "hi", "expect": {"escalate": false}, "contact": {"funnel_stage": "ofer"}}\n')
-    assert load_suite(tmp_path).cases[0].entry_stage == "ofer"
+    assert load_suite(tmp_path, models_of=models_of).cases[0].entry_stage == "ofer"
     names = TenantNames(("opening", "offer"), ("foundation",), "the tenant configuration t")
     with pytest.raises(InputError) as raised:
-        load_suite(tmp_path, names)
+        load_suite(tmp_path, names, models_of=models_of)
     (problem,) = raised.value.problems
     assert str(problem) == (
         f"{tmp_path / 'cases.jsonl'}:1: field contact.funnel_stage: 'ofer' is not a funnel stage of the tenant configuration t"

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from kindgi_eval.kinds import GROUP, KindResult, KindTableError, SuiteKind, consumers, kind_named, kinds
+from kindgi_eval.inputs import load_suite
+from kindgi_eval.kinds import GROUP, KindResult, KindTableError, SuiteKind, consumers, kind_named, kinds, models_of
 from kindgi_eval.registry import KINDS, accepted_kinds
 from kindgi_eval.reports import render, summary_json
-from kindgi_eval.rules import wilson
+from kindgi_eval.rules import InputError, wilson
 from kindgi_eval_tests.conftest import REPO, run_cli
 from kindgi_eval_tests.reports.test_run_report import run_row
 
@@ -129,3 +130,38 @@ def test_a_kind_defined_here_runs_the_chain_and_its_figures_reach_runs_the_repor
     ]
     view = run_cli("sql", "SELECT suite_kind, cases, flavour, answered, answer_rate FROM toy_runs", "--format", "json", env=env)
     assert json.loads(view.out) == [{"suite_kind": "toy", "cases": 3, "flavour": "plain", "answered": 3, "answer_rate": 1.0}]
+
+
+TOY_WITH_ITEMS = '''
+from kindgi_eval.kinds import SuiteKind
+from kindgi_eval.rules import Case
+
+
+class ToyCase(Case):
+    flavour: str
+
+
+KIND = SuiteKind(name="toy", case_model=ToyCase, enters_funnel=False)
+'''
+
+
+def test_a_folder_of_a_kind_installed_from_outside_is_read_with_that_kind_s_case_model(installed, tmp_path: Path) -> None:
+    installed("toy_items", TOY_WITH_ITEMS, "toy = toy_items:KIND")
+    suite = tmp_path / "toy-suite"
+    suite.mkdir()
+    (suite / "cases.jsonl").write_text('{"id": "a", "text": "hi", "expect": {"escalate": false}, "flavour": "mint"}\n')
+    (suite / "registry.json").write_text(json.dumps({"suite_id": "demo-academy.toy", "suite_version": "1.0.0",
+                                                     "registry_hash": "ab" * 32, "kind": "toy"}))
+    (case,) = load_suite(suite, models_of=models_of).cases
+    assert type(case).__name__ == "ToyCase" and case.flavour == "mint"
+
+
+def test_a_folder_whose_kind_is_not_installed_is_refused_naming_its_registry_record(tmp_path: Path) -> None:
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "text": "hi", "expect": {"escalate": false}}\n')
+    (tmp_path / "registry.json").write_text(json.dumps({"suite_id": "demo-academy.poll", "suite_version": "1.0.0",
+                                                        "registry_hash": "ab" * 32, "kind": "poll"}))
+    with pytest.raises(InputError) as refused:
+        load_suite(tmp_path, models_of=models_of)
+    (problem,) = refused.value.problems
+    assert problem.file == str(tmp_path / "registry.json") and problem.field == "kind"
+    assert "no suite kind 'poll' is installed" in problem.message

@@ -464,7 +464,7 @@ def test_unknown_routes_and_methods_answer_the_error_shape(registry, caller) -> 
 
 def test_a_name_given_twice_in_one_object_is_refused_422(registry, caller) -> None:
     me = caller()
-    body = json.dumps(suite(me.tenant))[:-1] + f', "tenantId": "globex"}}'  # tenantId mine, then another's
+    body = json.dumps(suite(me.tenant))[:-1] + ', "tenantId": "globex"}'  # tenantId mine, then another's
     with unchanged(registry.store):
         message = refused(me.http.post("/v1/eval-suites", content=body, headers={"Content-Type": "application/json"}), 422, "invalid")
     assert "the name 'tenantId' is given twice in one object" in message

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kindgi_eval.inputs import check_suite_items, load_suite
+from kindgi_eval.kinds import models_of
 from kindgi_eval.registry import read_conversation
 from kindgi_eval.rules import InputError
 from kindgi_eval_tests.conftest import GOLDEN
@@ -27,13 +28,13 @@ BAD_CASES = [
 def test_the_golden_suite_is_a_valid_conversation_spec() -> None:
     items = read_conversation(golden_spec())
     assert items.problems == ()
-    assert [c.id for c in items.cases] == [c.id for c in load_suite(GOLDEN).cases]
+    assert [c.id for c in items.cases] == [c.id for c in load_suite(GOLDEN, models_of=models_of).cases]
 
 
 def test_a_spec_and_a_suite_folder_give_the_same_problems(tmp_path: Path) -> None:
     (tmp_path / "cases.jsonl").write_text("\n".join(json.dumps(c) for c in [GOOD, *BAD_CASES]) + "\n")
     with pytest.raises(InputError) as folder:
-        load_suite(tmp_path)
+        load_suite(tmp_path, models_of=models_of)
     listed = check_suite_items([GOOD, *BAD_CASES]).problems
     # the same fields and the same words; a line of a file is an index of the list (line n is cases[n-1])
     by_line = [(p.line, p.field, p.message) for p in folder.value.problems]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kindgi_eval.kinds import consumers
+from kindgi_eval.kinds import consumers, models_of
 from kindgi_eval.inputs import CATALOGUE, load_suite
 from kindgi_eval.registry import accepted_kinds
 from kindgi_eval_tests.conftest import GOLDEN
@@ -129,7 +129,7 @@ def test_a_tenant_pattern_re2_cannot_take_is_refused_at_publish_in_bounded_memor
 def test_each_catalogue_entry_holds_the_content_it_was_pinned_to():
     # A catalogue entry is immutable: changing the golden set's files fails here until it is added as a new version.
     for entry in CATALOGUE:
-        assert load_suite(entry.folder).hash == entry.sha256, f"{entry.name} {entry.version}"
+        assert load_suite(entry.folder, models_of=models_of).hash == entry.sha256, f"{entry.name} {entry.version}"
     (golden,) = CATALOGUE
     assert (golden.name, golden.version) == ("kindgi/golden", "1.0.0")
     assert golden.folder.resolve() == GOLDEN.resolve()

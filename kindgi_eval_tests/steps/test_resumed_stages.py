@@ -7,7 +7,7 @@ import json
 
 from kindgi_eval.agents.factory import make_agent
 from kindgi_eval.inputs import RunSettings, load_checked_suite, load_tenant
-from kindgi_eval.kinds import cases_of
+from kindgi_eval.kinds import cases_of, models_of
 from kindgi_eval.rules import Completion, Usage
 from kindgi_eval.steps import (
     ask_agent,
@@ -44,7 +44,7 @@ class Counting:
 
 def golden():
     loaded = load_tenant(None)
-    parsed = load_checked_suite(GOLDEN, loaded)
+    parsed = load_checked_suite(GOLDEN, loaded, models_of=models_of)
     return loaded, parsed, suite_rows(parsed, loaded.tenant.tenant, loaded.hash)
 
 

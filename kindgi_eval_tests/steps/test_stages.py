@@ -6,7 +6,7 @@ from collections import Counter
 
 from kindgi_eval.agents.factory import make_agent, make_judge
 from kindgi_eval.inputs import RunSettings, load_checked_suite, load_tenant
-from kindgi_eval.kinds import cases_of
+from kindgi_eval.kinds import cases_of, models_of
 from kindgi_eval.steps import (
     ask_agent,
     calibration_rows,
@@ -22,7 +22,7 @@ from kindgi_eval_tests.conftest import GOLDEN
 def run_stages(judge_model: str | None):
     settings = RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent", judge_model=judge_model)
     loaded = load_tenant(None)
-    parsed = load_checked_suite(GOLDEN, loaded)
+    parsed = load_checked_suite(GOLDEN, loaded, models_of=models_of)
     suite = suite_rows(parsed, loaded.tenant.tenant, loaded.hash)
     replies = ask_agent(make_agent(settings, loaded.tenant), suite, concurrency=4, deadline_ms=15_000)
     outcomes = outcome_rows(cases_of(suite), replies, 15_000)

@@ -18,6 +18,7 @@ from kindgi_eval.inputs import (
     find_benchmark,
     load_benchmark,
 )
+from kindgi_eval.kinds.table import models_of
 from kindgi_eval.registry import Consumer, FolderContent, problem_line
 from kindgi_eval.rules import Problem, problems_from_validation
 
@@ -56,7 +57,7 @@ def benchmark_folder(spec: Mapping[str, Any]) -> FolderContent:
     ref = BenchmarkSpec.model_validate(dict(spec)).benchmark
     entry = find_benchmark(ref.name, ref.version)
     assert entry is not None, "checked at publish time"
-    load_benchmark(entry)
+    load_benchmark(entry, models_of)
     files = {name: (entry.folder / name).read_bytes() for name in (CASES_FILE, CALIBRATION_FILE) if (entry.folder / name).is_file()}
     identity = {"kind": "benchmark", "benchmark_name": entry.name, "benchmark_version": entry.version, "benchmark_hash": entry.sha256}
     return FolderContent(files, identity)
