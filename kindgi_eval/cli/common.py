@@ -94,11 +94,16 @@ def check_output_path(path: str | None, flag: str = "--json") -> None:
         raise InputError([Problem(path, None, None, f"its folder does not exist. Create it or pick another {flag} path.")])
 
 
-def write_text_atomically(path: Path, text: str) -> None:
-    """Write `text` beside `path` and rename it into place, so a reader never sees half a file."""
+def write_bytes_atomically(path: Path, data: bytes) -> None:
+    """Write `data` beside `path` and rename it into place, so a reader never sees half a file."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_bytes(data)
     os.replace(tmp, path)
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write `text` as UTF-8 beside `path` and rename it into place."""
+    write_bytes_atomically(path, text.encode("utf-8"))
 
 
 def runs_named(root: StorePath, prefixes: dict[str, str]) -> list:

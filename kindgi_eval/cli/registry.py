@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kindgi_eval.cli.common import input_errors, registry_client, registry_errors, write_text_atomically
-from kindgi_eval.inputs import CALIBRATION_FILE, CASES_FILE, load_suite
+from kindgi_eval.cli.common import input_errors, registry_client, registry_errors, write_bytes_atomically
+from kindgi_eval.inputs import CALIBRATION_FILE, CASES_FILE, FOLDER_KIND, load_suite
 from kindgi_eval.rules import InputError, Problem
 
 if TYPE_CHECKING:
@@ -31,42 +31,86 @@ def suites() -> None:
     """
 
 
-@suites.command("publish", short_help="Publish a suite folder as a new version.")
-@click.argument("folder", type=click.Path(file_okay=False))
-@click.option("--id", "suite_id", required=True, help="The suite's id, e.g. acme.pricing.")
-@click.option("--version", required=True, help="Its semver version, greater than the latest published.")
-@click.option("--tenant", help="The tenant the suite belongs to (your token's); default the id's part before its first dot.")
-@click.option("--description", default="", help="What the suite is for, for a person.")
+@suites.command("publish", short_help="Publish a suite document, or a suite folder, as a new version.")
+@click.argument("path", type=click.Path(exists=True))
+@click.option("--id", "suite_id", help="The suite's id, e.g. acme.pricing; a document's own id by default.")
+@click.option("--version", help="Its semver version, greater than the latest published; a document's own by default.")
+@click.option("--tenant", help="The tenant the suite belongs to (your token's); default the document's, else the id's part "
+              "before its first dot.")
+@click.option("--description", help="What the suite is for, for a person.")
+@click.option("--kind", help="A folder's kind: conversation, or custom with --handler.", show_default="conversation")
+@click.option("--handler", metavar="FILE:FUNCTION", help="A custom suite's handler: the module FILE (its source is read "
+              "into spec.handler) and the FUNCTION in it that grades, e.g. graders/tone.py:grade.")
 @input_errors
 @registry_errors
-def suites_publish(folder: str, suite_id: str, version: str, tenant: str | None, description: str) -> None:
-    """Publish FOLDER's cases.jsonl and calibration.jsonl as a `conversation` suite; they are checked here first. The
-    files' texts are kept beside the version, so `suites pull` writes them back byte for byte; a folder that differs
-    from the published one only in layout (whitespace, blank lines, key order) is the same content, and the version
-    keeps the files it was first published with."""
+def suites_publish(path: str, suite_id: str | None, version: str | None, tenant: str | None, description: str | None,
+                   kind: str | None, handler: str | None) -> None:
+    """Publish PATH as a new version: a suite document of any kind (a JSON file, as `suites pull` writes it), or a
+    folder's cases.jsonl and calibration.jsonl. Everything is checked here as the server checks it before anything is
+    sent. A folder's files are kept beside the version, so `suites pull` writes them back byte for byte; a folder that
+    differs from the published one only in layout (whitespace, blank lines, key order) is the same content, and the
+    version keeps the files it was first published with.
+
+    \b
+    Examples:
+      kindgi-eval suites publish accuracy.json --version 1.1.0
+      kindgi-eval suites publish evals/pricing --id acme.pricing --version 1.4.0
+      kindgi-eval suites publish evals/tone --id acme.tone --version 1.0.0 --kind custom --handler evals/tone/grade.py:grade
+    """
+    from kindgi_eval.kinds import consumers
+    from kindgi_eval.registry import checked_suite, handler_of_file, read_document, suite_document
+
+    source = Path(path)
+    table = consumers()
+    texts: dict[str, str] | None = None
+    if source.is_dir():
+        texts = _folder_texts(source)
+        document = {"kind": kind or FOLDER_KIND, "spec": _folder_spec(source, texts)}
+        missing = [name for name, value in (("--id", suite_id), ("--version", version)) if not value]
+        if missing:
+            raise InputError([Problem(name, None, None, "is required to publish a folder: it says which suite and version it is.")
+                              for name in missing])
+    else:
+        if kind:
+            raise InputError([Problem("--kind", None, None, f"is a folder's; the document {path} names its own kind.")])
+        document = read_document(source)
+    given = {"id": suite_id, "version": version, "description": description, "tenantId": tenant}
+    document.update({key: value for key, value in given.items() if value is not None})
+    document.setdefault("tenantId", str(document.get("id", "")).split(".", 1)[0])
+    if handler:
+        spec = document.get("spec")
+        if not isinstance(spec, dict):
+            raise InputError([Problem(path, None, "spec", "must be an object for --handler to fill its handler.")])
+        spec["handler"] = handler_of_file(handler, source if source.is_dir() else source.parent)
+    suite = checked_suite(document, path, table)
+    client = registry_client()
+    status, stored = client.publish(suite_document(suite))
+    said = "published" if status == 201 else "already published, with the same content"
+    click.echo(f"{said}: {stored['suite']['id']} {stored['suite']['version']} ({suite.kind}) sha256 {stored['hash']}")
+    if texts is not None and table[suite.kind].read_files is not None:
+        _, kept = client.keep_files(suite.id, suite.version, texts)
+        if kept != texts:
+            click.echo(f"note: {suite.id} {suite.version} keeps the files it was first published with, which lay out the same "
+                       "content otherwise; `suites pull` writes those.", err=True)
+
+
+def _folder_texts(folder: Path) -> dict[str, str]:
+    """The texts of a suite folder's files, every problem in them located by file and line first (each line reads as
+    JSON); a folder without calibration.jsonl is published without `calibration`: absent and empty read differently."""
     from kindgi_eval.kinds import models_of
+
+    load_suite(folder, models_of=models_of)
+    paths = [folder / name for name in (CASES_FILE, CALIBRATION_FILE) if (folder / name).exists()]
+    return {p.name: p.read_bytes().decode("utf-8") for p in paths}
+
+
+def _folder_spec(folder: Path, texts: dict[str, str]) -> dict:
     from kindgi_eval.registry import spec_of_files
 
-    load_suite(folder, models_of=models_of)  # every problem, located by file and line, before anything is sent: each line reads as JSON
-    # a suite without calibration.jsonl is published without `calibration`: absent and empty read differently
-    paths = [Path(folder) / name for name in (CASES_FILE, CALIBRATION_FILE) if (Path(folder) / name).exists()]
-    texts = {path.name: path.read_bytes().decode("utf-8") for path in paths}
-    body = {
-        "id": suite_id,
-        "tenantId": tenant or suite_id.split(".", 1)[0],
-        "version": version,
-        "kind": "conversation",
-        "description": description,
-        "spec": spec_of_files(texts),
-    }
-    client = registry_client()
-    status, stored = client.publish(body)
-    said = "published" if status == 201 else "already published, with the same content"
-    click.echo(f"{said}: {stored['suite']['id']} {stored['suite']['version']} sha256 {stored['hash']}")
-    _, kept = client.keep_files(suite_id, version, texts)
-    if kept != texts:
-        click.echo(f"note: {suite_id} {version} keeps the files it was first published with, which lay out the same content "
-                   "otherwise; `suites pull` writes those.", err=True)
+    try:
+        return spec_of_files(texts)
+    except ValueError as e:
+        raise InputError([Problem(str(folder), None, None, str(e))]) from None
 
 
 @suites.command("list", short_help="Your suites, the latest version of each.")
@@ -90,30 +134,34 @@ def suites_show(suite_id: str, version: str | None) -> None:
     click.echo(json.dumps(registry_client().suite(suite_id, version), indent=2, ensure_ascii=False))
 
 
-@suites.command("pull", short_help="Write a suite version back as a folder.")
+@suites.command("pull", short_help="Write a suite version back as files.")
 @click.argument("suite_id")
 @click.argument("folder", type=click.Path(file_okay=False))
 @click.option("--version", help="The version; default the latest.")
 @input_errors
 @registry_errors
 def suites_pull(suite_id: str, folder: str, version: str | None) -> None:
-    """Write SUITE_ID's cases.jsonl and calibration.jsonl into FOLDER (created if needed): byte for byte the files it
-    was published from, or one item per line for a version published as a JSON document."""
-    from kindgi_eval.registry import suite_files
+    """Write SUITE_ID's version into FOLDER (created if needed): its document as suite.json, which `suites publish`
+    takes back as it is, and the files it is edited as: a conversation suite's cases.jsonl and calibration.jsonl (byte
+    for byte the files it was published from, where it was published from a folder), a custom suite's as well and its
+    handler's module.
+
+    \b
+    Example:
+      kindgi-eval suites pull acme.pricing pulled/ --version 1.4.0
+    """
+    from kindgi_eval.kinds import consumers
+    from kindgi_eval.registry import pulled_files
 
     client = registry_client()
     suite = client.suite(suite_id, version)["suite"]
-    if suite.get("kind") != "conversation":
-        raise InputError([Problem(suite_id, None, None, f"is a {suite.get('kind')!r} suite; only conversation suites are folders.")])
-    texts = client.files(suite_id, suite["version"])
-    if texts is None:
-        texts = {name: data.decode("utf-8") for name, data in suite_files(suite["spec"]).items()}
+    files = pulled_files(suite, client.files(suite_id, suite["version"]), consumers())
     target = Path(folder)
-    target.mkdir(parents=True, exist_ok=True)
-    written = [name for name in (CASES_FILE, CALIBRATION_FILE) if name in texts]
-    for name in written:
-        write_text_atomically(target / name, texts[name])
-    click.echo(f"wrote {' and '.join(f'{target}/{n}' for n in written)} of {suite_id} {suite['version']}")
+    for name, data in files.items():
+        path = target.joinpath(*name.split("/"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomically(path, data)
+    click.echo(f"wrote {', '.join(f'{target}/{n}' for n in files)} of {suite_id} {suite['version']} ({suite['kind']})")
 
 
 def _registry_store() -> RegistryStore:

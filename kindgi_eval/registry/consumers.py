@@ -45,6 +45,9 @@ class Consumer:
     read_files: Callable[[Mapping[str, str]], dict[str, Any]] | None = None
     """The `spec` a suite folder's files hold, from each file's text by name; ValueError names a file or line it
     cannot read. None for a kind never published from a folder: its versions keep no files."""
+    edit_files: Callable[[Mapping[str, Any]], dict[str, bytes]] | None = None
+    """A `spec` as the files a person edits it in, by path inside a folder (`suites pull` writes them beside the
+    document); None for a kind whose document is all there is to edit."""
 
 
 Consumers = Mapping[str, Consumer]

@@ -105,5 +105,5 @@ def conversation_folder(spec: Mapping[str, Any]) -> FolderContent:
     return FolderContent(suite_files(spec), {"kind": "conversation"})
 
 
-CONVERSATION = Consumer("conversation", conversation_problems, "kindgi-eval run", conversation_folder, spec_of_files)
+CONVERSATION = Consumer("conversation", conversation_problems, "kindgi-eval run", conversation_folder, spec_of_files, suite_files)
 """The consumer of conversation suites, whose folder format the other kinds write theirs in."""

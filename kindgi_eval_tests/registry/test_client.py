@@ -27,7 +27,7 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 def test_publish_list_show_and_pull_round_trip_a_suite_folder(served, tmp_path: Path) -> None:
     published = run_cli("suites", "publish", str(GOLDEN), "--id", "acme.golden", "--version", "1.0.0")
     assert published.code == 0, published.err
-    assert published.out.startswith("published: acme.golden 1.0.0 sha256 ")
+    assert published.out.startswith("published: acme.golden 1.0.0 (conversation) sha256 ")
     again = run_cli("suites", "publish", str(GOLDEN), "--id", "acme.golden", "--version", "1.0.0")
     assert again.code == 0 and again.out.startswith("already published, with the same content: acme.golden 1.0.0")
     listing = run_cli("suites", "list")

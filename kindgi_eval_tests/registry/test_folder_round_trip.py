@@ -8,7 +8,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from kindgi_eval.registry import canonical_json
+from kindgi_eval.registry import SUITE_DOCUMENT, canonical_json
 from kindgi_eval_tests.conftest import files_under, run_cli
 from kindgi_eval_tests.registry.conftest import refused, suite, unchanged
 
@@ -44,8 +44,8 @@ def _folder(path: Path, files: dict[str, bytes]) -> Path:
 
 
 def _contents(folder: Path) -> dict[str, bytes]:
-    """Every file of a folder by name, as bytes."""
-    return {p.name: p.read_bytes() for p in files_under(folder)}
+    """Every file of a folder by name, as bytes, but the document `suites pull` writes beside the files."""
+    return {p.name: p.read_bytes() for p in files_under(folder) if p.name != SUITE_DOCUMENT}
 
 
 def _items_hash(suite_id: str, tenant: str, files: dict[str, bytes]) -> str:
@@ -64,10 +64,12 @@ def test_a_folder_with_irregular_whitespace_and_key_order_pulls_back_byte_for_by
     published = run_cli("suites", "publish", str(original), "--id", suite_id, "--version", "1.0.0", env=env)
     assert published.code == 0 and published.err == "", published.err
     # the hash is the items' alone, as before the files were kept
-    assert published.out == f"published: {suite_id} 1.0.0 sha256 {_items_hash(suite_id, me.tenant, _contents(original))}\n"
+    assert published.out == f"published: {suite_id} 1.0.0 (conversation) sha256 {_items_hash(suite_id, me.tenant, _contents(original))}\n"
     pulled = run_cli("suites", "pull", suite_id, str(tmp_path / "pulled"), env=env)
     assert pulled.code == 0, pulled.err
     assert _contents(tmp_path / "pulled") == _contents(original)  # every file, byte for byte, and no other
+    assert json.loads((tmp_path / "pulled" / SUITE_DOCUMENT).read_text())["spec"]["cases"] == json.loads(
+        run_cli("suites", "show", suite_id, env=env).out)["suite"]["spec"]["cases"]  # beside them, the document
     assert run_cli("validate", str(tmp_path / "pulled")).code == 0
 
 

@@ -61,5 +61,12 @@ def custom_folder(spec: Mapping[str, Any]) -> FolderContent:
     return FolderContent(files, {"kind": "custom", "handler_hash": handler_hash(handler)})
 
 
-CONSUMER = Consumer("custom", custom_problems, "kindgi-eval run", custom_folder)
+def custom_files(spec: Mapping[str, Any]) -> dict[str, bytes]:
+    """A custom suite as the files a person edits: its conversation files, and the handler's module at its path."""
+    handler, _ = read_handler(spec["handler"])
+    assert handler is not None, "a stored version passed the consumer's check"
+    return {**suite_files({k: spec[k] for k in CONVERSATION_KEYS if k in spec}), handler.modulePath: handler.source.encode("utf-8")}
+
+
+CONSUMER = Consumer("custom", custom_problems, "kindgi-eval run", custom_folder, edit_files=custom_files)
 """What the registry checks a published `spec` of this kind with, and the suite folder it writes it out as."""
