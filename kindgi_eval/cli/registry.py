@@ -209,21 +209,34 @@ def tokens() -> None:
 @tokens.command("issue", short_help="Make a token for a tenant and print its secret once.")
 @click.option("--tenant", required=True, metavar="TENANT", help="The tenant every request with the token acts for.")
 @click.option("--name", default="", metavar="NAME", help="What the token is for, e.g. ci or alice-laptop.")
+@click.option("--scope", type=click.Choice(["read", "publish"]), default="publish", show_default=True,
+              help="read: list, show and pull suites (what a nightly runner needs); publish: those and publishing.")
+@click.option("--expires-in", metavar="LIFETIME", help="How long it is accepted, e.g. 30m, 12h, 90d or 2w; default until revoked.")
 @input_errors
-def tokens_issue(tenant: str, name: str) -> None:
-    """Make a token for TENANT and print its secret on stdout, once: the registry keeps only its SHA-256.
+def tokens_issue(tenant: str, name: str, scope: str, expires_in: str | None) -> None:
+    """Make a token for TENANT and print its secret on stdout, once: the registry keeps only its SHA-256. A read token
+    cannot publish (403); an expired one is refused (401).
 
     \b
-    Example:
+    Examples:
       export KINDGI_REGISTRY_TOKEN="$(kindgi-eval tokens issue --tenant acme --name ci)"
+      kindgi-eval tokens issue --tenant acme --name nightly --scope read --expires-in 90d
     """
-    token = _registry_store().issue_token(tenant, name)
+    from kindgi_eval.registry import lifetime
+
+    try:
+        lives = lifetime(expires_in) if expires_in is not None else None
+    except ValueError as e:
+        raise InputError([Problem("--expires-in", None, None, str(e))]) from None
+    token = _registry_store().issue_token(tenant, name, scope, lives)  # type: ignore[arg-type]
     click.echo(token.secret)
     named = f" ({token.name})" if token.name else ""
-    click.echo(f"issued {token.id} for tenant {token.tenant}{named}; the secret above is shown only now. Keep it.", err=True)
+    until = f", until {token.expires_at}" if token.expires_at else ""
+    click.echo(f"issued {token.id} for tenant {token.tenant}{named}, scope {token.scope}{until}; the secret above is shown only "
+               "now. Keep it.", err=True)
 
 
-@tokens.command("list", short_help="Show every token: id, tenant, name, created, last used, revoked.")
+@tokens.command("list", short_help="Show every token: id, tenant, name, scope, created, expires, last used, revoked.")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @input_errors
 def tokens_list(fmt: str) -> None:
@@ -235,8 +248,9 @@ def tokens_list(fmt: str) -> None:
     """
     from kindgi_eval.store import format_rows
 
-    rows = [(t.id, t.tenant, t.name, t.created_at, t.last_used_at, t.revoked_at) for t in _registry_store().list_tokens()]
-    click.echo(format_rows(["id", "tenant", "name", "created", "last_used", "revoked"], rows, fmt), nl=False)
+    rows = [(t.id, t.tenant, t.name, t.scope, t.created_at, t.expires_at, t.last_used_at, t.revoked_at)
+            for t in _registry_store().list_tokens()]
+    click.echo(format_rows(["id", "tenant", "name", "scope", "created", "expires", "last_used", "revoked"], rows, fmt), nl=False)
 
 
 @tokens.command("revoke", short_help="Revoke a token: from now on it is refused (401).")

@@ -25,7 +25,7 @@ from kindgi_eval.registry.model import (
 )
 from kindgi_eval.registry.publishing import MAX_BODY
 from kindgi_eval.registry.semver import SemVer, is_semver, parse_semver, semver_key
-from kindgi_eval.registry.tokens import IssuedToken, TokenInfo
+from kindgi_eval.registry.tokens import SCOPES, IssuedToken, Scope, TokenInfo, lifetime
 
 _LAZY = {
     "REGISTRY_DB_ENV": "database", "database_url": "database",
@@ -43,4 +43,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'kindgi_eval.registry' has no attribute {name!r}")
 
 
-__all__ = ["SUITE_DOCUMENT", "checked_suite", "handler_of_file", "pulled_files", "read_document", "CONVERSATION", "CONVERSATION_KEYS", "Consumers", "checked_consumers", "client_from_env", "etag", "jsonl", "problem_line", "materialize", "registered_suite_folder", "resolve_version", "Consumer", "FolderContent", "RegistryClient", "RegistryUnreachable", "TOKEN_ENV", "URL_ENV", "DEFAULT_HOST", "DEFAULT_PORT", "ErrorCode", "EvalSuite", "IssuedToken", "KINDS", "Kind", "MAX_BODY", "REGISTRY_DB_ENV", "RegistryError", "RegistryStore", "RunningServer", "SemVer", "StoredVersion", "SuitePage", "SuiteSummary", "SuiteVersion", "TokenInfo", "VersionInfo", "accepted_kinds", "canonical_json", "content_hash", "database_url", "is_semver", "open_store", "parse_semver", "read_conversation", "spec_of_files", "suite_files", "running_server", "semver_key", "serve", "suite_document", "suite_json_schema"]
+__all__ = ["SCOPES", "Scope", "lifetime", "SUITE_DOCUMENT", "checked_suite", "handler_of_file", "pulled_files", "read_document", "CONVERSATION", "CONVERSATION_KEYS", "Consumers", "checked_consumers", "client_from_env", "etag", "jsonl", "problem_line", "materialize", "registered_suite_folder", "resolve_version", "Consumer", "FolderContent", "RegistryClient", "RegistryUnreachable", "TOKEN_ENV", "URL_ENV", "DEFAULT_HOST", "DEFAULT_PORT", "ErrorCode", "EvalSuite", "IssuedToken", "KINDS", "Kind", "MAX_BODY", "REGISTRY_DB_ENV", "RegistryError", "RegistryStore", "RunningServer", "SemVer", "StoredVersion", "SuitePage", "SuiteSummary", "SuiteVersion", "TokenInfo", "VersionInfo", "accepted_kinds", "canonical_json", "content_hash", "database_url", "is_semver", "open_store", "parse_semver", "read_conversation", "spec_of_files", "suite_files", "running_server", "semver_key", "serve", "suite_document", "suite_json_schema"]

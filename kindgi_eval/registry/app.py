@@ -86,9 +86,22 @@ Caller = Annotated[TokenInfo, Depends(caller)]
 """The calling token: a route that takes it answers 401 before anything else."""
 
 
+async def publisher(token: Caller) -> TokenInfo:
+    """The calling token, if its scope lets it publish; 403 naming its scope otherwise (after 401, before anything else)."""
+    if token.scope != "publish":
+        raise RegistryError("forbidden", f"Authorization: token {token.id} has scope {token.scope!r}: it lists, shows and pulls "
+                            "suites, and cannot publish. Publish with a token of scope 'publish' (kindgi-eval tokens issue "
+                            "--scope publish).")
+    return token
+
+
+Publisher = Annotated[TokenInfo, Depends(publisher)]
+"""The calling token, allowed to publish."""
+
+
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The OpenAPI answers of the refusals a route can give, all of the one error shape."""
-    words = {401: "missing, malformed, unknown or revoked token", 403: "tenantId is not the caller's tenant",
+    words = {401: "missing, malformed, unknown, revoked or expired token", 403: "tenantId is not the caller's tenant, or the token may not publish",
              404: "no such suite or version of the caller's", 409: "other content under that version, or a version not greater than the latest",
              412: "If-Match does not hold for the latest version", 413: "body over 1 MiB", 422: "invalid request"}
     return {status: {"model": ErrorBody, "description": words[status]} for status in statuses}
@@ -130,7 +143,7 @@ def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads 
     )
     async def publish(
         request: Request,
-        token: Caller,
+        token: Publisher,
         if_match: Annotated[str | None, Header(description="Publish only if the suite's latest ETag is one of these.")] = None,
         idempotency_key: Annotated[str | None, Header(min_length=1, max_length=255, description="Retry-safe: the same key and "
                                                       "body answer the first answer again.")] = None,
@@ -181,10 +194,10 @@ def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads 
         response_model=SuiteFiles,
         summary="Keep the files a version was published from",
         responses={200: {"model": SuiteFiles, "description": "the version keeps files already: those first given"},
-                   **_errors(401, 404, 413, 422)},
+                   **_errors(401, 403, 404, 413, 422)},
         openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SuiteFiles"}}}}},
     )
-    async def keep_files(request: Request, token: Caller, suite_id: str, version: str) -> Response:
+    async def keep_files(request: Request, token: Publisher, suite_id: str, version: str) -> Response:
         """Keep the texts of the suite files a published version was read from, so a pull writes them byte for byte;
         they must hold exactly its content. 201 kept; 200 it keeps the files first given (a version never changes)."""
         body = await _read_body(request)

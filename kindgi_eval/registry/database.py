@@ -52,6 +52,8 @@ TOKENS = sa.Table(
     sa.Column("created_at", sa.String(32), nullable=False),
     sa.Column("last_used_at", sa.String(32)),
     sa.Column("revoked_at", sa.String(32)),
+    sa.Column("scope", sa.String(16), nullable=False, server_default="publish"),
+    sa.Column("expires_at", sa.String(32)),
 )
 """Bearer tokens: only the secret's SHA-256 is kept."""
 

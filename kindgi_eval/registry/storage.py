@@ -47,7 +47,9 @@ from kindgi_eval.registry.reads import AwaitedReads, DriverQuery, KeptVersions, 
 from kindgi_eval.registry.semver import semver_key
 from kindgi_eval.registry.tokens import (
     MAX_NAME,
+    SCOPES,
     IssuedToken,
+    Scope,
     TokenInfo,
     new_secret,
     new_token_id,
@@ -198,33 +200,36 @@ class RegistryStore:
 
     # tokens
 
-    def issue_token(self, tenant: str, name: str = "") -> IssuedToken:
-        """A new token for `tenant`: its secret is returned once and only its SHA-256 is kept."""
+    def issue_token(self, tenant: str, name: str = "", scope: Scope = "publish", expires_in: timedelta | None = None) -> IssuedToken:
+        """A new token for `tenant`, of `scope`, accepted for `expires_in` from now (None: until revoked): its secret is
+        returned once and only its SHA-256 is kept."""
         problem = tenant_problem(tenant)
         if problem:
             raise InputError([Problem("tenant", None, None, problem)])
         if len(name) > MAX_NAME:
             raise InputError([Problem("name", None, None, f"is {len(name)} characters long; a token's name has at most {MAX_NAME}.")])
+        if scope not in SCOPES:
+            raise InputError([Problem("scope", None, None, f"{scope!r} is not a scope; a token's scope is {' or '.join(SCOPES)}.")])
+        now = datetime.now(UTC)
+        expires_at = _stamp(now + expires_in) if expires_in is not None else None
         secret = new_secret()
-        token = IssuedToken(new_token_id(), tenant, name, secret)
+        token = IssuedToken(new_token_id(), tenant, name, secret, scope, expires_at)
         with self._writing() as connection:
             connection.execute(TOKENS.insert().values(id=token.id, tenant=tenant, name=name, secret_sha256=secret_sha256(secret),
-                                                      created_at=utc_now()))
+                                                      created_at=_stamp(now), scope=scope, expires_at=expires_at))
         return token
 
     def list_tokens(self) -> list[TokenInfo]:
         """Every token ever issued, oldest first, without secrets."""
-        columns = (TOKENS.c.id, TOKENS.c.tenant, TOKENS.c.name, TOKENS.c.created_at, TOKENS.c.last_used_at, TOKENS.c.revoked_at)
         with self._reading() as connection:
-            rows = connection.execute(sa.select(*columns).order_by(TOKENS.c.created_at, TOKENS.c.id)).all()
+            rows = connection.execute(sa.select(*_TOKEN_COLUMNS).order_by(TOKENS.c.created_at, TOKENS.c.id)).all()
         return [TokenInfo(*row) for row in rows]
 
     def revoke_token(self, token_id: str) -> TokenInfo:
         """Revoke a token from now on (a revoked one stays revoked, and listed); InputError when there is no such id."""
         with self._writing() as connection:
             connection.execute(TOKENS.update().where(TOKENS.c.id == token_id, TOKENS.c.revoked_at.is_(None)).values(revoked_at=utc_now()))
-            row = connection.execute(sa.select(TOKENS.c.id, TOKENS.c.tenant, TOKENS.c.name, TOKENS.c.created_at,
-                                               TOKENS.c.last_used_at, TOKENS.c.revoked_at).where(TOKENS.c.id == token_id)).first()
+            row = connection.execute(sa.select(*_TOKEN_COLUMNS).where(TOKENS.c.id == token_id)).first()
         if row is None:
             raise InputError([Problem(token_id, None, None, "no token has this id. List them with: kindgi-eval tokens list")])
         return TokenInfo(*row)
@@ -441,7 +446,9 @@ _VERSION_COLUMNS = (
     VERSIONS.c.suite_id, VERSIONS.c.version, VERSIONS.c.kind, VERSIONS.c.sha256, VERSIONS.c.document,
     VERSIONS.c.published_at, VERSIONS.c.published_by,
 )
-_TOKEN_COLUMNS = (TOKENS.c.id, TOKENS.c.tenant, TOKENS.c.name, TOKENS.c.created_at, TOKENS.c.last_used_at, TOKENS.c.revoked_at)
+_TOKEN_COLUMNS = (TOKENS.c.id, TOKENS.c.tenant, TOKENS.c.name, TOKENS.c.created_at, TOKENS.c.last_used_at, TOKENS.c.revoked_at,
+                  TOKENS.c.scope, TOKENS.c.expires_at)
+"""A token as `TokenInfo` holds it, in its order."""
 
 # Statements built once with bound parameters: SQLAlchemy takes longer to build a select and its cache key (about
 # 150 us) than to run a built one (about 30 us on SQLite).
@@ -480,11 +487,13 @@ def _version_of(key: tuple) -> dict[str, str]:
 
 
 def _valid(token: TokenInfo | None) -> TokenInfo:
-    """The token as stored now, if it is valid; RegistryError `unauthorized` when it is unknown or revoked."""
+    """The token as stored now, if it is valid; RegistryError `unauthorized` when it is unknown, revoked or expired."""
     if token is None:
         raise RegistryError("unauthorized", "Authorization: this registry issued no such token. Ask for one (kindgi-eval tokens issue).")
     if token.revoked_at is not None:
         raise RegistryError("unauthorized", f"Authorization: token {token.id} was revoked at {token.revoked_at}. Ask for a new one.")
+    if token.expires_at is not None and token.expires_at <= utc_now():
+        raise RegistryError("unauthorized", f"Authorization: token {token.id} expired at {token.expires_at}. Ask for a new one.")
     return token
 
 

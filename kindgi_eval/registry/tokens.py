@@ -1,11 +1,13 @@
-"""Bearer tokens: random secrets shown once, kept only as their SHA-256, each mapped to one tenant. Pure."""
+"""Bearer tokens: random secrets shown once, kept only as their SHA-256, each mapped to one tenant, with a scope and
+an optional expiry. Pure."""
 
 from __future__ import annotations
 
 import hashlib
 import re
 import secrets
-from typing import NamedTuple
+from datetime import timedelta
+from typing import Literal, NamedTuple
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -20,6 +22,12 @@ _TENANT = TypeAdapter(Slug)
 MAX_TENANT = 128
 MAX_NAME = 200
 
+Scope = Literal["read", "publish"]
+SCOPES: tuple[Scope, ...] = ("read", "publish")
+"""What a token may do: `read` lists, shows and pulls its tenant's suites; `publish` does that and publishes."""
+_LIFETIME = re.compile(r"([1-9][0-9]{0,5})([mhdw])")
+_UNIT = {"m": timedelta(minutes=1), "h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
+
 
 class IssuedToken(NamedTuple):
     """A token just issued: the one time its secret is known outside the caller's hands."""
@@ -32,6 +40,10 @@ class IssuedToken(NamedTuple):
     """What the token is for, for a person (`ci`, `alice's laptop`)."""
     secret: str
     """The bearer secret; the registry keeps only its SHA-256."""
+    scope: Scope = "publish"
+    """What it may do."""
+    expires_at: str | None = None
+    """When it stops being accepted, UTC, ISO 8601; None for never."""
 
 
 class TokenInfo(NamedTuple):
@@ -46,6 +58,10 @@ class TokenInfo(NamedTuple):
     """When a request last carried it (to the minute), or None."""
     revoked_at: str | None
     """When it was revoked, or None while it is valid."""
+    scope: str
+    """What it may do: `read` or `publish`."""
+    expires_at: str | None
+    """When it stops being accepted, or None for never."""
 
 
 def new_secret() -> str:
@@ -66,6 +82,14 @@ def secret_sha256(secret: str) -> str:
 def is_token_shaped(text: str) -> bool:
     """Whether `text` could be a secret this registry issued (a malformed one is refused before any lookup)."""
     return _SECRET.fullmatch(text) is not None
+
+
+def lifetime(text: str) -> timedelta:
+    """How long a token lives, from `90d`, `12h`, `30m` or `2w`; ValueError saying how to write it otherwise."""
+    found = _LIFETIME.fullmatch(text.strip())
+    if found is None:
+        raise ValueError(f"{text!r} is not a lifetime. Write a whole number and a unit: 30m, 12h, 90d or 2w.")
+    return int(found.group(1)) * _UNIT[found.group(2)]
 
 
 def tenant_problem(tenant: str) -> str | None:

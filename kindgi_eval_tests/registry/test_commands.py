@@ -30,7 +30,7 @@ def test_tokens_issue_prints_the_secret_once_and_keeps_its_hash(env, tmp_path: P
     assert done.code == 0, done.err
     secret = done.out.strip()
     assert secret.startswith("kgi_") and len(secret) == 47 and done.out == secret + "\n"
-    assert done.err.startswith("issued tok_") and "for tenant acme (ci)" in done.err and "shown only now" in done.err
+    assert done.err.startswith("issued tok_") and "for tenant acme (ci), scope publish;" in done.err and "shown only now" in done.err
     database = tmp_path / "home" / "registry.sqlite"
     assert secret.encode() not in database.read_bytes()
     assert open_store(f"sqlite:///{database}").authenticate(secret).tenant == "acme"
@@ -43,7 +43,7 @@ def test_tokens_list_and_revoke(env) -> None:
     assert [(t["tenant"], t["name"], t["last_used"], t["revoked"]) for t in listed] == [("acme", "ci", None, None), ("globex", "", None, None)]
     assert first.out.strip() not in json.dumps(listed)
     table = run_cli("tokens", "list").out.splitlines()
-    assert table[0].split() == ["id", "tenant", "name", "created", "last_used", "revoked"] and table[-1] == "(2 rows)"
+    assert table[0].split() == ["id", "tenant", "name", "scope", "created", "expires", "last_used", "revoked"] and table[-1] == "(2 rows)"
     token_id = listed[0]["id"]
     revoked = run_cli("tokens", "revoke", token_id)
     assert revoked.code == 0 and revoked.out.startswith(f"revoked {token_id} (tenant acme) at ")

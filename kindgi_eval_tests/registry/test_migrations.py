@@ -98,3 +98,20 @@ def test_versions_published_before_files_were_kept_keep_none(tmp_path: Path) -> 
     kept = store.keep_files("acme", "acme.pricing", "1.0.0", {"cases.jsonl": "{}\n"})
     assert kept.status == 201 and store.files("acme", "acme.pricing", "1.0.0") == {"cases.jsonl": "{}\n"}
     store.close()
+
+
+def test_tokens_issued_before_scopes_keep_publishing_and_never_expire(tmp_path: Path) -> None:
+    from alembic import command
+
+    from kindgi_eval.registry.database import _alembic_config
+
+    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    engine = sa.create_engine(url)
+    with engine.connect() as connection, connection.begin():
+        command.upgrade(_alembic_config(connection), "0004")  # the schema before a token had a scope or an expiry
+        connection.exec_driver_sql("INSERT INTO registry_tokens VALUES ('t1', 'acme', 'old', 'h', 'now', NULL, NULL)")
+    engine.dispose()
+    store = open_store(url)  # migrates to the head
+    (token,) = store.list_tokens()
+    assert (token.id, token.scope, token.expires_at) == ("t1", "publish", None)
+    store.close()
