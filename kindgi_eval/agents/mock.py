@@ -319,6 +319,6 @@ class MockJudge:
 
     name = "mock:judge"
 
-    async def grade(self, messages: list[dict[str, str]], *, timeout_s: float) -> Completion:
+    async def grade(self, messages: list[dict[str, str]], *, timeout_s: float, schema: dict | None = None) -> Completion:
         """The same passing verdict for every request, at no cost."""
         return Completion(MOCK_JUDGE_ANSWER, Usage(), 0.0)

@@ -274,6 +274,15 @@ def provider_names() -> frozenset[str]:
     return frozenset(str(getattr(p, "value", p)) for p in _litellm().provider_list)
 
 
+@functools.cache
+def supports_schema(model: str) -> bool:
+    """Whether litellm knows `model` (its litellm name) to take a response schema; False for a model it does not know."""
+    try:
+        return bool(_litellm().supports_response_schema(model=model))
+    except Exception:  # noqa: BLE001 - litellm raises on a name it cannot place; such a model is asked by prompt alone
+        return False
+
+
 def prepare() -> None:
     """Import litellm now, or wait for the worker to have, so that no call's latency or timeout pays for the import."""
     provider_names()
@@ -329,16 +338,21 @@ async def complete(
     timeout_s: float,
     role: Role = "judge",
     policy: CallPolicy = DEFAULT_POLICY,
+    schema: dict[str, Any] | None = None,
     **params: Any,
 ) -> Completion:
     """One chat completion within `timeout_s` (all attempts together); ModelCallError when there is no answer.
 
-    `role` tags the call as the agent's or the judge's in the call log; `params` go to litellm as they are
-    (e.g. `response_format`). With a worker started (`llm.worker`), the call is made there.
+    `role` tags the call as the agent's or the judge's in the call log; `schema` (`{"name", "schema", "strict"}`) is
+    sent as a `json_schema` response format where litellm says the model supports response schemas, and left out
+    otherwise; `params` go to litellm as they are (e.g. `response_format`). With a worker started (`llm.worker`),
+    the call is made there.
     """
     if (worker := running()) is not None:
-        return await worker.complete(ref, messages, timeout_s=timeout_s, role=role, policy=policy, **params)
+        return await worker.complete(ref, messages, timeout_s=timeout_s, role=role, policy=policy, schema=schema, **params)
     litellm = _litellm()  # before the clock starts: the import's seconds are no provider's latency
+    if schema is not None and supports_schema(ref.litellm_name):
+        params = {**params, "response_format": {"type": "json_schema", "json_schema": schema}}
     started = time.monotonic()
     circuit = _circuit(ref.provider, policy.circuit)
     deadline = started + timeout_s

@@ -40,6 +40,15 @@ class Verdict(BaseModel):
     """Why, in a sentence."""
 
 
+VERDICT_SCHEMA = {
+    "name": "verdict",
+    "strict": True,
+    "schema": {**{k: v for k, v in Verdict.model_json_schema().items() if k != "description"}, "additionalProperties": False},
+}
+"""The Verdict object as a response schema (OpenAI's `json_schema` form): what a judge's answer is asked to be where
+the model supports structured output. The answer is read as untrusted all the same (`read_sample`)."""
+
+
 class Sample(BaseModel):
     """One judge sample on one criterion, as read: a vote, or invalid with the reason it was refused."""
 

@@ -14,6 +14,7 @@ from kindgi_eval.rules import (
     DIMENSION_RULES,
     GROUPS,
     SAMPLES,
+    VERDICT_SCHEMA,
     CalibrationItem,
     Case,
     Criterion,
@@ -135,7 +136,7 @@ async def _sample(
     reply_text = joined_reply(subject.reply)
     content, error, usage, latency_ms = None, None, None, 0.0
     try:
-        completion = await judge.grade(messages, timeout_s=timeout_s)
+        completion = await judge.grade(messages, timeout_s=timeout_s, schema=VERDICT_SCHEMA)
         content, usage, latency_ms = completion
     except ModelCallError as e:  # a provider fault is an invalid sample and the run goes on; anything else is a bug
         error = f"{type(e).__name__}: {e}"

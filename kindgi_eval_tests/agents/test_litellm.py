@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kindgi_eval.agents.guardrails import GuardrailBreach, guard, repeats_previous_turn, triggered_escalation
-from kindgi_eval.agents.litellm import LitellmAgent
+from kindgi_eval.agents.litellm import LitellmAgent, LitellmJudge
 from kindgi_eval.defs.runs import open_instance, run_chain
 from kindgi_eval.inputs.settings import RunSettings
 from kindgi_eval.inputs.suite_folder import suite_key
@@ -23,6 +23,7 @@ from kindgi_eval.rules.agent_protocol import AgentReply, AgentTurn
 from kindgi_eval.rules.assertions import check_case
 from kindgi_eval.rules.cases import Case, Contact, Turn
 from kindgi_eval.rules.model_names import parse_model
+from kindgi_eval.rules.verdicts import VERDICT_SCHEMA, read_sample
 from kindgi_eval.steps.agent_replies import collect_replies
 from kindgi_eval.store.layout import read_rows
 from kindgi_eval.store.rows import ReplyRow
@@ -368,3 +369,40 @@ def chat_body_with_content(content: str) -> bytes:
     from kindgi_eval_tests.fake_provider import chat_body
 
     return chat_body(content)
+
+
+# --- the judge through litellm's real client ------------------------------------------------------------------
+
+
+def grade(model: str, content: str, server_env, schema: dict | None = VERDICT_SCHEMA) -> tuple[dict, str | None]:
+    """One judge request through litellm to the fake provider: the request it received and the answer's content."""
+    server = server_env(scripted(Answer(content)))
+    judge = LitellmJudge(parse_model(model), policy=FAST, prepared=False)
+    completion = asyncio.run(judge.grade([{"role": "user", "content": "grade this"}], timeout_s=5, schema=schema))
+    (request,) = server.requests
+    return request, completion.content
+
+
+def test_the_judge_asks_for_the_verdict_schema_where_litellm_says_the_model_supports_it(provider_env) -> None:
+    answer = json.dumps({"verdict": "pass", "evidence": "", "reason": "states the price"})
+    request, content = grade("openai:gpt-4o-mini", answer, provider_env)
+    assert request["response_format"] == {"type": "json_schema", "json_schema": VERDICT_SCHEMA}
+    assert VERDICT_SCHEMA["schema"]["required"] == ["verdict", "evidence", "reason"]
+    assert read_sample(content, QUOTE).vote == "pass"
+
+
+def test_a_model_litellm_does_not_know_to_take_a_schema_is_asked_by_the_prompt_alone(provider_env) -> None:
+    request, _ = grade("openai:smollm2-135m-instruct", '{"verdict": "pass", "evidence": "", "reason": "ok"}', provider_env)
+    assert "response_format" not in request
+
+
+def test_a_request_without_a_schema_sends_none_even_to_a_model_that_supports_one(provider_env) -> None:
+    request, _ = grade("openai:gpt-4o-mini", '{"winner": "A"}', provider_env, schema=None)  # the pairwise judge's request
+    assert "response_format" not in request
+
+
+def test_a_structured_answer_is_still_read_as_untrusted(provider_env) -> None:
+    invented = json.dumps({"verdict": "fail", "evidence": "we guarantee a discount", "reason": "promises a discount"})
+    _, content = grade("openai:gpt-4o-mini", invented, provider_env)
+    sample = read_sample(content, QUOTE)
+    assert sample.vote == "invalid" and sample.invalid_reason.startswith("unquoted failure")
