@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 import click
 
@@ -19,6 +19,7 @@ from kindgi_eval.cli.common import (
     registry_errors,
     runs_named,
     settings_options,
+    write_bytes_atomically,
     write_text_atomically,
 )
 from kindgi_eval.inputs import (
@@ -42,9 +43,24 @@ RUN_SETTINGS = (
 REPLAY_SETTINGS = ("eval_dir", "config_dir", "judge_model", "concurrency", "model_timeout_s")
 
 
+class Outputs(NamedTuple):
+    """The files a run writes beside its report."""
+
+    json: str | None
+    """--json: the summary as JSON."""
+    junit: str | None
+    """--junit: JUnit XML, one test case per case."""
+
+    def check(self) -> None:
+        """Each output's folder must exist before anything runs."""
+        check_output_path(self.json, "--json")
+        check_output_path(self.junit, "--junit")
+
+
 @click.command(short_help="Evaluate one suite against the agent.")
 @click.option("--mock", is_flag=True, help="Use the offline demo agent (mock:agent), whatever AGENT_URL or AGENT_MODEL say.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the summary as JSON here.")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Also write JUnit XML here, one test case per case, for a CI system to show.")
 @click.option(
     "--resume",
     "resume",
@@ -63,7 +79,7 @@ REPLAY_SETTINGS = ("eval_dir", "config_dir", "judge_model", "concurrency", "mode
 @settings_options(*RUN_SETTINGS)
 @input_errors
 @registry_errors
-def run(mock: bool, json_path: str | None, resume: str | None, registered: str | None, **flags: object) -> None:
+def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str | None, registered: str | None, **flags: object) -> None:
     """Evaluate one suite: print every reply, each failure, and the summary.
 
     Exit status: 0 nothing failed, 1 a case failed or judged-fail, 2 bad input.
@@ -81,7 +97,7 @@ def run(mock: bool, json_path: str | None, resume: str | None, registered: str |
     if registered and (flags.get("eval_dir") or resume):
         raise InputError([Problem("--suite", None, None, "names the suite, and so does --eval-dir or --resume. Pass one of them.")])
     if resume is not None:
-        _resume_run(resume, mock, json_path, flags)
+        _resume_run(resume, mock, Outputs(json_path, junit_path), flags)
     settings = resolve_settings(flags, mock=mock)
     _start_model_worker(settings)
     loaded = load_tenant(settings.config_dir)
@@ -112,7 +128,8 @@ def run(mock: bool, json_path: str | None, resume: str | None, registered: str |
 
     make_agent(settings, loaded.tenant, check_only=True)  # the run builds its own, once litellm is imported
     make_judge(settings, check_only=True)
-    check_output_path(json_path)
+    outputs = Outputs(json_path, junit_path)
+    outputs.check()
     for agent in dict.fromkeys(variants or (settings.agent_model,)):  # the agents actually evaluated, each once
         if settings.judge_model and settings.judge_model == agent:
             click.echo(f"warning: the judge is the agent's own model ({settings.judge_model}); it may favour its own replies.", err=True)
@@ -125,7 +142,7 @@ def run(mock: bool, json_path: str | None, resume: str | None, registered: str |
     except RunFailed as e:
         click.echo(f"error: {e}", err=True)
         _exit(EXIT_FAILED, instance)
-    _exit(_report(home, key, run_id, json_path), instance)
+    _exit(_report(home, key, run_id, outputs), instance)
 
 
 def _start_model_worker(settings) -> None:
@@ -154,7 +171,7 @@ def _exit(code: int, instance) -> NoReturn:
     os._exit(code)
 
 
-def _resume_run(prefix: str, mock: bool, json_path: str | None, flags: dict[str, object]) -> NoReturn:
+def _resume_run(prefix: str, mock: bool, outputs: Outputs, flags: dict[str, object]) -> NoReturn:
     """`run --resume`: check that the killed run may be resumed, run what it had not finished, print the report, exit.
 
     InputError (exit 2, nothing run) when no killed run has that id, when it completed or was finished already, when
@@ -184,7 +201,7 @@ def _resume_run(prefix: str, mock: bool, json_path: str | None, flags: dict[str,
     if recorded.replies_from is None:
         make_agent(settings, loaded.tenant, check_only=True)  # the run builds its own, once litellm is imported
     make_judge(settings, check_only=True)
-    check_output_path(json_path)
+    outputs.check()
     if not claim(area):  # held until this process ends: the killed run cannot be resumed twice at once either
         raise InputError([Problem("--resume", None, None, f"run {killed} is still running: a process holds {area}/lock. "
                                   "Wait for it to end (or stop it), then resume it.")])
@@ -198,15 +215,16 @@ def _resume_run(prefix: str, mock: bool, json_path: str | None, flags: dict[str,
     except RunFailed as e:
         click.echo(f"error: {e}", err=True)
         _exit(EXIT_FAILED, instance)
-    _exit(_report(home, key, run_id, json_path), instance)
+    _exit(_report(home, key, run_id, outputs), instance)
 
 
 @click.command(short_help="Re-judge a run's stored replies with another judge.")
 @click.option("--from", "source", required=True, metavar="RUN_ID", help="The run whose stored replies are re-judged: its id, or a prefix naming one run.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the summary as JSON here.")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Also write JUnit XML here, one test case per case, for a CI system to show.")
 @settings_options(*REPLAY_SETTINGS, defaults={"eval_dir": "default: the source run's suite folder; EVAL_DIR is not read"})
 @input_errors
-def replay(source: str, json_path: str | None, **flags: object) -> None:
+def replay(source: str, json_path: str | None, junit_path: str | None, **flags: object) -> None:
     """Re-judge the stored replies of RUN_ID: no agent call, a new run id, calibration as the file is now.
 
     Calibration is read from calibration.jsonl in the source run's suite folder (EVAL_DIR is not consulted),
@@ -238,7 +256,8 @@ def replay(source: str, json_path: str | None, **flags: object) -> None:
     from kindgi_eval.kinds import models_of
 
     load_checked_suite(settings.eval_dir, loaded, models_of=models_of)
-    check_output_path(json_path)
+    outputs = Outputs(json_path, junit_path)
+    outputs.check()
 
     from kindgi_eval.defs import RunFailed, open_instance, replay_chain
 
@@ -248,13 +267,13 @@ def replay(source: str, json_path: str | None, **flags: object) -> None:
     except RunFailed as e:
         click.echo(f"error: {e}", err=True)
         _exit(EXIT_FAILED, instance)
-    _exit(_report(home, key, run_id, json_path), instance)
+    _exit(_report(home, key, run_id, outputs), instance)
 
 
-def _report(home: Path, key: str, run_id: str, json_path: str | None) -> int:
+def _report(home: Path, key: str, run_id: str, outputs: Outputs) -> int:
     """Print the stored run and write its JSON; the exit status its statuses call for."""
     from kindgi_eval.kinds import cases_of, kind_named, kind_views, own_rows, stored_result
-    from kindgi_eval.reports import case_marks, render, summary_json
+    from kindgi_eval.reports import case_marks, junit_xml, render, summary_json
     from kindgi_eval.store import export_database, read_rows, store_root
 
     root = store_root(home)
@@ -267,9 +286,11 @@ def _report(home: Path, key: str, run_id: str, json_path: str | None) -> int:
     marks = case_marks(run.suite_kind, own_rows(root, key, run_id, run.suite_kind))
     click.echo(render(result, statuses, calibration, key, cases, marks), nl=False)
     click.echo(f"run {run_id} stored under {root}", err=True)
-    if json_path:
+    if outputs.json:
         document = json.dumps(summary_json(run_id, result, statuses, calibration), indent=2, ensure_ascii=False)
-        write_text_atomically(Path(json_path), document + "\n")
+        write_text_atomically(Path(outputs.json), document + "\n")
+    if outputs.junit:
+        write_bytes_atomically(Path(outputs.junit), junit_xml(run_id, key, run, statuses))
     return EXIT_FAILED if run_failed((s.status for s in statuses), kind_named(run.suite_kind).failed(result)) else EXIT_OK
 
 
