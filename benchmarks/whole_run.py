@@ -1,11 +1,14 @@
 """A whole `kindgi-eval run --agent-model openai:...` process, start to exit, against a local OpenAI-compatible
-server answering after 200 ms, on generated suites of 1 and 400 one-turn cases; beside it, a bare asyncio +
-aiohttp loop making the same calls in a process of its own, and the offline golden run (`run --mock`).
+server answering after 200 ms, on generated suites of 1 and 400 one-turn cases; beside it, in processes of their own
+making the same calls, a bare litellm script (`import litellm`, the calls through `litellm.acompletion` under a
+semaphore, exit: the honest floor, since every model call of a run goes through litellm) and a bare asyncio +
+aiohttp loop; and the offline golden run (`run --mock`).
 
     .venv/bin/python benchmarks/whole_run.py [--sizes 1 400] [--concurrency 16 64] [--delay 0.2] [--repeat 3] [--quick]
 
-Prints, for each suite size and concurrency, the median wall time of each process, the time from its start to the
-server's first request and from the server's last reply to its exit (from the server's own clock), the run's peak
+Prints, for each suite size and concurrency, the median wall time of each process, its three phases (from its start
+to the server's first request, the calls, from the server's last reply to its exit, each from the server's own
+clock), its CPU per call, the run's peak
 memory (from the kernel, wait4's rusage: its largest process's RSS; and from /proc, sampled every 20 ms: the sum over it and
 its child processes, as PSS), its CPU time (its processes' user + system), and the run over the bare loop. The goals: N = 1 under 3 s,
 N = 400 at most 1.5x the bare loop, 400 cases in at most 240 MB, the golden run under 2.5 s.
@@ -127,6 +130,29 @@ def bare_loop(bodies_file: str, concurrency: int) -> None:
     asyncio.run(run())
 
 
+def bare_litellm(bodies_file: str, concurrency: int) -> None:
+    """The floor: the same requests sent through `litellm.acompletion` under a semaphore, in a process that
+    imports litellm and nothing of the project's."""
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # else the import fetches the cost map from the network
+    import litellm
+
+    bodies = json.loads(Path(bodies_file).read_text())
+    base_url = os.environ["OPENAI_BASE_URL"]
+
+    async def run() -> None:
+        slots = asyncio.Semaphore(concurrency)
+
+        async def one(body: dict) -> str:
+            async with slots:
+                response = await litellm.acompletion(model=f"openai/{body['model']}", messages=body["messages"], api_base=base_url,
+                                                     api_key=KEY, response_format=body.get("response_format"))
+                return response.choices[0].message.content
+
+        await asyncio.gather(*(one(b) for b in bodies))
+
+    asyncio.run(run())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[1, 400])
@@ -135,9 +161,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure; the median is shown")
     parser.add_argument("--quick", action="store_true", help="one suite of 2 cases, concurrency 2, no delay, one run each, no warm-up run")
     parser.add_argument("--bare-loop", nargs=2, metavar=("BODIES", "C"), help=argparse.SUPPRESS)
+    parser.add_argument("--bare-litellm", nargs=2, metavar=("BODIES", "C"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.bare_loop:
         bare_loop(args.bare_loop[0], int(args.bare_loop[1]))
+        return
+    if args.bare_litellm:
+        bare_litellm(args.bare_litellm[0], int(args.bare_litellm[1]))
         return
     if args.quick:
         args.sizes, args.concurrency, args.delay, args.repeat = [2], [2], 0.0, 1
@@ -160,15 +190,19 @@ def main() -> None:
                 ours = median([timed(command, env, args.delay) for _ in range(args.repeat)])
                 bodies = Path(tmp) / "bodies.json"  # the bare loop sends the very requests the run sent
                 bodies.write_text(json.dumps(ours.bodies))
-                bare_command = [sys.executable, __file__, "--bare-loop", str(bodies), str(concurrency)]
-                bare = median([timed(bare_command, env, args.delay) for _ in range(args.repeat)])
-                assert ours.served == bare.served == size, f"served {ours.served} and {bare.served} of {size} calls"
-                goal = "goal < 3 s" if size == 1 else "goal run / bare <= 1.5, peak <= 240 MB"
-                print(f"N={size:<4} C={concurrency:<3} ({goal}), exit {ours.code}, server peak in flight {ours.peak_in_flight}")
-                for label, t in (("kindgi-eval run", ours), ("bare aiohttp", bare)):
-                    print(f"  {label:<16} wall {t.wall:6.2f} s  to first request {t.to_first:5.2f} s  after last reply "
-                          f"{t.after_last:5.2f} s  CPU {t.cpu:5.2f} s  peak RSS {t.peak_mb:4.0f} MB (PSS of all its processes {t.tree_peak_mb:4.0f} MB)")
-                print(f"  run / bare: wall {ours.wall / bare.wall:.2f}, peak RSS {ours.peak_mb / bare.peak_mb:.1f}")
+                floor = median([timed([sys.executable, __file__, "--bare-litellm", str(bodies), str(concurrency)], env, args.delay)
+                                for _ in range(args.repeat)])
+                bare = median([timed([sys.executable, __file__, "--bare-loop", str(bodies), str(concurrency)], env, args.delay)
+                               for _ in range(args.repeat)])
+                assert ours.served == floor.served == bare.served == size, f"served {ours.served}, {floor.served}, {bare.served} of {size} calls"
+                print(f"N={size:<4} C={concurrency:<3} (goal run / bare litellm <= 1.15), exit {ours.code}, server peak in flight {ours.peak_in_flight}")
+                for label, t in (("kindgi-eval run", ours), ("bare litellm", floor), ("bare aiohttp", bare)):
+                    calls = t.wall - t.to_first - t.after_last
+                    print(f"  {label:<16} wall {t.wall:6.2f} s = to first request {t.to_first:5.2f} s + calls {calls:5.2f} s + after "
+                          f"last reply {t.after_last:5.2f} s  CPU {t.cpu:5.2f} s ({t.cpu / size * 1000:.1f} ms per call)  peak RSS "
+                          f"{t.peak_mb:4.0f} MB (PSS of all its processes {t.tree_peak_mb:4.0f} MB)")
+                print(f"  run / bare litellm: wall {ours.wall / floor.wall:.2f}, peak RSS {ours.peak_mb / floor.peak_mb:.1f};  "
+                      f"run / bare aiohttp: wall {ours.wall / bare.wall:.2f}")
 
 
 if __name__ == "__main__":
