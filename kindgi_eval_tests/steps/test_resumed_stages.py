@@ -33,7 +33,7 @@ class Counting:
         self.asked.append(turn.case_id)
         return await self.inner.answer(turn)
 
-    async def grade(self, messages, *, timeout_s):
+    async def grade(self, messages, *, timeout_s, schema=None):
         reply = fenced({"messages": messages}, "reply")
         self.asked.append(reply)
         await asyncio.sleep(0)
@@ -86,7 +86,7 @@ class PairJudge:
     def __init__(self) -> None:
         self.asked = 0
 
-    async def grade(self, messages, *, timeout_s):
+    async def grade(self, messages, *, timeout_s, schema=None):
         self.asked += 1
         await asyncio.sleep(0)
         text = messages[-1]["content"]
