@@ -262,25 +262,29 @@ def statuses(
     yield statuses_result(rows)
 
 
+STAGE_INPUTS = ("agent_replies", "outcomes", "statuses")
+"""What a kind's stage reads beside the suite, only in a run of its kind: declared without being loaded, so a run of
+another kind pays nothing for them."""
+
+
 def kind_stage(kind: SuiteKind) -> dg.AssetsDefinition:
     """The asset of a kind's own stage: its rows for a suite of that kind, none for another; the kind's figures (and
     what its stage adds) as metadata, so they plot night over night."""
     stage = kind.stage
     assert stage is not None
 
-    @dg.asset(name=stage.table, description=inspect.getdoc(stage.compute), **chain_asset(stage.table))
+    @dg.asset(name=stage.table, description=inspect.getdoc(stage.compute), **chain_asset(stage.table),
+              ins={name: dg.AssetIn(name, dagster_type=dg.Nothing) for name in STAGE_INPUTS})
     def _stage(
         context: dg.AssetExecutionContext,
         suite: list[SuiteRow],
-        agent_replies: list[ReplyRow],
-        outcomes: list[OutcomeRow],
-        statuses: list[StatusRow],
         eval_settings: EvalSettings,
         clients: RunClients,
         io_manager: dg.ResourceParam[ParquetStore],
     ) -> list:
         if suite[0].suite_kind != kind.name:
             return []
+        agent_replies, outcomes, statuses = (io_manager.upstream(context, name) for name in STAGE_INPUTS)
         settings = _settings(context, eval_settings)
 
         def judged(step, *inputs):

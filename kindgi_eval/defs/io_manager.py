@@ -50,11 +50,16 @@ class ParquetStore(dg.ConfigurableIOManager):
     def load_input(self, context: dg.InputContext) -> list[BaseModel]:
         """The rows of an upstream asset, as its row model: this run's, or those of the run it reads them from
         (`defs.lineage.input_run`: a killed run it finishes, a replay's source, or the latest finished run)."""
-        asset = context.asset_key.path[-1]
-        partition = context.asset_partition_key
-        run = context.step_context.dagster_run
+        return self._rows(context.instance, context.asset_key.path[-1], context.asset_partition_key, context.step_context.dagster_run)
+
+    def upstream(self, context: dg.AssetExecutionContext, asset: str) -> list[BaseModel]:
+        """The rows of `asset` as `load_input` would give them to the running asset: for an asset that declares an
+        upstream without loading it (a `Nothing` input) and reads it only when it needs it."""
+        return self._rows(context.instance, asset, context.partition_key, context.run)
+
+    def _rows(self, instance: dg.DagsterInstance, asset: str, partition: str, run: dg.DagsterRun) -> list[BaseModel]:
         try:
-            source = input_run(context.instance, self.root(), asset, partition, run)
+            source = input_run(instance, self.root(), asset, partition, run)
         except InputError as e:  # a launchpad's replay_from naming no run of this suite: its words, not a traceback
             raise dg.Failure(description="\n".join(str(p) for p in e.problems)) from None
         table = read_table(self.root(), asset, partition, source)
