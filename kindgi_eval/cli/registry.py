@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kindgi_eval.cli.common import input_errors, registry_client, registry_errors, write_bytes_atomically
+from kindgi_eval.cli.common import input_errors, kind_models, registry_client, registry_errors, write_bytes_atomically
 from kindgi_eval.inputs import CALIBRATION_FILE, CASES_FILE, FOLDER_KIND, load_suite
 from kindgi_eval.rules import InputError, Problem
 
@@ -97,9 +97,7 @@ def suites_publish(path: str, suite_id: str | None, version: str | None, tenant:
 def _folder_texts(folder: Path) -> dict[str, str]:
     """The texts of a suite folder's files, every problem in them located by file and line first (each line reads as
     JSON); a folder without calibration.jsonl is published without `calibration`: absent and empty read differently."""
-    from kindgi_eval.kinds import models_of
-
-    load_suite(folder, models_of=models_of)
+    load_suite(folder, models_of=kind_models)
     paths = [folder / name for name in (CASES_FILE, CALIBRATION_FILE) if (folder / name).exists()]
     return {p.name: p.read_bytes().decode("utf-8") for p in paths}
 

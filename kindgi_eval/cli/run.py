@@ -16,6 +16,7 @@ from kindgi_eval.cli.common import (
     EXIT_OK,
     check_output_path,
     input_errors,
+    kind_models,
     registry_errors,
     runs_named,
     settings_options,
@@ -110,9 +111,7 @@ def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str |
         folder = registered_suite_folder(runtime_home(), loaded.tenant.tenant, suite_id, version or None, "--suite", consumers(),
                                          client_from_env())
         settings = settings.model_copy(update={"eval_dir": str(folder)})
-    from kindgi_eval.kinds import models_of
-
-    suite = load_checked_suite(settings.eval_dir, loaded, models_of=models_of)
+    suite = load_checked_suite(settings.eval_dir, loaded, models_of=kind_models)
     if suite.handler is not None:
         make_sandbox(settings)  # a machine that cannot sandbox the handler is exit 2 before the agent is asked anything
     from kindgi_eval.kinds import Pinning, Pins, kind_named
@@ -190,9 +189,7 @@ def _resume_run(prefix: str, mock: bool, outputs: Outputs, flags: dict[str, obje
     settings = resumed_settings(recorded, flags, mock=mock)
     _start_model_worker(settings)
     loaded = load_tenant(settings.config_dir)
-    from kindgi_eval.kinds import models_of
-
-    suite = load_checked_suite(settings.eval_dir, loaded, models_of=models_of)
+    suite = load_checked_suite(settings.eval_dir, loaded, models_of=kind_models)
     key = suite_key(loaded.tenant.tenant, settings.eval_dir)
     now = manifest_of(killed, key, settings, suite_hash=suite.hash, config_hash=loaded.hash, replies_from=recorded.replies_from)
     problems = changes_since(recorded, now)
@@ -253,9 +250,7 @@ def replay(source: str, json_path: str | None, junit_path: str | None, **flags: 
     if loaded.tenant.tenant != original.tenant:
         raise InputError([Problem("--config-dir", None, None, f"run {source} evaluated tenant {original.tenant!r}, but the tenant configuration "
                                   f"{loaded.config_dir} is {loaded.tenant.tenant!r}. Pass --config-dir with {original.tenant!r}'s configuration folder.")])
-    from kindgi_eval.kinds import models_of
-
-    load_checked_suite(settings.eval_dir, loaded, models_of=models_of)
+    load_checked_suite(settings.eval_dir, loaded, models_of=kind_models)
     outputs = Outputs(json_path, junit_path)
     outputs.check()
 
@@ -310,12 +305,10 @@ def validate(dirs: tuple[str, ...], config_dir: str | None) -> None:
     settings = resolve_settings({"config_dir": config_dir})
     loaded = load_tenant(settings.config_dir)
     folders = dirs or (settings.eval_dir,)
-    from kindgi_eval.kinds import models_of
-
     problems: list[Problem] = []
     for folder in folders:
         try:
-            suite = load_checked_suite(folder, loaded, models_of=models_of)
+            suite = load_checked_suite(folder, loaded, models_of=kind_models)
         except InputError as e:
             problems += e.problems
             continue

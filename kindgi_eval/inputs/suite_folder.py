@@ -36,7 +36,12 @@ class SuiteModels(NamedTuple):
 
 
 ModelsOf = Callable[[str], SuiteModels]
-"""A suite kind's models by its name (`kinds.models_of`); KeyError for a kind not installed."""
+"""A suite kind's models by its name (`kinds.models_of`); KeyError for a kind not installed. Asked only for a folder
+written from the registry: a folder of one's own is read with `FOLDER_MODELS`."""
+
+FOLDER_MODELS = SuiteModels(Case, CalibrationItem)
+"""What a folder of one's own (no registry.json, so of `FOLDER_KIND`) is read with: conversation cases and calibration
+items, as the conversation kind reads them."""
 
 
 class Lined(NamedTuple):
@@ -173,7 +178,7 @@ def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None, *, model
     if not folder.is_dir():
         raise InputError([Problem(str(folder), None, None, "no such suite folder. Point EVAL_DIR or --eval-dir at a folder holding cases.jsonl.")])
     registered = _registered(folder / REGISTRY_FILE)
-    case_model, calibration_model = _models(folder / REGISTRY_FILE, registered.kind if registered else FOLDER_KIND, models_of)
+    case_model, calibration_model = _models(folder / REGISTRY_FILE, registered.kind, models_of) if registered else FOLDER_MODELS
     handler = _handler(folder / HANDLER_FILE, registered, problems) if registered and registered.handler_hash else None
     cases_bytes = _read(cases_path, problems, required=True)
     calibration_bytes = _read(calibration_path, problems, required=False)

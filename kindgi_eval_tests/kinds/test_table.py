@@ -4,6 +4,7 @@ agrees with the kinds the registry accepts, and a kind installed from outside re
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import Iterator
 from importlib.metadata import entry_points
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kindgi_eval.inputs import load_suite
+from kindgi_eval.inputs import FOLDER_KIND, load_suite
+from kindgi_eval.inputs.suite_folder import FOLDER_MODELS
 from kindgi_eval.kinds import GROUP, KindResult, KindTableError, SuiteKind, consumers, kind_named, kinds, models_of
 from kindgi_eval.registry import KINDS, accepted_kinds
 from kindgi_eval.reports import render, summary_json
@@ -165,3 +167,16 @@ def test_a_folder_whose_kind_is_not_installed_is_refused_naming_its_registry_rec
     (problem,) = refused.value.problems
     assert problem.file == str(tmp_path / "registry.json") and problem.field == "kind"
     assert "no suite kind 'poll' is installed" in problem.message
+
+
+def test_a_folder_of_one_s_own_is_read_as_the_conversation_kind_reads_its_folders() -> None:
+    assert models_of(FOLDER_KIND) == FOLDER_MODELS  # load_suite reads such a folder without asking the table
+
+
+def test_validate_of_a_folder_of_one_s_own_imports_no_kind() -> None:
+    probe = ("import sys\nfrom kindgi_eval.cli.main import main\nsys.argv = ['kindgi-eval', 'validate', 'evals/golden']\n"
+             "try:\n    main()\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
+             "print(sorted(m for m in sys.modules if m.startswith('kindgi_eval.kinds')))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"
