@@ -58,14 +58,14 @@ def suites_publish(path: str, suite_id: str | None, version: str | None, tenant:
       kindgi-eval suites publish evals/tone --id acme.tone --version 1.0.0 --kind custom --handler evals/tone/grade.py:grade
     """
     from kindgi_eval.kinds import consumers
-    from kindgi_eval.registry import checked_suite, handler_of_file, read_document, suite_document
+    from kindgi_eval.registry import checked_suite, handler_of_file, read_document, spec_of_files, suite_document
 
     source = Path(path)
     table = consumers()
     texts: dict[str, str] | None = None
     if source.is_dir():
         texts = _folder_texts(source)
-        document = {"kind": kind or FOLDER_KIND, "spec": _folder_spec(source, texts)}
+        document = {"kind": kind or FOLDER_KIND, "spec": spec_of_files(texts)}
         missing = [name for name, value in (("--id", suite_id), ("--version", version)) if not value]
         if missing:
             raise InputError([Problem(name, None, None, "is required to publish a folder: it says which suite and version it is.")
@@ -96,19 +96,11 @@ def suites_publish(path: str, suite_id: str | None, version: str | None, tenant:
 
 def _folder_texts(folder: Path) -> dict[str, str]:
     """The texts of a suite folder's files, every problem in them located by file and line first (each line reads as
-    JSON); a folder without calibration.jsonl is published without `calibration`: absent and empty read differently."""
+    JSON, so `spec_of_files` reads them all); a folder without calibration.jsonl is published without `calibration`:
+    absent and empty read differently."""
     load_suite(folder, models_of=kind_models)
     paths = [folder / name for name in (CASES_FILE, CALIBRATION_FILE) if (folder / name).exists()]
     return {p.name: p.read_bytes().decode("utf-8") for p in paths}
-
-
-def _folder_spec(folder: Path, texts: dict[str, str]) -> dict:
-    from kindgi_eval.registry import spec_of_files
-
-    try:
-        return spec_of_files(texts)
-    except ValueError as e:
-        raise InputError([Problem(str(folder), None, None, str(e))]) from None
 
 
 @suites.command("list", short_help="Your suites, the latest version of each.")

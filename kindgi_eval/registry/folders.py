@@ -41,9 +41,7 @@ def resolve_version(store: RegistryStore, tenant: str, suite_id: str, version: s
         what = f"version {version} of suite {suite_id!r}" if version else f"suite {suite_id!r}"
         raise InputError([Problem(where, None, None, f"the registry at {store.url} has no {what} of tenant {tenant!r}. "
                                   "List them with: kindgi-eval suites list")])
-    if found.kind not in consumers:
-        raise InputError([Problem(where, None, None, f"{suite_id} {found.version} is a {found.kind!r} suite, and this "
-                                  f"kindgi-eval runs {', '.join(accepted_kinds(consumers))} suites.")])
+    _runs_its_kind(found.kind, f"{suite_id} {found.version}", where, consumers)
     return found
 
 
@@ -88,10 +86,15 @@ def remote_version(client: RegistryClient, tenant: str, suite_id: str, version: 
     if suite.tenantId != tenant:
         raise InputError([Problem(where, None, None, f"{suite_id} is tenant {suite.tenantId!r}'s suite, and this run is for "
                                   f"tenant {tenant!r} (its tenant configuration's). Use a token of {tenant!r}.")])
-    if suite.kind not in consumers:
-        raise InputError([Problem(where, None, None, f"{suite_id} {suite.version} is a {suite.kind!r} suite, and this "
-                                  f"kindgi-eval runs {', '.join(accepted_kinds(consumers))} suites.")])
+    _runs_its_kind(suite.kind, f"{suite_id} {suite.version}", where, consumers)
     return StoredVersion(suite.id, suite.version, suite.kind, sha256, text, published_at, published_by)
+
+
+def _runs_its_kind(kind: str, version: str, where: str, consumers: Consumers) -> None:
+    """InputError naming `where` when none of `consumers` runs `kind`, the kind of `version` (`acme.pricing 1.4.0`)."""
+    if kind not in consumers:
+        raise InputError([Problem(where, None, None, f"{version} is a {kind!r} suite, and this kindgi-eval runs "
+                                  f"{', '.join(accepted_kinds(consumers))} suites.")])
 
 
 def materialize(stored: StoredVersion, tenant: str, home: Path, consumers: Consumers) -> Path:
