@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple, NoReturn
 
@@ -58,10 +59,16 @@ class Outputs(NamedTuple):
         check_output_path(self.junit, "--junit")
 
 
+def output_options(command: Callable) -> Callable:
+    """The options of `Outputs`, as `run` and `replay` take them: `json_path` and `junit_path`."""
+    command = click.option("--junit", "junit_path", type=click.Path(dir_okay=False),
+                           help="Also write JUnit XML here, one test case per case, for a CI system to show.")(command)
+    return click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the summary as JSON here.")(command)
+
+
 @click.command(short_help="Evaluate one suite against the agent.")
 @click.option("--mock", is_flag=True, help="Use the offline demo agent (mock:agent), whatever AGENT_URL or AGENT_MODEL say.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the summary as JSON here.")
-@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Also write JUnit XML here, one test case per case, for a CI system to show.")
+@output_options
 @click.option(
     "--resume",
     "resume",
@@ -217,8 +224,7 @@ def _resume_run(prefix: str, mock: bool, outputs: Outputs, flags: dict[str, obje
 
 @click.command(short_help="Re-judge a run's stored replies with another judge.")
 @click.option("--from", "source", required=True, metavar="RUN_ID", help="The run whose stored replies are re-judged: its id, or a prefix naming one run.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the summary as JSON here.")
-@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Also write JUnit XML here, one test case per case, for a CI system to show.")
+@output_options
 @settings_options(*REPLAY_SETTINGS, defaults={"eval_dir": "default: the source run's suite folder; EVAL_DIR is not read"})
 @input_errors
 def replay(source: str, json_path: str | None, junit_path: str | None, **flags: object) -> None:

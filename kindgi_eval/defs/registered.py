@@ -2,8 +2,9 @@
 
 A tenants-file entry may name a suite of the registry (`registry = "acme.pricing"`, optionally `version`).
 Where a run starts (a schedule or sensor tick, a launchpad run), the version named, else the latest, is read
-once from the registry (over HTTP where KINDGI_REGISTRY_URL is set, else from the local database) and written out as a suite folder; the run evaluates that folder and records the
-suite's id, version and hash, so every run traces back to the version in force when it started.
+once from the registry (over HTTP where KINDGI_REGISTRY_URL is set, else from the local database) and written out
+as a suite folder; the run evaluates that folder and records the suite's id, version and hash, so every run traces
+back to the version in force when it started.
 """
 
 from __future__ import annotations

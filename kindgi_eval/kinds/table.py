@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib.metadata import entry_points
 
-from kindgi_eval.kinds.kind import SuiteKind
 from kindgi_eval.inputs import SuiteModels
+from kindgi_eval.kinds.kind import SuiteKind
 from kindgi_eval.registry import Consumers
 from kindgi_eval.rules import Case
 from kindgi_eval.store import SuiteRow

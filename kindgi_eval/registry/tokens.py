@@ -7,7 +7,7 @@ import hashlib
 import re
 import secrets
 from datetime import timedelta
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, get_args
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -23,7 +23,7 @@ MAX_TENANT = 128
 MAX_NAME = 200
 
 Scope = Literal["read", "publish"]
-SCOPES: tuple[Scope, ...] = ("read", "publish")
+SCOPES: tuple[Scope, ...] = get_args(Scope)
 """What a token may do: `read` lists, shows and pulls its tenant's suites; `publish` does that and publishes."""
 _LIFETIME = re.compile(r"([1-9][0-9]{0,5})([mhdw])")
 _UNIT = {"m": timedelta(minutes=1), "h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}

@@ -1,7 +1,7 @@
 """A stored run as JUnit XML, where CI systems look for per-test results: one test case per case.
 
-`passed` and `judged-pass` are passing test cases; `failed` and `judged-fail` carry a `failure` whose text is every
-reason; `reviewed` is `skipped`, with what it waits for. The run's identity and every judged criterion's votes,
+`passed` and `judged-pass` are passing test cases; the statuses that fail a run (`failed`, `judged-fail`) carry a
+`failure` whose text is every reason; `reviewed` is `skipped`, with what it waits for. The run's identity and every judged criterion's votes,
 evidence and reason are the test suite's properties (the Jenkins/Surefire schema has them per suite only), and each
 case's reply is its `system-out`. Model output and contact text are untrusted: characters XML cannot hold are
 replaced, and the rest is escaped by the serializer. Pure: returns bytes.
@@ -14,10 +14,9 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from datetime import datetime
 
+from kindgi_eval.rules import FAILING
 from kindgi_eval.store import CriterionRow, RunRow, StatusRow
 
-FAILING = {"failed", "judged-fail"}
-"""Statuses a CI system shows as failures."""
 WAITING = "reviewed"
 """The status a CI system shows as skipped: nothing failed, and a verdict is still owed."""
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
