@@ -116,8 +116,8 @@ def test_a_folder_published_as_custom_without_a_handler_is_refused_as_the_server
         ("[1, 2]", "suite.json: must hold one JSON object, a suite"),
         (json.dumps({"id": "acme.a", "version": "1.0.0", "kind": "accuracy", "spec": {**ACCURACY, "grader": {"adapterId": "bleu"}}}),
          "spec.grader.adapterId: unknown grader adapter 'bleu'"),
-        (json.dumps({"id": "acme.a", "version": "1.0.0", "kind": "poll", "spec": {}}), "kind"),
-        (json.dumps({"id": "acme.a", "version": "one", "kind": "benchmark", "spec": SPECS["benchmark"]}), "version"),
+        (json.dumps({"id": "acme.a", "version": "1.0.0", "kind": "poll", "spec": {}}), "kind: 'poll' is not a kind"),
+        (json.dumps({"id": "acme.a", "version": "one", "kind": "benchmark", "spec": SPECS["benchmark"]}), "version: 'one' is not a semantic version"),
     ],
     ids=["json", "not-an-object", "consumer-check", "unknown-kind", "version"],
 )
