@@ -140,9 +140,13 @@ class Idempotency(NamedTuple):
 
 
 def _refuse_partition_clash(connection: sa.Connection, tenant: str, suite_id: str) -> None:
-    """A new id whose runs would be stored under another id's partition (they differ only in case) is a conflict."""
+    """A new id whose runs would be stored under another id's partition (they differ only in case) is a conflict.
+
+    The id itself is left out: on PostgreSQL a publish of the same id may commit between this transaction's first read
+    and this one, and that race is settled by the insert's unique key and a new attempt, which answers 200 or 409."""
     other = connection.execute(
-        sa.select(SUITES.c.suite_id).where(SUITES.c.tenant == tenant, sa.func.lower(SUITES.c.suite_id) == suite_id.lower())
+        sa.select(SUITES.c.suite_id).where(SUITES.c.tenant == tenant, SUITES.c.suite_id != suite_id,
+                                           sa.func.lower(SUITES.c.suite_id) == suite_id.lower())
     ).scalar()
     if other is not None:
         raise RegistryError("conflict", f"suite {suite_id!r}: its runs would share the partition {registry_key(tenant, suite_id)!r} "

@@ -8,14 +8,16 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
 from kindgi_eval.kinds import consumers
-from kindgi_eval.registry import Consumer, FolderContent, accepted_kinds, canonical_json, running_server
+from kindgi_eval.registry import Consumer, EvalSuite, FolderContent, accepted_kinds, canonical_json, open_store, running_server
 from kindgi_eval_tests.registry.conftest import golden_spec, refused, suite, unchanged
 
 
@@ -251,6 +253,29 @@ def test_concurrent_publishes_of_ids_that_differ_in_case_store_exactly_one(regis
     ids = [f"{me.tenant}.Pricing" if n % 2 else f"{me.tenant}.pricing" for n in range(8)]
     assert race(registry, me, [suite(me.tenant, suite_id=suite_id) for suite_id in ids]) == [200, 200, 200, 201, 409, 409, 409, 409]
     assert len(me.http.get("/v1/eval-suites").json()["data"]) == 1
+
+
+def test_a_publish_of_the_same_id_committed_during_the_clash_check_is_answered_as_a_repeat(postgres_url) -> None:
+    # read committed: each statement sees what committed before it, so the case check of a new id can see a row
+    # for that very id that the transaction's first read did not; that is a repeat of the same content (200), not
+    # another id's partition (409)
+    first, second = open_store(postgres_url), open_store(postgres_url)
+    tenant = f"t-{uuid.uuid4().hex[:10]}"
+    document = EvalSuite.model_validate(suite(tenant), strict=False)
+    me, twin = (first.issue_token(tenant, name).id for name in ("me", "twin"))
+    raced: list[int] = []
+
+    def commit_a_twin_first(conn, cursor, statement, parameters, context, executemany) -> None:
+        if "lower(" in statement and not raced:
+            raced.append(second.publish(tenant, twin, document).status)
+
+    sa.event.listen(first.engine, "before_cursor_execute", commit_a_twin_first)
+    try:
+        assert first.publish(tenant, me, document).status == 200
+        assert raced == [201]
+    finally:
+        first.close()
+        second.close()
 
 
 # what a body must be
