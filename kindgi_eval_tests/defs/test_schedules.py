@@ -10,7 +10,7 @@ import pytest
 
 from kindgi_eval.defs.resources import SETTINGS_TAG
 from kindgi_eval.defs.runs import open_instance
-from kindgi_eval.defs.schedules import NIGHTLY_CRON, nightly_schedule, schedule_timezone, suite_changes
+from kindgi_eval.defs.schedules import NIGHTLY_CRON, nightly_schedule, schedule_cron, schedule_timezone, suite_changes
 from kindgi_eval.inputs.tenants_file import TENANTS_ENV
 from kindgi_eval.rules.errors import InputError
 from kindgi_eval_tests.inputs.test_tenants_file import entry, tenant_tree, write_tenants
@@ -84,6 +84,18 @@ def test_the_schedules_timezone_is_configurable(monkeypatch: pytest.MonkeyPatch)
     assert schedule_timezone({}) == "UTC"
     with pytest.raises(InputError, match="'Mars/Olympus' is not a timezone"):
         schedule_timezone({"KINDGI_SCHEDULE_TIMEZONE": "Mars/Olympus"})
+
+
+def test_the_schedules_cron_is_configurable_and_a_tick_more_than_daily_keys_its_runs_by_minute(home, tenants: Path) -> None:
+    assert schedule_cron({}) == NIGHTLY_CRON
+    assert schedule_cron({"KINDGI_SCHEDULE_CRON": "*/5 * * * *"}) == "*/5 * * * *"
+    with pytest.raises(InputError, match="KINDGI_SCHEDULE_CRON.*'every night' is not a cron expression"):
+        schedule_cron({"KINDGI_SCHEDULE_CRON": "every night"})
+    every_minute = nightly_schedule("UTC", "* * * * *")
+    assert every_minute.cron_schedule == "* * * * *"
+    context = dg.build_schedule_context(instance=open_instance(home.root), scheduled_execution_time=NIGHT.replace(minute=7))
+    # two ticks of one day are two runs of each suite; the nightly cron keys by day (above), so its retried tick is not
+    assert [r.run_key for r in every_minute(context)][0] == "alpha.golden@2026-12-01T02:07"
 
 
 def test_sensor_fires_on_a_changed_suite_and_not_on_an_unchanged_one(home, tenants: Path, monkeypatch) -> None:

@@ -1,0 +1,325 @@
+"""The production profile on one machine: Dagster's own deployment over PostgreSQL, the store on an S3 API.
+
+    python deploy/production.py start [--dir .kindgi-production] [--registry-servers 2]
+    . .kindgi-production/env          # then kindgi-eval sql, diff, replay, report read the profile's store
+    python deploy/production.py stop  [--dir .kindgi-production]
+
+`start` brings up, each as a process of its own on 127.0.0.1:
+- PostgreSQL holding the Dagster instance and the suite registry, as two databases. The server named by
+  DAGSTER_PG_HOST/PORT/USERNAME/PASSWORD when they are set (what .ci/run starts, or a managed one), else a cluster
+  of the profile's own made with Debian's PostgreSQL binaries;
+- an S3 API server (moto in server mode) holding the bucket `kindgi`, the store being KINDGI_STORE=s3://kindgi/store;
+- `dagster-daemon` with deploy/dagster-postgres.yaml as the instance: the run queue and its tag limits, each run in
+  a process of its own (Dagster's default run launcher), the nightly schedule ticking (KINDGI_SCHEDULE_CRON, if set
+  in the caller's environment, makes it tick sooner);
+- `dagster-webserver`, the UI;
+- the suite registry (`kindgi-eval serve`) as `--registry-servers` processes on the one registry database.
+
+Every process inherits the caller's environment (KINDGI_TENANTS, provider keys) plus the profile's variables,
+which `start` writes to `<dir>/env` for a shell to source. `stop` stops each process by the PID `start` recorded
+(its process group: the daemon's code server and run workers go with it), then the profile's own cluster if any.
+Nothing here is needed for a run on one machine: `kindgi-eval run` needs none of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+DEPLOY = Path(__file__).resolve().parent
+INSTANCE_YAML = DEPLOY / "dagster-postgres.yaml"
+BUCKET = "kindgi"
+STATE = "profile.json"
+READY_S = 120.0
+"""How long each service may take to answer before `start` gives up and stops what it started."""
+STOP_S = 20.0
+"""How long a process has to exit after SIGTERM before it is killed."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(what: str, ready, process: subprocess.Popen | None, log: Path | None) -> None:
+    """Poll `ready()` until it is true; exit naming `what` and the tail of its log when it dies or takes too long."""
+    deadline = time.monotonic() + READY_S
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            fail(f"{what} exited with status {process.returncode}", log)
+        try:
+            if ready():
+                return
+        except OSError:
+            pass
+        time.sleep(0.25)
+    fail(f"{what} did not answer within {READY_S:.0f} s", log)
+
+
+def fail(message: str, log: Path | None) -> None:
+    tail = "\n".join(log.read_text(errors="replace").splitlines()[-20:]) if log is not None and log.exists() else ""
+    raise SystemExit(f"error: {message}" + (f"; the end of {log}:\n{tail}" if tail else ""))
+
+
+def answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except urllib.error.HTTPError:
+        return False
+
+
+class Profile:
+    """One profile's folder: its state (`profile.json`: the PIDs and ports), its logs and its environment file."""
+
+    def __init__(self, folder: Path) -> None:
+        self.dir = folder.resolve()
+        self.logs = self.dir / "logs"
+        self.state_file = self.dir / STATE
+        self.state: dict = json.loads(self.state_file.read_text()) if self.state_file.exists() else {"pids": {}}
+
+    def save(self) -> None:
+        self.state_file.write_text(json.dumps(self.state, indent=2) + "\n")
+
+    def spawn(self, name: str, argv: list[str], env: dict[str, str]) -> tuple[subprocess.Popen, Path]:
+        """Start `argv` in a session of its own (so `stop` ends its children with it), logging to logs/<name>.log."""
+        log = self.logs / f"{name}.log"
+        with log.open("ab") as out:
+            process = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       cwd=self.dir, start_new_session=True)
+        self.state["pids"][name] = process.pid
+        self.save()
+        return process, log
+
+
+# PostgreSQL
+
+
+def pg_bin(name: str) -> str:
+    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name))
+    if not versions:
+        raise SystemExit("error: no PostgreSQL under /usr/lib/postgresql. Install Debian's: apt-get install postgresql")
+    return str(versions[-1] / name)
+
+
+def as_postgres(argv: list[str]) -> list[str]:
+    """PostgreSQL refuses to run as root: as root, run its programs as the `postgres` user Debian's package makes."""
+    return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else argv
+
+
+def own_cluster(profile: Profile) -> dict[str, str]:
+    """A PostgreSQL cluster of the profile's own on a free port of 127.0.0.1, password-protected; its connection."""
+    if os.geteuid() == 0:  # the postgres user must reach the data folder, which a root-only parent would hide
+        data = Path(tempfile.mkdtemp(prefix="kindgi-production-pg-"))
+        shutil.chown(data, "postgres", "postgres")
+    else:
+        data = profile.dir / "postgres"
+        data.mkdir(mode=0o700)
+    password = secrets.token_urlsafe(16)
+    password_file = data / "password"
+    password_file.write_text(password + "\n")
+    if os.geteuid() == 0:
+        shutil.chown(password_file, "postgres", "postgres")
+    port = free_port()
+    subprocess.run(as_postgres([pg_bin("initdb"), "-D", str(data / "cluster"), "-U", "kindgi", "--auth-local=trust",
+                                "--auth-host=scram-sha-256", f"--pwfile={password_file}", "-E", "UTF8"]),
+                   check=True, stdout=subprocess.DEVNULL)
+    log = profile.logs / "postgres.log"
+    log.touch()
+    if os.geteuid() == 0:
+        shutil.chown(log, "postgres", "postgres")
+    options = f"-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories={data}"
+    subprocess.run(as_postgres([pg_bin("pg_ctl"), "-D", str(data / "cluster"), "-o", options, "-l", str(log), "-w", "start"]),
+                   check=True, stdout=subprocess.DEVNULL)
+    profile.state["own_cluster"] = str(data)
+    profile.save()
+    return {"DAGSTER_PG_HOST": "127.0.0.1", "DAGSTER_PG_PORT": str(port), "DAGSTER_PG_USERNAME": "kindgi",
+            "DAGSTER_PG_PASSWORD": password}
+
+
+def postgres(profile: Profile) -> dict[str, str]:
+    """The server (given, or the profile's own), with a fresh Dagster database and a fresh registry database."""
+    if os.environ.get("DAGSTER_PG_HOST"):
+        server = {k: os.environ.get(k, d) for k, d in (("DAGSTER_PG_HOST", ""), ("DAGSTER_PG_PORT", "5432"),
+                                                        ("DAGSTER_PG_USERNAME", "postgres"), ("DAGSTER_PG_PASSWORD", ""))}
+    else:
+        server = own_cluster(profile)
+    prefix = f"kindgi_{profile.state['name']}"
+    databases = {"dagster": f"{prefix}_dagster", "registry": f"{prefix}_registry"}
+    each_database(url(server, "postgres"), 'CREATE DATABASE "{name}"', list(databases.values()))
+    profile.state |= {"databases": list(databases.values()), "admin_url": url(server, "postgres")}
+    profile.save()
+    return {**server, "DAGSTER_PG_DB": databases["dagster"], "KINDGI_REGISTRY_DB": url(server, databases["registry"])}
+
+
+def each_database(admin_url: str, statement: str, names: list[str]) -> None:
+    """`statement` (naming `{name}`) on the server's `postgres` database for each name: outside a transaction, as
+    CREATE and DROP DATABASE must be."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(admin_url.replace("postgresql://", "postgresql+psycopg2://"), isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as connection:
+            for name in names:
+                connection.exec_driver_sql(statement.format(name=name))
+    finally:
+        engine.dispose()
+
+
+def url(server: dict[str, str], database: str) -> str:
+    from urllib.parse import quote
+
+    user, password = quote(server["DAGSTER_PG_USERNAME"], safe=""), quote(server["DAGSTER_PG_PASSWORD"], safe="")
+    return f"postgresql://{user}:{password}@{server['DAGSTER_PG_HOST']}:{server['DAGSTER_PG_PORT']}/{database}"
+
+
+# the services
+
+
+def s3(profile: Profile, python: str) -> dict[str, str]:
+    """moto's S3 API on a free port, with the store's bucket made."""
+    port = free_port()
+    process, log = profile.spawn("s3", [python, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], dict(os.environ))
+    endpoint = f"http://127.0.0.1:{port}"
+    wait_until("the S3 API server", lambda: answers(f"{endpoint}/moto-api/"), process, log)
+    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/{BUCKET}", method="PUT"), timeout=10).close()
+    return {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "kindgi", "AWS_SECRET_ACCESS_KEY": "kindgi-production",
+            "AWS_DEFAULT_REGION": "us-east-1", "KINDGI_STORE": f"s3://{BUCKET}/store"}
+
+
+def dagster_home(profile: Profile) -> Path:
+    """DAGSTER_HOME holding the production instance and the workspace the daemon and the webserver load."""
+    home = profile.dir / "dagster"
+    home.mkdir()
+    shutil.copyfile(INSTANCE_YAML, home / "dagster.yaml")
+    (home / "workspace.yaml").write_text("load_from:\n  - python_module:\n      module_name: kindgi_eval.defs.definitions\n"
+                                         "      location_name: kindgi_eval\n")
+    return home
+
+
+def start(profile: Profile, registry_servers: int) -> None:
+    if profile.state["pids"]:
+        raise SystemExit(f"error: a profile is already started in {profile.dir}; stop it first: "
+                         f"python deploy/production.py stop --dir {shlex.quote(str(profile.dir))}")
+    profile.dir.mkdir(parents=True, exist_ok=True)
+    profile.logs.mkdir(exist_ok=True)
+    profile.state = {"name": secrets.token_hex(4), "pids": {}}
+    profile.save()
+    bin_dir = Path(sys.executable).parent
+    python = sys.executable
+    try:
+        env = {"DAGSTER_HOME": str(dagster_home(profile)), "KINDGI_HOME": str(profile.dir / "home")}
+        env |= postgres(profile)
+        env |= s3(profile, python)
+        children = {**os.environ, **env, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        workspace = str(profile.dir / "dagster" / "workspace.yaml")
+
+        registry_ports = [free_port() for _ in range(registry_servers)]
+        for n, port in enumerate(registry_ports):  # the first migrates the database; the others find it migrated
+            process, log = profile.spawn(f"registry-{n + 1}", [str(bin_dir / "kindgi-eval"), "serve", "--port", str(port)], children)
+            wait_until(f"registry server {n + 1}", lambda p=port: answers(f"http://127.0.0.1:{p}/healthz"), process, log)
+        env["KINDGI_REGISTRY_URL"] = f"http://127.0.0.1:{registry_ports[0]}"
+        children["KINDGI_REGISTRY_URL"] = env["KINDGI_REGISTRY_URL"]
+
+        daemon, daemon_log = profile.spawn("daemon", [str(bin_dir / "dagster-daemon"), "run", "-w", workspace], children)
+        ui_port = free_port()
+        ui, ui_log = profile.spawn("webserver", [str(bin_dir / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(ui_port),
+                                                 "-w", workspace], children)
+        wait_until("dagster-webserver", lambda: answers(f"http://127.0.0.1:{ui_port}/server_info"), ui, ui_log)
+        wait_until("dagster-daemon", lambda: daemon_alive(bin_dir, children), daemon, daemon_log)
+    except BaseException:
+        stop(profile)
+        raise
+    (profile.dir / "env").write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in sorted(env.items())))
+    profile.state |= {"ui": f"http://127.0.0.1:{ui_port}", "registry": [f"http://127.0.0.1:{p}" for p in registry_ports],
+                      "s3": env["AWS_ENDPOINT_URL"]}
+    profile.save()
+    print(f"Dagster UI {profile.state['ui']}; registry {', '.join(profile.state['registry'])}; store "
+          f"{env['KINDGI_STORE']} at {env['AWS_ENDPOINT_URL']}; PostgreSQL {env['DAGSTER_PG_HOST']}:{env['DAGSTER_PG_PORT']}.\n"
+          f"Its variables: . {shlex.quote(str(profile.dir / 'env'))}   Stop it: python deploy/production.py stop "
+          f"--dir {shlex.quote(str(profile.dir))}")
+
+
+def daemon_alive(bin_dir: Path, env: dict[str, str]) -> bool:
+    """The daemon has written its heartbeats to the instance (`dagster-daemon liveness-check` exits 0)."""
+    check = subprocess.run([str(bin_dir / "dagster-daemon"), "liveness-check"], env=env, capture_output=True, check=False)
+    return check.returncode == 0
+
+
+def stop(profile: Profile) -> None:
+    """Every process `start` recorded, newest first, by its process group; then the profile's databases or cluster."""
+    terminate(profile.state.get("pids", {}))
+    if profile.state.get("own_cluster"):
+        data = Path(profile.state["own_cluster"])
+        subprocess.run(as_postgres([pg_bin("pg_ctl"), "-D", str(data / "cluster"), "-m", "fast", "-w", "stop"]),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        shutil.rmtree(data, ignore_errors=True)
+    elif profile.state.get("databases"):
+        each_database(profile.state["admin_url"], 'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', profile.state["databases"])
+    profile.state = {"pids": {}}
+    profile.save()
+
+
+def terminate(pids: dict[str, int]) -> None:
+    """SIGTERM to each process group (each service was started as one), SIGKILL to those left after STOP_S."""
+    left = {}
+    for name, pid in pids.items():
+        try:
+            os.killpg(pid, signal.SIGTERM)
+            left[name] = pid
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + STOP_S
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        for name, pid in list(left.items()):
+            reap(pid)
+            try:
+                os.killpg(pid, 0)
+            except ProcessLookupError:
+                del left[name]
+    for name, pid in left.items():
+        print(f"{name} (pid {pid}) did not stop within {STOP_S:.0f} s; killing it", file=sys.stderr)
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def reap(pid: int) -> None:
+    """Collect `pid`'s exit status when it is our child (a `start` that failed stops what it spawned)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["start", "stop"])
+    parser.add_argument("--dir", type=Path, default=Path(".kindgi-production"), help="the profile's folder (default: %(default)s)")
+    parser.add_argument("--registry-servers", type=int, default=2, help="registry server processes (default: %(default)s)")
+    args = parser.parse_args()
+    profile = Profile(args.dir)
+    if args.command == "start":
+        start(profile, max(1, args.registry_servers))
+    else:
+        stop(profile)
+
+
+if __name__ == "__main__":
+    main()

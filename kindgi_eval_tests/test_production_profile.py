@@ -1,0 +1,116 @@
+"""The production profile (deploy/production.py) started for real: PostgreSQL, an S3 API, dagster-daemon, the webserver
+and two registry servers, each a process of its own; a nightly started by the schedule's own tick through the run
+queue, each run a process of its own, its tables on the S3 API and read back by the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from kindgi_eval_tests.conftest import GOLDEN, REPO
+from kindgi_eval_tests.inputs.test_tenants_file import entry, tenant_tree, write_tenants
+
+PROFILE = REPO / "deploy" / "production.py"
+TENANTS = ("north", "south", "east")
+NIGHT_S = 240.0
+"""The tick comes within a minute; three runs of the golden suite, two at a time (the mock provider's limit), follow."""
+
+
+def profile_env(folder: Path) -> dict[str, str]:
+    """The variables `start` wrote to `<folder>/env`, as `. env` would set them."""
+    pairs = (line.removeprefix("export ").split("=", 1) for line in (folder / "env").read_text().splitlines())
+    return {key: value.strip("'") for key, value in pairs}
+
+
+def postgres_reachable() -> None:
+    """The profile needs PostgreSQL: a server DAGSTER_PG_* name, or Debian's binaries to make its own cluster."""
+    if os.environ.get("DAGSTER_PG_HOST") or Path("/usr/lib/postgresql").is_dir():
+        return
+    reason = "no PostgreSQL: set DAGSTER_PG_HOST/PORT/USERNAME/PASSWORD or install Debian's postgresql (.ci/run does)"
+    if os.environ.get("KINDGI_REQUIRE_POSTGRES") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def profile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
+    """The profile started with three tenants declared and a schedule that ticks every minute; stopped after."""
+    postgres_reachable()
+    root = tmp_path_factory.mktemp("night")
+    for name in TENANTS:
+        tenant_tree(root, name, {"golden": GOLDEN})
+    tenants = write_tenants(root / "tenants.toml", *(entry(name) for name in TENANTS))
+    folder = root / "profile"
+    env = {**os.environ, "KINDGI_TENANTS": str(tenants), "KINDGI_SCHEDULE_CRON": "* * * * *"}
+    started = subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(folder)], env=env, capture_output=True,
+                             text=True, timeout=300)
+    try:
+        assert started.returncode == 0, started.stderr
+        yield folder, {**env, **profile_env(folder)}
+    finally:
+        stopped = subprocess.run([sys.executable, str(PROFILE), "stop", "--dir", str(folder)], env=env, capture_output=True,
+                                 text=True, timeout=120)
+        assert stopped.returncode == 0, stopped.stderr
+
+
+def finished_runs(env: dict[str, str]) -> list[dict]:
+    """The instance's runs as the daemon and the webserver see them, read from PostgreSQL by another process."""
+    read = ("import json, dagster as dg\n"
+            "runs = dg.DagsterInstance.get().get_runs()\n"
+            "print(json.dumps([{'status': r.status.value, 'tags': dict(r.tags)} for r in runs]))\n")
+    done = subprocess.run([sys.executable, "-c", read], env=env, capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def kindgi(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run([str(Path(sys.executable).parent / "kindgi-eval"), *args], env=env, capture_output=True, text=True,
+                          timeout=180, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_schedules_tick_runs_every_tenant_through_the_queue_onto_the_s3_store(profile) -> None:
+    folder, env = profile
+    state = json.loads((folder / "profile.json").read_text())
+    assert set(state["pids"]) == {"s3", "registry-1", "registry-2", "daemon", "webserver"}
+    assert env["KINDGI_STORE"] == "s3://kindgi/store" and env["AWS_ENDPOINT_URL"] == state["s3"]
+
+    deadline = time.monotonic() + NIGHT_S
+    while True:
+        runs = finished_runs(env)
+        if len(runs) == len(TENANTS) and all(r["status"] in ("SUCCESS", "FAILURE", "CANCELED") for r in runs):
+            break
+        assert time.monotonic() < deadline, f"the night did not end within {NIGHT_S:.0f} s: {runs}"
+        time.sleep(3)
+    assert [r["status"] for r in runs] == ["SUCCESS"] * len(TENANTS)
+    # started by the schedule's tick (not by a loop of ours), one run per tenant suite, keyed by the tick's minute
+    assert {r["tags"]["dagster/schedule_name"] for r in runs} == {"nightly_suites"}
+    assert sorted(r["tags"]["kindgi/tenant"] for r in runs) == sorted(TENANTS)
+    assert all(r["tags"]["dagster/run_key"].startswith(f"{r['tags']['kindgi/suite']}@") for r in runs)
+
+    # the tables are on the S3 API, and the command line reads them there
+    counted = json.loads(kindgi(env, "sql", "--format", "json", "SELECT suite, count(*) AS n FROM statuses GROUP BY 1 ORDER BY 1"))
+    cases = sum(1 for line in (GOLDEN / "cases.jsonl").read_text().splitlines() if line.strip())
+    assert counted == [{"suite": f"{name}.golden", "n": cases} for name in sorted(TENANTS)]
+    assert not (folder / "home" / "store").exists()  # nothing fell back to a local folder
+
+
+def test_two_registry_servers_share_one_database(profile) -> None:
+    folder, env = profile
+    first, second = json.loads((folder / "profile.json").read_text())["registry"]
+    issued = kindgi(env, "tokens", "issue", "--tenant", "north", "--name", "night")
+    secret = issued.strip()  # the secret alone on stdout; what it is goes to stderr
+    suite = {"id": "north.pricing", "tenantId": "north", "version": "1.0.0", "kind": "conversation",
+             "spec": {"cases": [{"id": "price", "text": "How much is it?", "expect": {"escalate": False}}]}}
+    headers = {"Authorization": f"Bearer {secret}"}
+    assert httpx.post(f"{first}/v1/eval-suites", json=suite, headers=headers, timeout=30).status_code == 201
+    read = httpx.get(f"{second}/v1/eval-suites/north.pricing", headers=headers, timeout=30)
+    assert read.status_code == 200 and read.json()["suite"]["version"] == "1.0.0"
