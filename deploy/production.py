@@ -1,7 +1,8 @@
 """The production profile on one machine: Dagster's own deployment over PostgreSQL, the store on an S3 API.
 
-    python deploy/production.py start [--dir .kindgi-production] [--registry-servers 2]
+    python deploy/production.py start [--dir .kindgi-production] [--registry-servers 2] [--tick-once-after SECONDS]
     . .kindgi-production/env          # then kindgi-eval sql, diff, replay, report read the profile's store
+    python deploy/production.py restart daemon [--dir .kindgi-production]   # a service whose process died
     python deploy/production.py stop  [--dir .kindgi-production]
 
 `start` brings up, each as a process of its own on 127.0.0.1:
@@ -10,8 +11,8 @@
   of the profile's own made with Debian's PostgreSQL binaries;
 - an S3 API server (moto in server mode) holding the bucket `kindgi`, the store being KINDGI_STORE=s3://kindgi/store;
 - `dagster-daemon` with deploy/dagster-postgres.yaml as the instance: the run queue and its tag limits, each run in
-  a process of its own (Dagster's default run launcher), the nightly schedule ticking (KINDGI_SCHEDULE_CRON, if set
-  in the caller's environment, makes it tick sooner);
+  a process of its own (Dagster's default run launcher), the nightly schedule ticking at 02:00 (or once, within
+  a minute or two, with `--tick-once-after`: a night on demand, still started by the schedule);
 - `dagster-webserver`, the UI;
 - the suite registry (`kindgi-eval serve`) as `--registry-servers` processes on the one registry database.
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import secrets
 import shlex
@@ -37,6 +39,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from datetime import UTC, datetime
 from pathlib import Path
 
 DEPLOY = Path(__file__).resolve().parent
@@ -95,15 +98,29 @@ class Profile:
     def save(self) -> None:
         self.state_file.write_text(json.dumps(self.state, indent=2) + "\n")
 
-    def spawn(self, name: str, argv: list[str], env: dict[str, str]) -> tuple[subprocess.Popen, Path]:
-        """Start `argv` in a session of its own (so `stop` ends its children with it), logging to logs/<name>.log."""
+    def spawn(self, name: str, argv: list[str], env: dict[str, str], ready: str) -> subprocess.Popen:
+        """Start `argv` in a session of its own (so `stop` ends its children with it), logging to logs/<name>.log.
+        `ready` is how to tell it serves: a URL that answers 200, or `heartbeat` (the daemon's, in the instance).
+        What it was started with is kept (services/<name>.json, its owner's only) for `restart`."""
         log = self.logs / f"{name}.log"
         with log.open("ab") as out:
             process = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                        cwd=self.dir, start_new_session=True)
+        services = self.dir / "services"
+        services.mkdir(mode=0o700, exist_ok=True)
+        kept = services / f"{name}.json"
+        kept.touch(mode=0o600)
+        kept.write_text(json.dumps({"argv": argv, "env": env, "ready": ready}))
         self.state["pids"][name] = process.pid
         self.save()
-        return process, log
+        return process
+
+    def wait(self, name: str, process: subprocess.Popen | None = None) -> None:
+        """Until service `name` serves (see `spawn`)."""
+        kept = json.loads((self.dir / "services" / f"{name}.json").read_text())
+        ready, env = kept["ready"], kept["env"]
+        check = (lambda: daemon_alive(env)) if ready == "heartbeat" else (lambda: answers(ready))
+        wait_until(name, check, process, self.logs / f"{name}.log")
 
 
 # PostgreSQL
@@ -193,9 +210,10 @@ def url(server: dict[str, str], database: str) -> str:
 def s3(profile: Profile, python: str) -> dict[str, str]:
     """moto's S3 API on a free port, with the store's bucket made."""
     port = free_port()
-    process, log = profile.spawn("s3", [python, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], dict(os.environ))
     endpoint = f"http://127.0.0.1:{port}"
-    wait_until("the S3 API server", lambda: answers(f"{endpoint}/moto-api/"), process, log)
+    process = profile.spawn("s3", [python, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], dict(os.environ),
+                            f"{endpoint}/moto-api/")
+    profile.wait("s3", process)
     urllib.request.urlopen(urllib.request.Request(f"{endpoint}/{BUCKET}", method="PUT"), timeout=10).close()
     return {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "kindgi", "AWS_SECRET_ACCESS_KEY": "kindgi-production",
             "AWS_DEFAULT_REGION": "us-east-1", "KINDGI_STORE": f"s3://{BUCKET}/store"}
@@ -211,7 +229,7 @@ def dagster_home(profile: Profile) -> Path:
     return home
 
 
-def start(profile: Profile, registry_servers: int) -> None:
+def start(profile: Profile, registry_servers: int, tick_after: float | None) -> None:
     if profile.state["pids"]:
         raise SystemExit(f"error: a profile is already started in {profile.dir}; stop it first: "
                          f"python deploy/production.py stop --dir {shlex.quote(str(profile.dir))}")
@@ -230,17 +248,24 @@ def start(profile: Profile, registry_servers: int) -> None:
 
         registry_ports = [free_port() for _ in range(registry_servers)]
         for n, port in enumerate(registry_ports):  # the first migrates the database; the others find it migrated
-            process, log = profile.spawn(f"registry-{n + 1}", [str(bin_dir / "kindgi-eval"), "serve", "--port", str(port)], children)
-            wait_until(f"registry server {n + 1}", lambda p=port: answers(f"http://127.0.0.1:{p}/healthz"), process, log)
+            name = f"registry-{n + 1}"
+            process = profile.spawn(name, [str(bin_dir / "kindgi-eval"), "serve", "--port", str(port)], children,
+                                    f"http://127.0.0.1:{port}/healthz")
+            profile.wait(name, process)
         env["KINDGI_REGISTRY_URL"] = f"http://127.0.0.1:{registry_ports[0]}"
         children["KINDGI_REGISTRY_URL"] = env["KINDGI_REGISTRY_URL"]
 
-        daemon, daemon_log = profile.spawn("daemon", [str(bin_dir / "dagster-daemon"), "run", "-w", workspace], children)
+        if tick_after is not None:  # the schedule ticks once, at the first whole minute `tick_after` s from now
+            tick = datetime.fromtimestamp(math.ceil((time.time() + tick_after) / 60) * 60, UTC)
+            env |= {"KINDGI_SCHEDULE_CRON": f"{tick.minute} {tick.hour} {tick.day} {tick.month} *", "KINDGI_SCHEDULE_TIMEZONE": "UTC"}
+            children |= env
+            profile.state["tick"] = tick.isoformat()
+        daemon = profile.spawn("daemon", [str(bin_dir / "dagster-daemon"), "run", "-w", workspace], children, "heartbeat")
         ui_port = free_port()
-        ui, ui_log = profile.spawn("webserver", [str(bin_dir / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(ui_port),
-                                                 "-w", workspace], children)
-        wait_until("dagster-webserver", lambda: answers(f"http://127.0.0.1:{ui_port}/server_info"), ui, ui_log)
-        wait_until("dagster-daemon", lambda: daemon_alive(bin_dir, children), daemon, daemon_log)
+        ui = profile.spawn("webserver", [str(bin_dir / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(ui_port), "-w", workspace],
+                           children, f"http://127.0.0.1:{ui_port}/server_info")
+        profile.wait("webserver", ui)
+        profile.wait("daemon", daemon)
     except BaseException:
         stop(profile)
         raise
@@ -254,15 +279,30 @@ def start(profile: Profile, registry_servers: int) -> None:
           f"--dir {shlex.quote(str(profile.dir))}")
 
 
-def daemon_alive(bin_dir: Path, env: dict[str, str]) -> bool:
+def daemon_alive(env: dict[str, str]) -> bool:
     """The daemon has written its heartbeats to the instance (`dagster-daemon liveness-check` exits 0)."""
-    check = subprocess.run([str(bin_dir / "dagster-daemon"), "liveness-check"], env=env, capture_output=True, check=False)
+    check = subprocess.run([str(Path(sys.executable).parent / "dagster-daemon"), "liveness-check"], env=env,
+                           capture_output=True, check=False)
     return check.returncode == 0
+
+
+def restart(profile: Profile, name: str) -> None:
+    """Start service `name` again as it was started, after its process died (a daemon killed in the night, say).
+    Its old process group is left alone (the children it launched may still be finishing runs) and stopped by `stop`."""
+    pid = profile.state["pids"].get(name)
+    if pid is None:
+        raise SystemExit(f"error: no service {name!r} in {profile.dir}; its services: {', '.join(profile.state['pids']) or 'none'}")
+    if pid in running_processes():
+        raise SystemExit(f"error: {name} (pid {pid}) is still running; restart starts a service whose process has died")
+    profile.state.setdefault("retired", []).append(pid)
+    kept = json.loads((profile.dir / "services" / f"{name}.json").read_text())
+    profile.wait(name, profile.spawn(name, kept["argv"], kept["env"], kept["ready"]))
+    print(f"{name} restarted: pid {profile.state['pids'][name]}")
 
 
 def stop(profile: Profile) -> None:
     """Every process `start` recorded, newest first, by its process group; then the profile's databases or cluster."""
-    terminate(profile.state.get("pids", {}))
+    terminate(profile.state.get("pids", {}) | {f"group {pid}": pid for pid in profile.state.get("retired", [])})
     if profile.state.get("own_cluster"):
         data = Path(profile.state["own_cluster"])
         subprocess.run(as_postgres([pg_bin("pg_ctl"), "-D", str(data / "cluster"), "-m", "fast", "-w", "stop"]),
@@ -274,26 +314,38 @@ def stop(profile: Profile) -> None:
     profile.save()
 
 
+def running_processes() -> dict[int, int]:
+    """Every live process on the machine and its process group (a zombie, dead but not yet reaped, is not live)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields[0] not in ("Z", "X"):
+                found[int(entry.name)] = int(fields[2])
+    return found
+
+
 def terminate(pids: dict[str, int]) -> None:
-    """SIGTERM to each process group (each service was started as one), SIGKILL to those left after STOP_S."""
-    left = {}
-    for name, pid in pids.items():
+    """SIGTERM to each process group (each service was started as one), SIGKILL to those with a live process left
+    after STOP_S."""
+    for pid in pids.values():
         try:
             os.killpg(pid, signal.SIGTERM)
-            left[name] = pid
         except ProcessLookupError:
             pass
     deadline = time.monotonic() + STOP_S
+    left = dict(pids)
     while left and time.monotonic() < deadline:
         time.sleep(0.2)
-        for name, pid in list(left.items()):
+        for pid in left.values():
             reap(pid)
-            try:
-                os.killpg(pid, 0)
-            except ProcessLookupError:
-                del left[name]
+        groups = set(running_processes().values())
+        left = {name: pid for name, pid in left.items() if pid in groups}
     for name, pid in left.items():
-        print(f"{name} (pid {pid}) did not stop within {STOP_S:.0f} s; killing it", file=sys.stderr)
+        print(f"{name} (process group {pid}) did not stop within {STOP_S:.0f} s; killing it", file=sys.stderr)
         try:
             os.killpg(pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -310,13 +362,21 @@ def reap(pid: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["start", "stop"])
+    parser.add_argument("command", choices=["start", "stop", "restart"])
+    parser.add_argument("service", nargs="?", help="restart: the service to start again (daemon, webserver, registry-1, s3)")
     parser.add_argument("--dir", type=Path, default=Path(".kindgi-production"), help="the profile's folder (default: %(default)s)")
     parser.add_argument("--registry-servers", type=int, default=2, help="registry server processes (default: %(default)s)")
+    parser.add_argument("--tick-once-after", type=float, metavar="SECONDS",
+                        help="make the nightly schedule tick once, at the first whole minute this many seconds after the "
+                        "daemon starts, instead of at 02:00 (a night on demand, started by the schedule itself)")
     args = parser.parse_args()
     profile = Profile(args.dir)
     if args.command == "start":
-        start(profile, max(1, args.registry_servers))
+        start(profile, max(1, args.registry_servers), args.tick_once_after)
+    elif args.command == "restart":
+        if not args.service:
+            parser.error("restart needs the service to start again, e.g. daemon")
+        restart(profile, args.service)
     else:
         stop(profile)
 

@@ -1,0 +1,195 @@
+"""A night of many tenants on the production profile (deploy/production.py): the schedule's own tick starts every
+tenant's run, the daemon's queue lets them through under the instance's limits, each run is a process of its own,
+the store is on the S3 API.
+
+    .venv/bin/pip install -e '.[profile]' && .venv/bin/python benchmarks/nightly.py [--tenants 50] [--cases 40]
+
+Every tenant has one suite of `--cases` one-turn cases and the golden calibration set; its agent and its judge are
+one local OpenAI-compatible server answering after `--delay` seconds (so they are one provider, and the instance's
+limit of runs per provider is what the queue enforces). `--down N` more tenants have an agent whose host refuses
+connections: their runs must end visibly failed while the others finish.
+
+Printed: the wall time from the tick (the minute the schedule fires) to the last run's end; tenants per hour; what the
+queue's limits allow (waves of the runs allowed at once, each as long as the slowest run) and the ratio to it; runs
+in flight over time; peak requests in flight at the provider against its bound (2 runs x the tenants'
+concurrency); peak memory of one run worker and of all of them together; runs lost or started twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # for the server's kindgi_eval_tests.fake_provider
+sys.path.insert(0, str(REPO / "benchmarks"))  # its neighbour chat_server.py
+
+import chat_server  # noqa: E402
+
+PROFILE = REPO / "deploy" / "production.py"
+DEMO_TENANT = REPO / "kindgi_eval" / "demo_tenant" / "tenant.toml"
+CALIBRATION = REPO / "evals" / "golden" / "calibration.jsonl"
+REPLY = json.dumps({"messages": ["The Foundation Course is $450. Would you pay upfront or in instalments?"], "escalate": False, "reason": None})
+CASE = {"text": "how much is the foundation course?", "expect": {"escalate": False}, "must_contain": ["$450"]}
+KEY = "sk-bench-not-a-key"
+CONCURRENCY = 4
+TERMINAL = {"SUCCESS", "FAILURE", "CANCELED"}
+
+
+def tenants_file(root: Path, tenants: int, cases: int, down: int) -> tuple[Path, list[str]]:
+    """`tenants` tenants on the fake provider and `down` on a dead host, each with one suite; the file and the dead names."""
+    dead_port = closed_port()
+    entries, dead = [], []
+    for n in range(tenants + down):
+        name = f"tenant-{n:03d}"
+        home = root / name
+        (home / "config").mkdir(parents=True)
+        (home / "config" / "tenant.toml").write_text(DEMO_TENANT.read_text().replace('tenant = "demo-academy"', f'tenant = "{name}"'))
+        suite = home / "evals" / "night"
+        suite.mkdir(parents=True)
+        (suite / "cases.jsonl").write_text("".join(json.dumps({"id": f"case-{c:03d}", **CASE}) + "\n" for c in range(cases)))
+        shutil.copyfile(CALIBRATION, suite / "calibration.jsonl")
+        agent = 'agent_model = "openai:bench-agent"'
+        if n >= tenants:
+            agent = f'agent_url = "http://127.0.0.1:{dead_port}/turn"'
+            dead.append(name)
+        entries.append(f'[[tenant]]\nname = "{name}"\nhome = "{name}"\nconfig = "config"\nsuites = ["evals/night"]\n{agent}\n'
+                       f'judge_model = "openai:bench-judge"\nconcurrency = {CONCURRENCY}\n')
+    path = root / "tenants.toml"
+    path.write_text("\n".join(entries))
+    return path, dead
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def profile_env(folder: Path) -> dict[str, str]:
+    pairs = (line.removeprefix("export ").split("=", 1) for line in (folder / "env").read_text().splitlines())
+    return {key: value.strip("'") for key, value in pairs}
+
+
+def run_workers() -> dict[int, int]:
+    """RSS in bytes of every run worker on the machine, by PID: a run is a process the code server spawns (Python's
+    multiprocessing `spawn_main`) under `dagster api grpc`."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if b"spawn_main" not in (entry / "cmdline").read_bytes():
+                continue
+            parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
+            if b"grpc" not in Path(f"/proc/{parent}/cmdline").read_bytes():
+                continue
+            rss_pages = int((entry / "statm").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        found[int(entry.name)] = rss_pages * os.sysconf("SC_PAGE_SIZE")
+    return found
+
+
+def down_statuses(env: dict[str, str], dead: list[str]) -> str:
+    """How the cases of the tenants whose agent is down ended, from the store."""
+    names = ", ".join(f"'{name}.night'" for name in dead)
+    done = subprocess.run([str(Path(sys.executable).parent / "kindgi-eval"), "sql", "--format", "csv",
+                           f"SELECT status, count(*) AS cases, count(error) AS with_error FROM statuses WHERE suite IN ({names}) GROUP BY 1"],
+                          env=env, capture_output=True, text=True)
+    return " ".join(done.stdout.split()) if done.returncode == 0 else done.stderr.strip()
+
+
+def watch(instance, expected: int, timeout: float) -> tuple[list, list[tuple[float, int]], int, int]:
+    """Poll the instance until `expected` runs have ended: the run records, (time, runs in flight) samples, and the
+    peak RSS of one run worker and of all of them at once."""
+    from dagster import DagsterRunStatus
+
+    in_flight: list[tuple[float, int]] = []
+    worker_peak = total_peak = 0
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        records = instance.get_run_records()
+        running = sum(1 for r in records if r.dagster_run.status in (DagsterRunStatus.STARTING, DagsterRunStatus.STARTED))
+        in_flight.append((time.time(), running))
+        workers = run_workers()
+        if workers:
+            worker_peak = max(worker_peak, *workers.values())
+            total_peak = max(total_peak, sum(workers.values()))
+        if len(records) >= expected and all(r.dagster_run.status.value in TERMINAL for r in records):
+            return records, in_flight, worker_peak, total_peak
+        time.sleep(0.5)
+    raise SystemExit(f"error: the night did not end within {timeout:.0f} s")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tenants", type=int, default=50, help="tenants on the provider (default: %(default)s)")
+    parser.add_argument("--cases", type=int, default=40, help="cases in each tenant's suite (default: %(default)s)")
+    parser.add_argument("--delay", type=float, default=0.2, help="the provider's answer time, s (default: %(default)s)")
+    parser.add_argument("--down", type=int, default=1, help="tenants whose agent's host is down (default: %(default)s)")
+    parser.add_argument("--timeout", type=float, default=3600, help="give up after this many seconds (default: %(default)s)")
+    args = parser.parse_args()
+
+    server, base_url = chat_server.start(args.delay, REPLY)
+    root = Path(tempfile.mkdtemp(prefix="kindgi-nightly-"))
+    folder = root / "profile"
+    tenants, dead = tenants_file(root, args.tenants, args.cases, args.down)
+    env = {**os.environ, "KINDGI_TENANTS": str(tenants), "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": KEY,
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    try:
+        subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(folder), "--tick-once-after", "20"], env=env, check=True)
+        tick = datetime.fromisoformat(json.loads((folder / "profile.json").read_text())["tick"]).timestamp()
+        os.environ.update(profile_env(folder))
+        import dagster as dg
+
+        instance = dg.DagsterInstance.get()
+        limits = instance.get_concurrency_config().run_queue_config
+        provider_runs = min(t["limit"] for t in limits.tag_concurrency_limits if t["key"].endswith("_provider"))
+        allowed = min(limits.max_concurrent_runs, provider_runs)
+        print(f"{args.tenants} tenants of {args.cases} cases (+{args.down} with the agent down); provider at {args.delay * 1000:.0f} ms; "
+              f"queue: max_concurrent_runs {limits.max_concurrent_runs}, {provider_runs} per provider; waiting for the tick", flush=True)
+        records, in_flight, worker_peak, total_peak = watch(instance, args.tenants + args.down, args.timeout)
+        down = down_statuses({**env, **profile_env(folder)}, dead) if dead else "none"
+        seen = chat_server.stats(base_url)
+    finally:
+        subprocess.run([sys.executable, str(PROFILE), "stop", "--dir", str(folder)], env=env)
+        server.kill()
+        shutil.rmtree(root, ignore_errors=True)
+
+    ends = {r.dagster_run.tags["kindgi/tenant"]: r.end_time for r in records}
+    live = [r for r in records if r.dagster_run.tags["kindgi/tenant"] not in dead]
+    slowest = max(r.end_time - r.start_time for r in records if r.start_time and r.end_time)
+    night = max(e for e in ends.values() if e) - tick
+    waves = math.ceil(len(records) / allowed)  # a down tenant's run still holds a judge provider's slot
+    ideal = waves * slowest
+    statuses = Counter(r.dagster_run.status.value for r in live)
+    keys = Counter(r.dagster_run.tags.get("dagster/run_key") for r in records)
+    bound = provider_runs * CONCURRENCY
+    print(f"night: {night:.1f} s from the tick to the last run's end; {len(live) / night * 3600:.0f} tenants per hour")
+    print(f"queue allows: {waves} waves of {allowed} x the slowest run {slowest:.1f} s = {ideal:.1f} s; "
+          f"ratio {night / ideal:.2f}")
+    print(f"runs: {dict(statuses)}; down tenants' runs: {[r.dagster_run.status.value for r in records if r.dagster_run.tags['kindgi/tenant'] in dead]}, "
+          f"their cases (status, cases, with an error): {down}; "
+          f"lost {args.tenants + args.down - len(records)}; started twice {sum(n - 1 for n in keys.values() if n > 1)}")
+    print(f"runs in flight: peak {max(n for _, n in in_flight)}; over time (s after the tick: runs) "
+          + ", ".join(f"{t - tick:.0f}:{n}" for t, n in in_flight[:: max(1, len(in_flight) // 20)] if t >= tick))
+    print(f"provider: {seen['requests']} requests, peak in flight {seen['peak']} (bound {provider_runs} runs x concurrency "
+          f"{CONCURRENCY} = {bound}){'' if seen['peak'] <= bound else ' EXCEEDED'}")
+    print(f"memory: peak of one run worker {worker_peak / 2**20:.0f} MB, peak of all run workers at once {total_peak / 2**20:.0f} MB")
+    return 0 if seen["peak"] <= bound and len(records) == args.tenants + args.down and all(n == 1 for n in keys.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
