@@ -6,6 +6,7 @@ SIGKILLed in the middle of the night and restarted."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -13,12 +14,15 @@ import sys
 import time
 from datetime import datetime
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 
+from kindgi_eval.store.batches import BATCH_SECONDS
 from kindgi_eval_tests.conftest import GOLDEN, REPO
+from kindgi_eval_tests.fake_provider import Answer, FakeProvider
 from kindgi_eval_tests.inputs.test_tenants_file import entry, tenant_tree, write_tenants
 
 PROFILE = REPO / "deploy" / "production.py"
@@ -44,20 +48,16 @@ def postgres_reachable() -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="module")
-def profile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
-    """The profile started with four tenants declared and the schedule ticking once, soon; stopped after."""
+@contextmanager
+def started(root: Path, tenants: Path, **variables: str) -> Iterator[tuple[Path, dict[str, str]]]:
+    """The profile started in `root/profile` with `tenants` declared and the schedule ticking once, soon; stopped after."""
     postgres_reachable()
-    root = tmp_path_factory.mktemp("night")
-    for name in TENANTS:
-        tenant_tree(root, name, {"golden": GOLDEN})
-    tenants = write_tenants(root / "tenants.toml", *(entry(name) for name in TENANTS))
     folder = root / "profile"
-    env = {**os.environ, "KINDGI_TENANTS": str(tenants)}
-    started = subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(folder), "--tick-once-after", "15"], env=env,
-                             capture_output=True, text=True, timeout=300)
+    env = {**os.environ, "KINDGI_TENANTS": str(tenants), **variables}
+    done = subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(folder), "--tick-once-after", "15"], env=env,
+                          capture_output=True, text=True, timeout=300)
     try:
-        assert started.returncode == 0, started.stderr
+        assert done.returncode == 0, done.stderr
         yield folder, {**env, **profile_env(folder)}
     finally:
         stopped = subprocess.run([sys.executable, str(PROFILE), "stop", "--dir", str(folder)], env=env, capture_output=True,
@@ -65,11 +65,21 @@ def profile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, di
         assert stopped.returncode == 0, stopped.stderr
 
 
+@pytest.fixture(scope="module")
+def profile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
+    """The profile with four tenants on the mock agent."""
+    root = tmp_path_factory.mktemp("night")
+    for name in TENANTS:
+        tenant_tree(root, name, {"golden": GOLDEN})
+    with started(root, write_tenants(root / "tenants.toml", *(entry(name) for name in TENANTS))) as running:
+        yield running
+
+
 def instance_runs(env: dict[str, str]) -> list[dict]:
     """The instance's runs as the daemon and the webserver see them, read from PostgreSQL by another process."""
     read = ("import json, dagster as dg\n"
             "runs = dg.DagsterInstance.get().get_runs()\n"
-            "print(json.dumps([{'status': r.status.value, 'tags': dict(r.tags)} for r in runs]))\n")
+            "print(json.dumps([{'run_id': r.run_id, 'status': r.status.value, 'tags': dict(r.tags)} for r in runs]))\n")
     done = subprocess.run([sys.executable, "-c", read], env=env, capture_output=True, text=True, timeout=120, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -134,3 +144,53 @@ def test_two_registry_servers_share_one_database(profile) -> None:
     assert httpx.post(f"{first}/v1/eval-suites", json=suite, headers=headers, timeout=30).status_code == 201
     read = httpx.get(f"{second}/v1/eval-suites/north.pricing", headers=headers, timeout=30)
     assert read.status_code == 200 and read.json()["suite"]["version"] == "1.0.0"
+
+
+SLOW_CASES = 12
+AGENT_S = 1.5
+REPLY = json.dumps({"messages": ["The Foundation Course is $450. Would you pay upfront or in instalments?"], "escalate": False, "reason": None})
+
+
+def run_workers() -> list[int]:
+    """The PIDs of the run workers on the machine: processes a code server (`dagster api grpc`) spawned."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and b"spawn_main" in (entry / "cmdline").read_bytes():
+                parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
+                if b"grpc" in Path(f"/proc/{parent}/cmdline").read_bytes():
+                    found.append(int(entry.name))
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+def test_a_run_worker_killed_mid_run_is_retried_from_its_recordings(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # one tenant whose agent answers in 1.5 s, one call at a time: the kill lands with replies recorded and more to come
+    root = tmp_path_factory.mktemp("worker")
+    home = tenant_tree(root, "slow", {"golden": None})
+    (home / "evals" / "golden").mkdir(parents=True)
+    case = {"text": "how much is the foundation course?", "expect": {"escalate": False}, "must_contain": ["$450"]}
+    (home / "evals" / "golden" / "cases.jsonl").write_text(
+        "".join(json.dumps({"id": f"case-{n:02d}", **case}) + "\n" for n in range(SLOW_CASES)))
+    tenants = write_tenants(root / "tenants.toml", entry("slow", agent_model="openai:slow-agent", concurrency=1))
+    with FakeProvider(lambda body: Answer(REPLY, delay_s=AGENT_S)) as provider, started(
+        root, tenants, OPENAI_BASE_URL=provider.base_url, OPENAI_API_KEY="sk-test-not-a-real-key"
+    ) as (_, env):
+        deadline = time.monotonic() + NIGHT_S
+        while not (len(provider.requests) >= 3 and run_workers()):
+            assert time.monotonic() < deadline, "no run worker reached the agent"
+            time.sleep(0.2)
+        (worker,) = run_workers()
+        os.kill(worker, signal.SIGKILL)
+        runs = night_until(env, lambda runs: len(runs) == 2 and all(r["status"] in ("SUCCESS", "FAILURE") for r in runs),
+                           "the killed run was not retried to its end")
+        killed, retry = sorted(runs, key=lambda r: "dagster/parent_run_id" in r["tags"])
+        assert (killed["status"], retry["status"]) == ("FAILURE", "SUCCESS")
+        assert retry["tags"]["dagster/parent_run_id"] == killed["run_id"]
+        # the retry resumed from the recordings: every case asked once, but for the call in flight at the kill and the
+        # replies younger than a batch's wait, not yet written (at one call per AGENT_S, at most one)
+        unwritten = math.ceil(BATCH_SECONDS / AGENT_S)
+        assert SLOW_CASES <= len(provider.requests) <= SLOW_CASES + 1 + unwritten, len(provider.requests)
+        counted = json.loads(kindgi(env, "sql", "--format", "json", "SELECT run_id, count(*) AS n FROM statuses GROUP BY 1"))
+        assert counted == [{"run_id": retry["run_id"], "n": SLOW_CASES}]
