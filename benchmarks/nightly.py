@@ -35,7 +35,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # for the server's kindgi_eval_tests.fake_provider
 sys.path.insert(0, str(REPO / "benchmarks"))  # its neighbour chat_server.py
 
+sys.path.insert(0, str(REPO / "deploy"))  # the profile's own script
+
 import chat_server  # noqa: E402
+import production  # noqa: E402
 
 PROFILE = REPO / "deploy" / "production.py"
 DEMO_TENANT = REPO / "kindgi_eval" / "demo_tenant" / "tenant.toml"
@@ -77,31 +80,6 @@ def closed_port() -> int:
         return s.getsockname()[1]
 
 
-def profile_env(folder: Path) -> dict[str, str]:
-    pairs = (line.removeprefix("export ").split("=", 1) for line in (folder / "env").read_text().splitlines())
-    return {key: value.strip("'") for key, value in pairs}
-
-
-def run_workers() -> dict[int, int]:
-    """RSS in bytes of every run worker on the machine, by PID: a run is a process the code server spawns (Python's
-    multiprocessing `spawn_main`) under `dagster api grpc`."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if b"spawn_main" not in (entry / "cmdline").read_bytes():
-                continue
-            parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
-            if b"grpc" not in Path(f"/proc/{parent}/cmdline").read_bytes():
-                continue
-            rss_pages = int((entry / "statm").read_text().split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        found[int(entry.name)] = rss_pages * os.sysconf("SC_PAGE_SIZE")
-    return found
-
-
 def down_statuses(env: dict[str, str], dead: list[str]) -> str:
     """How the cases of the tenants whose agent is down ended, from the store."""
     names = ", ".join(f"'{name}.night'" for name in dead)
@@ -123,10 +101,10 @@ def watch(instance, expected: int, timeout: float) -> tuple[list, list[tuple[flo
         records = instance.get_run_records()
         running = sum(1 for r in records if r.dagster_run.status in (DagsterRunStatus.STARTING, DagsterRunStatus.STARTED))
         in_flight.append((time.time(), running))
-        workers = run_workers()
+        workers = [p.rss for p in production.run_workers()]
         if workers:
-            worker_peak = max(worker_peak, *workers.values())
-            total_peak = max(total_peak, sum(workers.values()))
+            worker_peak = max(worker_peak, *workers)
+            total_peak = max(total_peak, sum(workers))
         if len(records) >= expected and all(r.dagster_run.status.value in TERMINAL for r in records):
             return records, in_flight, worker_peak, total_peak
         time.sleep(0.5)
@@ -151,7 +129,7 @@ def main() -> int:
     try:
         subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(folder), "--tick-once-after", "20"], env=env, check=True)
         tick = datetime.fromisoformat(json.loads((folder / "profile.json").read_text())["tick"]).timestamp()
-        os.environ.update(profile_env(folder))
+        os.environ.update(production.read_env(folder))
         import dagster as dg
 
         instance = dg.DagsterInstance.get()
@@ -161,7 +139,7 @@ def main() -> int:
         print(f"{args.tenants} tenants of {args.cases} cases (+{args.down} with the agent down); provider at {args.delay * 1000:.0f} ms; "
               f"queue: max_concurrent_runs {limits.max_concurrent_runs}, {provider_runs} per provider; waiting for the tick", flush=True)
         records, in_flight, worker_peak, total_peak = watch(instance, args.tenants + args.down, args.timeout)
-        down = down_statuses({**env, **profile_env(folder)}, dead) if dead else "none"
+        down = down_statuses({**env, **production.read_env(folder)}, dead) if dead else "none"
         seen = chat_server.stats(base_url)
     finally:
         subprocess.run([sys.executable, str(PROFILE), "stop", "--dir", str(folder)], env=env)

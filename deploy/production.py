@@ -41,6 +41,7 @@ import urllib.error
 import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 DEPLOY = Path(__file__).resolve().parent
 INSTANCE_YAML = DEPLOY / "dagster-postgres.yaml"
@@ -48,6 +49,7 @@ BUCKET = "kindgi"
 STATE = "profile.json"
 READY_S = 120.0
 """How long each service may take to answer before `start` gives up and stops what it started."""
+PAGE = os.sysconf("SC_PAGE_SIZE")
 STOP_S = 20.0
 """How long a process has to exit after SIGTERM before it is killed."""
 
@@ -314,18 +316,43 @@ def stop(profile: Profile) -> None:
     profile.save()
 
 
-def running_processes() -> dict[int, int]:
-    """Every live process on the machine and its process group (a zombie, dead but not yet reaped, is not live)."""
+class Process(NamedTuple):
+    pid: int
+    parent: int
+    group: int
+    rss: int
+    """Resident memory, bytes."""
+    command: bytes
+    """The command line, its arguments separated by NUL."""
+
+
+def running_processes() -> dict[int, Process]:
+    """Every live process on the machine, by PID (a zombie, dead but not yet reaped, is not live)."""
     found = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                command = (entry / "cmdline").read_bytes()
             except (OSError, IndexError):
                 continue
             if fields[0] not in ("Z", "X"):
-                found[int(entry.name)] = int(fields[2])
+                pid = int(entry.name)
+                found[pid] = Process(pid, int(fields[1]), int(fields[2]), int(fields[21]) * PAGE, command)
     return found
+
+
+def run_workers() -> list[Process]:
+    """The run workers on the machine: the processes a code server (`dagster api grpc`) spawned to execute a run."""
+    processes = running_processes()
+    return [p for p in processes.values()
+            if b"spawn_main" in p.command and p.parent in processes and b"grpc" in processes[p.parent].command]
+
+
+def read_env(folder: Path) -> dict[str, str]:
+    """The variables `start` wrote to `<folder>/env`, as `. env` sets them."""
+    pairs = (line.removeprefix("export ").split("=", 1) for line in (folder / "env").read_text().splitlines())
+    return {key: shlex.split(value)[0] if value else "" for key, value in pairs}
 
 
 def terminate(pids: dict[str, int]) -> None:
@@ -342,7 +369,7 @@ def terminate(pids: dict[str, int]) -> None:
         time.sleep(0.2)
         for pid in left.values():
             reap(pid)
-        groups = set(running_processes().values())
+        groups = {p.group for p in running_processes().values()}
         left = {name: pid for name, pid in left.items() if pid in groups}
     for name, pid in left.items():
         print(f"{name} (process group {pid}) did not stop within {STOP_S:.0f} s; killing it", file=sys.stderr)

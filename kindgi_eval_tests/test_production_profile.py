@@ -26,16 +26,12 @@ from kindgi_eval_tests.fake_provider import Answer, FakeProvider
 from kindgi_eval_tests.inputs.test_tenants_file import entry, tenant_tree, write_tenants
 
 PROFILE = REPO / "deploy" / "production.py"
+sys.path.insert(0, str(PROFILE.parent))
+import production  # noqa: E402 - the profile's own script, for its reading of its processes and its env file
 TENANTS = ("north", "south", "east", "west")
 NIGHT_S = 240.0
 """The tick comes within a minute or two; four runs of the golden suite, two at a time (the mock provider's limit),
 follow."""
-
-
-def profile_env(folder: Path) -> dict[str, str]:
-    """The variables `start` wrote to `<folder>/env`, as `. env` would set them."""
-    pairs = (line.removeprefix("export ").split("=", 1) for line in (folder / "env").read_text().splitlines())
-    return {key: value.strip("'") for key, value in pairs}
 
 
 def postgres_reachable() -> None:
@@ -58,7 +54,7 @@ def started(root: Path, tenants: Path, **variables: str) -> Iterator[tuple[Path,
                           capture_output=True, text=True, timeout=300)
     try:
         assert done.returncode == 0, done.stderr
-        yield folder, {**env, **profile_env(folder)}
+        yield folder, {**env, **production.read_env(folder)}
     finally:
         stopped = subprocess.run([sys.executable, str(PROFILE), "stop", "--dir", str(folder)], env=env, capture_output=True,
                                  text=True, timeout=120)
@@ -160,20 +156,6 @@ AGENT_S = 1.5
 REPLY = json.dumps({"messages": ["The Foundation Course is $450. Would you pay upfront or in instalments?"], "escalate": False, "reason": None})
 
 
-def run_workers() -> list[int]:
-    """The PIDs of the run workers on the machine: processes a code server (`dagster api grpc`) spawned."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and b"spawn_main" in (entry / "cmdline").read_bytes():
-                parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
-                if b"grpc" in Path(f"/proc/{parent}/cmdline").read_bytes():
-                    found.append(int(entry.name))
-        except (OSError, IndexError):
-            continue
-    return found
-
-
 def test_a_run_worker_killed_mid_run_is_retried_from_its_recordings(tmp_path_factory: pytest.TempPathFactory) -> None:
     # one tenant whose agent answers in 1.5 s, one call at a time: the kill lands with replies recorded and more to come
     root = tmp_path_factory.mktemp("worker")
@@ -187,11 +169,11 @@ def test_a_run_worker_killed_mid_run_is_retried_from_its_recordings(tmp_path_fac
         root, tenants, OPENAI_BASE_URL=provider.base_url, OPENAI_API_KEY="sk-test-not-a-real-key"
     ) as (_, env):
         deadline = time.monotonic() + NIGHT_S
-        while not (len(provider.requests) >= 3 and run_workers()):
+        while not (len(provider.requests) >= 3 and production.run_workers()):
             assert time.monotonic() < deadline, "no run worker reached the agent"
             time.sleep(0.2)
-        (worker,) = run_workers()
-        os.kill(worker, signal.SIGKILL)
+        (worker,) = production.run_workers()
+        os.kill(worker.pid, signal.SIGKILL)
         runs = night_until(env, lambda runs: len(runs) == 2 and all(r["status"] in ("SUCCESS", "FAILURE") for r in runs),
                            "the killed run was not retried to its end")
         killed, retry = sorted(runs, key=lambda r: "dagster/parent_run_id" in r["tags"])
