@@ -41,7 +41,7 @@ import urllib.error
 import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, NoReturn
 
 DEPLOY = Path(__file__).resolve().parent
 INSTANCE_YAML = DEPLOY / "dagster-postgres.yaml"
@@ -52,6 +52,13 @@ READY_S = 120.0
 PAGE = os.sysconf("SC_PAGE_SIZE")
 STOP_S = 20.0
 """How long a process has to exit after SIGTERM before it is killed."""
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a file only its owner can read: the profile's state, environment and services hold its passwords."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
 
 
 def free_port() -> int:
@@ -75,7 +82,13 @@ def wait_until(what: str, ready, process: subprocess.Popen | None, log: Path | N
     fail(f"{what} did not answer within {READY_S:.0f} s", log)
 
 
-def fail(message: str, log: Path | None) -> None:
+def refuse(message: str) -> NoReturn:
+    """What was asked cannot be done to this profile: the reason on standard error, exit status 2, nothing changed."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def fail(message: str, log: Path | None) -> NoReturn:
     tail = "\n".join(log.read_text(errors="replace").splitlines()[-20:]) if log is not None and log.exists() else ""
     raise SystemExit(f"error: {message}" + (f"; the end of {log}:\n{tail}" if tail else ""))
 
@@ -98,7 +111,7 @@ class Profile:
         self.state: dict = json.loads(self.state_file.read_text()) if self.state_file.exists() else {"pids": {}}
 
     def save(self) -> None:
-        self.state_file.write_text(json.dumps(self.state, indent=2) + "\n")
+        write_private(self.state_file, json.dumps(self.state, indent=2) + "\n")
 
     def spawn(self, name: str, argv: list[str], env: dict[str, str], ready: str) -> subprocess.Popen:
         """Start `argv` in a session of its own (so `stop` ends its children with it), logging to logs/<name>.log.
@@ -110,9 +123,7 @@ class Profile:
                                        cwd=self.dir, start_new_session=True)
         services = self.dir / "services"
         services.mkdir(mode=0o700, exist_ok=True)
-        kept = services / f"{name}.json"
-        kept.touch(mode=0o600)
-        kept.write_text(json.dumps({"argv": argv, "env": env, "ready": ready}))
+        write_private(services / f"{name}.json", json.dumps({"argv": argv, "env": env, "ready": ready}))
         self.state["pids"][name] = process.pid
         self.save()
         return process
@@ -224,7 +235,7 @@ def s3(profile: Profile, python: str) -> dict[str, str]:
 def dagster_home(profile: Profile) -> Path:
     """DAGSTER_HOME holding the production instance and the workspace the daemon and the webserver load."""
     home = profile.dir / "dagster"
-    home.mkdir()
+    home.mkdir(exist_ok=True)  # a profile started again after `stop`: its files are written afresh
     shutil.copyfile(INSTANCE_YAML, home / "dagster.yaml")
     (home / "workspace.yaml").write_text("load_from:\n  - python_module:\n      module_name: kindgi_eval.defs.definitions\n"
                                          "      location_name: kindgi_eval\n")
@@ -233,7 +244,7 @@ def dagster_home(profile: Profile) -> Path:
 
 def start(profile: Profile, registry_servers: int, tick_after: float | None) -> None:
     if profile.state["pids"]:
-        raise SystemExit(f"error: a profile is already started in {profile.dir}; stop it first: "
+        refuse(f"a profile is already started in {profile.dir}; stop it first: "
                          f"python deploy/production.py stop --dir {shlex.quote(str(profile.dir))}")
     profile.dir.mkdir(parents=True, exist_ok=True)
     profile.logs.mkdir(exist_ok=True)
@@ -271,7 +282,7 @@ def start(profile: Profile, registry_servers: int, tick_after: float | None) -> 
     except BaseException:
         stop(profile)
         raise
-    (profile.dir / "env").write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in sorted(env.items())))
+    write_private(profile.dir / "env", "".join(f"export {k}={shlex.quote(v)}\n" for k, v in sorted(env.items())))
     profile.state |= {"ui": f"http://127.0.0.1:{ui_port}", "registry": [f"http://127.0.0.1:{p}" for p in registry_ports],
                       "s3": env["AWS_ENDPOINT_URL"]}
     profile.save()
@@ -293,9 +304,9 @@ def restart(profile: Profile, name: str) -> None:
     Its old process group is left alone (the children it launched may still be finishing runs) and stopped by `stop`."""
     pid = profile.state["pids"].get(name)
     if pid is None:
-        raise SystemExit(f"error: no service {name!r} in {profile.dir}; its services: {', '.join(profile.state['pids']) or 'none'}")
+        refuse(f"no service {name!r} in {profile.dir}; its services: {', '.join(profile.state['pids']) or 'none'}")
     if pid in running_processes():
-        raise SystemExit(f"error: {name} (pid {pid}) is still running; restart starts a service whose process has died")
+        refuse(f"{name} (pid {pid}) is still running; restart starts a service whose process has died")
     profile.state.setdefault("retired", []).append(pid)
     kept = json.loads((profile.dir / "services" / f"{name}.json").read_text())
     profile.wait(name, profile.spawn(name, kept["argv"], kept["env"], kept["ready"]))
@@ -398,6 +409,11 @@ def main() -> None:
                         "daemon starts, instead of at 02:00 (a night on demand, started by the schedule itself)")
     args = parser.parse_args()
     profile = Profile(args.dir)
+    if args.command != "start" and not profile.state_file.exists():
+        if args.command == "stop":
+            print(f"no profile in {profile.dir}: nothing to stop")
+            return
+        refuse(f"no profile in {profile.dir}; start one: python deploy/production.py start --dir {args.dir}")
     if args.command == "start":
         start(profile, max(1, args.registry_servers), args.tick_once_after)
     elif args.command == "restart":
