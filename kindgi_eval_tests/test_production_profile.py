@@ -80,10 +80,11 @@ def instance_runs(env: dict[str, str]) -> list[dict]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def kindgi(env: dict[str, str], *args: str) -> str:
+def kindgi(env: dict[str, str], *args: str, exits: tuple[int, ...] = (0,)) -> str:
+    """`kindgi-eval ARGS` with the profile's variables; its standard output, once it exited as expected."""
     done = subprocess.run([str(Path(sys.executable).parent / "kindgi-eval"), *args], env=env, capture_output=True, text=True,
                           timeout=180, cwd=REPO)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode in exits, done.stderr
     return done.stdout
 
 
@@ -135,6 +136,16 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_killed_
     counted = json.loads(kindgi(env, "sql", "--format", "json", "SELECT suite, count(*) AS n FROM statuses GROUP BY 1 ORDER BY 1"))
     cases = sum(1 for line in (GOLDEN / "cases.jsonl").read_text().splitlines() if line.strip())
     assert counted == [{"suite": f"{name}.golden", "n": cases} for name in sorted(TENANTS)]
+    # a replay re-judges a night's run from the S3 store into it (the tenant's configuration named, as for any tenant
+    # but the demo), diff compares the two, report writes one of them
+    night = next(r["run_id"] for r in runs if r["tags"]["kindgi/tenant"] == "north")
+    replayed = kindgi(env, "replay", "--from", night, "--judge-model", "mock:demo-judge", "--config-dir", str(folder.parent / "north" / "config"),
+                      "--json", str(folder / "replay.json"), exits=(1,))  # the demo judge fails one golden case
+    replay = json.loads((folder / "replay.json").read_text())["run_id"]
+    assert replay != night and "judged-fail" in replayed
+    assert "reviewed -> judged-pass" in kindgi(env, "diff", night, replay)
+    kindgi(env, "report", replay, "--html", str(folder / "report.html"))
+    assert "north.golden" in (folder / "report.html").read_text()
     assert not (folder / "home" / "store").exists()  # nothing fell back to a local folder
 
 
