@@ -55,3 +55,12 @@ def test_a_benchmark_runs_without_pytest(script: str, args: tuple[str, ...]) -> 
     assert done.returncode == 0, done.stderr
     assert "ModuleNotFoundError" not in done.stderr
     assert "peak" in done.stdout  # it got as far as printing its figures
+
+
+def test_the_nightly_benchmark_loads_without_pytest() -> None:
+    # a night takes minutes and PostgreSQL (the profile's test runs the same profile); here, that the script and the
+    # profile's script it imports load from the plain install
+    done = run_without_pytest("nightly.py", "--help")
+    assert done.returncode == 0, done.stderr
+    assert "usage:" in done.stdout and "--tenants" in done.stdout
+
