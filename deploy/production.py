@@ -18,7 +18,8 @@
 
 Every process inherits the caller's environment (KINDGI_TENANTS, provider keys) plus the profile's variables,
 which `start` writes to `<dir>/env` for a shell to source. `stop` stops each process by the PID `start` recorded
-(its process group: the daemon's code server and run workers go with it), then the profile's own cluster if any.
+(its process group: the daemon's code server and run workers go with it), then drops the profile's databases, or
+stops and removes its own cluster.
 Nothing here is needed for a run on one machine: `kindgi-eval run` needs none of it.
 """
 
