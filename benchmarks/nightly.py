@@ -89,9 +89,9 @@ def down_statuses(env: dict[str, str], dead: list[str]) -> str:
     return " ".join(done.stdout.split()) if done.returncode == 0 else done.stderr.strip()
 
 
-def watch(instance, expected: int, timeout: float) -> tuple[list, list[tuple[float, int]], int, int]:
+def watch(instance, daemon: int, expected: int, timeout: float) -> tuple[list, list[tuple[float, int]], int, int]:
     """Poll the instance until `expected` runs have ended: the run records, (time, runs in flight) samples, and the
-    peak RSS of one run worker and of all of them at once."""
+    peak RSS of one of the run workers `daemon` launched and of all of them at once."""
     from dagster import DagsterRunStatus
 
     in_flight: list[tuple[float, int]] = []
@@ -101,7 +101,7 @@ def watch(instance, expected: int, timeout: float) -> tuple[list, list[tuple[flo
         records = instance.get_run_records()
         running = sum(1 for r in records if r.dagster_run.status in (DagsterRunStatus.STARTING, DagsterRunStatus.STARTED))
         in_flight.append((time.time(), running))
-        workers = [p.rss for p in production.run_workers()]
+        workers = [p.rss for p in production.run_workers(daemon)]
         if workers:
             worker_peak = max(worker_peak, *workers)
             total_peak = max(total_peak, sum(workers))
@@ -138,7 +138,8 @@ def main() -> int:
         allowed = min(limits.max_concurrent_runs, provider_runs)
         print(f"{args.tenants} tenants of {args.cases} cases (+{args.down} with the agent down); provider at {args.delay * 1000:.0f} ms; "
               f"queue: max_concurrent_runs {limits.max_concurrent_runs}, {provider_runs} per provider; waiting for the tick", flush=True)
-        records, in_flight, worker_peak, total_peak = watch(instance, args.tenants + args.down, args.timeout)
+        daemon = json.loads((folder / "profile.json").read_text())["pids"]["daemon"]
+        records, in_flight, worker_peak, total_peak = watch(instance, daemon, args.tenants + args.down, args.timeout)
         down = down_statuses({**env, **production.read_env(folder)}, dead) if dead else "none"
         seen = chat_server.stats(base_url)
     finally:

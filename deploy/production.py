@@ -354,11 +354,20 @@ def running_processes() -> dict[int, Process]:
     return found
 
 
-def run_workers() -> list[Process]:
-    """The run workers on the machine: the processes a code server (`dagster api grpc`) spawned to execute a run."""
+def run_workers(daemon: int) -> list[Process]:
+    """The run workers the daemon with PID `daemon` launched: the processes its code server (`dagster api grpc`)
+    spawned to execute a run. Another profile's on the same machine are not among them."""
     processes = running_processes()
+
+    def descends(p: Process) -> bool:
+        while p.parent in processes:
+            if p.parent == daemon:
+                return True
+            p = processes[p.parent]
+        return False
+
     return [p for p in processes.values()
-            if b"spawn_main" in p.command and p.parent in processes and b"grpc" in processes[p.parent].command]
+            if b"spawn_main" in p.command and p.parent in processes and b"grpc" in processes[p.parent].command and descends(p)]
 
 
 def read_env(folder: Path) -> dict[str, str]:

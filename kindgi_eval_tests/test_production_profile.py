@@ -178,12 +178,13 @@ def test_a_run_worker_killed_mid_run_is_retried_from_its_recordings(tmp_path_fac
     tenants = write_tenants(root / "tenants.toml", entry("slow", agent_model="openai:slow-agent", concurrency=1))
     with FakeProvider(lambda body: Answer(REPLY, delay_s=AGENT_S)) as provider, started(
         root, tenants, OPENAI_BASE_URL=provider.base_url, OPENAI_API_KEY="sk-test-not-a-real-key"
-    ) as (_, env):
+    ) as (folder, env):
+        daemon = json.loads((folder / "profile.json").read_text())["pids"]["daemon"]
         deadline = time.monotonic() + NIGHT_S
-        while not (len(provider.requests) >= 3 and production.run_workers()):
+        while not (len(provider.requests) >= 3 and production.run_workers(daemon)):
             assert time.monotonic() < deadline, "no run worker reached the agent"
             time.sleep(0.2)
-        (worker,) = production.run_workers()
+        (worker,) = production.run_workers(daemon)
         os.kill(worker.pid, signal.SIGKILL)
         runs = night_until(env, lambda runs: len(runs) == 2 and all(r["status"] in ("SUCCESS", "FAILURE") for r in runs),
                            "the killed run was not retried to its end")
