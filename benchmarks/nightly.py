@@ -22,7 +22,6 @@ import json
 import math
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -52,7 +51,7 @@ TERMINAL = {"SUCCESS", "FAILURE", "CANCELED"}
 
 def tenants_file(root: Path, tenants: int, cases: int, down: int) -> tuple[Path, list[str]]:
     """`tenants` tenants on the fake provider and `down` on a dead host, each with one suite; the file and the dead names."""
-    dead_port = closed_port()
+    dead_port = production.free_port()  # nothing listens there: the agent's host refuses connections
     entries, dead = [], []
     for n in range(tenants + down):
         name = f"tenant-{n:03d}"
@@ -72,12 +71,6 @@ def tenants_file(root: Path, tenants: int, cases: int, down: int) -> tuple[Path,
     path = root / "tenants.toml"
     path.write_text("\n".join(entries))
     return path, dead
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def down_statuses(env: dict[str, str], dead: list[str]) -> str:
