@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from kindgi_eval.cli.registry import serve, suites, tokens
+from kindgi_eval.cli.registry import catalogue, serve, suites, tokens
 from kindgi_eval.cli.review import review
 from kindgi_eval.cli.run import replay, run, validate
 from kindgi_eval.cli.store import compact, diff, prune, report, sql
 
-COMMANDS = (run, replay, validate, sql, diff, report, suites, prune, compact, serve, tokens, review)
+COMMANDS = (run, replay, validate, sql, diff, report, suites, catalogue, prune, compact, serve, tokens, review)
 """Every top-level command and command group; `--help` lists them by name."""
 
 

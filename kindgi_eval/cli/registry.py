@@ -1,5 +1,5 @@
-"""`kindgi-eval suites publish|list|show|pull`, `serve` and `tokens issue|list|revoke`: the suite registry's client,
-its server, and its bearer tokens."""
+"""`kindgi-eval suites publish|list|show|pull`, `catalogue list|publish|pull`, `serve` and `tokens issue|list|revoke`:
+the suite registry's client, its server, and its bearer tokens."""
 
 from __future__ import annotations
 
@@ -82,8 +82,8 @@ def suites_publish(path: str, suite_id: str | None, version: str | None, tenant:
         if not isinstance(spec, dict):
             raise InputError([Problem(path, None, "spec", "must be an object for --handler to fill its handler.")])
         spec["handler"] = handler_of_file(handler, source if source.is_dir() else source.parent)
-    suite = checked_suite(document, path, table)
     client = registry_client()
+    suite = checked_suite(document, path, table, client)
     status, stored = client.publish(suite_document(suite))
     said = "published" if status == 201 else "already published, with the same content"
     click.echo(f"{said}: {stored['suite']['id']} {stored['suite']['version']} ({suite.kind}) sha256 {stored['hash']}")
@@ -154,6 +154,82 @@ def suites_pull(suite_id: str, folder: str, version: str | None) -> None:
     click.echo(f"wrote {', '.join(f'{target}/{n}' for n in files)} of {suite_id} {suite['version']} ({suite['kind']})")
 
 
+@click.group(short_help="The catalogue of standard suites every tenant's benchmark suites name.")
+def catalogue() -> None:
+    """The registry's catalogue of standard suites: every tenant reads it, a benchmark suite names one of its entries
+    (`{"benchmark": {"name": "kindgi/golden", "version": "1.0.0"}}`), and only an operator's token publishes to it. An
+    entry is a conversation suite's files under a name and a version, immutable like a suite's version. The registry
+    is KINDGI_REGISTRY_URL, with the token KINDGI_REGISTRY_TOKEN.
+    """
+
+
+@catalogue.command("list", short_help="Every entry of the catalogue.")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@input_errors
+@registry_errors
+def catalogue_list(fmt: str) -> None:
+    """Every entry of the catalogue by name, the newest version of each first.
+
+    \b
+    Example:
+      kindgi-eval catalogue list
+    """
+    from kindgi_eval.store import format_rows
+
+    rows = [(e.name, e.version, e.hash, e.published_at, e.description) for e in registry_client().catalogue_entries()]
+    click.echo(format_rows(["name", "version", "sha256", "published_at", "description"], rows, fmt), nl=False)
+
+
+@catalogue.command("publish", short_help="Publish a suite folder as a catalogue entry (an operator's token).")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False))
+@click.option("--name", required=True, metavar="OWNER/SUITE", help="The entry's name, e.g. kindgi/golden.")
+@click.option("--version", required=True, help="Its semver version, greater than the newest of that name.")
+@click.option("--description", default="", help="What the suite measures, for a person.")
+@input_errors
+@registry_errors
+def catalogue_publish(folder: str, name: str, version: str, description: str) -> None:
+    """Publish FOLDER's cases.jsonl and calibration.jsonl as the entry NAME VERSION of the catalogue, byte for byte;
+    every problem in them is reported by file and line here, before anything is sent.
+
+    \b
+    Example:
+      export KINDGI_REGISTRY_TOKEN="$(kindgi-eval tokens issue --scope operator --name catalogue)"
+      kindgi-eval catalogue publish standards/objections --name kindgi/objections --version 1.0.0
+    """
+    texts = _folder_texts(Path(folder))
+    status, entry = registry_client().publish_entry(name, version, description, texts)
+    said = "published" if status == 201 else "already published, with the same content"
+    click.echo(f"{said}: catalogue entry {entry.name} {entry.version} sha256 {entry.hash}")
+
+
+@catalogue.command("pull", short_help="Write a catalogue entry's files into a folder.")
+@click.argument("name", metavar="OWNER/SUITE")
+@click.argument("version")
+@click.argument("folder", type=click.Path(file_okay=False))
+@input_errors
+@registry_errors
+def catalogue_pull(name: str, version: str, folder: str) -> None:
+    """Write the entry NAME VERSION's files into FOLDER (created if needed), byte for byte as it was published.
+
+    \b
+    Example:
+      kindgi-eval catalogue pull kindgi/golden 1.0.0 golden/
+    """
+    entry = registry_client().catalogue_entry(name, version)
+    if entry is None:
+        raise InputError([Problem(f"{name} {version}", None, None, "the catalogue holds no such entry. List it with: kindgi-eval "
+                                  "catalogue list")])
+    for file in sorted(entry.files):
+        if file not in (CASES_FILE, CALIBRATION_FILE):
+            raise InputError([Problem(f"{name} {version}", None, None, f"the registry answered a file {file[:80]!r}, which no "
+                                      "suite folder holds; nothing was written.")])
+    target = Path(folder)
+    target.mkdir(parents=True, exist_ok=True)
+    for file, text in entry.files.items():
+        write_bytes_atomically(target / file, text.encode("utf-8"))
+    click.echo(f"wrote {', '.join(f'{target}/{n}' for n in sorted(entry.files))} of catalogue entry {name} {version}")
+
+
 def _registry_store() -> RegistryStore:
     """The registry's storage, named once here at the edge: KINDGI_REGISTRY_DB, else registry.sqlite in the runtime folder."""
     from kindgi_eval.registry import database_url, open_store
@@ -197,20 +273,23 @@ def tokens() -> None:
 
 
 @tokens.command("issue", short_help="Make a token for a tenant and print its secret once.")
-@click.option("--tenant", required=True, metavar="TENANT", help="The tenant every request with the token acts for.")
+@click.option("--tenant", metavar="TENANT", help="The tenant every request with the token acts for (not given to an operator token).")
 @click.option("--name", default="", metavar="NAME", help="What the token is for, e.g. ci or alice-laptop.")
-@click.option("--scope", type=click.Choice(["read", "publish"]), default="publish", show_default=True,
-              help="read: list, show and pull suites (what a nightly runner needs); publish: those and publishing.")
+@click.option("--scope", type=click.Choice(["read", "publish", "operator"]), default="publish", show_default=True,
+              help="read: list, show and pull suites (what a nightly runner needs); publish: those and publishing; "
+              "operator: publish to the catalogue every tenant reads, acting for no tenant.")
 @click.option("--expires-in", metavar="LIFETIME", help="How long it is accepted, e.g. 30m, 12h, 90d or 2w; default until revoked.")
 @input_errors
-def tokens_issue(tenant: str, name: str, scope: str, expires_in: str | None) -> None:
+def tokens_issue(tenant: str | None, name: str, scope: str, expires_in: str | None) -> None:
     """Make a token for TENANT and print its secret on stdout, once: the registry keeps only its SHA-256. A read token
-    cannot publish (403); an expired one is refused (401).
+    cannot publish (403); an expired one is refused (401). Every token reads the catalogue; only an operator token,
+    which acts for no tenant, publishes to it.
 
     \b
     Examples:
       export KINDGI_REGISTRY_TOKEN="$(kindgi-eval tokens issue --tenant acme --name ci)"
       kindgi-eval tokens issue --tenant acme --name nightly --scope read --expires-in 90d
+      kindgi-eval tokens issue --scope operator --name catalogue
     """
     from kindgi_eval.registry import lifetime
 
@@ -222,8 +301,8 @@ def tokens_issue(tenant: str, name: str, scope: str, expires_in: str | None) -> 
     click.echo(token.secret)
     named = f" ({token.name})" if token.name else ""
     until = f", until {token.expires_at}" if token.expires_at else ""
-    click.echo(f"issued {token.id} for tenant {token.tenant}{named}, scope {token.scope}{until}; the secret above is shown only "
-               "now. Keep it.", err=True)
+    whom = f"tenant {token.tenant}" if token.tenant else "the catalogue"
+    click.echo(f"issued {token.id} for {whom}{named}, scope {token.scope}{until}; the secret above is shown only now. Keep it.", err=True)
 
 
 @tokens.command("list", short_help="Show every token: id, tenant, name, scope, created, expires, last used, revoked.")

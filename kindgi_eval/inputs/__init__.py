@@ -1,6 +1,6 @@
 """Every file and variable a run reads: suite folders, tenant.toml, the tenants file, the run settings. Imports rules."""
 
-from kindgi_eval.inputs.catalogue import Benchmark, CATALOGUE, catalogue_listing, find_benchmark, load_benchmark
+from kindgi_eval.inputs.catalogue import CATALOGUE_SEED, Seed
 from kindgi_eval.inputs.file_limits import CONFIG_FILE_LIMIT, SUITE_FILE_LIMIT, FileTooLarge, mib, read_limited
 from kindgi_eval.inputs.resume import changes_since, manifest_of, resumed_settings
 from kindgi_eval.inputs.review_file import LABELS, REVIEW_COLUMNS, LabelFile, LabelLine, QueueKeys, check_labels, read_label_file
@@ -17,6 +17,7 @@ from kindgi_eval.inputs.suite_folder import (
     SuiteItems,
     SuiteModels,
     check_suite_items,
+    folder_hash,
     has_calibration_file,
     load_checked_suite,
     load_suite,
@@ -39,4 +40,4 @@ from kindgi_eval.inputs.tenants_file import (
     variant_settings,
 )
 
-__all__ = ["LABELS", "REVIEW_COLUMNS", "LabelFile", "LabelLine", "QueueKeys", "check_labels", "read_label_file", "Benchmark", "CALIBRATION_FILE", "CASES_FILE", "CATALOGUE", "CONFIG_FILE_LIMIT", "DEFAULT_MODEL_TIMEOUT_S", "HANDLER_FILE", "DeclaredAgent", "FOLDER_KIND", "FileTooLarge", "ModelsOf", "REGISTRY_FILE", "RegisteredAs", "RunSettings", "SETTING", "SETTINGS", "SUITE_FILE_LIMIT", "Suite", "SuiteItems", "SuiteModels", "TAG_RESULT", "TAG_SUITE", "TAG_TENANT", "TENANTS_ENV", "TenantSuite", "catalogue_listing", "changes_since", "check_suite_items", "declared_variant", "find_benchmark", "folder_key", "has_calibration_file", "load_benchmark", "load_checked_suite", "load_suite", "load_tenant", "load_tenants", "manifest_of", "mib", "pairwise_variants", "read_limited", "registered_name", "registry_key", "resolve_settings", "resumed_settings", "suite_key", "variant_settings"]
+__all__ = ["LABELS", "REVIEW_COLUMNS", "LabelFile", "LabelLine", "QueueKeys", "check_labels", "read_label_file", "CATALOGUE_SEED", "Seed", "CALIBRATION_FILE", "CASES_FILE", "CONFIG_FILE_LIMIT", "DEFAULT_MODEL_TIMEOUT_S", "HANDLER_FILE", "DeclaredAgent", "FOLDER_KIND", "FileTooLarge", "ModelsOf", "REGISTRY_FILE", "RegisteredAs", "RunSettings", "SETTING", "SETTINGS", "SUITE_FILE_LIMIT", "Suite", "SuiteItems", "SuiteModels", "TAG_RESULT", "TAG_SUITE", "TAG_TENANT", "TENANTS_ENV", "TenantSuite", "changes_since", "check_suite_items", "declared_variant", "folder_hash", "folder_key", "has_calibration_file", "load_checked_suite", "load_suite", "load_tenant", "load_tenants", "manifest_of", "mib", "pairwise_variants", "read_limited", "registered_name", "registry_key", "resolve_settings", "resumed_settings", "suite_key", "variant_settings"]

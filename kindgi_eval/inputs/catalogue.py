@@ -1,8 +1,6 @@
-"""The benchmark catalogue: standard suites shipped inside the package, each by name and version, content pinned.
-
-A `benchmark` suite of the registry names one entry (`{"benchmark": {"name": "kindgi/golden", "version": "1.0.0"}}`);
-a run evaluates that entry's folder like any suite folder and records its name, version and content hash. An entry
-is immutable: its files must hash to the pinned SHA-256, so changing them means adding a new version.
+"""The catalogue's first entry, shipped inside the package: the demo tenant's golden set, from which a registry's
+catalogue of standard suites is seeded once, when its database is made. The registry holds the entries and answers
+every lookup; this folder is only where the first one comes from.
 """
 
 from __future__ import annotations
@@ -10,53 +8,36 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from kindgi_eval.inputs.suite_folder import ModelsOf, Suite, load_suite
-from kindgi_eval.rules import InputError, Problem
-
-CATALOGUE_DIR = Path(__file__).parent / "catalogue"
-"""Where the entries' folders are: `<name>/<version>/` holding cases.jsonl and calibration.jsonl."""
+from kindgi_eval.inputs.suite_folder import CALIBRATION_FILE, CASES_FILE, folder_hash
 
 
-class Benchmark(NamedTuple):
-    """One catalogue entry."""
+class Seed(NamedTuple):
+    """A catalogue entry shipped as a suite folder, its content pinned."""
 
     name: str
     version: str
     sha256: str
-    """The content hash of its files (as a suite folder's hash is computed), pinned when the entry was added."""
+    """The content hash of its files (`folder_hash`), pinned when the entry was added: a catalogue entry never changes."""
     description: str
 
     @property
     def folder(self) -> Path:
-        """The entry's suite folder."""
-        return CATALOGUE_DIR / self.name / self.version
+        """The entry's suite folder: cases.jsonl and calibration.jsonl."""
+        return Path(__file__).parent / "catalogue" / self.name / self.version
+
+    def files(self) -> dict[str, str]:
+        """Its files' texts by name; ValueError when they no longer hash to the pinned content."""
+        found = {p.name: p.read_bytes() for p in (self.folder / CASES_FILE, self.folder / CALIBRATION_FILE) if p.is_file()}
+        if folder_hash(found) != self.sha256:
+            raise ValueError(f"{self.folder} holds other content than catalogue entry {self.name} {self.version} was pinned to "
+                             f"(sha256 {self.sha256[:12]}…). An entry never changes: restore its files, or add a new version.")
+        return {name: data.decode("utf-8") for name, data in found.items()}
 
 
-CATALOGUE = (
-    Benchmark(
-        "kindgi/golden",
-        "1.0.0",
-        "779e99baa7ad1c8d68d3f086eefc3af82bc21876ad7f27da72bd459cbae09d6f",
-        "The golden set of the demo tenant: 36 cases over five funnel stages, with its calibration set.",
-    ),
+CATALOGUE_SEED = Seed(
+    "kindgi/golden",
+    "1.0.0",
+    "779e99baa7ad1c8d68d3f086eefc3af82bc21876ad7f27da72bd459cbae09d6f",
+    "The golden set of the demo tenant: 36 cases over five funnel stages, with its calibration set.",
 )
-
-
-def find_benchmark(name: str, version: str) -> Benchmark | None:
-    """The entry of that name and version, if the catalogue holds it."""
-    return next((b for b in CATALOGUE if (b.name, b.version) == (name, version)), None)
-
-
-def catalogue_listing() -> str:
-    """What the catalogue holds, for a message: `kindgi/golden 1.0.0`."""
-    return ", ".join(f"{b.name} {b.version}" for b in CATALOGUE)
-
-
-def load_benchmark(benchmark: Benchmark, models_of: ModelsOf) -> Suite:
-    """The entry's suite, checked against its pinned hash; InputError when the shipped files were changed."""
-    suite = load_suite(benchmark.folder, models_of=models_of)
-    if suite.hash != benchmark.sha256:
-        raise InputError([Problem(str(benchmark.folder), None, None, f"holds other content than benchmark {benchmark.name} "
-                                  f"{benchmark.version} was pinned to (sha256 {benchmark.sha256[:12]}…, found {suite.hash[:12]}…). "
-                                  "A catalogue entry never changes: restore its files, or add the change as a new version.")])
-    return suite
+"""The entry every registry's catalogue starts with."""

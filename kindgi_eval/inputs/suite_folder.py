@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
@@ -194,20 +194,27 @@ def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None, *, model
         problems.append(Problem(str(cases_path), None, None, "holds no cases. Write one JSON object per line."))
     if problems:
         raise InputError(problems)
-    digest = hashlib.sha256()
-    for name, content in ((CASES_FILE, cases_bytes), (CALIBRATION_FILE, calibration_bytes)):
-        digest.update(f"{name}\0{len(content) if content is not None else -1}\0".encode())
-        digest.update(content or b"")
     return Suite(
         eval_dir=str(eval_dir),
         cases=tuple(c.item for c in cases),  # type: ignore[misc]
         case_lines=tuple(c.line for c in cases),
         calibration=tuple(c.item for c in calibration),  # type: ignore[misc]
         has_calibration=calibration_bytes is not None,
-        hash=registered.registry_hash if registered else digest.hexdigest(),
+        hash=registered.registry_hash if registered else folder_hash({CASES_FILE: cases_bytes, CALIBRATION_FILE: calibration_bytes}),
         registered=registered,
         handler=handler,
     )
+
+
+def folder_hash(files: Mapping[str, bytes | None]) -> str:
+    """The content hash of a suite folder from its files' bytes by name (None: the file is absent): what a run of the
+    folder records, and what a catalogue entry is pinned to."""
+    digest = hashlib.sha256()
+    for name in (CASES_FILE, CALIBRATION_FILE):
+        content = files.get(name)
+        digest.update(f"{name}\0{len(content) if content is not None else -1}\0".encode())
+        digest.update(content or b"")
+    return digest.hexdigest()
 
 
 def _handler(path: Path, registered: RegisteredAs, problems: list[Problem]) -> Handler | None:

@@ -23,6 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from kindgi_eval.registry.catalogue import CatalogueEntry, CataloguePage
 from kindgi_eval.registry.errors import STATUS_OF, ErrorCode, RegistryError
 from kindgi_eval.registry.model import (
     SUITE_ID_PATTERN,
@@ -35,7 +36,7 @@ from kindgi_eval.registry.model import (
     VersionList,
 )
 from kindgi_eval.registry.consumers import Consumers, checked_consumers
-from kindgi_eval.registry.publishing import MAX_BODY, read_files, read_suite
+from kindgi_eval.registry.publishing import MAX_BODY, NewEntry, read_entry, read_files, read_suite
 from kindgi_eval.registry.semver import is_semver
 from kindgi_eval.registry.storage import Answer, Idempotency, RegistryStore, StoredVersion
 from kindgi_eval.registry.tokens import TokenInfo, is_token_shaped
@@ -86,12 +87,17 @@ Caller = Annotated[TokenInfo, Depends(caller)]
 """The calling token: a route that takes it answers 401 before anything else."""
 
 
+_CAN = {"read": "it lists, shows and pulls suites", "publish": "it publishes its tenant's suites",
+        "operator": "it publishes to the catalogue, and acts for no tenant"}
+"""What each scope lets a token do, as a 403 says it."""
+
+
 async def publisher(token: Caller) -> TokenInfo:
     """The calling token, if its scope lets it publish; 403 naming its scope otherwise (after 401, before anything else)."""
     if token.scope != "publish":
-        raise RegistryError("forbidden", f"Authorization: token {token.id} has scope {token.scope!r}: it lists, shows and pulls "
-                            "suites, and cannot publish. Publish with a token of scope 'publish' (kindgi-eval tokens issue "
-                            "--scope publish).")
+        raise RegistryError("forbidden", f"Authorization: token {token.id} has scope {token.scope!r}: {_CAN[token.scope]}, and "
+                            "cannot publish a suite. Publish with a token of scope 'publish' (kindgi-eval tokens issue "
+                            "--tenant T --scope publish).")
     return token
 
 
@@ -99,9 +105,22 @@ Publisher = Annotated[TokenInfo, Depends(publisher)]
 """The calling token, allowed to publish."""
 
 
+async def operator(token: Caller) -> TokenInfo:
+    """The calling token, if it is an operator's; 403 naming its scope otherwise: no tenant writes the shared catalogue."""
+    if token.scope != "operator":
+        raise RegistryError("forbidden", f"Authorization: token {token.id} has scope {token.scope!r}: {_CAN[token.scope]}, and "
+                            "cannot publish to the catalogue, which every tenant reads. An operator publishes there, with a "
+                            "token of scope 'operator' (kindgi-eval tokens issue --scope operator).")
+    return token
+
+
+Operator = Annotated[TokenInfo, Depends(operator)]
+"""The calling token, an operator's."""
+
+
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The OpenAPI answers of the refusals a route can give, all of the one error shape."""
-    words = {401: "missing, malformed, unknown, revoked or expired token", 403: "tenantId is not the caller's tenant, or the token may not publish",
+    words = {401: "missing, malformed, unknown, revoked or expired token", 403: "tenantId is not the caller's tenant, or the token's scope may not do this",
              404: "no such suite or version of the caller's", 409: "other content under that version, or a version not greater than the latest",
              412: "If-Match does not hold for the latest version", 413: "body over 1 MiB", 422: "invalid request"}
     return {status: {"model": ErrorBody, "description": words[status]} for status in statuses}
@@ -155,7 +174,7 @@ def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads 
             replayed = await run_in_threadpool(store.idempotent_answer, token.tenant, idempotency)
             if replayed is not None:
                 return _answer(replayed)
-        suite = await run_in_threadpool(read_suite, body, token.tenant, consumers)  # a 1 MiB suite's checks would stall the loop
+        suite = await run_in_threadpool(read_suite, body, token.tenant, consumers, store)  # a 1 MiB suite's checks would stall the loop
         answer = await run_in_threadpool(lambda: store.publish(token.tenant, token.id, suite, if_match=if_match, idempotency=idempotency))
         return _answer(answer)
 
@@ -214,6 +233,38 @@ def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads 
         as a JSON document."""
         _one_version(store, token.tenant, suite_id, version)
         return VersionFiles(files=await run_in_threadpool(store.files, token.tenant, suite_id, version))
+
+    @app.get("/v1/catalogue", response_model=CataloguePage, summary="List the catalogue", tags=["catalogue"], responses=_errors(401))
+    async def catalogue(token: Caller) -> CataloguePage:
+        """Every entry of the catalogue of standard suites, which every tenant reads: by name, the newest version first."""
+        return CataloguePage(data=await run_in_threadpool(store.catalogue_entries))
+
+    @app.get("/v1/catalogue/{owner}/{name}/versions/{version}", response_model=CatalogueEntry, summary="One catalogue entry",
+             tags=["catalogue"], responses=_errors(401, 404))
+    async def catalogue_entry(token: Caller, owner: str, name: str, version: str) -> CatalogueEntry:
+        """One entry of the catalogue, with its files."""
+        found = await run_in_threadpool(store.catalogue_entry, f"{owner}/{name}", version)
+        if found is None:
+            raise RegistryError("not_found", f"catalogue entry {_shown(f'{owner}/{name}')} {_shown(version)}: the catalogue "
+                                "holds no such entry. List it with GET /v1/catalogue.")
+        return found
+
+    @app.post(
+        "/v1/catalogue",
+        status_code=201,
+        response_model=CatalogueEntry,
+        summary="Publish a catalogue entry",
+        tags=["catalogue"],
+        responses={200: {"model": CatalogueEntry, "description": "that content is already the entry of that name and version"},
+                   **_errors(401, 403, 409, 413, 422)},
+        openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": NewEntry.model_json_schema()}}}},
+    )
+    async def publish_entry(request: Request, token: Operator) -> Response:
+        """Add an immutable, versioned entry to the catalogue every tenant reads; an operator's token only."""
+        body = await _read_body(request)
+        entry, sha256 = await run_in_threadpool(read_entry, body)
+        status, added = await run_in_threadpool(store.publish_entry, token.id, entry, sha256)
+        return Response(added.model_dump_json(), status_code=status, media_type="application/json")
 
     @app.get("/healthz", response_model=Health, summary="Liveness", tags=["health"])
     def healthz() -> Health:

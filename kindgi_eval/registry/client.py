@@ -15,6 +15,7 @@ import urllib.request
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from kindgi_eval.registry.catalogue import CatalogueEntry, CataloguePage, EntryInfo
 from kindgi_eval.rules import InputError, Problem
 
 URL_ENV = "KINDGI_REGISTRY_URL"
@@ -81,6 +82,21 @@ class RegistryClient:
         """Every version of a suite, newest first."""
         return self._request("GET", f"/v1/eval-suites/{_segment(suite_id)}/versions")[1]
 
+    def catalogue_entries(self) -> list[EntryInfo]:
+        """Every entry of the catalogue of standard suites, by name, the newest version first."""
+        return CataloguePage.model_validate(self._request("GET", "/v1/catalogue")[1]).data
+
+    def catalogue_entry(self, name: str, version: str) -> CatalogueEntry | None:
+        """One catalogue entry with its files; None where the catalogue holds no such entry."""
+        status, found = self._request("GET", _entry_path(name, version), missing_ok=True)
+        return None if status == 404 else CatalogueEntry.model_validate(found)
+
+    def publish_entry(self, name: str, version: str, description: str, files: dict[str, str]) -> tuple[int, CatalogueEntry]:
+        """Add an entry to the catalogue (an operator's token): (201, it) when new, (200, it) when already stored as is."""
+        body = json.dumps({"name": name, "version": version, "description": description, "files": files}, ensure_ascii=False)
+        status, added = self._request("POST", "/v1/catalogue", body.encode("utf-8"), {"Content-Type": "application/json"})
+        return status, CatalogueEntry.model_validate(added)
+
     def _request(self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None, *,
                  missing_ok: bool = False) -> tuple[int, dict]:
         request = urllib.request.Request(
@@ -123,6 +139,12 @@ def _segment(text: str) -> str:
 def _version_path(suite_id: str, version: str | None) -> str:
     """The route of one version of a suite, else of its latest."""
     return f"/v1/eval-suites/{_segment(suite_id)}" + (f"/versions/{_segment(version)}" if version else "")
+
+
+def _entry_path(name: str, version: str) -> str:
+    """The route of one catalogue entry: its name's two parts are two path segments."""
+    owner, _, suite = name.partition("/")
+    return f"/v1/catalogue/{_segment(owner)}/{_segment(suite)}/versions/{_segment(version)}"
 
 
 def _files_path(suite_id: str, version: str) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from kindgi_eval.registry.catalogue import Catalogue
 from kindgi_eval.registry.model import KINDS, Kind
 
 
@@ -35,13 +36,13 @@ class Consumer:
 
     kind: Kind
     """The kind it runs."""
-    check: Callable[[Mapping[str, Any]], list[str]]
+    check: Callable[[Mapping[str, Any], Catalogue], list[str]]
     """Every problem of a `spec` of this kind as a `where: what. fix.` line (`spec.cases[3].must_contain: ...`);
-    empty when the consumer can run it."""
+    empty when the consumer can run it. The catalogue is where a spec's references to standard suites are found."""
     runs: str
     """What runs it, as the refusal of another kind names it (`kindgi-eval run`)."""
-    folder: Callable[[Mapping[str, Any]], FolderContent]
-    """A `spec` that passed `check`, written out as the suite folder a run evaluates."""
+    folder: Callable[[Mapping[str, Any], Catalogue], FolderContent]
+    """A `spec` that passed `check`, written out as the suite folder a run evaluates (with what it names of the catalogue)."""
     read_files: Callable[[Mapping[str, str]], dict[str, Any]] | None = None
     """The `spec` a suite folder's files hold, from each file's text by name; ValueError names a file or line it
     cannot read. None for a kind never published from a folder: its versions keep no files."""

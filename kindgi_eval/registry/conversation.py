@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kindgi_eval.inputs import CALIBRATION_FILE, CASES_FILE, SuiteItems, check_suite_items
+from kindgi_eval.registry.catalogue import Catalogue
 from kindgi_eval.registry.consumers import Consumer, FolderContent, jsonl
 from kindgi_eval.rules import Problem
 
@@ -51,7 +52,7 @@ def problem_line(problem: Problem) -> str:
     return f"{where}: {problem.message}"
 
 
-def conversation_problems(spec: Mapping[str, Any]) -> list[str]:
+def conversation_problems(spec: Mapping[str, Any], catalogue: Catalogue) -> list[str]:
     """The `conversation` consumer's check: every problem of `spec` as one line."""
     return [problem_line(p) for p in read_conversation(spec).problems]
 
@@ -100,7 +101,7 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def conversation_folder(spec: Mapping[str, Any]) -> FolderContent:
+def conversation_folder(spec: Mapping[str, Any], catalogue: Catalogue) -> FolderContent:
     """A conversation suite as a folder: its lists, item for item."""
     return FolderContent(suite_files(spec), {"kind": "conversation"})
 

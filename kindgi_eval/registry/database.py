@@ -102,7 +102,21 @@ IDEMPOTENCY = sa.Table(
 )
 """The first answer to each publish that carried an `Idempotency-Key`, per tenant; only publishes that were accepted."""
 
-TABLES = (TOKENS, SUITES, VERSIONS, IDEMPOTENCY)
+CATALOGUE = sa.Table(
+    "registry_catalogue",
+    METADATA,
+    sa.Column("name", _key(129), primary_key=True),
+    sa.Column("version", sa.String(64), primary_key=True),
+    sa.Column("sha256", sa.String(64), nullable=False),
+    sa.Column("description", sa.Text, nullable=False),
+    sa.Column("files", sa.Text, nullable=False),
+    sa.Column("published_at", sa.String(32), nullable=False),
+    sa.Column("published_by", sa.String(32), nullable=False),
+)
+"""The catalogue of standard suites, shared by every tenant: each entry's files as a JSON object of name to text,
+and their content hash; immutable. `published_by` is an operator token's id, or `package` for the seeded entry."""
+
+TABLES = (TOKENS, SUITES, VERSIONS, IDEMPOTENCY, CATALOGUE)
 
 
 def database_url(home: Path, environ: Mapping[str, str] | None = None) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from kindgi_eval.inputs import FileTooLarge, read_limited
+from kindgi_eval.registry.catalogue import Catalogue
 from kindgi_eval.registry.consumers import Consumers
 from kindgi_eval.registry.errors import RegistryError
 from kindgi_eval.registry.model import EvalSuite
@@ -56,12 +57,13 @@ def handler_of_file(given: str, base: Path) -> dict[str, str]:
     return {"modulePath": module, "entrypointPath": function, "source": text}
 
 
-def checked_suite(document: Mapping[str, Any], where: str, consumers: Consumers) -> EvalSuite:
+def checked_suite(document: Mapping[str, Any], where: str, consumers: Consumers, catalogue: Catalogue) -> EvalSuite:
     """The suite `document` holds, checked as the server checks a publish of it (its shape, its kind, that kind's
-    check of `spec`); InputError naming `where` with the server's words otherwise. The tenant is checked by the server."""
+    check of `spec` against the server's `catalogue`); InputError naming `where` with the server's words otherwise. The
+    tenant is checked by the server."""
     try:
         body = json.dumps(document, ensure_ascii=False, allow_nan=False).encode("utf-8")
-        return read_suite(body, str(document.get("tenantId")), consumers)
+        return read_suite(body, str(document.get("tenantId")), consumers, catalogue)
     except ValueError as e:
         raise InputError([Problem(where, None, None, f"cannot be sent as JSON ({e}).")]) from None
     except RegistryError as e:

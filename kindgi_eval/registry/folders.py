@@ -21,6 +21,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from kindgi_eval.inputs import REGISTRY_FILE, RegisteredAs, registered_name
+from kindgi_eval.registry.catalogue import Catalogue
 from kindgi_eval.registry.client import TOKEN_ENV, URL_ENV, RegistryClient, RegistryUnreachable
 from kindgi_eval.registry.consumers import Consumers, accepted_kinds
 from kindgi_eval.registry.database import REGISTRY_DB_ENV, database_exists, database_url, shown
@@ -51,14 +52,14 @@ def registered_suite_folder(home: Path, tenant: str, suite_id: str, version: str
     over HTTP through `client` where one is given (the registry KINDGI_REGISTRY_URL names), else from the database of
     `home` (`database_url`). InputError naming `where` when that registry has no such suite; nothing is written then."""
     if client is not None:
-        return materialize(remote_version(client, tenant, suite_id, version, where, consumers), tenant, home, consumers)
+        return materialize(remote_version(client, tenant, suite_id, version, where, consumers), tenant, home, consumers, client)
     url = database_url(home)
     if not database_exists(url):
         raise InputError([Problem(where, None, None, f"no registry is here: {shown(url)} does not exist. Set {URL_ENV} and "
                                   f"{TOKEN_ENV} to read the registry a server holds, or {REGISTRY_DB_ENV} to its database.")])
     store = open_store(url)
     try:
-        return materialize(resolve_version(store, tenant, suite_id, version, where, consumers), tenant, home, consumers)
+        return materialize(resolve_version(store, tenant, suite_id, version, where, consumers), tenant, home, consumers, store)
     finally:
         store.close()
 
@@ -97,8 +98,9 @@ def _runs_its_kind(kind: str, version: str, where: str, consumers: Consumers) ->
                                   f"{', '.join(accepted_kinds(consumers))} suites.")])
 
 
-def materialize(stored: StoredVersion, tenant: str, home: Path, consumers: Consumers) -> Path:
-    """The suite folder of one stored version. Its spec is checked again by its kind's consumer, as at publish (a
+def materialize(stored: StoredVersion, tenant: str, home: Path, consumers: Consumers, catalogue: Catalogue) -> Path:
+    """The suite folder of one stored version, what it names of `catalogue` included (the registry it was read from).
+    Its spec is checked again by its kind's consumer, as at publish (a
     problem is an InputError naming the suite, the version and the path); the folder is written the first time, and
     written again, saying so on standard error, whenever what it holds is not what the version says (a copy edited by hand
     would run while the run records the version's hash)."""
@@ -108,11 +110,11 @@ def materialize(stored: StoredVersion, tenant: str, home: Path, consumers: Consu
         raise InputError([Problem(where, None, None, f"is a {stored.kind!r} suite, and this kindgi-eval runs "
                                   f"{', '.join(accepted_kinds(consumers))} suites.")])
     spec = json.loads(stored.document)["spec"]
-    problems = consumer.check(spec)
+    problems = consumer.check(spec, catalogue)
     if problems:
         raise InputError([Problem(where, None, None, f"{line} The stored version no longer passes the {stored.kind} kind's "
                                   "check; publish a corrected version.") for line in problems])
-    content = consumer.folder(spec)
+    content = consumer.folder(spec, catalogue)
     identity = RegisteredAs(suite_id=stored.suite_id, suite_version=stored.version, registry_hash=stored.sha256, **content.identity)
     files = {**content.files, REGISTRY_FILE: (identity.model_dump_json() + "\n").encode("utf-8")}
     folder = home / FOLDER / tenant / stored.suite_id / stored.version / registered_name(tenant, stored.suite_id)

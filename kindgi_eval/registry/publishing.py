@@ -1,29 +1,36 @@
 """What a publish's body must be before anything is stored: JSON, a valid suite, the caller's tenant, a kind some
 consumer runs, and a `spec` that consumer accepts; and what the files a version was published from must be: texts
-that hold exactly its spec. Each refusal with its code. Pure."""
+that hold exactly its spec; and what a catalogue entry an operator publishes must be. Each refusal with its code. Pure."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from kindgi_eval.inputs import folder_hash
+from kindgi_eval.registry.catalogue import ENTRY_NAME_PATTERN, MAX_DESCRIPTION, Catalogue
+from kindgi_eval.registry.conversation import problem_line, read_conversation, spec_of_files
 from kindgi_eval.registry.consumers import Consumers, accepted_kinds
 from kindgi_eval.registry.errors import RegistryError
 from kindgi_eval.registry.model import KINDS, EvalSuite, SuiteFiles, canonical_json, differing_keys, suite_document
+from kindgi_eval.registry.semver import is_semver
 from kindgi_eval.rules import problems_from_validation
 
 MAX_BODY = 1024 * 1024
 """The largest publish body, in bytes (1 MiB); a larger one is refused with 413 before it is parsed."""
 MAX_PROBLEMS = 50
 """At most this many problems are listed in one refusal; the count of the rest follows."""
+_ENTRY_NAME = re.compile(ENTRY_NAME_PATTERN)
 
 
-def read_suite(body: bytes, tenant: str, consumers: Consumers) -> EvalSuite:
+def read_suite(body: bytes, tenant: str, consumers: Consumers, catalogue: Catalogue) -> EvalSuite:
     """The suite a publish body holds, checked in the order a client fixes things: JSON (422), the suite's shape
-    (422), its tenant (403), its kind (422 unless one of `consumers` runs it), that consumer's check of `spec` (422)."""
+    (422), its tenant (403), its kind (422 unless one of `consumers` runs it), that consumer's check of `spec` against
+    `catalogue` (422)."""
     data = _json_object(body)
     try:
         suite = EvalSuite.model_validate(data)
@@ -36,7 +43,7 @@ def read_suite(body: bytes, tenant: str, consumers: Consumers) -> EvalSuite:
     if consumer is None:
         raise RegistryError("invalid", f"kind: {suite.kind!r} is refused: no consumer for it runs on this server. "
                             f"This server accepts {_kinds(accepted_kinds(consumers))}.")
-    problems = consumer.check(suite.spec)
+    problems = consumer.check(suite.spec, catalogue)
     if problems:
         raise RegistryError("invalid", _joined(problems, f"spec: not {'an' if suite.kind[0] in 'aeiou' else 'a'} {suite.kind} suite {consumer.runs} can run"))
     try:
@@ -145,3 +152,50 @@ def _joined(lines: list[str], lead: str | None = None) -> str:
     more = f"; and {len(lines) - MAX_PROBLEMS} more" if len(lines) > MAX_PROBLEMS else ""
     count = f"{len(lines)} problem{'s' if len(lines) != 1 else ''}"
     return f"{lead} ({count}): " + "; ".join(shown) + more if lead else "; ".join(shown) + more
+
+
+class NewEntry(BaseModel):
+    """What an operator publishes: `POST /v1/catalogue`."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, title="NewCatalogueEntry")
+
+    name: str
+    version: str
+    description: str = Field(default="", max_length=MAX_DESCRIPTION)
+    files: dict[str, str]
+    """The suite folder's texts by name, as a conversation suite holds them: cases.jsonl, and calibration.jsonl."""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, name: str) -> str:
+        if not _ENTRY_NAME.fullmatch(name):
+            raise ValueError(f"{name[:80]!r} is not an entry name: write owner/suite in lower case, e.g. kindgi/golden")
+        return name
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, version: str) -> str:
+        if len(version) > 64 or not is_semver(version):
+            raise ValueError(f"{version[:80]!r} is not a semantic version, e.g. 1.0.0")
+        return version
+
+
+def read_entry(body: bytes) -> tuple[NewEntry, str]:
+    """The entry a publish body holds and its content hash, checked in the order a client fixes things: JSON (422),
+    the entry's shape (422), files that are a conversation suite's and that it can run (422)."""
+    data = _json_object(body, "the catalogue entry (name, version, description, files)")
+    try:
+        entry = NewEntry.model_validate(data)
+    except ValidationError as e:
+        raise RegistryError("invalid", _joined([f"{p.field or 'body'}: {p.message}" for p in problems_from_validation(e, "body", None)])) from None
+    try:
+        files = {name: text.encode("utf-8") for name, text in entry.files.items()}
+        spec = spec_of_files(entry.files)
+    except UnicodeEncodeError as e:
+        raise RegistryError("invalid", f"files: not UTF-8 text (a lone surrogate at character {e.start}).") from None
+    except ValueError as e:
+        raise RegistryError("invalid", f"files: {e}") from None
+    problems = [problem_line(p) for p in read_conversation(spec).problems]
+    if problems:
+        raise RegistryError("invalid", _joined(problems, "files: not a suite a benchmark can run"))
+    return entry, folder_hash(files)

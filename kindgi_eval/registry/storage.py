@@ -21,7 +21,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 
+from kindgi_eval.registry.catalogue import CatalogueEntry, EntryInfo, in_catalogue_order
 from kindgi_eval.registry.database import (
+    CATALOGUE,
     IDEMPOTENCY,
     LISTED_DESCRIPTION,
     SUITES,
@@ -43,10 +45,12 @@ from kindgi_eval.registry.model import (
     suite_document,
     version_body,
 )
+from kindgi_eval.registry.publishing import NewEntry
 from kindgi_eval.registry.reads import AwaitedReads, DriverQuery, KeptVersions, driver_reading
 from kindgi_eval.registry.semver import semver_key
 from kindgi_eval.registry.tokens import (
     MAX_NAME,
+    NO_TENANT,
     SCOPES,
     IssuedToken,
     Scope,
@@ -204,12 +208,17 @@ class RegistryStore:
 
     # tokens
 
-    def issue_token(self, tenant: str, name: str = "", scope: Scope = "publish", expires_in: timedelta | None = None) -> IssuedToken:
-        """A new token for `tenant`, of `scope`, accepted for `expires_in` from now (None: until revoked): its secret is
-        returned once and only its SHA-256 is kept."""
-        problem = tenant_problem(tenant)
+    def issue_token(self, tenant: str | None, name: str = "", scope: Scope = "publish", expires_in: timedelta | None = None) -> IssuedToken:
+        """A new token for `tenant` (None for an operator token, which acts for none), of `scope`, accepted for
+        `expires_in` from now (None: until revoked): its secret is returned once and only its SHA-256 is kept."""
+        if scope == "operator" and tenant is not None:
+            raise InputError([Problem("tenant", None, None, "is not given to an operator token: it acts for no tenant, and "
+                                      "publishes to the catalogue every tenant reads. Leave it out.")])
+        problem = tenant_problem(tenant) if tenant is not None else ("is required: a token of scope read or publish acts for "
+                                                                      "one tenant." if scope != "operator" else None)
         if problem:
             raise InputError([Problem("tenant", None, None, problem)])
+        tenant = NO_TENANT if tenant is None else tenant
         if len(name) > MAX_NAME:
             raise InputError([Problem("name", None, None, f"is {len(name)} characters long; a token's name has at most {MAX_NAME}.")])
         if scope not in SCOPES:
@@ -444,6 +453,62 @@ class RegistryStore:
         summaries = [SuiteSummary(id=suite_id, version=version, kind=kind, description=json.loads(summary), hash=sha256, published_at=at)
                      for suite_id, version, kind, summary, sha256, at in rows[:limit]]
         return summaries, len(rows) > limit
+
+
+    # the catalogue
+
+    def catalogue_entries(self) -> list[EntryInfo]:
+        """Every catalogue entry, by name, the newest version of each name first; no files are read."""
+        with self._reading() as connection:
+            rows = connection.execute(sa.select(*_ENTRY_COLUMNS)).all()
+        return in_catalogue_order([_entry_info(row) for row in rows])
+
+    def catalogue_entry(self, name: str, version: str) -> CatalogueEntry | None:
+        """One catalogue entry with its files, or None."""
+        with self._reading() as connection:
+            row = connection.execute(sa.select(*_ENTRY_COLUMNS, CATALOGUE.c.files)
+                                     .where(CATALOGUE.c.name == name, CATALOGUE.c.version == version)).first()
+        return CatalogueEntry(**_entry_info(row[:-1]).model_dump(), files=json.loads(row[-1])) if row is not None else None
+
+    def publish_entry(self, token_id: str, entry: NewEntry, sha256: str) -> tuple[int, CatalogueEntry]:
+        """Add an entry, already checked, whose files hash to `sha256`: 201 new; 200 that content is already the entry
+        of that name and version. RegistryError `conflict` for other content under that version, or a version not
+        greater than the name's newest (an entry never changes, as a suite's version never does)."""
+        where = f"catalogue entry {entry.name} {entry.version}"
+        for attempt in range(_ATTEMPTS):
+            same = self.catalogue_entry(entry.name, entry.version)
+            if same is not None:
+                if same.hash != sha256:
+                    raise RegistryError("conflict", f"{where}: already published with other content (sha256 {same.hash}); an "
+                                        "entry never changes. Publish this content as a greater version.")
+                return 200, same
+            newest = [e.version for e in self.catalogue_entries() if e.name == entry.name][:1]
+            if newest and semver_key(entry.version) <= semver_key(newest[0]):
+                raise RegistryError("conflict", f"{where}: not greater than the newest version of {entry.name}, {newest[0]}. "
+                                    "Publish a greater version (semver precedence).")
+            added = CatalogueEntry(name=entry.name, version=entry.version, hash=sha256, description=entry.description,
+                                   published_at=utc_now(), published_by=token_id, files=entry.files)
+            try:
+                with self._writing() as connection:
+                    connection.execute(CATALOGUE.insert().values(
+                        name=added.name, version=added.version, sha256=added.hash, description=added.description,
+                        files=json.dumps(added.files, sort_keys=True, ensure_ascii=False), published_at=added.published_at,
+                        published_by=token_id))
+                return 201, added
+            except IntegrityError:  # the same name and version committed meanwhile: answered as a repeat
+                if attempt == _ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+
+_ENTRY_COLUMNS = (CATALOGUE.c.name, CATALOGUE.c.version, CATALOGUE.c.sha256, CATALOGUE.c.description, CATALOGUE.c.published_at,
+                  CATALOGUE.c.published_by)
+
+
+def _entry_info(row: tuple) -> EntryInfo:
+    name, version, sha256, description, published_at, published_by = row
+    return EntryInfo(name=name, version=version, hash=sha256, description=description, published_at=published_at,
+                     published_by=published_by)
 
 
 _VERSION_COLUMNS = (

@@ -22,9 +22,12 @@ _TENANT = TypeAdapter(Slug)
 MAX_TENANT = 128
 MAX_NAME = 200
 
-Scope = Literal["read", "publish"]
+Scope = Literal["read", "publish", "operator"]
 SCOPES: tuple[Scope, ...] = get_args(Scope)
-"""What a token may do: `read` lists, shows and pulls its tenant's suites; `publish` does that and publishes."""
+"""What a token may do: `read` lists, shows and pulls its tenant's suites; `publish` does that and publishes;
+`operator` acts for no tenant and publishes to the catalogue of standard suites. Every token reads the catalogue."""
+NO_TENANT = ""
+"""The tenant an operator token is stored with: none, so no tenant's suite is ever its to read or write."""
 _LIFETIME = re.compile(r"([1-9][0-9]{0,5})([mhdw])")
 _UNIT = {"m": timedelta(minutes=1), "h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
 
@@ -59,7 +62,7 @@ class TokenInfo(NamedTuple):
     revoked_at: str | None
     """When it was revoked, or None while it is valid."""
     scope: str
-    """What it may do: `read` or `publish`."""
+    """What it may do: `read`, `publish` or `operator`."""
     expires_at: str | None
     """When it stops being accepted, or None for never."""
 

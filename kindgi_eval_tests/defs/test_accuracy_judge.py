@@ -30,7 +30,7 @@ def accuracy_run(home, calibration: list[dict]):
     token = store.issue_token(TENANT, "test")
     spec = {"cases": CASES, "grader": {"adapterId": "judge"}, "calibration": calibration}
     store.publish(TENANT, token.id, EvalSuite(id="demo-academy.judged", tenantId=TENANT, version="1.0.0", kind="accuracy", description="", spec=spec))
-    folder = materialize(store.latest(TENANT, "demo-academy.judged"), TENANT, home.root, consumers())
+    folder = materialize(store.latest(TENANT, "demo-academy.judged"), TENANT, home.root, consumers(), store)
     store.close()
     key = suite_key(TENANT, folder)
     settings = RunSettings(eval_dir=str(folder), agent_model="mock:agent", judge_model="openai:fake-judge")

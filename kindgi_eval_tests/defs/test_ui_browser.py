@@ -258,7 +258,7 @@ def accuracy_folder(home) -> Path:
         token = store.issue_token("demo-academy", "test")
         suite = EvalSuite(id="demo-academy.facts", tenantId="demo-academy", version="1.0.0", kind="accuracy", description="", spec=spec)
         store.publish("demo-academy", token.id, suite)
-        return materialize(store.latest("demo-academy", "demo-academy.facts"), "demo-academy", home.root, consumers())
+        return materialize(store.latest("demo-academy", "demo-academy.facts"), "demo-academy", home.root, consumers(), store)
     finally:
         store.close()
 

@@ -103,6 +103,16 @@ def caller(registry: Registry) -> Iterator[Callable[..., Caller]]:
         http.close()
 
 
+class EmptyCatalogue:
+    """A catalogue that holds nothing, for a kind's pure code that never looks in one."""
+
+    def catalogue_entry(self, name: str, version: str) -> None:
+        return None
+
+    def catalogue_entries(self) -> list:
+        return []
+
+
 def golden_spec() -> dict[str, Any]:
     """The committed golden suite as a conversation spec: its files' lines as the two lists."""
     def lines(name: str) -> list[Any]:

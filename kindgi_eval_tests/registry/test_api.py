@@ -91,7 +91,7 @@ def test_healthz_and_openapi_need_no_token(registry) -> None:
     description = httpx.get(f"{registry.url}/openapi.json").json()
     assert {"/v1/eval-suites", "/v1/eval-suites/{suite_id}", "/v1/eval-suites/{suite_id}/versions",
             "/v1/eval-suites/{suite_id}/versions/{version}", "/v1/eval-suites/{suite_id}/versions/{version}/files",
-            "/healthz"} == set(description["paths"])
+            "/v1/catalogue", "/v1/catalogue/{owner}/{name}/versions/{version}", "/healthz"} == set(description["paths"])
 
 
 # tenants: the tenant comes from the token
@@ -334,8 +334,8 @@ def test_a_kind_without_a_consumer_is_refused_422_naming_the_accepted_kinds(regi
 def test_a_kind_is_accepted_by_a_server_given_its_consumer(registry, caller) -> None:
     me = caller()
     pairwise = suite(me.tenant, "acme.pairwise", kind="pairwise", spec={"prompts": ["2+2"]})
-    toy = Consumer("pairwise", lambda spec: [] if "prompts" in spec else ["spec.prompts: required."], "a test",
-                   lambda spec: FolderContent({}, {}))
+    toy = Consumer("pairwise", lambda spec, _: [] if "prompts" in spec else ["spec.prompts: required."], "a test",
+                   lambda spec, _: FolderContent({}, {}))
     with served(registry, {"conversation": consumers()["conversation"], "pairwise": toy}) as url:
         assert post(url, me, pairwise).status_code == 201
         message = refused(post(url, me, {**pairwise, "version": "2.0.0", "spec": {}}), 422, "invalid")

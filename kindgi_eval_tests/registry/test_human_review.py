@@ -10,7 +10,7 @@ import pytest
 
 from kindgi_eval.kinds import consumers, promotion
 from kindgi_eval.kinds.human_review.check import next_minor
-from kindgi_eval_tests.registry.conftest import golden_spec, refused, suite, unchanged
+from kindgi_eval_tests.registry.conftest import EmptyCatalogue, golden_spec, refused, suite, unchanged
 
 CASES = golden_spec()["cases"][:2]
 SPEC = {"rubric": ["Answers what was asked"], "reviewerRole": "sales lead", "cases": CASES}
@@ -52,7 +52,7 @@ def test_a_spec_that_cannot_run_is_refused_422_naming_the_field_path(registry, c
 
 def test_the_folder_gives_every_case_the_rubric_items_it_lacks_after_its_own_review() -> None:
     cases = [dict(CASES[0], review=["Is warm", "Answers what was asked"]), dict(CASES[1], review="Is warm")]
-    content = consumers()["human-review"].folder({**SPEC, "cases": cases})
+    content = consumers()["human-review"].folder({**SPEC, "cases": cases}, EmptyCatalogue())
     lines = content.files["cases.jsonl"].decode().splitlines()
     assert [json.loads(line)["review"] for line in lines] == [["Is warm", "Answers what was asked"], ["Is warm", "Answers what was asked"]]
     assert "calibration.jsonl" not in content.files  # absent calibration stays absent

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kindgi_eval.kinds import consumers, models_of
-from kindgi_eval.inputs import CATALOGUE, load_suite
+from kindgi_eval.inputs import CATALOGUE_SEED, load_suite
 from kindgi_eval.registry import accepted_kinds
 from kindgi_eval_tests.conftest import GOLDEN
 from kindgi_eval_tests.registry.conftest import golden_spec, refused, suite, unchanged
@@ -126,10 +126,9 @@ def test_a_tenant_pattern_re2_cannot_take_is_refused_at_publish_in_bounded_memor
     assert me.http.get("/healthz").status_code == 200
 
 
-def test_each_catalogue_entry_holds_the_content_it_was_pinned_to():
-    # A catalogue entry is immutable: changing the golden set's files fails here until it is added as a new version.
-    for entry in CATALOGUE:
-        assert load_suite(entry.folder, models_of=models_of).hash == entry.sha256, f"{entry.name} {entry.version}"
-    (golden,) = CATALOGUE
-    assert (golden.name, golden.version) == ("kindgi/golden", "1.0.0")
-    assert golden.folder.resolve() == GOLDEN.resolve()
+def test_the_catalogue_seed_holds_the_content_it_was_pinned_to():
+    # An entry is immutable: changing the golden set's files fails here until it is added as a new version.
+    assert load_suite(CATALOGUE_SEED.folder, models_of=models_of).hash == CATALOGUE_SEED.sha256
+    assert (CATALOGUE_SEED.name, CATALOGUE_SEED.version) == ("kindgi/golden", "1.0.0")
+    assert CATALOGUE_SEED.folder.resolve() == GOLDEN.resolve()
+    assert set(CATALOGUE_SEED.files()) == {"cases.jsonl", "calibration.jsonl"}

@@ -34,7 +34,7 @@ def test_first_use_creates_the_file_and_later_uses_migrate_nothing(tmp_path: Pat
     assert [t.id for t in again.list_tokens()] == [token.id]
     with again.engine.connect() as connection:
         tables = set(sa.inspect(connection).get_table_names())
-    assert tables == {"registry_tokens", "registry_suites", "registry_versions", "registry_idempotency_keys", VERSION_TABLE}
+    assert tables == {"registry_tokens", "registry_suites", "registry_versions", "registry_idempotency_keys", "registry_catalogue", VERSION_TABLE}
     again.close()
 
 

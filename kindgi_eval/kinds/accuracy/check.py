@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kindgi_eval.registry import Consumer, FolderContent, jsonl, problem_line
+from kindgi_eval.registry import Catalogue, Consumer, FolderContent, jsonl, problem_line
 from kindgi_eval.rules import (
     GRADERS,
     AccuracyCase,
@@ -105,12 +105,12 @@ def read_accuracy(spec: Mapping[str, Any]) -> tuple[list[AccuracyCase], list[Cal
     return built, calibration, problems
 
 
-def accuracy_problems(spec: Mapping[str, Any]) -> list[str]:
+def accuracy_problems(spec: Mapping[str, Any], catalogue: Catalogue) -> list[str]:
     """The `accuracy` consumer's check: every problem of `spec` as one line."""
     return [problem_line(p) for p in read_accuracy(spec)[2]]
 
 
-def accuracy_folder(spec: Mapping[str, Any]) -> FolderContent:
+def accuracy_folder(spec: Mapping[str, Any], catalogue: Catalogue) -> FolderContent:
     """An accuracy suite as a folder: cases.jsonl of accuracy items and, for the judge, its calibration.jsonl."""
     cases, calibration, _ = read_accuracy(spec)
     files = {"cases.jsonl": jsonl(c.model_dump(mode="json", exclude_defaults=True) for c in cases)}

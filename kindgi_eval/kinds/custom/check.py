@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from kindgi_eval.inputs import HANDLER_FILE
-from kindgi_eval.registry import CONVERSATION_KEYS, Consumer, FolderContent, problem_line, read_conversation, suite_files
+from kindgi_eval.registry import CONVERSATION_KEYS, Catalogue, Consumer, FolderContent, problem_line, read_conversation, suite_files
 from kindgi_eval.rules import Handler, Problem, problems_from_validation
 
 
@@ -31,7 +31,7 @@ def read_handler(value: object) -> tuple[Handler | None, list[Problem]]:
         return None, [Problem("spec", None, f"handler.{p.field}" if p.field else "handler", p.message) for p in problems_from_validation(e, "spec", None)]
 
 
-def custom_problems(spec: Mapping[str, Any]) -> list[str]:
+def custom_problems(spec: Mapping[str, Any], catalogue: Catalogue) -> list[str]:
     """The `custom` consumer's check: the handler's shape, then the cases as a conversation suite's."""
     problems: list[Problem] = []
     if "handler" not in spec:
@@ -52,7 +52,7 @@ def handler_hash(handler: Handler) -> str:
     return hashlib.sha256(handler.source.encode("utf-8")).hexdigest()
 
 
-def custom_folder(spec: Mapping[str, Any]) -> FolderContent:
+def custom_folder(spec: Mapping[str, Any], catalogue: Catalogue) -> FolderContent:
     """A custom suite as a folder: its conversation cases, the handler in `handler.json`, its hash in `registry.json`."""
     handler, _ = read_handler(spec["handler"])
     assert handler is not None, "the consumer's check refuses a spec without a valid handler"

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from kindgi_eval.registry import Consumer, FolderContent, SemVer, etag, jsonl, parse_semver, problem_line, read_conversation
+from kindgi_eval.registry import Catalogue, Consumer, FolderContent, SemVer, etag, jsonl, parse_semver, problem_line, read_conversation
 from kindgi_eval.rules import Problem
 
 KIND = "human-review"
@@ -52,7 +52,7 @@ def rubric_problems(spec: Mapping[str, Any]) -> list[Problem]:
     return problems
 
 
-def human_review_problems(spec: Mapping[str, Any]) -> list[str]:
+def human_review_problems(spec: Mapping[str, Any], catalogue: Catalogue) -> list[str]:
     """The `human-review` consumer's check: unknown fields, the rubric and role, then the cases and calibration items
     by the conversation suite's rules, each line naming its path (`spec.rubric[2]`, `spec.cases[0].expect`)."""
     problems = [Problem("spec", None, key, f"unknown field. A human-review suite's spec holds only {', '.join(SPEC_KEYS)}.")
@@ -69,7 +69,7 @@ def reviewed_case(case: Mapping[str, Any], rubric: Sequence[str]) -> dict[str, A
     return {**case, "review": entries + [item for item in rubric if item not in entries]}
 
 
-def human_review_folder(spec: Mapping[str, Any]) -> FolderContent:
+def human_review_folder(spec: Mapping[str, Any], catalogue: Catalogue) -> FolderContent:
     """A human-review suite as a folder: its cases with the rubric as review entries, its calibration items, and the
     rubric and reviewer role in `registry.json`."""
     rubric = tuple(spec["rubric"])

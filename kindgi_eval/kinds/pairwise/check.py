@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kindgi_eval.kinds.accuracy.check import input_turn, under, unique
-from kindgi_eval.registry import Consumer, FolderContent, jsonl, problem_line
+from kindgi_eval.registry import Catalogue, Consumer, FolderContent, jsonl, problem_line
 from kindgi_eval.rules import (
     PairwiseCalibration,
     PairwiseCase,
@@ -95,12 +95,12 @@ def read_pairwise(spec: Mapping[str, Any]) -> tuple[PairwiseSpec | None, list[Pr
     return PairwiseSpec(prompts=cases, calibration=calibration, variant_a=a, variant_b=b), []
 
 
-def pairwise_problems(spec: Mapping[str, Any]) -> list[str]:
+def pairwise_problems(spec: Mapping[str, Any], catalogue: Catalogue) -> list[str]:
     """The `pairwise` consumer's check: every problem of `spec` as one line."""
     return [problem_line(p) for p in read_pairwise(spec)[1]]
 
 
-def pairwise_folder(spec: Mapping[str, Any]) -> FolderContent:
+def pairwise_folder(spec: Mapping[str, Any], catalogue: Catalogue) -> FolderContent:
     """A pairwise suite as a folder: two cases per prompt, the labelled pairs, and the variants in `registry.json`."""
     read, _ = read_pairwise(spec)
     assert read is not None, "checked at publish time"

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kindgi_eval.registry import CONVERSATION_KEYS, Consumer, FolderContent, is_semver, problem_line, read_conversation, suite_files
+from kindgi_eval.registry import CONVERSATION_KEYS, Catalogue, Consumer, FolderContent, is_semver, problem_line, read_conversation, suite_files
 from kindgi_eval.rules import Problem, problems_from_validation
 
 
@@ -48,7 +48,7 @@ def read_baseline(value: object) -> tuple[RunBaseline | VersionBaseline | None, 
     return baseline, []
 
 
-def regression_problems(spec: Mapping[str, Any]) -> list[str]:
+def regression_problems(spec: Mapping[str, Any], catalogue: Catalogue) -> list[str]:
     """The `regression` consumer's check: the baseline's shape, then the cases as a conversation suite's."""
     problems: list[Problem] = []
     if "baseline" not in spec:
@@ -64,7 +64,7 @@ def regression_problems(spec: Mapping[str, Any]) -> list[str]:
     return [problem_line(p) for p in problems]
 
 
-def regression_folder(spec: Mapping[str, Any]) -> FolderContent:
+def regression_folder(spec: Mapping[str, Any], catalogue: Catalogue) -> FolderContent:
     """A regression suite as a folder: its conversation cases, with the baseline in `registry.json`."""
     baseline, _ = read_baseline(spec["baseline"])
     identity = {"kind": "regression"}
