@@ -18,6 +18,8 @@ ENTRY_NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}/[a-z0-9][a-z0-9._-]{0,63}$"
 """An entry's name: `owner/suite`, each part lower-case letters, digits, dots, hyphens and underscores, starting with a
 letter or a digit (so each is a URL path segment, never `.` or `..`)."""
 MAX_DESCRIPTION = 2000
+LISTED = 10
+"""At most this many entries are named in a message."""
 
 
 class EntryInfo(BaseModel):
@@ -62,9 +64,12 @@ class Catalogue(Protocol):
         ...
 
 
-def listing(entries: list[EntryInfo]) -> str:
-    """What a catalogue holds, for a message: `kindgi/golden 1.0.0, acme/tone 2.0.0`, or `nothing`."""
-    return ", ".join(f"{e.name} {e.version}" for e in entries) or "nothing"
+def listing(entries: list[EntryInfo], name: str) -> str:
+    """What a catalogue holds, for a message about an entry of `name`: that name's versions where it has some
+    (`kindgi/golden 1.0.0`), else the first `LISTED` entries and how many more; `nothing` when it is empty."""
+    shown = [e for e in entries if e.name == name] or entries
+    more = f", and {len(shown) - LISTED} more (kindgi-eval catalogue list)" if len(shown) > LISTED else ""
+    return ", ".join(f"{e.name} {e.version}" for e in shown[:LISTED]) + more if shown else "nothing"
 
 
 def in_catalogue_order(entries: list[EntryInfo]) -> list[EntryInfo]:

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from kindgi_eval.inputs import CATALOGUE_SEED, folder_hash
-from kindgi_eval.registry import RegistryStore, open_store
+from kindgi_eval.registry import EntryInfo, RegistryStore, listing, open_store
 from kindgi_eval.rules import InputError
 from kindgi_eval_tests.conftest import GOLDEN
 from kindgi_eval_tests.registry.conftest import Registry, golden_spec, refused, suite, unchanged
@@ -164,3 +164,14 @@ def test_the_store_answers_what_it_holds_and_none_for_the_rest(registry) -> None
     golden = store.catalogue_entry("kindgi/golden", "1.0.0")
     assert golden is not None and golden.hash == PINNED and set(golden.files) == {"cases.jsonl", "calibration.jsonl"}
     assert store.catalogue_entry("kindgi/golden", "1.0.1") is None and store.catalogue_entry("kindgi/none", "1.0.0") is None
+
+
+def test_a_message_names_the_versions_of_the_name_asked_for_else_at_most_ten_entries() -> None:
+    def info(name: str, version: str) -> EntryInfo:
+        return EntryInfo(name=name, version=version, hash="0" * 64, description="", published_at="", published_by="package")
+
+    many = [info(f"ops/s{n:02}", "1.0.0") for n in range(25)] + [info("kindgi/golden", "1.0.0"), info("kindgi/golden", "1.1.0")]
+    assert listing(many, "kindgi/golden") == "kindgi/golden 1.0.0, kindgi/golden 1.1.0"
+    said = listing(many, "ops/none")
+    assert said.startswith("ops/s00 1.0.0, ops/s01 1.0.0") and said.endswith(", and 17 more (kindgi-eval catalogue list)")
+    assert said.count(" 1.") == 10 and listing([], "ops/none") == "nothing"

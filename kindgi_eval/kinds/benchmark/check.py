@@ -41,7 +41,7 @@ def benchmark_problems(spec: Mapping[str, Any], catalogue: Catalogue) -> list[st
         return [problem_line(p) for p in problems_from_validation(e, "spec", None)]
     if catalogue.catalogue_entry(ref.name, ref.version) is None:
         return [problem_line(Problem("spec", None, "benchmark", f"the catalogue holds no benchmark {ref.name} {ref.version}; "
-                                     f"it holds {listing(catalogue.catalogue_entries())}."))]
+                                     f"it holds {listing(catalogue.catalogue_entries(), ref.name)}."))]
     return []
 
 
@@ -53,7 +53,7 @@ def benchmark_folder(spec: Mapping[str, Any], catalogue: Catalogue) -> FolderCon
     where = f"benchmark {ref.name} {ref.version}"
     if entry is None:
         raise InputError([Problem(where, None, None, f"the catalogue holds no such entry now; it holds "
-                                  f"{listing(catalogue.catalogue_entries())}.")])
+                                  f"{listing(catalogue.catalogue_entries(), ref.name)}.")])
     files = {name: text.encode("utf-8") for name, text in entry.files.items()}
     if set(files) - {CASES_FILE, CALIBRATION_FILE} or folder_hash(files) != entry.hash:
         raise InputError([Problem(where, None, None, f"the catalogue answered files that are not the entry's content (sha256 "
