@@ -153,15 +153,19 @@ def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str |
 
 def _start_model_worker(settings) -> None:
     """When the settings name a litellm model, start the process that imports litellm and makes the model calls
-    (`llm.start_worker`), so that its import runs beside Dagster's instead of before it."""
-    from kindgi_eval.llm import start_worker
+    (`llm.start_worker`, taking the one `kindgi_eval.__main__` started ahead), so that its import runs beside Dagster's
+    instead of before it; otherwise end the one started ahead, if any."""
+    from kindgi_eval.llm import start_worker, stop_worker
 
     names = (settings.judge_model, None if settings.agent_url else settings.agent_model)
     try:
-        if any(name and not parse_model(name).is_mock for name in names):
-            start_worker()
+        needed = any(name and not parse_model(name).is_mock for name in names)
     except ValueError:
-        pass  # a malformed name: make_agent or make_judge says what is wrong, and nothing is run
+        needed = False  # a malformed name: make_agent or make_judge says what is wrong, and nothing is run
+    if needed:
+        start_worker()
+    else:
+        stop_worker()
 
 
 def _exit(code: int, instance) -> NoReturn:

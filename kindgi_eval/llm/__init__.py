@@ -1,7 +1,22 @@
 """Every model call: the only importer of litellm. Imports rules."""
 
-from kindgi_eval.llm.call_error import ModelCallError
-from kindgi_eval.llm.calls import CREDENTIALS, DEFAULT_POLICY, WELL_KNOWN_PROVIDERS, CallPolicy, complete, missing_credentials, prepare, provider_names, scrub
-from kindgi_eval.llm.worker import start_worker, stop_worker
+from importlib import import_module
+from typing import Any
+
+_LAZY = {
+    "ModelCallError": "call_error",
+    "CREDENTIALS": "calls", "CallPolicy": "calls", "DEFAULT_POLICY": "calls", "WELL_KNOWN_PROVIDERS": "calls",
+    "complete": "calls", "missing_credentials": "calls", "prepare": "calls", "provider_names": "calls", "scrub": "calls",
+    "start_worker": "worker", "stop_worker": "worker",
+}
+"""Names loaded on first use (PEP 562), so that `llm.spawn` can start the litellm worker before anything heavier than
+the standard library is imported."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(f"kindgi_eval.llm.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'kindgi_eval.llm' has no attribute {name!r}")
+
 
 __all__ = ["CREDENTIALS", "CallPolicy", "DEFAULT_POLICY", "WELL_KNOWN_PROVIDERS", "ModelCallError", "complete", "missing_credentials", "prepare", "provider_names", "scrub", "start_worker", "stop_worker"]

@@ -1,5 +1,5 @@
-"""litellm in a process of its own, for `kindgi-eval run`: started as soon as a run names a litellm model, it imports
-litellm while the run's process imports Dagster (both imports are seconds of CPU, which two threads would only
+"""litellm in a process of its own, for `kindgi-eval run`: started as soon as a run names a litellm model (before the
+command line is imported, where its words say so: `llm.spawn`), it imports litellm while the run's process imports Dagster (both imports are seconds of CPU, which two threads would only
 take turns at under the interpreter lock), then makes every model call `calls.complete` sends it, on its own core.
 
 Each call is `calls.complete` run in the worker, so its retries, circuit and timeout are as in-process; what comes
@@ -12,28 +12,24 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
 import threading
 from itertools import count
 from multiprocessing.connection import Connection
 from typing import Any
 
 from kindgi_eval.llm.call_error import ModelCallError
+from kindgi_eval.llm.spawn import discard, take
 from kindgi_eval.rules import Completion, ModelRef
 
 _worker: Worker | None = None
 ENDED = ("bug", "the litellm worker process ended")
-CHILD = "kindgi_eval.llm.worker_process"
-"""The module the worker process runs."""
 
 
 class Worker:
     """The parent's end: sends requests, and settles each caller's future from a thread reading the replies."""
 
     def __init__(self) -> None:
-        command = [sys.executable, "-c", f"import {CHILD}; {CHILD}.main()"]
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.process = take()
         self._requests = Connection(os.dup(self.process.stdin.fileno()), readable=False)  # type: ignore[union-attr]
         self._replies = Connection(os.dup(self.process.stdout.fileno()), writable=False)  # type: ignore[union-attr]
         self.process.stdin.close()  # type: ignore[union-attr]
@@ -127,8 +123,9 @@ def running() -> Worker | None:
 
 
 def stop_worker() -> None:
-    """End the worker, if one was started."""
+    """End the worker, if one was started, and one started ahead that was not taken."""
     global _worker
+    discard()
     if _worker is not None:
         _worker.stop()
         _worker = None
