@@ -148,6 +148,7 @@ def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str |
     except RunFailed as e:
         click.echo(f"error: {e}", err=True)
         _exit(EXIT_FAILED, instance)
+    _end_model_calls()
     _exit(_report(home, key, run_id, outputs), instance)
 
 
@@ -155,7 +156,7 @@ def _start_model_worker(settings) -> None:
     """When the settings name a litellm model, start the process that imports litellm and makes the model calls
     (`llm.start_worker`, taking the one `kindgi_eval.__main__` started ahead), so that its import runs beside Dagster's
     instead of before it; otherwise end the one started ahead, if any."""
-    from kindgi_eval.llm import start_worker, stop_worker
+    from kindgi_eval.llm import start_worker, stop_worker, workers_for
 
     names = (settings.judge_model, None if settings.agent_url else settings.agent_model)
     try:
@@ -163,9 +164,18 @@ def _start_model_worker(settings) -> None:
     except ValueError:
         needed = False  # a malformed name: make_agent or make_judge says what is wrong, and nothing is run
     if needed:
-        start_worker()
+        start_worker(workers_for(settings.concurrency, os.cpu_count()))
     else:
         stop_worker()
+
+
+def _end_model_calls() -> None:
+    """End the litellm workers once the chain is done, and say how many made its calls, if any did."""
+    from kindgi_eval.llm import stop_worker
+
+    ran = stop_worker()
+    if ran:
+        click.echo(f"model calls made by {ran} litellm worker process{'es' if ran > 1 else ''}", err=True)
 
 
 def _exit(code: int, instance) -> NoReturn:
@@ -223,6 +233,7 @@ def _resume_run(prefix: str, mock: bool, outputs: Outputs, flags: dict[str, obje
     except RunFailed as e:
         click.echo(f"error: {e}", err=True)
         _exit(EXIT_FAILED, instance)
+    _end_model_calls()
     _exit(_report(home, key, run_id, outputs), instance)
 
 
@@ -272,6 +283,7 @@ def replay(source: str, json_path: str | None, junit_path: str | None, **flags: 
     except RunFailed as e:
         click.echo(f"error: {e}", err=True)
         _exit(EXIT_FAILED, instance)
+    _end_model_calls()
     _exit(_report(home, key, run_id, outputs), instance)
 
 

@@ -21,7 +21,7 @@ from kindgi_eval.llm.call_error import ModelCallError
 from kindgi_eval.llm.spawn import discard, take
 from kindgi_eval.rules import Completion, ModelRef
 
-_worker: Worker | None = None
+_worker: Workers | None = None
 ENDED = ("bug", "the litellm worker process ended")
 
 
@@ -38,6 +38,8 @@ class Worker:
         self._waiting: dict[int, tuple[asyncio.AbstractEventLoop | None, Any]] = {}
         self._ended = False
         self._lock = threading.Lock()
+        self.calls = 0
+        """Model calls sent here."""
         threading.Thread(target=self._read_replies, name="litellm-worker", daemon=True).start()
 
     def _send(self, request: tuple, waiting: tuple[asyncio.AbstractEventLoop | None, Any] | None = None) -> None:
@@ -63,6 +65,7 @@ class Worker:
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         call = next(self._ids)
+        self.calls += 1
         self._send((call, "complete", ref, messages, options), (loop, future))
         try:
             return _unwrap(await future)
@@ -84,10 +87,65 @@ class Worker:
             if (waiting := self._waiting.pop(call, None)) is not None:
                 _settle(*waiting, outcome)
 
-    def stop(self) -> None:
-        """Close the pipe, so the worker ends, and wait for it."""
+    @property
+    def in_flight(self) -> int:
+        """Requests sent and not yet answered."""
+        return len(self._waiting)
+
+    def stop(self, *, kill: bool = False) -> None:
+        """Close the pipe, so the worker ends, and wait for it; `kill` ends it at once (one still importing litellm
+        reads its pipe only once the import is done)."""
         self._requests.close()
+        if kill:
+            self.process.kill()
         self.process.wait()
+
+
+class Workers:
+    """The run's worker processes. The first takes calls at once (they wait in its pipe while it imports litellm); a
+    second, where wanted, is started once the first has imported litellm, so that two imports never share the cores
+    with the run's own start-up, and takes calls from the moment it has imported litellm too. Each call goes to the
+    ready worker with the fewest calls in flight; the run's own semaphore bounds the calls in flight in all."""
+
+    def __init__(self, wanted: int) -> None:
+        self.first = Worker()
+        self.ready: list[Worker] = [self.first]
+        self._started: list[Worker] = [self.first]
+        self._stopping = False
+        self._lock = threading.Lock()
+        if wanted > 1:
+            threading.Thread(target=self._add, args=(wanted,), name="litellm-workers", daemon=True).start()
+
+    def _add(self, wanted: int) -> None:
+        try:
+            self.first.ask("providers")  # answered once litellm is imported there
+            while len(self._started) < wanted:
+                with self._lock:
+                    if self._stopping:
+                        return
+                    worker = Worker()
+                    self._started.append(worker)
+                worker.ask("providers")
+                with self._lock:
+                    self.ready = [*self.ready, worker]
+        except RuntimeError:
+            return  # a worker ended: the calls go on in those ready
+
+    def ask(self, *request: Any) -> Any:
+        """One request answered by the first worker."""
+        return self.first.ask(*request)
+
+    async def complete(self, ref: ModelRef, messages: list[dict[str, str]], **options: Any) -> Completion:
+        return await min(self.ready, key=lambda w: w.in_flight).complete(ref, messages, **options)
+
+    def stop(self) -> int:
+        """End every worker (one still importing litellm at once); how many made calls."""
+        with self._lock:
+            self._stopping = True
+            ready = list(self.ready)
+        for worker in self._started:
+            worker.stop(kill=worker not in ready)
+        return len(ready)
 
 
 def _settle(loop: asyncio.AbstractEventLoop | None, waiter: Any, outcome: tuple[str, Any]) -> None:
@@ -110,22 +168,40 @@ def _unwrap(outcome: tuple[str, Any]) -> Any:
     raise RuntimeError(value)
 
 
-def start_worker() -> None:
-    """Start the worker, which imports litellm at once; from now on this process's model calls are made there."""
+SECOND_WORKER_AT = 32
+"""Calls in flight from which a second worker is wanted, where the machine has a core for it: litellm's own CPU per
+call (some 11 ms here), not the provider, then bounds what one worker sends per second."""
+SECOND_WORKER_CORES = 3
+"""The cores a second worker needs: one for each worker and one for the run's own process, which spends some 5 ms of
+CPU per call itself. On 2 cores a second worker only took turns with the first: at N = 2000, C = 64 the calls took
+18.8 s with two against 19.6 s with one, at 39 s of CPU against 31 s (benchmarks/README.md)."""
+
+
+def workers_for(concurrency: int, cores: int | None) -> int:
+    """How many worker processes a run makes its calls in: two with `SECOND_WORKER_CORES` cores and at least
+    `SECOND_WORKER_AT` calls in flight, else one."""
+    return 2 if (cores or 1) >= SECOND_WORKER_CORES and concurrency >= SECOND_WORKER_AT else 1
+
+
+def start_worker(workers: int = 1) -> None:
+    """Start the first worker, which imports litellm at once, and after it up to `workers` in all; from now on this
+    process's model calls are made there."""
     global _worker
     if _worker is None:
-        _worker = Worker()
+        _worker = Workers(workers)
 
 
-def running() -> Worker | None:
-    """The worker this process started, if any: `calls.complete` sends its calls there."""
+def running() -> Workers | None:
+    """The workers this process started, if any: `calls.complete` sends its calls there."""
     return _worker
 
 
-def stop_worker() -> None:
-    """End the worker, if one was started, and one started ahead that was not taken."""
+def stop_worker() -> int:
+    """End the workers, if they were started, and one started ahead that was not taken; how many made calls."""
     global _worker
     discard()
+    ran = 0
     if _worker is not None:
-        _worker.stop()
+        ran = _worker.stop()
         _worker = None
+    return ran
