@@ -333,4 +333,5 @@ def tokens_revoke(token_id: str) -> None:
       kindgi-eval tokens revoke tok_3f9c2a1e5b7d
     """
     token = _registry_store().revoke_token(token_id)
-    click.echo(f"revoked {token.id} (tenant {token.tenant}) at {token.revoked_at}")
+    whom = f"tenant {token.tenant}" if token.tenant else "an operator's"
+    click.echo(f"revoked {token.id} ({whom}) at {token.revoked_at}")

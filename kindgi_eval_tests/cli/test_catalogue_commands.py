@@ -76,3 +76,16 @@ def test_a_benchmark_document_naming_no_entry_is_refused_before_it_is_sent(regis
     done = run_cli("suites", "publish", str(tmp_path / "suite.json"), env=tenant)
     assert done.code == 2 and "the catalogue holds no benchmark kindgi/golden 2.0.0; it holds kindgi/golden 1.0.0" in done.err, done.err
     assert run_cli("suites", "list", env=tenant).out.count(f"{TENANT}.std") == 0
+
+
+def test_an_operator_token_is_issued_without_a_tenant_and_listed_and_revoked_as_one(home) -> None:
+    refused = run_cli("tokens", "issue", "--scope", "operator", "--tenant", "acme")
+    assert refused.code == 2 and "tenant: is not given to an operator token: it acts for no tenant" in refused.err
+    no_tenant = run_cli("tokens", "issue", "--scope", "read")
+    assert no_tenant.code == 2 and "tenant: is required: a token of scope read or publish acts for one tenant" in no_tenant.err
+    issued = run_cli("tokens", "issue", "--scope", "operator", "--name", "catalogue")
+    assert issued.code == 0 and "for the catalogue (catalogue), scope operator" in issued.err, issued.err
+    (token,) = json.loads(run_cli("tokens", "list", "--format", "json").out)
+    assert (token["tenant"], token["scope"], token["name"]) == ("", "operator", "catalogue")
+    revoked = run_cli("tokens", "revoke", token["id"])
+    assert revoked.code == 0 and revoked.out.startswith(f"revoked {token['id']} (an operator's) at "), revoked.out
