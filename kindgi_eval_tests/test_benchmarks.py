@@ -64,3 +64,10 @@ def test_the_nightly_benchmark_loads_without_pytest() -> None:
     assert done.returncode == 0, done.stderr
     assert "usage:" in done.stdout and "--tenants" in done.stdout
 
+
+
+def test_the_promptfoo_comparison_loads_without_pytest() -> None:
+    # promptfoo is no dependency of this project (node, npm): here, that the script loads from the plain install
+    done = run_without_pytest("promptfoo_compare.py", "--help")
+    assert done.returncode == 0, done.stderr
+    assert "usage:" in done.stdout and "--promptfoo" in done.stdout

@@ -46,3 +46,14 @@ def test_a_worker_started_ahead_is_taken_once_and_one_never_taken_is_ended() -> 
     unused = spawn._ahead
     spawn.discard()
     assert unused is not None and unused.returncode is not None and spawn._ahead is None
+
+
+def test_the_guess_reads_the_options_and_variables_of_the_settings_table() -> None:
+    # the words are read before the settings table can be imported; this holds their names to it
+    from kindgi_eval.__main__ import CALLERS, VARIABLE
+    from kindgi_eval.inputs import SETTING
+
+    for field in ("agent_model", "judge_model"):
+        assert VARIABLE[SETTING[field].flag] == SETTING[field].var
+    assert SETTING["agent_url"].flag == "--agent-url" and SETTING["agent_url"].var == "AGENT_URL"
+    assert {option for options in CALLERS.values() for option in options} == set(VARIABLE)

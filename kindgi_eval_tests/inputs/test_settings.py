@@ -249,4 +249,7 @@ def test_no_module_but_the_settings_table_reads_a_run_settings_variable() -> Non
             attributes = {n.attr for n in ast.walk(key) if isinstance(n, ast.Attribute)}
             if (isinstance(key, ast.Constant) and key.value in variables) or names & {"ENV", "SETTING", "SETTINGS"} or "var" in attributes:
                 readers.add(path.relative_to(package).as_posix())
-    assert readers == {"inputs/settings.py"}
+    # kindgi_eval/__main__.py reads the model variables too, before anything is imported, only to guess whether to
+    # start the litellm worker early; the run still decides from the resolved settings (test_main.py holds its names
+    # to the settings table's)
+    assert readers == {"inputs/settings.py", "__main__.py"}
