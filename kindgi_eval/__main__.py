@@ -19,13 +19,15 @@ CALLERS = {"run": ("--agent-model", "--judge-model"), "replay": ("--judge-model"
 VARIABLE = {"--agent-model": "AGENT_MODEL", "--judge-model": "EVAL_JUDGE_MODEL"}
 """The variable each option overrides."""
 OFFLINE = "mock:"
+HELP = {"--help", "-h"}
+"""Asking for help calls nothing."""
 
 
 def names_a_litellm_model(words: Sequence[str], environ: Mapping[str, str]) -> bool:
     """Whether the command's words and the environment name a model litellm will be called for: a `run` or `replay`
-    whose agent or judge option (else its variable) names one other than `mock:…`; an agent over HTTP or `--mock`
-    replace the agent model."""
-    if not words or words[0] not in CALLERS:
+    whose agent or judge option (else its variable) names one other than `mock:…`, unless it asks for help; an agent
+    over HTTP or `--mock` replace the agent model."""
+    if not words or words[0] not in CALLERS or not HELP.isdisjoint(words):
         return False
     given = dict(_options(words[1:]))
     agent_elsewhere = "--mock" in given or bool(given.get("--agent-url") or environ.get("AGENT_URL"))

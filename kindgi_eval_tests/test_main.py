@@ -25,6 +25,8 @@ from kindgi_eval.llm import spawn
         (["run", "--mock"], {}, False),
         (["replay", "--agent-model", "openai:x"], {}, False),  # a replay never asks the agent
         (["validate", "--agent-model", "openai:x"], {}, False),
+        (["run", "--help"], {"AGENT_MODEL": "openai:x"}, False),  # help calls nothing
+        (["run", "-h", "--agent-model", "openai:x"], {}, False),
         (["sql", "SELECT 1"], {"AGENT_MODEL": "openai:x"}, False),
         ([], {"AGENT_MODEL": "openai:x"}, False),
     ],
