@@ -92,13 +92,18 @@ _CAN = {"read": "it lists, shows and pulls suites", "publish": "it publishes its
 """What each scope lets a token do, as a 403 says it."""
 
 
+def _allowed(token: TokenInfo, scope: str, refused: str, fix: str) -> TokenInfo:
+    """The token, if it has `scope`; 403 naming its scope, what it may do and what it was refused, otherwise."""
+    if token.scope != scope:
+        raise RegistryError("forbidden", f"Authorization: token {token.id} has scope {token.scope!r}: {_CAN[token.scope]}, and "
+                            f"cannot {refused}. {fix}")
+    return token
+
+
 async def publisher(token: Caller) -> TokenInfo:
     """The calling token, if its scope lets it publish; 403 naming its scope otherwise (after 401, before anything else)."""
-    if token.scope != "publish":
-        raise RegistryError("forbidden", f"Authorization: token {token.id} has scope {token.scope!r}: {_CAN[token.scope]}, and "
-                            "cannot publish a suite. Publish with a token of scope 'publish' (kindgi-eval tokens issue "
-                            "--tenant T --scope publish).")
-    return token
+    return _allowed(token, "publish", "publish a suite", "Publish with a token of scope 'publish' (kindgi-eval tokens issue "
+                    "--tenant T --scope publish).")
 
 
 Publisher = Annotated[TokenInfo, Depends(publisher)]
@@ -107,11 +112,8 @@ Publisher = Annotated[TokenInfo, Depends(publisher)]
 
 async def operator(token: Caller) -> TokenInfo:
     """The calling token, if it is an operator's; 403 naming its scope otherwise: no tenant writes the shared catalogue."""
-    if token.scope != "operator":
-        raise RegistryError("forbidden", f"Authorization: token {token.id} has scope {token.scope!r}: {_CAN[token.scope]}, and "
-                            "cannot publish to the catalogue, which every tenant reads. An operator publishes there, with a "
-                            "token of scope 'operator' (kindgi-eval tokens issue --scope operator).")
-    return token
+    return _allowed(token, "operator", "publish to the catalogue, which every tenant reads", "An operator publishes there, "
+                    "with a token of scope 'operator' (kindgi-eval tokens issue --scope operator).")
 
 
 Operator = Annotated[TokenInfo, Depends(operator)]
