@@ -482,9 +482,11 @@ class RegistryStore:
                     raise RegistryError("conflict", f"{where}: already published with other content (sha256 {same.hash}); an "
                                         "entry never changes. Publish this content as a greater version.")
                 return 200, same
-            newest = [e.version for e in self.catalogue_entries() if e.name == entry.name][:1]
-            if newest and semver_key(entry.version) <= semver_key(newest[0]):
-                raise RegistryError("conflict", f"{where}: not greater than the newest version of {entry.name}, {newest[0]}. "
+            with self._reading() as connection:
+                versions = connection.execute(sa.select(CATALOGUE.c.version).where(CATALOGUE.c.name == entry.name)).scalars().all()
+            newest = max(versions, key=semver_key, default=None)
+            if newest is not None and semver_key(entry.version) <= semver_key(newest):
+                raise RegistryError("conflict", f"{where}: not greater than the newest version of {entry.name}, {newest}. "
                                     "Publish a greater version (semver precedence).")
             added = CatalogueEntry(name=entry.name, version=entry.version, hash=sha256, description=entry.description,
                                    published_at=utc_now(), published_by=token_id, files=entry.files)
