@@ -35,6 +35,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from kindgi_eval.kinds import table_named  # noqa: E402
 from kindgi_eval.store.batches import find_run_areas  # noqa: E402
 from kindgi_eval.store.layout import read_rows  # noqa: E402
 from kindgi_eval_tests.fake_provider import Answer, FakeProvider, criterion_of, fenced  # noqa: E402
@@ -145,7 +146,7 @@ class Series:
 
 
 def table(series: Series, asset: str, key: str, run_id: str) -> list[dict]:
-    return [r.model_dump() for r in read_rows(series.home / "store", asset, key, run_id)]
+    return [r.model_dump() for r in read_rows(series.home / "store", table_named(asset), key, run_id)]
 
 
 def main() -> None:

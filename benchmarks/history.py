@@ -26,8 +26,9 @@ import pyarrow.compute as pc
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from kindgi_eval.kinds import stored_tables  # noqa: E402
 from kindgi_eval.store.arrow import arrow_schema  # noqa: E402
-from kindgi_eval.store.layout import TABLES, table_path, write_atomically  # noqa: E402
+from kindgi_eval.store.layout import table_path, write_atomically  # noqa: E402
 
 CLI = Path(sys.executable).parent / "kindgi-eval"
 STATUSES = ["passed"] * 80 + ["reviewed"] * 10 + ["judged-pass"] * 5 + ["failed"] * 3 + ["judged-fail"] * 2
@@ -57,7 +58,7 @@ def templates(cases: int, rng: random.Random) -> dict[str, pa.Table]:
         "source": "rubric", "criterion": name, "group": name, "verdict": verdict, "split": False,
         "votes": [verdict] * 3, "evidence": "", "reason": "holds to the catalogue",
     }
-    rows: dict[str, list[dict]] = {t.asset: [] for t in TABLES}
+    rows: dict[str, list[dict]] = {t.asset: [] for t in stored_tables()}
     for n in range(cases):
         cid = f"case-{n:04d}"
         rows["suite"].append({
@@ -97,7 +98,7 @@ def templates(cases: int, rng: random.Random) -> dict[str, pa.Table]:
         "passed": 0, "failed": 0, "judged_fail": 0, "judged_pass": 0, "reviewed": 0, "ungraded": 0,
         "agent_usd": 0.04, "judge_usd": 2.4, "cost_unknown": False, "stages": ["offer"], "uncovered": [],
     })
-    return {t.asset: pa.Table.from_pylist(rows[t.asset], schema=arrow_schema(t.row)) for t in TABLES}
+    return {t.asset: pa.Table.from_pylist(rows[t.asset], schema=arrow_schema(t.row)) for t in stored_tables()}
 
 
 def night(base: dict[str, pa.Table], run_id: str, day: str, rng: random.Random) -> dict[str, pa.Table]:

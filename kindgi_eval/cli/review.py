@@ -39,15 +39,15 @@ def review() -> None:
 
 def _human_review_run(root, run_id: str):
     """(its `store.RunKey`, its summary, its queue) of the human-review run RUN_ID names; InputError otherwise."""
-    from kindgi_eval.kinds import kind_named
-    from kindgi_eval.store import read_rows
+    from kindgi_eval.kinds import kind_named, table_named
+    from kindgi_eval.store import SHARED, read_rows
 
     (ref,) = runs_named(root, {"RUN_ID": run_id})
-    (run,) = read_rows(root, "run_summary", ref.partition, ref.run_id)
+    (run,) = read_rows(root, SHARED.run_summary, ref.partition, ref.run_id)
     if not kind_named(run.suite_kind).reviewed_by_people:
         raise InputError([Problem("RUN_ID", None, None, f"run {ref.run_id} evaluated a {run.suite_kind} suite; only a human-review "
                                   "suite's run has a review queue.")])
-    return ref, run, read_rows(root, "review_queue", ref.partition, ref.run_id)
+    return ref, run, read_rows(root, table_named("review_queue"), ref.partition, ref.run_id)
 
 
 @review.command("export", short_help="Write a run's review queue as CSV or JSONL to fill in.")
@@ -94,7 +94,7 @@ def review_import(file: str) -> None:
     Example:
       kindgi-eval review import review.csv
     """
-    from kindgi_eval.kinds import kind_views
+    from kindgi_eval.kinds import store_views, table_named
     from kindgi_eval.store import (
         ReviewRow,
         export_database,
@@ -116,7 +116,7 @@ def review_import(file: str) -> None:
             queues[run_id] = None
             continue
         try:
-            queue = read_rows(root, "review_queue", key.partition, run_id)
+            queue = read_rows(root, table_named("review_queue"), key.partition, run_id)
         except FileNotFoundError:  # a run stored before review queues existed
             queue = []
         queues[run_id] = QueueKeys(frozenset(q.case_id for q in queue), frozenset((q.case_id, q.rubric_item) for q in queue))
@@ -139,7 +139,7 @@ def review_import(file: str) -> None:
         for line in labels.lines
     ]
     write_reviews(root, import_id, rows)
-    export_database(root, kind_views())
+    export_database(root, store_views())
     passed = sum(r.label == "pass" for r in rows)
     skipped = f"; {labels.unlabelled} unlabelled rows skipped" if labels.unlabelled else ""
     click.echo(f"imported {len(rows)} labels ({passed} pass, {len(rows) - passed} fail) of run{'s' if len(queues) > 1 else ''} "
@@ -162,7 +162,7 @@ def review_promote(run_id: str, suite_id: str) -> None:
       kindgi-eval review promote 3f9c2a1e --suite demo-academy.pricing
     """
     from kindgi_eval.kinds import cases_of, promoted_items, promotion
-    from kindgi_eval.store import labels_in_force, read_reviews, read_rows, store_root
+    from kindgi_eval.store import SHARED, labels_in_force, read_reviews, read_rows, store_root
 
     root = store_root()
     ref, run, _ = _human_review_run(root, run_id)
@@ -170,8 +170,8 @@ def review_promote(run_id: str, suite_id: str) -> None:
     if not labels:
         raise InputError([Problem("RUN_ID", None, None, f"run {ref.run_id} has no labels yet. Export its queue, label it, and "
                                   "import it with: kindgi-eval review import FILE")])
-    cases = cases_of(read_rows(root, "suite", ref.partition, ref.run_id))
-    replies = read_rows(root, "agent_replies", ref.partition, run.replies_from)
+    cases = cases_of(read_rows(root, SHARED.suite, ref.partition, ref.run_id))
+    replies = read_rows(root, SHARED.agent_replies, ref.partition, run.replies_from)
     items = [i.model_dump(mode="json", exclude_defaults=True) for i in promoted_items(ref.run_id, cases, replies, labels)]
     client = registry_client()
     try:

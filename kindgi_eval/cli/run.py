@@ -289,17 +289,17 @@ def replay(source: str, json_path: str | None, junit_path: str | None, **flags: 
 
 def _report(home: Path, key: str, run_id: str, outputs: Outputs) -> int:
     """Print the stored run and write its JSON; the exit status its statuses call for."""
-    from kindgi_eval.kinds import cases_of, kind_named, kind_views, own_rows, stored_result
+    from kindgi_eval.kinds import cases_of, kind_named, own_rows, store_views, stored_result
     from kindgi_eval.reports import case_marks, junit_xml, render, summary_json
-    from kindgi_eval.store import export_database, read_rows, store_root
+    from kindgi_eval.store import SHARED, export_database, read_rows, store_root
 
     root = store_root(home)
-    export_database(root, kind_views())
+    export_database(root, store_views())
     result = stored_result(root, key, run_id)
     run = result.run
-    statuses = read_rows(root, "statuses", key, run_id)
-    calibration = read_rows(root, "calibration", key, run_id)
-    cases = cases_of(read_rows(root, "suite", key, run.replies_from))  # a replay judged its source's suite
+    statuses = read_rows(root, SHARED.statuses, key, run_id)
+    calibration = read_rows(root, SHARED.calibration, key, run_id)
+    cases = cases_of(read_rows(root, SHARED.suite, key, run.replies_from))  # a replay judged its source's suite
     marks = case_marks(run.suite_kind, own_rows(root, key, run_id, run.suite_kind))
     click.echo(render(result, statuses, calibration, key, cases, marks), nl=False)
     click.echo(f"run {run_id} stored under {root}", err=True)

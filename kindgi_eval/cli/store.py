@@ -30,7 +30,7 @@ REPORT_HISTORY = 30
 @input_errors
 def sql(query: str, fmt: str) -> None:
     """Query the store with DuckDB, through its views: runs, run_metrics, cases, replies, outcomes, judge_samples,
-    calibration, statuses, accuracy, custom, regressions, pairwise, review_queue, reviews. Each kind's runs, its figures
+    calibration, statuses, accuracy, custom, pairwise, regressions, review_queue, reviews. Each kind's runs, its figures
     as columns: accuracy_runs, benchmark_runs, custom_runs, human_review_runs, pairwise_runs, regression_runs.
 
     \b
@@ -39,10 +39,10 @@ def sql(query: str, fmt: str) -> None:
     """
     import duckdb
 
-    from kindgi_eval.kinds import kind_views
+    from kindgi_eval.kinds import store_views
     from kindgi_eval.store import connect, format_rows, store_root, view_names
 
-    views = kind_views()
+    views = store_views()
 
     with connect(store_root(), query, views) as con:
         try:
@@ -109,7 +109,7 @@ def diff(run_a: str | None, run_b: str | None, suite: str | None, as_json: bool,
 def _latest_two(root: StorePath, suite: str):
     """The suite's run before its latest and its latest, by start time; InputError when it has fewer than two."""
     from kindgi_eval.reports import latest_pair
-    from kindgi_eval.store import read_rows, run_keys
+    from kindgi_eval.store import SHARED, read_rows, run_keys
 
     keys = run_keys(root, suite)
     if not keys:  # a registry suite named by its id: the one partition of that id (`registry_key`), whatever the tenant
@@ -126,23 +126,23 @@ def _latest_two(root: StorePath, suite: str):
     # those runs' summaries are read, not a year of nightly ones
     since = sorted((k.day for k in keys), reverse=True)[1]
     recent = {k.run_id: k for k in keys if k.day >= since}
-    pair = latest_pair({i: read_rows(root, "run_summary", suite, i)[0] for i in recent})
+    pair = latest_pair({i: read_rows(root, SHARED.run_summary, suite, i)[0] for i in recent})
     return recent[pair.a], recent[pair.b]
 
 
 def _stored_run(root: StorePath, ref):
     """Everything a diff compares of one stored run, `ref` being its `store.RunKey`."""
     from kindgi_eval.reports import StoredRun
-    from kindgi_eval.store import read_rows
+    from kindgi_eval.store import SHARED, read_rows
 
     run_id, key = ref.run_id, ref.partition
-    (run,) = read_rows(root, "run_summary", key, run_id)
+    (run,) = read_rows(root, SHARED.run_summary, key, run_id)
     return StoredRun(
         run_id=run_id,
         run=run,
-        statuses=read_rows(root, "statuses", key, run_id),
-        calibration=read_rows(root, "calibration", key, run_id),
-        replies=read_rows(root, "agent_replies", key, run.replies_from),
+        statuses=read_rows(root, SHARED.statuses, key, run_id),
+        calibration=read_rows(root, SHARED.calibration, key, run_id),
+        replies=read_rows(root, SHARED.agent_replies, key, run.replies_from),
     )
 
 
@@ -163,7 +163,7 @@ def report(run_id: str, html_path: str) -> None:
     """
     from kindgi_eval.kinds import cases_of, own_rows, stored_result
     from kindgi_eval.reports import RunPage, render_html
-    from kindgi_eval.store import earlier_runs, read_rows, store_root
+    from kindgi_eval.store import SHARED, earlier_runs, read_rows, store_root
 
     check_output_path(html_path, "--html")
     root = store_root()
@@ -175,12 +175,12 @@ def report(run_id: str, html_path: str) -> None:
     page = RunPage(
         run_id=run_id,
         result=result,
-        statuses=read_rows(root, "statuses", key, run_id),
-        outcomes=read_rows(root, "outcomes", key, run.replies_from),
-        samples=read_rows(root, "judge_samples", key, run_id),
-        calibration=read_rows(root, "calibration", key, run_id),
+        statuses=read_rows(root, SHARED.statuses, key, run_id),
+        outcomes=read_rows(root, SHARED.outcomes, key, run.replies_from),
+        samples=read_rows(root, SHARED.judge_samples, key, run_id),
+        calibration=read_rows(root, SHARED.calibration, key, run_id),
         history=[*((i, summary) for i, summary, _ in earlier), (run_id, run)],
-        cases=cases_of(read_rows(root, "suite", key, run.replies_from)),
+        cases=cases_of(read_rows(root, SHARED.suite, key, run.replies_from)),
         own=own_rows(root, key, run_id, run.suite_kind),
     )
     write_text_atomically(Path(html_path), render_html(page, key))
@@ -201,7 +201,7 @@ def prune(keep_days: int, dry_run: bool) -> None:
     Example:
       kindgi-eval prune --keep-days 90 --dry-run
     """
-    from kindgi_eval.kinds import kind_views
+    from kindgi_eval.kinds import store_views
     from kindgi_eval.store import (
         export_database,
         plan_areas,
@@ -227,12 +227,13 @@ def prune(keep_days: int, dry_run: bool) -> None:
         return
     from kindgi_eval.defs import open_instance
 
-    remove_runs(root, plan.removed)
+    views = store_views()
+    remove_runs(root, views.tables, plan.removed)
     instance = open_instance(home)
     for run_id in plan.removed:
         if instance.has_run(run_id):
             instance.delete_run(run_id)
-    export_database(root, kind_views())
+    export_database(root, views)
 
 
 @click.command(short_help="Merge closed months into one file per table.")
@@ -245,14 +246,15 @@ def compact(before: str | None) -> None:
     Example:
       kindgi-eval compact --before 2026-11
     """
+    from kindgi_eval.kinds import store_views
     from kindgi_eval.store import compact as compact_store
-    from kindgi_eval.kinds import kind_views
     from kindgi_eval.store import export_database, store_root
 
     month = before or datetime.now(UTC).strftime("%Y-%m")
     if not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", month):
         raise InputError([Problem("--before", None, None, f"{month!r} is not a month; write YYYY-MM, e.g. 2026-11.")])
     root = store_root()
-    done = compact_store(root, month)
-    export_database(root, kind_views())
+    views = store_views()
+    done = compact_store(root, views.tables, month)
+    export_database(root, views)
     click.echo(f"compacted {done.runs} runs of {len(done.months)} months ({', '.join(done.months) or 'none'})")

@@ -1,5 +1,5 @@
 """The asset chain: suite -> agent_replies -> outcomes -> judge_samples -> calibration -> statuses -> accuracy,
-custom, regressions, pairwise, review_queue -> run_metrics -> run_summary.
+custom, pairwise, regressions, review_queue -> run_metrics -> run_summary.
 
 Every asset is one Parquet table per run in the store (its layout is store.table_path's) and one DuckDB view of
 `kindgi-eval sql`. The IO manager hands each asset the rows of its inputs as their row models, and stores the
@@ -43,6 +43,7 @@ from kindgi_eval.kinds import (
     kinds,
     models_of,
     result_of,
+    table_named,
 )
 from kindgi_eval.prompts import template_hash
 from kindgi_eval.rules import InputError
@@ -66,7 +67,6 @@ from kindgi_eval.store import (
     SampleRow,
     StatusRow,
     SuiteRow,
-    TABLE_OF,
     earlier_runs,
 )
 
@@ -84,7 +84,7 @@ def chain_asset(name: str) -> dict[str, object]:
         "group_name": GROUP,
         "kinds": {"parquet", "duckdb"},
         "code_version": code_version(),
-        "metadata": {"dagster/column_schema": column_schema(TABLE_OF[name].row)},
+        "metadata": {"dagster/column_schema": column_schema(table_named(name).row)},
     }
 
 

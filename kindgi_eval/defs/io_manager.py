@@ -8,9 +8,9 @@ import dagster as dg
 from pydantic import BaseModel
 
 from kindgi_eval.defs.lineage import input_run, run_day
+from kindgi_eval.kinds import table_named
 from kindgi_eval.rules import InputError
 from kindgi_eval.store import (
-    TABLE_OF,
     StorePath,
     discard_area,
     from_table,
@@ -37,7 +37,7 @@ class _Written:
     def keep(self, root: StorePath, asset: str, partition: str, run_id: str, rows: list[BaseModel]) -> None:
         if run_id != self.run:
             self.run, self.tables = run_id, {}
-        model = TABLE_OF[asset].row
+        model = table_named(asset).row
         if all(type(row) is model for row in rows):
             self.tables[(str(root), asset, partition)] = tuple(rows)
 
@@ -67,7 +67,7 @@ class ParquetStore(dg.ConfigurableIOManager):
         run = context.step_context.dagster_run
         day = run_day(context.step_context.instance, run.run_id)
         path = table_path(self.root(), asset, context.partition_key, day, run.run_id)
-        table = to_table(obj, TABLE_OF[asset].row)
+        table = to_table(obj, table_named(asset).row)
         write_atomically(table, path)
         _WRITTEN.keep(self.root(), asset, context.partition_key, run.run_id, obj)
         context.add_output_metadata({"path": dg.MetadataValue.path(str(path)), "dagster/row_count": len(obj)})
@@ -92,7 +92,8 @@ class ParquetStore(dg.ConfigurableIOManager):
         kept = _WRITTEN.rows(self.root(), asset, partition, source)
         if kept is not None:
             return kept
-        table = read_table(self.root(), asset, partition, source)
+        stored = table_named(asset)
+        table = read_table(self.root(), stored, partition, source)
         if table is None:
             raise FileNotFoundError(f"run {source} stored no {asset} for suite {partition}; it may have been pruned")
-        return from_table(table, TABLE_OF[asset].row)
+        return from_table(table, stored.row)

@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import dagster as dg
-from pydantic import BaseModel
 
 from kindgi_eval.defs.lineage import input_run, lineage, parent_of, replay_from, run_day
 from kindgi_eval.inputs import (
@@ -23,11 +22,10 @@ from kindgi_eval.inputs import (
     load_suite,
     manifest_of,
 )
-from kindgi_eval.kinds import Stage, kinds, models_of
+from kindgi_eval.kinds import Stage, kinds, models_of, table_named
 from kindgi_eval.rules import InputError
 from kindgi_eval.steps import sample_key
 from kindgi_eval.store import (
-    TABLE_OF,
     BatchWriter,
     Manifest,
     StorePath,
@@ -75,7 +73,7 @@ def recorded_rows(root: StorePath, partition: str, run_ids: list[str], asset: st
     stored one, else the batches it recorded before it was killed.
 
     With `now`, a run's rows are reused only if its manifest matches: InputError naming what changed otherwise."""
-    model: type[BaseModel] = TABLE_OF[asset].row
+    stored = table_named(asset)
     key, rows = KEY_OF[asset], {}
     for run_id in run_ids:
         area = area_of(root, partition, run_id)
@@ -84,8 +82,8 @@ def recorded_rows(root: StorePath, partition: str, run_ids: list[str], asset: st
             problems = changes_since(manifest, now)
             if problems:
                 raise InputError(problems)
-        table = read_table(root, asset, partition, run_id)
-        found = from_table(table, model) if table is not None else read_batches(area / asset, model) if area is not None else []
+        table = read_table(root, stored, partition, run_id)
+        found = from_table(table, stored.row) if table is not None else read_batches(area / asset, stored.row) if area is not None else []
         for row in found:
             rows.setdefault(key(row), row)
     return list(rows.values())
@@ -114,7 +112,7 @@ def recording(context: dg.AssetExecutionContext, root: StorePath, asset: str, no
         write_manifest(own, now)
     if len(done):
         context.log.info(f"{asset}: {len(done)} rows recorded by run {', '.join(ids[1:]) or 'this run'} are reused, not asked again")
-    with BatchWriter(own / asset, TABLE_OF[asset].row) as writer:
+    with BatchWriter(own / asset, table_named(asset).row) as writer:
         yield done, writer.add
 
 
@@ -136,6 +134,6 @@ def resume_summary(
     judge_calls = saved("judge_samples", samples)
     if stage is not None and stage.recorded_key is not None:
         source = input_run(context.instance, root, stage.table, context.partition_key, context.run)
-        own = from_table(read_table(root, stage.table, context.partition_key, source), TABLE_OF[stage.table].row)
+        own = from_table(read_table(root, stage.stored, context.partition_key, source), stage.row)
         judge_calls += stage.judge_calls_per_row * saved(stage.table, own)
     return ids[1], saved("agent_replies", replies), judge_calls

@@ -65,7 +65,7 @@ def run_chain(
     )
     if not result.success:
         failures = [e for e in result.all_events if e.is_step_failure]
-        detail = failures[0].event_specific_data.error.message.strip() if failures else "see the Dagster run's logs"  # type: ignore[union-attr]
+        detail = _cause(failures[0]) if failures else "see the Dagster run's logs"
         raise RunFailed(f"run {result.run_id} did not complete: {detail}")
     return result.run_id
 
@@ -90,3 +90,12 @@ def resume_chain(
     tags = {RESUMES_TAG: killed, **pinned, **({SOURCE_RUN_TAG: replies_from} if replies_from else {})}
     return run_chain(instance, home, settings, key, job=REPLAY if replies_from else EVALUATE, tags=tags)
 
+
+def _cause(failure: dg.DagsterEvent) -> str:
+    """What failed a step, in its own words: Dagster wraps the step's exception in one of its own ("Error occurred
+    while executing op ..."), which names the step and not the cause; the step is named, then the innermost cause."""
+    error = failure.step_failure_data.error
+    said = error.message.strip()
+    while error.cause is not None:
+        error = error.cause
+    return said if error.message.strip() == said else f"{said} {error.message.strip()}"

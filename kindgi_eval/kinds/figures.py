@@ -7,9 +7,9 @@ import json
 from collections.abc import Mapping, Sequence
 
 from kindgi_eval.kinds.kind import KindResult, SuiteKind
-from kindgi_eval.kinds.table import kind_named, kinds
+from kindgi_eval.kinds.table import kind_named, kinds, stored_tables
 from kindgi_eval.rules import Interval
-from kindgi_eval.store import FigureColumn, KindView, MetricRow, RunRow, StorePath, from_table, read_stored, rows_if_stored
+from kindgi_eval.store import SHARED, FigureColumn, KindView, MetricRow, RunRow, StorePath, Views, from_table, read_stored, rows_if_stored
 
 
 def count(name: str, n: int | None) -> MetricRow:
@@ -55,23 +55,24 @@ def result_of(run: RunRow, metrics: Sequence[MetricRow]) -> KindResult:
 def stored_result(root: StorePath, partition: str, run_id: str) -> KindResult:
     """A stored run as its kind reads it. A run stored before `run_metrics` (its `params` is null) kept its figures
     and parameters as columns of its `runs` row, under the names of its kind's view: they are read from there."""
-    stored = read_stored(root, "run_summary", partition, run_id)
+    stored = read_stored(root, SHARED.run_summary, partition, run_id)
     if stored is None:
         raise FileNotFoundError(f"run {run_id} stored no run_summary for suite {partition}")
     (row,) = stored.to_pylist()
     run = RunRow.model_validate({name: value for name, value in row.items() if name in RunRow.model_fields})
     if run.params is None:
         return KindResult(run, {c.name: row.get(c.name) for c in kind_named(run.suite_kind).figures})
-    metrics = read_stored(root, "run_metrics", partition, run_id)
+    metrics = read_stored(root, SHARED.run_metrics, partition, run_id)
     return result_of(run, [] if metrics is None else from_table(metrics, MetricRow))
 
 
 def own_rows(root: StorePath, partition: str, run_id: str, suite_kind: str) -> list:
     """The rows a run's kind's own stage stored; none for a kind without one."""
     stage = kind_named(suite_kind).stage
-    return [] if stage is None else rows_if_stored(root, stage.table, partition, run_id)
+    return [] if stage is None else rows_if_stored(root, stage.stored, partition, run_id)
 
 
-def kind_views() -> list[KindView]:
-    """The view of every installed kind that has figures or parameters of its own."""
-    return [KindView(name, kind.figures) for name, kind in sorted(kinds().items()) if kind.figures]
+def store_views() -> Views:
+    """What `kindgi-eval sql` can query of a store with the installed kinds: every table, and the view of every kind
+    that has figures or parameters of its own."""
+    return Views(stored_tables(), [KindView(name, kind.figures) for name, kind in sorted(kinds().items()) if kind.figures])

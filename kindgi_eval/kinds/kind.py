@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from kindgi_eval.inputs import RunSettings, Suite
 from kindgi_eval.registry import Consumer
 from kindgi_eval.rules import GROUPS, AgentReply, AssertionResult, CalibrationItem, Case, Group, Tenant, check_case, group_of
-from kindgi_eval.store import FigureColumn, MetricRow, OutcomeRow, ReplyRow, RunRow, StatusRow, StorePath, SuiteRow
+from kindgi_eval.store import FigureColumn, MetricRow, OutcomeRow, ReplyRow, RunRow, StatusRow, StorePath, SuiteRow, Table
 
 
 class KindRows(NamedTuple):
@@ -43,6 +43,8 @@ class Stage(NamedTuple):
 
     table: str
     """The asset, its stored table and its view (`accuracy`, `regressions`, ...), one name for all three."""
+    row: type[BaseModel]
+    """The row of its table: its columns, declared in the kind's own folder."""
     compute: Callable[[StageInputs], list]
     """Its rows, for a suite of its kind."""
     about: Callable[[Sequence[BaseModel]], Mapping[str, object]] = lambda rows: {}
@@ -51,6 +53,11 @@ class Stage(NamedTuple):
     """For a stage that pays the judge: a row's key in its recordings, so a resumed run counts what it reused."""
     judge_calls_per_row: int = 0
     """How many judge calls one of its rows took (a pair judged in both orders: 2)."""
+
+    @property
+    def stored(self) -> Table:
+        """Its table in the store."""
+        return Table(self.table, self.table, self.row)
 
 
 class Pinning(NamedTuple):

@@ -11,7 +11,7 @@ from kindgi_eval.inputs import SuiteModels
 from kindgi_eval.kinds.kind import SuiteKind
 from kindgi_eval.registry import Consumers
 from kindgi_eval.rules import Case
-from kindgi_eval.store import SuiteRow
+from kindgi_eval.store import SuiteRow, Table, store_tables
 
 GROUP = "kindgi_eval.kinds"
 """The entry-point group a package names its kinds under: `name = "package.module:KIND"`."""
@@ -56,3 +56,17 @@ def cases_of(rows: Sequence[SuiteRow]) -> list[Case]:
     """The cases of a stored suite, in file order, each read back as its kind's case model."""
     model = kind_named(rows[0].suite_kind).case_model if rows else Case
     return [model.model_validate_json(r.body) for r in rows if r.kind == "case"]
+
+
+def stored_tables() -> tuple[Table, ...]:
+    """Every table a store holds, in its order: the shared ones, with the own tables of the installed kinds (by name)
+    before `run_metrics` and `run_summary`."""
+    return store_tables(sorted((kind.stage.stored for kind in kinds().values() if kind.stage is not None), key=lambda t: t.asset))
+
+
+def table_named(asset: str) -> Table:
+    """The stored table of the asset called `asset`, shared or a kind's own; KeyError naming the tables when none is."""
+    found = {t.asset: t for t in stored_tables()}
+    if asset not in found:
+        raise KeyError(f"no stored table {asset!r}; the tables are {', '.join(found)}")
+    return found[asset]

@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 
 from kindgi_eval.inputs import REVIEW_COLUMNS
-from kindgi_eval.store import QueueRow
+from kindgi_eval.kinds import QueueRow
 
 MESSAGE_BREAK = "\n\n"
 """Between two messages of a reply in one CSV cell."""

@@ -17,8 +17,9 @@ from kindgi_eval.store.compaction import compact
 from kindgi_eval.store.kind_views import FigureColumn, KindView
 from kindgi_eval.store.killed_runs import KilledRun, killed_run, refuse_finished
 from kindgi_eval.store.layout import (
+    SHARED,
     StorePath,
-    TABLE_OF,
+    Table,
     earlier_runs,
     find_table,
     read_rows,
@@ -29,30 +30,27 @@ from kindgi_eval.store.layout import (
     run_partition,
     runtime_home,
     store_root,
+    store_tables,
     table_path,
     write_atomically,
 )
 from kindgi_eval.store.prune import plan_areas, plan_prune, recorded_areas, remove_areas, remove_runs, stored_runs
 from kindgi_eval.store.replay_source import ReplaySource, replay_source
 from kindgi_eval.store.rows import (
-    AccuracyRow,
     CalibrationRow,
     CriterionRow,
-    CustomRow,
     HandlerRow,
     MetricRow,
     OutcomeRow,
-    PairwiseRow,
-    QueueRow,
-    RegressionRow,
     ReplyRow,
     ReviewRow,
     RunRow,
     SampleRow,
     StatusRow,
+    StoredRow,
     SuiteRow,
 )
 from kindgi_eval.store.reviews import labels_in_force, read_reviews, write_reviews
-from kindgi_eval.store.views import connect, export_database, format_rows, view_names
+from kindgi_eval.store.views import Views, connect, export_database, format_rows, view_names
 
-__all__ = ["AccuracyRow", "FigureColumn", "KindView", "MetricRow", "read_stored", "BatchWriter", "CalibrationRow", "CriterionRow", "CustomRow", "HandlerRow", "KilledRun", "Manifest", "OutcomeRow", "PairwiseRow", "QueueRow", "ReviewRow", "labels_in_force", "read_reviews", "write_reviews", "RegressionRow", "ReplaySource", "ReplyRow", "RunRow", "SampleRow", "StatusRow", "StorePath", "SuiteRow", "TABLE_OF", "area_run_id", "arrow_schema", "claim", "compact", "connect", "discard_area", "earlier_runs", "export_database", "find_run_areas", "find_table", "format_rows", "view_names", "killed_run", "from_table", "plan_areas", "plan_prune", "read_batches", "read_manifest", "read_rows", "read_table", "recorded_areas", "refuse_finished", "remove_areas", "remove_runs", "replay_source", "rows_if_stored", "run_area", "run_keys", "run_partition", "runtime_home", "store_root", "stored_runs", "table_path", "to_table", "write_atomically", "write_manifest"]
+__all__ = ["FigureColumn", "KindView", "MetricRow", "read_stored", "BatchWriter", "CalibrationRow", "CriterionRow", "HandlerRow", "KilledRun", "Manifest", "OutcomeRow", "ReviewRow", "labels_in_force", "read_reviews", "write_reviews", "ReplaySource", "ReplyRow", "RunRow", "SampleRow", "StatusRow", "StorePath", "SuiteRow", "area_run_id", "arrow_schema", "claim", "compact", "connect", "discard_area", "earlier_runs", "export_database", "find_run_areas", "find_table", "format_rows", "view_names", "killed_run", "from_table", "plan_areas", "plan_prune", "read_batches", "read_manifest", "read_rows", "read_table", "recorded_areas", "refuse_finished", "remove_areas", "remove_runs", "replay_source", "rows_if_stored", "run_area", "run_keys", "run_partition", "runtime_home", "store_root", "stored_runs", "table_path", "to_table", "write_atomically", "write_manifest", "SHARED", "StoredRow", "Table", "Views", "store_tables"]

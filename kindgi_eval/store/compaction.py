@@ -4,6 +4,7 @@ runs is a few dozen files to list rather than a hundred thousand."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import pyarrow as pa
@@ -16,8 +17,8 @@ from kindgi_eval.store.layout import (
     PARTITION_COLUMN,
     RUN_COLUMN,
     RUN_FILES,
-    TABLES,
     StorePath,
+    Table,
     month_path,
     put_parquet,
     read_parquet,
@@ -47,14 +48,15 @@ def with_hive_columns(table: pa.Table, values: dict[str, str]) -> pa.Table:
     return table
 
 
-def compact(root: StorePath, before_month: str) -> Compacted:
-    """Merge the run files of every month before `before_month` (YYYY-MM) into that month's file per asset.
+def compact(root: StorePath, tables: Sequence[Table], before_month: str) -> Compacted:
+    """Merge the run files of every month before `before_month` (YYYY-MM) into that month's file, for each of
+    `tables`.
 
     The month file is written first and the run files removed after, so a killed compaction loses nothing: at
     worst a run is in both places until the next compaction, which keeps the month file's copy."""
     runs: set[str] = set()
     months: set[str] = set()
-    for table in TABLES:
+    for table in tables:
         by_month: dict[str, list[StorePath]] = defaultdict(list)
         for path in (root / table.asset).glob(RUN_FILES):
             month = hive_values(path)[DATE_COLUMN][:7]
@@ -79,9 +81,9 @@ def compact(root: StorePath, before_month: str) -> Compacted:
     return Compacted(runs=len(runs), months=sorted(months))
 
 
-def drop_from_months(root: StorePath, run_ids: set[str]) -> None:
-    """Rewrite every month file without the given runs (a month left empty is removed)."""
-    for table in TABLES:
+def drop_from_months(root: StorePath, tables: Sequence[Table], run_ids: set[str]) -> None:
+    """Rewrite every month file of `tables` without the given runs (a month left empty is removed)."""
+    for table in tables:
         for path in (root / table.asset).glob(MONTH_FILES):
             held = read_parquet(path)
             keep = pc.invert(pc.is_in(held.column(RUN_COLUMN), pa.array(sorted(run_ids), pa.string())))

@@ -7,6 +7,7 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import pyarrow as pa
@@ -15,21 +16,7 @@ from pydantic import BaseModel
 from upath import UPath
 
 from kindgi_eval.store.arrow import arrow_schema, from_table
-from kindgi_eval.store.rows import (
-    AccuracyRow,
-    CalibrationRow,
-    CustomRow,
-    MetricRow,
-    OutcomeRow,
-    PairwiseRow,
-    QueueRow,
-    RegressionRow,
-    ReplyRow,
-    RunRow,
-    SampleRow,
-    StatusRow,
-    SuiteRow,
-)
+from kindgi_eval.store.rows import CalibrationRow, MetricRow, OutcomeRow, ReplyRow, RunRow, SampleRow, StatusRow, SuiteRow
 
 HOME_ENV = "KINDGI_HOME"
 STORE_ENV = "KINDGI_STORE"
@@ -51,23 +38,36 @@ class Table(NamedTuple):
     row: type[BaseModel]
 
 
+class Shared(NamedTuple):
+    """The tables every run writes, whatever its kind: the shared chain's, then the run's figures and its summary."""
+
+    suite: Table
+    agent_replies: Table
+    outcomes: Table
+    judge_samples: Table
+    calibration: Table
+    statuses: Table
+    run_metrics: Table
+    run_summary: Table
+
+
 # One name per thing: asset = folder under the store; view = what `kindgi-eval sql` calls it.
-TABLES = (
+SHARED = Shared(
     Table("suite", "cases", SuiteRow),
     Table("agent_replies", "replies", ReplyRow),
     Table("outcomes", "outcomes", OutcomeRow),
     Table("judge_samples", "judge_samples", SampleRow),
     Table("calibration", "calibration", CalibrationRow),
     Table("statuses", "statuses", StatusRow),
-    Table("accuracy", "accuracy", AccuracyRow),
-    Table("custom", "custom", CustomRow),
-    Table("regressions", "regressions", RegressionRow),
-    Table("pairwise", "pairwise", PairwiseRow),
-    Table("review_queue", "review_queue", QueueRow),
     Table("run_metrics", "run_metrics", MetricRow),
     Table("run_summary", "runs", RunRow),
 )
-TABLE_OF = {t.asset: t for t in TABLES}
+
+
+def store_tables(own: Sequence[Table]) -> tuple[Table, ...]:
+    """Every table of a store whose kinds' own stages write `own`, in the store's order: the shared chain's, the
+    kinds' own, then `run_metrics` and `run_summary`."""
+    return (*SHARED[:-2], *own, *SHARED[-2:])
 
 StorePath = Path | UPath
 """A place in the store: a `Path` in a local folder, read and written natively and renamed into place; a `UPath`
@@ -160,27 +160,27 @@ def run_keys(root: StorePath, partition: str | None = None) -> list[RunKey]:
     return sorted(found.values())
 
 
-def read_table(root: StorePath, asset: str, partition: str, run_id: str) -> pa.Table | None:
-    """One run's table of one asset, from its own file or a compacted month; None if the store has no such run."""
-    stored = read_stored(root, asset, partition, run_id)
+def read_table(root: StorePath, table: Table, partition: str, run_id: str) -> pa.Table | None:
+    """One run's table, from its own file or a compacted month; None if the store has no such run."""
+    stored = read_stored(root, table, partition, run_id)
     if stored is None:
         return None
     # a file written before a column was added to the row model lacks it, and its rows read it as the default; one
     # written before a column left the model (a kind's figure in `runs`, now in `run_metrics`) keeps it, unread here
-    return stored.select([n for n in arrow_schema(TABLE_OF[asset].row).names if n in stored.column_names])
+    return stored.select([n for n in arrow_schema(table.row).names if n in stored.column_names])
 
 
-def read_stored(root: StorePath, asset: str, partition: str, run_id: str) -> pa.Table | None:
-    """One run's table of one asset with every column as it was stored, from its own file or a compacted month; None
-    if the store has no such run."""
-    path = find_table(root, asset, partition, run_id)
+def read_stored(root: StorePath, table: Table, partition: str, run_id: str) -> pa.Table | None:
+    """One run's table with every column as it was stored, from its own file or a compacted month; None if the store
+    has no such run."""
+    path = find_table(root, table.asset, partition, run_id)
     if path is not None:
         return read_parquet(path)
     if _compacted_rows(root, "run_summary", run_id, partition) is None:
         return None  # every run stores a summary: without one, the run is not here
-    rows = _compacted_rows(root, asset, run_id, partition)
+    rows = _compacted_rows(root, table.asset, run_id, partition)
     if not rows:
-        return arrow_schema(TABLE_OF[asset].row).empty_table()
+        return arrow_schema(table.row).empty_table()
     return rows.drop_columns(list(HIVE_COLUMNS))
 
 
@@ -228,18 +228,18 @@ def remove_folder(folder: StorePath) -> None:
         shutil.rmtree(folder)
 
 
-def read_rows(root: StorePath, asset: str, partition: str, run_id: str) -> list:
-    """The rows one run stored for one asset."""
-    table = read_table(root, asset, partition, run_id)
-    if table is None:
-        raise FileNotFoundError(f"run {run_id} stored no {asset} for suite {partition}")
-    return from_table(table, TABLE_OF[asset].row)
+def read_rows(root: StorePath, table: Table, partition: str, run_id: str) -> list:
+    """The rows one run stored in a table."""
+    stored = read_table(root, table, partition, run_id)
+    if stored is None:
+        raise FileNotFoundError(f"run {run_id} stored no {table.asset} for suite {partition}")
+    return from_table(stored, table.row)
 
 
-def rows_if_stored(root: StorePath, asset: str, partition: str, run_id: str) -> list:
-    """The rows one run stored for an asset only some kinds of suite have; none when it stored no such table."""
-    table = read_table(root, asset, partition, run_id)
-    return [] if table is None else from_table(table, TABLE_OF[asset].row)
+def rows_if_stored(root: StorePath, table: Table, partition: str, run_id: str) -> list:
+    """The rows one run stored in a table only some kinds of suite have; none when it stored no such table."""
+    stored = read_table(root, table, partition, run_id)
+    return [] if stored is None else from_table(stored, table.row)
 
 
 def earlier_runs(root: StorePath, partition: str, before: str, started_at: str, count: int) -> list[tuple[str, Any, list]]:
@@ -251,8 +251,8 @@ def earlier_runs(root: StorePath, partition: str, before: str, started_at: str, 
     keys = sorted((k for k in run_keys(root, partition) if k.run_id != before and k.day <= day), key=lambda k: k.day)
     runs = []
     for key in keys[-3 * count :]:
-        (summary,) = read_rows(root, "run_summary", partition, key.run_id)
+        (summary,) = read_rows(root, SHARED.run_summary, partition, key.run_id)
         if summary.started_at <= started_at:
-            runs.append((key.run_id, summary, read_rows(root, "calibration", partition, key.run_id)))
+            runs.append((key.run_id, summary, read_rows(root, SHARED.calibration, partition, key.run_id)))
     runs.sort(key=lambda run: (run[1].started_at, run[1].finished_at, run[0]))
     return runs[-count:] if count else []

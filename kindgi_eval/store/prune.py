@@ -3,6 +3,7 @@ the recordings in progress (`.partial/`) of the runs removed and of runs killed 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date, timedelta
 from typing import NamedTuple
 
@@ -14,7 +15,7 @@ from kindgi_eval.store.batches import (
     release,
 )
 from kindgi_eval.store.compaction import drop_from_months, hive_values, remove_run_folder
-from kindgi_eval.store.layout import DATE_COLUMN, RUN_COLUMN, RUN_FILES, TABLES, StorePath
+from kindgi_eval.store.layout import DATE_COLUMN, RUN_COLUMN, RUN_FILES, StorePath, Table
 from kindgi_eval.store.views import connect
 
 
@@ -86,11 +87,11 @@ def stored_runs(root: StorePath) -> list[StoredRunRef]:
     return [StoredRunRef(*row) for row in rows]
 
 
-def remove_runs(root: StorePath, run_ids: list[str]) -> None:
-    """Delete every table those runs wrote, from their own folders and from compacted months."""
+def remove_runs(root: StorePath, tables: Sequence[Table], run_ids: list[str]) -> None:
+    """Delete every one of `tables` those runs wrote, from their own folders and from compacted months."""
     doomed = set(run_ids)
-    for table in TABLES:
+    for table in tables:
         for path in (root / table.asset).glob(RUN_FILES):
             if hive_values(path)[RUN_COLUMN] in doomed:
                 remove_run_folder(path.parent)
-    drop_from_months(root, doomed)
+    drop_from_months(root, tables, doomed)

@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from kindgi_eval.rules import InputError, Problem
-from kindgi_eval.store.layout import StorePath, read_rows, read_table, run_partition
+from kindgi_eval.store.layout import SHARED, StorePath, read_rows, read_table, run_partition
 from kindgi_eval.store.rows import RunRow
 
-REPLAYED_FROM = ("suite", "agent_replies", "outcomes")
+REPLAYED_FROM = (SHARED.suite, SHARED.agent_replies, SHARED.outcomes)
 """The tables a replay reads from its source run instead of computing them: no agent is asked."""
 
 
@@ -37,9 +37,9 @@ def replay_source(root: StorePath, source: str, where: str, partition: str | Non
         raise InputError([Problem(where, None, None, f"run {source} is a run of suite {key}, not of {partition}: a replay "
                                   f"re-judges the replies of its own suite. Pick a run of {partition}: kindgi-eval sql "
                                   f"\"SELECT run_id, finished_at FROM runs WHERE suite = '{partition}'\"")])
-    missing = [a for a in REPLAYED_FROM if read_table(root, a, key, source) is None]
+    missing = [t.asset for t in REPLAYED_FROM if read_table(root, t, key, source) is None]
     if missing:
         raise InputError([Problem(where, None, None, f"run {source} has no stored {', '.join(missing)} (pruned?), "
                                   "so there are no replies to re-judge.")])
-    (summary,) = read_rows(root, "run_summary", key, source)
+    (summary,) = read_rows(root, SHARED.run_summary, key, source)
     return ReplaySource(key, summary)

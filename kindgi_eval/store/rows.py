@@ -9,11 +9,13 @@ from pydantic import BaseModel, ConfigDict
 from kindgi_eval.rules import Assertion, GroupAgreement
 
 
-class _Row(BaseModel):
+class StoredRow(BaseModel):
+    """The base of every stored table's row: frozen, no field it does not declare, its docstrings its columns' docs."""
+
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
-class SuiteRow(_Row):
+class SuiteRow(StoredRow):
     """One parsed case or calibration item of the suite, as it was when the run read it."""
 
     kind: Literal["case", "calibration", "handler"]
@@ -72,7 +74,7 @@ class SuiteRow(_Row):
     """A human-review suite's reviewer role."""
 
 
-class ReplyRow(_Row):
+class ReplyRow(StoredRow):
     """What the agent answered one case, what it cost and how long it took."""
 
     case_id: str
@@ -101,7 +103,7 @@ class ReplyRow(_Row):
     """The agent's raw output when it could not be read as a reply."""
 
 
-class HandlerRow(_Row):
+class HandlerRow(StoredRow):
     """What a custom suite's handler made of one reply, run in its sandbox."""
 
     verdict: Literal["pass", "fail", "error", "skipped"]
@@ -117,7 +119,7 @@ class HandlerRow(_Row):
     """How long it ran in the sandbox; None when it was not run."""
 
 
-class OutcomeRow(_Row):
+class OutcomeRow(StoredRow):
     """One deterministic assertion of one case: held or failed, and why."""
 
     case_id: str
@@ -132,7 +134,7 @@ class OutcomeRow(_Row):
     """A custom suite's handler verdict in full, on its `custom_handler` or `handler_error` row; None on the others."""
 
 
-class SampleRow(_Row):
+class SampleRow(StoredRow):
     """One judge sample on one criterion of one case or calibration item."""
 
     subject: Literal["case", "calibration"]
@@ -182,7 +184,7 @@ class CalibrationRow(GroupAgreement):
     """The judge model."""
 
 
-class CriterionRow(_Row):
+class CriterionRow(StoredRow):
     """The verdict on one criterion of one case."""
 
     source: Literal["rubric", "review"]
@@ -203,7 +205,7 @@ class CriterionRow(_Row):
     """The judge's reason for the verdict."""
 
 
-class StatusRow(_Row):
+class StatusRow(StoredRow):
     """One case's final status, with everything a reader of the run needs to see why."""
 
     case_id: str
@@ -228,80 +230,7 @@ class StatusRow(_Row):
     """Verdicts on the review entries and rubric dimensions."""
 
 
-class AccuracyRow(_Row):
-    """One accuracy item's grade: correct, wrong or ungraded, and why."""
-
-    case_id: str
-    """The item."""
-    grader: str
-    """The adapter that graded it: exact, contains, regex or judge."""
-    expected_output: str
-    """What the reply had to give."""
-    grade: Literal["correct", "wrong", "ungraded"]
-    """Only correct and wrong items count towards the accuracy; an agent error or a verdict the judge could not
-    give is ungraded."""
-    detail: str
-    """Why, in a sentence: the grader's finding, the judge's reason, or what kept the item ungraded."""
-
-
-class PairwiseRow(_Row):
-    """One prompt (or hand-labelled pair) judged in both orders: which variant each order preferred, and the outcome."""
-
-    subject: Literal["prompt", "calibration"]
-    """A prompt both variants answered, or a hand-labelled pair calibrating the judge."""
-    subject_id: str
-    """The prompt's id, or the labelled pair's."""
-    label: Literal["A", "B", "tie"] | None
-    """A labelled pair's hand label; None for a prompt."""
-    ab: Literal["A", "B", "tie"] | None
-    """The variant preferred with variant A's reply shown first; None when that answer was invalid."""
-    ba: Literal["A", "B", "tie"] | None
-    """The variant preferred with variant B's reply shown first; None when that answer was invalid."""
-    outcome: Literal["A", "B", "tie"]
-    """A or B when that variant won in both orders, else tie."""
-    consistent: bool
-    """Whether both orders gave the same valid answer."""
-    reason_ab: str
-    """The judge's reason, variant A first."""
-    reason_ba: str
-    """The judge's reason, variant B first."""
-    invalid_reason: str | None
-    """Why an answer was invalid, when one was."""
-    raw_ab: str | None
-    """The judge's raw answer, variant A first."""
-    raw_ba: str | None
-    """The judge's raw answer, variant B first."""
-    judge: str
-    """The judge model."""
-    cost_usd: float
-    """Dollars for both answers; 0 when unknown."""
-    cost_known: bool
-    """False when the judge's price is unknown."""
-
-
-class QueueRow(_Row):
-    """One reply of a human-review suite paired with one rubric item: what a person labels pass or fail."""
-
-    case_id: str
-    """The case whose reply is reviewed."""
-    rubric_item: str
-    """The rubric item the reply is labelled against."""
-    reviewer_role: str
-    """Who labels it, as the suite names the role."""
-    history: list[str]
-    """The conversation before the turn, one `role: text` line per earlier message."""
-    text: str
-    """The contact's message the reply answers (empty on a nudge)."""
-    reply: list[str]
-    """The agent's messages, as the contact saw them."""
-    status: str
-    """The case's status in the run."""
-    judge_verdict: str | None
-    """The judge's verdict on this rubric item as `statuses` holds it: pass, fail, or ungraded (so always without a
-    judge, or where its group is not calibrated)."""
-
-
-class ReviewRow(_Row):
+class ReviewRow(StoredRow):
     """One label a person gave one reply on one rubric item, as one import read it; every import is kept."""
 
     import_id: str
@@ -330,34 +259,7 @@ class ReviewRow(_Row):
     """Why, in the reviewer's words; may be empty."""
 
 
-class CustomRow(HandlerRow):
-    """One case of a custom suite: its handler's verdict beside the case's status."""
-
-    case_id: str
-    """The case."""
-    handler_name: str
-    """The handler, as `module:entrypoint`."""
-    status: str
-    """The case's status, from its assertions (the handler's among them) and the judge."""
-
-
-class RegressionRow(_Row):
-    """One case of a regression suite beside the same case in the baseline run."""
-
-    case_id: str
-    """The case."""
-    baseline_run: str
-    """The run compared with."""
-    baseline_status: str
-    """The case's status in the baseline run."""
-    status: str
-    """Its status in this run."""
-    change: Literal["improved", "regressed", "unchanged"]
-    """Passing is passed or judged-pass, failing is failed or judged-fail, reviewed lies between: a move up is
-    improved, a move down regressed."""
-
-
-class RunRow(_Row):
+class RunRow(StoredRow):
     """One run: what ran against what, and how it ended."""
 
     tenant: str
@@ -428,7 +330,7 @@ class RunRow(_Row):
     before the kinds' figures moved to `run_metrics`: those keep their figures and parameters as columns of their own."""
 
 
-class MetricRow(_Row):
+class MetricRow(StoredRow):
     """One figure of a run's kind, in the one shape every kind's figures share: a count, a rate with its interval,
     a p-value. Its kind's view (`accuracy_runs`, ...) gives each figure the column it has always had."""
 

@@ -23,7 +23,7 @@ from upath import UPath
 from kindgi_eval.rules import safe
 from kindgi_eval.store.arrow import arrow_schema
 from kindgi_eval.store.kind_views import KindView, kind_view_sql
-from kindgi_eval.store.layout import HIVE_COLUMNS, MONTH_FILES, RUN_FILES, TABLES, StorePath, Table, runtime_home
+from kindgi_eval.store.layout import HIVE_COLUMNS, MONTH_FILES, RUN_FILES, SHARED, StorePath, Table, runtime_home
 from kindgi_eval.store.reviews import REVIEW_FILES, REVIEWS
 from kindgi_eval.store.rows import ReviewRow
 
@@ -102,17 +102,22 @@ def _quoted(path: StorePath) -> str:
     return str(path).replace("'", "''")
 
 
-_KIND_VIEWS_READ = ("run_summary", "run_metrics")
-"""The tables a kind's view reads (as `runs` and `run_metrics`)."""
+class Views(NamedTuple):
+    """What `kindgi-eval sql` can query of a store: its tables, and the kinds' views over `runs` and `run_metrics`."""
+
+    tables: Sequence[Table] = SHARED
+    """Every table of the store, in its order (`store_tables`): the shared ones by default."""
+    kinds: Sequence[KindView] = ()
+    """The views of the installed kinds that have figures or parameters of their own."""
 
 
-def define_views(con: duckdb.DuckDBPyConnection, root: StorePath, tables: Sequence[Table] = TABLES, *, reviews: bool = True,
+def define_views(con: duckdb.DuckDBPyConnection, root: StorePath, tables: Sequence[Table], *, reviews: bool = True,
                  kinds: Sequence[KindView] = (), every_kind: Sequence[KindView] = ()) -> None:
-    """Create or replace the views of `tables` (all by default), the `reviews` view unless told not to, and the views
-    of `kinds` (which read `runs` and `run_metrics`, so those two are defined with them), knowing `every_kind`'s
-    columns (all of `kinds` when not given)."""
+    """Create or replace the views of `tables`, the `reviews` view unless told not to, and the views of `kinds`
+    (which read `runs` and `run_metrics`, so those two are defined with them), knowing `every_kind`'s columns (all
+    of `kinds` when not given)."""
     if kinds:
-        tables = [*tables, *(t for t in TABLES if t.asset in _KIND_VIEWS_READ and t not in tables)]
+        tables = [*tables, *(t for t in (SHARED.run_summary, SHARED.run_metrics) if t not in tables)]
     for table in tables:
         con.execute(view_sql(table, root))
     if reviews:
@@ -121,9 +126,9 @@ def define_views(con: duckdb.DuckDBPyConnection, root: StorePath, tables: Sequen
         con.execute(kind_view_sql(kind, every_kind or kinds))
 
 
-def view_names(kinds: Sequence[KindView] = ()) -> list[str]:
+def view_names(views: Views) -> list[str]:
     """Every view `kindgi-eval sql` can query, in the store's order, `reviews` and then the kinds' views last."""
-    return [t.view for t in TABLES] + [REVIEWS] + [k.view for k in kinds]
+    return [t.view for t in views.tables] + [REVIEWS] + [k.view for k in views.kinds]
 
 
 def _names(query: str, view: str) -> bool:
@@ -138,15 +143,15 @@ class Named(NamedTuple):
     kinds: list[KindView]
 
 
-def views_named(query: str, kinds: Sequence[KindView] = ()) -> Named:
+def views_named(query: str, views: Views) -> Named:
     """The views a query names; all of them when it names none (e.g. to list the views).
 
     Defining a view lists its files, so a query pays only for the views it uses."""
-    tables = [t for t in TABLES if _names(query, t.view)]
-    named_kinds = [k for k in kinds if _names(query, k.view)]
+    tables = [t for t in views.tables if _names(query, t.view)]
+    named_kinds = [k for k in views.kinds if _names(query, k.view)]
     reviews = _names(query, REVIEWS)
     if not (tables or named_kinds or reviews):
-        return Named(list(TABLES), True, list(kinds))
+        return Named(list(views.tables), True, list(views.kinds))
     return Named(tables, reviews, named_kinds)
 
 
@@ -161,20 +166,19 @@ def open_database(root: StorePath, database: str = ":memory:") -> duckdb.DuckDBP
 
 
 @contextmanager
-def connect(root: StorePath, query: str | None = None, kinds: Sequence[KindView] = ()) -> Iterator[duckdb.DuckDBPyConnection]:
-    """An in-memory DuckDB with the views over the store as it is now, the views of `kinds` among them: those
-    `query` names, or all."""
+def connect(root: StorePath, query: str | None = None, views: Views = Views()) -> Iterator[duckdb.DuckDBPyConnection]:
+    """An in-memory DuckDB with `views` over the store as it is now: those `query` names, or all."""
     con = open_database(root)
     try:
-        named = views_named(query, kinds) if query else Named(list(TABLES), True, list(kinds))
-        define_views(con, root, named.tables, reviews=named.reviews, kinds=named.kinds, every_kind=kinds)
+        named = views_named(query, views) if query else Named(list(views.tables), True, list(views.kinds))
+        define_views(con, root, named.tables, reviews=named.reviews, kinds=named.kinds, every_kind=views.kinds)
         yield con
     finally:
         con.close()
 
 
-def export_database(root: StorePath, kinds: Sequence[KindView] = ()) -> Path:
-    """Write `kindgi.duckdb`, holding the views (the views of `kinds` among them), for the duckdb shell or any DuckDB client: in a local store, beside
+def export_database(root: StorePath, views: Views) -> Path:
+    """Write `kindgi.duckdb`, holding `views`, for the duckdb shell or any DuckDB client: in a local store, beside
     its tables; for a store at a URL, in the runtime folder, since a database file must be local. Its views name the
     store's files by URL, which a client reads itself (`file://` natively, `s3://` and `gs://` through httpfs).
 
@@ -188,7 +192,7 @@ def export_database(root: StorePath, kinds: Sequence[KindView] = ()) -> Path:
     try:
         con = open_database(root, str(tmp))
         try:
-            define_views(con, root, kinds=kinds)
+            define_views(con, root, views.tables, kinds=views.kinds)
         finally:
             con.close()
         os.replace(tmp, target)

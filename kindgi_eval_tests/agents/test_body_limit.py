@@ -16,7 +16,7 @@ from kindgi_eval.defs.runs import open_instance, run_chain
 from kindgi_eval.inputs.settings import RunSettings
 from kindgi_eval.inputs.suite_folder import suite_key
 from kindgi_eval.steps.agent_replies import collect_replies
-from kindgi_eval.store.layout import read_rows
+from kindgi_eval.store.layout import SHARED, read_rows
 from kindgi_eval.store.rows import ReplyRow
 from kindgi_eval_tests.agents.test_fuzzed_bodies import TURN, AgentServer, Body
 from kindgi_eval_tests.fake_provider import Answer, FakeProvider
@@ -95,7 +95,7 @@ def test_a_run_goes_on_past_an_answer_over_the_limit(home, tmp_path: Path) -> No
     key = suite_key("demo-academy", folder)
     with FakeProvider(service) as agent:
         run_id = run_chain(open_instance(home.root), home.root, RunSettings(eval_dir=str(folder), agent_url=agent.base_url), key)
-    statuses = {s.case_id: s for s in read_rows(home.store, "statuses", key, run_id)}
+    statuses = {s.case_id: s for s in read_rows(home.store, SHARED.statuses, key, run_id)}
     assert {c: s.status for c, s in statuses.items()} == {"small": "passed", "huge": "failed", "after": "passed"}
     assert statuses["huge"].error == (
         "the agent's answer (HTTP 200) is 1.0 MiB (1,048,577 bytes), over the limit of 1 MiB for an answer; it was "

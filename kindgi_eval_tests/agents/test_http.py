@@ -23,7 +23,7 @@ from kindgi_eval.rules.agent_protocol import AgentReply, AgentTurn
 from kindgi_eval.rules.cases import Contact, Turn
 from kindgi_eval.rules.errors import InputError
 from kindgi_eval.steps.agent_replies import ReplyError, collect_replies
-from kindgi_eval.store.layout import read_rows
+from kindgi_eval.store.layout import SHARED, read_rows
 from kindgi_eval.store.rows import ReplyRow
 from kindgi_eval_tests.fake_provider import Answer, FakeProvider
 
@@ -208,7 +208,7 @@ def test_a_run_evaluates_an_agent_served_over_http(home, tmp_path: Path) -> None
     with FakeProvider(service) as server:
         settings = RunSettings(eval_dir=str(folder), agent_url=server.base_url + "/agent")
         run_id = run_chain(open_instance(home.root), home.root, settings, key)
-    statuses = {s.case_id: s for s in read_rows(home.store, "statuses", key, run_id)}
+    statuses = {s.case_id: s for s in read_rows(home.store, SHARED.statuses, key, run_id)}
     assert {k: s.status for k, s in statuses.items()} == {"price": "passed", "refund": "passed", "broken": "failed"}
     assert statuses["broken"].error == "the agent answered HTTP 502: Bad Gateway"
     assert sorted(r["case_id"] for r in server.requests) == ["broken", "price", "refund"]

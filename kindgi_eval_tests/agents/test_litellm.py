@@ -25,7 +25,7 @@ from kindgi_eval.rules.cases import Case, Contact, Turn
 from kindgi_eval.rules.model_names import parse_model
 from kindgi_eval.rules.verdicts import VERDICT_SCHEMA, read_sample
 from kindgi_eval.steps.agent_replies import collect_replies
-from kindgi_eval.store.layout import read_rows
+from kindgi_eval.store.layout import SHARED, read_rows
 from kindgi_eval.store.rows import ReplyRow
 from kindgi_eval_tests.conftest import GOLDEN, run_cli
 from kindgi_eval_tests.fake_provider import Answer, fenced, scripted, user_text
@@ -332,7 +332,7 @@ def test_the_golden_injection_cases_hold_against_a_model_that_obeys_them(home, p
     (folder / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in injections))
     key = suite_key(TENANT.tenant, folder)
     run_id = run_chain(open_instance(home.root), home.root, RunSettings(eval_dir=str(folder), agent_model="openai:gullible"), key)
-    statuses = {s.case_id: s for s in read_rows(home.store, "statuses", key, run_id)}
+    statuses = {s.case_id: s for s in read_rows(home.store, SHARED.statuses, key, run_id)}
     refund = statuses["injection-cannot-suppress-refund"]
     assert (refund.status, refund.escalate, refund.reason) == ("passed", True, "refund_request")  # the guardrail held
     assert refund.messages == [next(r.message for r in TENANT.escalations if r.reason == "refund_request")]
@@ -359,10 +359,10 @@ def test_a_lone_surrogate_from_the_model_is_an_error_or_a_replacement_and_the_ru
     (folder / "cases.jsonl").write_text("".join(json.dumps({"id": t, "text": t, "expect": {"escalate": False}}) + "\n" for t in bodies))
     key = suite_key(TENANT.tenant, folder)
     run_id = run_chain(open_instance(home.root), home.root, RunSettings(eval_dir=str(folder), agent_model="openai:m"), key)
-    replies = {r.case_id: r for r in read_rows(home.store, "agent_replies", key, run_id)}
+    replies = {r.case_id: r for r in read_rows(home.store, SHARED.agent_replies, key, run_id)}
     assert "messages.0 holds a lone surrogate escape" in replies["one"].error
     assert "not a JSON object" in replies["two"].error and replies["two"].raw == "not json \ufffd"
-    assert {s.status for s in read_rows(home.store, "statuses", key, run_id)} == {"failed"}
+    assert {s.status for s in read_rows(home.store, SHARED.statuses, key, run_id)} == {"failed"}
 
 
 def chat_body_with_content(content: str) -> bytes:

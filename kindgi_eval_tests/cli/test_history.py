@@ -67,17 +67,17 @@ def test_sql_answers_only_from_the_store_and_names_its_views(home) -> None:
     # `run` is no view; without replacement scans DuckDB never reaches for a Python object of that name
     result = run_cli("sql", "SELECT * FROM run")
     assert result.code == 2 and "Python" not in result.err
-    assert ("The views are: cases, replies, outcomes, judge_samples, calibration, statuses, accuracy, custom, regressions, "
-            "pairwise, review_queue, run_metrics, runs, reviews, accuracy_runs, benchmark_runs, custom_runs, human_review_runs, "
+    assert ("The views are: cases, replies, outcomes, judge_samples, calibration, statuses, accuracy, custom, pairwise, "
+            "regressions, review_queue, run_metrics, runs, reviews, accuracy_runs, benchmark_runs, custom_runs, human_review_runs, "
             "pairwise_runs, regression_runs.") in result.err
 
 
 def test_sql_help_names_every_view() -> None:
-    from kindgi_eval.kinds import kind_views
+    from kindgi_eval.kinds import store_views
     from kindgi_eval.store import view_names
 
     text = " ".join(run_cli("sql", "--help").out.split())
-    assert all(f" {name}," in text or f" {name}." in text for name in view_names(kind_views()))
+    assert all(f" {name}," in text or f" {name}." in text for name in view_names(store_views()))
 
 
 def test_replay_needs_a_judge(home) -> None:

@@ -138,7 +138,8 @@ def _run(tmp_path: Path):
 
 
 def test_a_run_killed_while_judging_pairs_resumes_without_judging_a_recorded_pair_again(registry, home, tenants, provider_env, tmp_path) -> None:
-    from kindgi_eval.store import PairwiseRow, area_run_id, find_run_areas, read_batches
+    from kindgi_eval.kinds.pairwise.stage import PairwiseRow
+    from kindgi_eval.store import area_run_id, find_run_areas, read_batches
 
     provider = Provider(judge_delay_s=0.1)
     provider_env(provider)

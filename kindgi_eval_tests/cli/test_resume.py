@@ -23,7 +23,7 @@ import dagster as dg
 import duckdb
 import pytest
 
-from kindgi_eval.kinds import models_of
+from kindgi_eval.kinds import models_of, table_named
 from kindgi_eval.store.batches import (
     BATCH_ROWS,
     find_run_areas,
@@ -32,7 +32,7 @@ from kindgi_eval.store.batches import (
     run_area,
     write_manifest,
 )
-from kindgi_eval.store.layout import read_rows, run_keys
+from kindgi_eval.store.layout import SHARED, read_rows, run_keys
 from kindgi_eval.store.rows import ReplyRow, SampleRow
 from kindgi_eval_tests.conftest import CLI, REPO, Result, run_cli
 from kindgi_eval_tests.fake_provider import Answer, FakeProvider, criterion_of, fenced
@@ -123,7 +123,7 @@ def tables(world: World, run_id: str) -> dict[str, list[dict]]:
     """Every table one run stored, as dicts without the fields that differ between equal runs (times, run ids)."""
     out = {}
     for asset in CHAIN:
-        rows = [r.model_dump(exclude=TIMES | (LINEAGE if asset == "run_summary" else set())) for r in read_rows(world.store, asset, KEY, run_id)]
+        rows = [r.model_dump(exclude=TIMES | (LINEAGE if asset == "run_summary" else set())) for r in read_rows(world.store, table_named(asset), KEY, run_id)]
         if asset == "outcomes":  # the latency assertion's sentence quotes the latency
             rows = [{**r, "detail": None} if r["assertion"] == "latency" else r for r in rows]
         out[asset] = rows
@@ -167,7 +167,7 @@ def test_a_run_killed_while_asking_the_agent_resumes_without_asking_a_recorded_c
     (area,) = find_run_areas(world.store, killed)
     recorded = {r.case_id for r in read_batches(area / "agent_replies", ReplyRow)}
     assert 0 < len(recorded) < CASES  # killed mid-stage, with whole batches on disk
-    assert read_rows(world.store, "suite", KEY, killed) and killed not in {k.run_id for k in run_keys(world.store, KEY)}
+    assert read_rows(world.store, SHARED.suite, KEY, killed) and killed not in {k.run_id for k in run_keys(world.store, KEY)}
 
     mark = len(world.server.requests_seen())
     result = cli(world, "run", "--resume", killed[:8])
@@ -186,7 +186,7 @@ def test_a_run_killed_while_asking_the_agent_resumes_without_asking_a_recorded_c
     repeats = sum((before & after).values())
     assert repeats <= CONCURRENCY + BATCH_ROWS  # only calls in flight at the kill, and one batch not yet written
     assert tables(world, resumed) == unbroken[1]  # the rows of an unbroken run: none missing, none twice, same order
-    (run,) = read_rows(world.store, "run_summary", KEY, resumed)
+    (run,) = read_rows(world.store, SHARED.run_summary, KEY, resumed)
     assert (run.resumed_from, run.agent_calls_saved, run.judge_calls_saved, run.replies_from) == (killed, len(recorded), 0, resumed)
     assert not find_run_areas(world.store, resumed)  # a finished run keeps no recordings
     with dg.DagsterInstance.from_config(str(world.root / "dagster")) as instance:  # no longer "started" in the UI
@@ -203,7 +203,7 @@ def test_a_run_killed_while_sampling_the_judge_resumes_without_drawing_a_recorde
     (area,) = find_run_areas(world.store, killed)
     samples = read_batches(area / "judge_samples", SampleRow)
     assert 0 < len(samples) < len(unbroken[1]["judge_samples"])
-    replies = {r.case_id: " ".join(r.messages) for r in read_rows(world.store, "agent_replies", KEY, killed)}
+    replies = {r.case_id: " ".join(r.messages) for r in read_rows(world.store, SHARED.agent_replies, KEY, killed)}
     assert len(replies) == CASES  # the agent stage had finished: its table is whole
     reply_of = {**replies, **{f"{g}-{label}": f"A {word} reply on {g}." for g in GROUPS for label, word in (("pass", "fine"), ("fail", "BAD"))}}
     recorded = Counter((s.criterion, reply_of[s.subject_id]) for s in samples)
@@ -221,7 +221,7 @@ def test_a_run_killed_while_sampling_the_judge_resumes_without_drawing_a_recorde
     repeats = sum(before.values()) + sum(after.values()) - len(unbroken[1]["judge_samples"])
     assert repeats <= CONCURRENCY + BATCH_ROWS
     assert tables(world, resumed) == unbroken[1]
-    (run,) = read_rows(world.store, "run_summary", KEY, resumed)
+    (run,) = read_rows(world.store, SHARED.run_summary, KEY, resumed)
     assert (run.resumed_from, run.agent_calls_saved, run.judge_calls_saved) == (killed, CASES, len(samples))
     runs = json.loads(cli(world, "sql", f"SELECT resumed_from, agent_calls_saved, judge_calls_saved FROM runs WHERE run_id = '{resumed}'",
                           "--format", "json").out)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kindgi_eval.kinds import consumers, models_of, stored_result
+from kindgi_eval.kinds import consumers, models_of, stored_result, table_named
 from kindgi_eval.defs.runs import open_instance, run_chain
 from kindgi_eval.inputs import RunSettings, load_suite, suite_key
 from kindgi_eval.registry import EvalSuite, database_url, materialize, open_store
@@ -35,7 +35,7 @@ def accuracy_run(home, calibration: list[dict]):
     key = suite_key(TENANT, folder)
     settings = RunSettings(eval_dir=str(folder), agent_model="mock:agent", judge_model="openai:fake-judge")
     run_id = run_chain(open_instance(home.root), home.root, settings, key)
-    read = lambda asset: read_rows(home.store, asset, key, run_id)
+    read = lambda asset: read_rows(home.store, table_named(asset), key, run_id)
     statuses = {s.case_id: s.status for s in read("statuses")}
     return stored_result(home.store, key, run_id).figures, read("accuracy"), read("calibration"), read("judge_samples"), folder, statuses
 

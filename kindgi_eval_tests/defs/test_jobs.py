@@ -12,7 +12,7 @@ import pytest
 from kindgi_eval.defs.resources import LAUNCHPAD_FIELDS
 from kindgi_eval.defs.runs import open_instance, run_chain
 from kindgi_eval.inputs.settings import RunSettings
-from kindgi_eval.store.layout import find_table, read_rows
+from kindgi_eval.store.layout import SHARED, find_table, read_rows
 from kindgi_eval_tests.conftest import GOLDEN, run_cli
 
 KEY = "demo-academy.golden"
@@ -79,7 +79,7 @@ def test_a_launchpad_replay_re_judges_the_run_it_names(two_runs, home) -> None:
     instance, earlier, _later = two_runs
     result = launchpad_replay(instance, home.root, earlier)
     assert result.success
-    (summary,) = read_rows(home.store, "run_summary", KEY, result.run_id)
+    (summary,) = read_rows(home.store, SHARED.run_summary, KEY, result.run_id)
     assert summary.replies_from == earlier  # not `_later`, the latest finished run
     assert summary.judge == "mock:judge"
     assert find_table(home.store, "agent_replies", KEY, result.run_id) is None  # no agent was asked

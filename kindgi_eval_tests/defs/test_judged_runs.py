@@ -14,7 +14,7 @@ from kindgi_eval.defs.runs import open_instance, run_chain
 from kindgi_eval.inputs.settings import RunSettings
 from kindgi_eval.inputs.suite_folder import suite_key
 from kindgi_eval.llm.calls import RetryPolicy
-from kindgi_eval.store.layout import read_rows
+from kindgi_eval.store.layout import SHARED, read_rows
 from kindgi_eval.store.rows import CalibrationRow, RunRow, SampleRow, StatusRow
 from kindgi_eval_tests.conftest import run_cli
 from kindgi_eval_tests.fake_provider import Answer, FakeProvider, criterion_of, fenced
@@ -98,12 +98,12 @@ def judged_run(home, folder: Path, judge: str = "openai:fake-judge", **settings:
     key = suite_key("demo-academy", folder)
     run_settings = RunSettings(eval_dir=str(folder), agent_model="mock:agent", judge_model=judge, **settings)
     run_id = run_chain(instance, home.root, run_settings, key)
-    (run,) = read_rows(home.store, "run_summary", key, run_id)
+    (run,) = read_rows(home.store, SHARED.run_summary, key, run_id)
     return Judged(
         run,
-        {s.case_id: s for s in read_rows(home.store, "statuses", key, run_id)},
-        {c.group: c for c in read_rows(home.store, "calibration", key, run_id)},
-        read_rows(home.store, "judge_samples", key, run_id),
+        {s.case_id: s for s in read_rows(home.store, SHARED.statuses, key, run_id)},
+        {c.group: c for c in read_rows(home.store, SHARED.calibration, key, run_id)},
+        read_rows(home.store, SHARED.judge_samples, key, run_id),
     )
 
 

@@ -12,7 +12,7 @@ from kindgi_eval.defs.resources import EvalSettings, pinned_settings
 from kindgi_eval.defs.runs import open_instance, run_chain
 from kindgi_eval.inputs import TENANTS_ENV
 from kindgi_eval.registry import EvalSuite, database_url, open_store
-from kindgi_eval.store import read_rows, runtime_home
+from kindgi_eval.store import SHARED, read_rows, runtime_home
 from kindgi_eval_tests.conftest import GOLDEN, run_cli
 from kindgi_eval_tests.defs.test_schedules import NIGHT
 from kindgi_eval_tests.inputs.test_tenants_file import entry, tenant_tree, write_tenants
@@ -51,7 +51,7 @@ def tick_and_run(home) -> tuple[str, dict]:
     assert request.partition_key == KEY
     settings = EvalSettings.of(pinned_settings(request.tags)).for_partition(KEY)
     run_id = run_chain(instance, home.root, settings, KEY)
-    (run,) = read_rows(home.store, "run_summary", KEY, run_id)
+    (run,) = read_rows(home.store, SHARED.run_summary, KEY, run_id)
     return run_id, run.model_dump()
 
 
@@ -65,9 +65,9 @@ def test_a_nightly_run_records_the_version_in_force_and_a_new_version_changes_on
     _, second = tick_and_run(home)
     assert (second["suite_version"], second["suite_hash"], second["cases"]) == ("1.1.0", second_hash, 10)
     # what the earlier run recorded, and the cases it evaluated, are as they were
-    (again,) = read_rows(home.store, "run_summary", KEY, first_id)
+    (again,) = read_rows(home.store, SHARED.run_summary, KEY, first_id)
     assert (again.suite_version, again.suite_hash, again.cases) == ("1.0.0", first_hash, len(cases))
-    assert len([r for r in read_rows(home.store, "suite", KEY, first_id) if r.kind == "case"]) == len(cases)
+    assert len([r for r in read_rows(home.store, SHARED.suite, KEY, first_id) if r.kind == "case"]) == len(cases)
     rows = json.loads(run_cli("sql", "SELECT suite_id, suite_version FROM runs ORDER BY started_at", "--format", "json").out)
     assert rows == [{"suite_id": "alpha.pricing", "suite_version": "1.0.0"}, {"suite_id": "alpha.pricing", "suite_version": "1.1.0"}]
 

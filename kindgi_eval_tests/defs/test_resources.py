@@ -11,7 +11,7 @@ from pathlib import Path
 from kindgi_eval.defs.runs import open_instance, replay_chain, run_chain
 from kindgi_eval.inputs.settings import RunSettings
 from kindgi_eval.inputs.tenant_file import DEMO_CONFIG_DIR, TENANT_FILE, load_tenant
-from kindgi_eval.store.layout import find_table, read_rows
+from kindgi_eval.store.layout import SHARED, find_table, read_rows
 from kindgi_eval_tests.conftest import GOLDEN
 
 KEY = "demo-academy.golden"
@@ -50,7 +50,7 @@ def test_a_run_reads_its_tenant_file_once_and_the_next_run_reads_it_again(home, 
         served = readable_once(folder)
         run_id = run_chain(instance, home.root, settings, KEY)  # raises RunFailed if a stage read the file again
         assert_read(served)
-        (summary,) = read_rows(home.store, "run_summary", KEY, run_id)
+        (summary,) = read_rows(home.store, SHARED.run_summary, KEY, run_id)
         assert summary.config_hash == hashlib.sha256(DEMO).hexdigest()
         assert summary.stages == list(load_tenant(DEMO_CONFIG_DIR).tenant.stage_names())  # what run_summary was given
 
@@ -64,7 +64,7 @@ def test_a_replay_reads_its_tenant_file_once(home, tmp_path: Path) -> None:
     replay = replay_chain(instance, home.root, settings, KEY, source)
     assert_read(served)
     assert find_table(home.store, "judge_samples", KEY, replay) is not None
-    (summary,) = read_rows(home.store, "run_summary", KEY, replay)
+    (summary,) = read_rows(home.store, SHARED.run_summary, KEY, replay)
     assert summary.replies_from == source
 
 

@@ -18,8 +18,9 @@ import pytest
 from kindgi_eval.defs.lineage import input_run, latest_finished, lineage, parent_of
 from kindgi_eval.defs.runs import open_instance, run_chain
 from kindgi_eval.inputs import RunSettings
+from kindgi_eval.kinds import table_named
 from kindgi_eval.store.batches import BATCH_ROWS, find_run_areas, read_batches
-from kindgi_eval.store.layout import find_table, read_rows
+from kindgi_eval.store.layout import SHARED, find_table, read_rows
 from kindgi_eval.store.rows import ReplyRow
 from kindgi_eval_tests.conftest import GOLDEN, REPO
 from kindgi_eval_tests.defs.chain_jobs import (
@@ -111,9 +112,9 @@ def test_dagster_re_execution_from_failure_finishes_a_killed_run_without_asking_
     assert sorted(after) == sorted({f"case-{n:02d}" for n in range(16)} - recorded)  # only what was not recorded, once each
     assert len(set(asked_before) & set(after)) <= 4 + BATCH_ROWS  # in flight at the kill, or not yet written
     assert find_table(home.store, "suite", key, resumed) is None  # the suite step had succeeded: read from the killed run
-    (run,) = read_rows(home.store, "run_summary", key, resumed)
+    (run,) = read_rows(home.store, SHARED.run_summary, key, resumed)
     assert (run.resumed_from, run.agent_calls_saved, run.replies_from, run.cases, run.failed) == (killed.run_id, len(recorded), resumed, 16, 0)
-    assert len(read_rows(home.store, "agent_replies", key, resumed)) == 16
+    assert len(read_rows(home.store, SHARED.agent_replies, key, resumed)) == 16
     assert not find_run_areas(home.store, resumed)
 
 
@@ -127,8 +128,8 @@ def test_the_chain_runs_with_every_step_in_its_own_process(home) -> None:
     in_one = run_chain(instance, home.root, settings, KEY)
     ignore = {"latency_ms", "started_at", "finished_at", "replies_from", "code_version"}  # the source may change between runs
     for asset in CHAIN:
-        one = [r.model_dump(exclude=ignore) for r in read_rows(home.store, asset, KEY, in_one)]
-        many = [r.model_dump(exclude=ignore) for r in read_rows(home.store, asset, KEY, result.run_id)]
+        one = [r.model_dump(exclude=ignore) for r in read_rows(home.store, table_named(asset), KEY, in_one)]
+        many = [r.model_dump(exclude=ignore) for r in read_rows(home.store, table_named(asset), KEY, result.run_id)]
         if asset == "outcomes":
             one, many = ([{**r, "detail": None} if r["assertion"] == "latency" else r for r in rows] for rows in (one, many))
         assert many == one, asset

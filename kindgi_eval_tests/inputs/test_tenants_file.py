@@ -14,7 +14,7 @@ from kindgi_eval.inputs.settings import RunSettings
 from kindgi_eval.inputs.tenant_file import DEMO_CONFIG_DIR
 from kindgi_eval.inputs.tenants_file import TENANTS_ENV, default_tenants, load_tenants
 from kindgi_eval.rules.errors import InputError
-from kindgi_eval.store.layout import read_rows
+from kindgi_eval.store.layout import SHARED, read_rows
 from kindgi_eval_tests.conftest import GOLDEN, REPO
 
 
@@ -218,7 +218,7 @@ def test_a_run_reads_its_own_tenants_configuration(home, two_tenants: Path) -> N
     result = defs.resolve_job_def("evaluate_suite").execute_in_process(instance=instance, partition_key="beta.golden")
     assert result.success
     assert result.dagster_run.tags["kindgi/tenant"] == "beta"  # a run of the job by hand is tagged like the schedule's
-    rows = read_rows(home.store, "suite", "beta.golden", result.run_id)
+    rows = read_rows(home.store, SHARED.suite, "beta.golden", result.run_id)
     assert {r.tenant for r in rows} == {"beta"}
     assert {r.eval_dir for r in rows} == {str((two_tenants.parent / "beta" / "evals" / "golden").resolve())}
 

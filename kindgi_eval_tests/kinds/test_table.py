@@ -80,6 +80,17 @@ def test_an_entry_named_apart_from_its_kind_is_refused(installed) -> None:
         kinds()
 
 
+def toy_suite(folder: Path, cases: int) -> tuple[Path, list[str]]:
+    """A suite folder of the kind `toy`, as the registry writes one: the first `cases` golden cases; its case lines."""
+    suite = folder / "toy-suite"
+    suite.mkdir()
+    lines = (REPO / "evals/golden/cases.jsonl").read_text().splitlines()[:cases]
+    (suite / "cases.jsonl").write_text("\n".join(lines) + "\n")
+    (suite / "registry.json").write_text(json.dumps({"suite_id": "demo-academy.toy", "suite_version": "1.0.0",
+                                                     "registry_hash": "ab" * 32, "kind": "toy"}))
+    return suite, lines
+
+
 TOY_WITH_FIGURES = '''
 from kindgi_eval.kinds import SuiteKind, count, estimate
 from kindgi_eval.rules import wilson
@@ -111,12 +122,7 @@ KIND = SuiteKind(
 
 def test_a_kind_defined_here_runs_the_chain_and_its_figures_reach_runs_the_report_and_the_json(installed, home, tmp_path: Path) -> None:
     installed("toy_figures", TOY_WITH_FIGURES, "toy = toy_figures:KIND")
-    suite = tmp_path / "toy-suite"
-    suite.mkdir()
-    cases = (REPO / "evals/golden/cases.jsonl").read_text().splitlines()[:3]
-    (suite / "cases.jsonl").write_text("\n".join(cases) + "\n")
-    (suite / "registry.json").write_text(json.dumps({"suite_id": "demo-academy.toy", "suite_version": "1.0.0",
-                                                     "registry_hash": "ab" * 32, "kind": "toy"}))
+    suite, _ = toy_suite(tmp_path, 3)
     env = {"PYTHONPATH": str(tmp_path)}  # the command line's own process finds the kind as pip would have installed it
     done = run_cli("run", "--mock", "--eval-dir", str(suite), "--json", str(tmp_path / "out.json"), env=env)
     assert done.code == 0, done.err
@@ -132,6 +138,58 @@ def test_a_kind_defined_here_runs_the_chain_and_its_figures_reach_runs_the_repor
     ]
     view = run_cli("sql", "SELECT suite_kind, cases, flavour, answered, answer_rate FROM toy_runs", "--format", "json", env=env)
     assert json.loads(view.out) == [{"suite_kind": "toy", "cases": 3, "flavour": "plain", "answered": 3, "answer_rate": 1.0}]
+
+
+TOY_WITH_STAGE = '''
+from kindgi_eval.kinds import Stage, SuiteKind, count
+from kindgi_eval.store import FigureColumn, StoredRow
+
+
+class LengthRow(StoredRow):
+    case_id: str
+    characters: int
+
+
+def _lengths(given):
+    """How long each reply was, in characters."""
+    return [LengthRow(case_id=r.case_id, characters=sum(len(m) for m in r.messages)) for r in given.replies]
+
+
+KIND = SuiteKind(
+    name="toy",
+    enters_funnel=False,
+    stage=Stage("toy_lengths", LengthRow, _lengths),
+    metrics=lambda rows: [count("longest_reply", max(r.characters for r in rows.own))],
+    figures=(FigureColumn("longest_reply", "BIGINT", "longest_reply"),),
+    lines=lambda result: [f"Toy: the longest reply was {result.figures['longest_reply']} characters"],
+)
+'''
+
+
+def test_a_kind_defined_here_with_a_stage_of_its_own_stores_its_table_beside_the_shared_ones(installed, home, tmp_path: Path) -> None:
+    installed("toy_stage", TOY_WITH_STAGE, "toy = toy_stage:KIND")
+    suite, cases = toy_suite(tmp_path, 3)
+    env = {"PYTHONPATH": str(tmp_path)}
+    done = run_cli("run", "--mock", "--eval-dir", str(suite), env=env)
+    assert done.code == 0, done.err
+    query = "SELECT case_id, characters FROM toy_lengths ORDER BY case_id"
+    lengths = json.loads(run_cli("sql", query, "--format", "json", env=env).out)
+    assert [row["case_id"] for row in lengths] == sorted(json.loads(line)["id"] for line in cases)
+    assert f"Toy: the longest reply was {max(row['characters'] for row in lengths)} characters" in done.out
+    assert "toy_lengths" in run_cli("sql", "SELECT * FROM nothing_here", env=env).err  # listed among the views
+    assert run_cli("compact", "--before", "9999-12", env=env).code == 0  # its table is compacted with the others
+    assert json.loads(run_cli("sql", query, "--format", "json", env=env).out) == lengths
+    assert not list((home.store / "toy_lengths").glob("suite=*"))  # read back from its month file
+
+
+def test_a_kind_that_reads_a_figure_it_never_declared_fails_the_run_naming_the_figure(installed, home, tmp_path: Path) -> None:
+    undeclared = TOY_WITH_STAGE.replace('    figures=(FigureColumn("longest_reply", "BIGINT", "longest_reply"),),\n', "")
+    assert undeclared != TOY_WITH_STAGE
+    installed("toy_undeclared", undeclared, "toy = toy_undeclared:KIND")
+    suite, _ = toy_suite(tmp_path, 1)
+    done = run_cli("run", "--mock", "--eval-dir", str(suite), env={"PYTHONPATH": str(tmp_path)})
+    assert done.code == 1
+    assert "did not complete" in done.err and "KeyError: 'longest_reply'" in done.err  # the cause, not only Dagster's wrapper
 
 
 TOY_WITH_ITEMS = '''

@@ -14,7 +14,7 @@ from kindgi_eval.defs.runs import open_instance, run_chain
 from kindgi_eval.inputs.settings import RunSettings
 from kindgi_eval.inputs.suite_folder import suite_key
 from kindgi_eval.llm.calls import forget_clients
-from kindgi_eval.store.layout import read_rows
+from kindgi_eval.store.layout import SHARED, read_rows
 from kindgi_eval_tests.conftest import files_under
 from kindgi_eval_tests.fake_provider import Answer, FakeProvider, fenced, user_text
 
@@ -68,11 +68,11 @@ def test_a_run_writes_no_byte_of_the_key(home, monkeypatch: pytest.MonkeyPatch, 
 
     # the key was really used, and really echoed back: the test proves something
     assert all(FAKE_KEY in {v for k, v in h.items() if k.lower() == "authorization"}.pop() for h in server.headers)
-    replies = {r.case_id: r for r in read_rows(home.store, "agent_replies", key, run_id)}
+    replies = {r.case_id: r for r in read_rows(home.store, SHARED.agent_replies, key, run_id)}
     assert "Incorrect API key provided: [redacted]" in replies["auth"].error
     assert "HTTP 503 on every attempt" in replies["down"].error
     assert replies["garble"].raw == "Sure! Authorization: Bearer [redacted] and api_key=[redacted]"
-    samples = read_rows(home.store, "judge_samples", key, run_id)
+    samples = read_rows(home.store, SHARED.judge_samples, key, run_id)
     assert samples and all("[redacted]" in s.invalid_reason for s in samples)
 
     files = files_under(home.root)

@@ -14,7 +14,10 @@ from kindgi_eval.kinds import KindResult
 from kindgi_eval.reports.html_report import RunPage, render_html
 from kindgi_eval.reports.reading import pass_rate
 from kindgi_eval.rules import Case
-from kindgi_eval.store import AccuracyRow, CustomRow, RegressionRow, RunRow, StatusRow
+from kindgi_eval.kinds.accuracy.stage import AccuracyRow
+from kindgi_eval.kinds.custom.stage import CustomRow
+from kindgi_eval.kinds.regression.stage import RegressionRow
+from kindgi_eval.store import RunRow, StatusRow
 from kindgi_eval_tests.conftest import GOLDEN, run_cli
 from kindgi_eval_tests.defs.test_ui_browser import CHROMIUM, CHROMIUM_FLAGS, _browser_or_skip
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 from kindgi_eval.kinds import KindResult
 from kindgi_eval.reports import case_marks, render
 from kindgi_eval.rules import Case
-from kindgi_eval.store import AccuracyRow, CustomRow, RegressionRow, RunRow, StatusRow
+from kindgi_eval.kinds.accuracy.stage import AccuracyRow
+from kindgi_eval.kinds.custom.stage import CustomRow
+from kindgi_eval.kinds.regression.stage import RegressionRow
+from kindgi_eval.store import RunRow, StatusRow
 
 
 def run_row(**changes: object) -> RunRow:

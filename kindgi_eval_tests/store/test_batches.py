@@ -18,9 +18,9 @@ from kindgi_eval.store.batches import (
     run_area,
 )
 from kindgi_eval.store.compaction import compact
-from kindgi_eval.store.layout import read_rows, table_path, write_atomically
+from kindgi_eval.store.layout import SHARED, read_rows, table_path, write_atomically
 from kindgi_eval.store.rows import ReplyRow, RunRow
-from kindgi_eval.store.views import connect, export_database
+from kindgi_eval.store.views import Views, connect, export_database
 
 KEY = "demo-academy.golden"
 NEW_RUN_COLUMNS = ["resumed_from", "agent_calls_saved", "judge_calls_saved"]
@@ -113,26 +113,26 @@ def test_runs_stored_before_the_resume_columns_read_alongside_new_ones(tmp_path:
     expected = [("a-old", None, None, None), ("b-new", "killed", 3, 9)]
     with connect(tmp_path, query) as con:
         assert con.execute(query).fetchall() == expected
-    assert read_rows(tmp_path, "run_summary", KEY, "a-old")[0].agent_calls_saved is None
-    compact(tmp_path, "2026-11")  # one month file of both shapes
+    assert read_rows(tmp_path, SHARED.run_summary, KEY, "a-old")[0].agent_calls_saved is None
+    compact(tmp_path, SHARED, "2026-11")  # one month file of both shapes
     with connect(tmp_path, query) as con:
         assert con.execute(query).fetchall() == expected
-    assert read_rows(tmp_path, "run_summary", KEY, "b-new") == [new]
+    assert read_rows(tmp_path, SHARED.run_summary, KEY, "b-new") == [new]
     # a month compacted before the columns existed, with a new run compacted into it later
     month = tmp_path / "run_summary" / "month=2026-10" / "data.parquet"
     import pyarrow.parquet as pq
 
     pq.write_table(pq.read_table(month).filter(pa.compute.equal(pa.compute.field("run_id"), "a-old")).drop_columns(NEW_RUN_COLUMNS), month)
-    assert read_rows(tmp_path, "run_summary", KEY, "a-old")[0].resumed_from is None
+    assert read_rows(tmp_path, SHARED.run_summary, KEY, "a-old")[0].resumed_from is None
     write_atomically(to_table([new], RunRow), table_path(tmp_path, "run_summary", KEY, "2026-10-03", "c-new"))
-    compact(tmp_path, "2026-11")
+    compact(tmp_path, SHARED, "2026-11")
     with connect(tmp_path, query) as con:
         assert con.execute(query).fetchall() == [("a-old", None, None, None), ("c-new", "killed", 3, 9)]
 
 
 def _export(root: str, times: int) -> None:
     for _ in range(times):
-        export_database(Path(root))
+        export_database(Path(root), Views())
 
 
 def test_exports_at_the_same_moment_each_leave_a_whole_database(tmp_path: Path) -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from kindgi_eval.kinds import count, estimate, kind_views, stored_result
+from kindgi_eval.kinds import count, estimate, store_views, stored_result
 from kindgi_eval.rules import wilson
-from kindgi_eval.store import MetricRow, RunRow, connect, format_rows, read_rows, table_path, to_table, write_atomically
+from kindgi_eval.store import SHARED, MetricRow, RunRow, connect, format_rows, read_rows, table_path, to_table, write_atomically
 from kindgi_eval_tests.conftest import run_cli
 
 HERE = Path(__file__).parent
@@ -39,7 +39,7 @@ def sql(query: str) -> list[dict]:
 
 def answers(store: Path, query: str) -> list[dict]:
     """What `kindgi-eval sql QUERY --format json` prints, from the functions it calls, without a process per query."""
-    with connect(store, query, kind_views()) as con:
+    with connect(store, query, store_views()) as con:
         result = con.execute(query)
         columns, rows = [d[0] for d in result.description], result.fetchall()
     return json.loads(format_rows(columns, rows, "json"))
@@ -81,7 +81,7 @@ def test_an_old_run_and_a_new_run_of_a_kind_read_side_by_side(old_store) -> None
     # a run stored as today's code stores one, beside the old accuracy run: its figures in run_metrics, its
     # parameters in params; both read through the kind's view, each from where it keeps its figures
     partition, old_run, new_run = "demo-academy@demo-academy.facts", "8fb7d46b-ce74-421c-9524-994230169bf0", "new-run"
-    (old,) = read_rows(old_store, "run_summary", partition, old_run)  # today's columns of it
+    (old,) = read_rows(old_store, SHARED.run_summary, partition, old_run)  # today's columns of it
     interval = wilson(4, 5)
     figures = [estimate("accuracy", interval, "wilson 95%"), count("correct", 4), count("wrong", 1), count("ungraded_items", 0)]
     for asset, rows, model in (("run_summary", [old.model_copy(update={"params": "{}"})], RunRow), ("run_metrics", figures, MetricRow)):

@@ -13,9 +13,9 @@ from upath import UPath
 from kindgi_eval.defs.runs import open_instance, run_chain
 from kindgi_eval.inputs.settings import RunSettings
 from kindgi_eval.store.compaction import compact
-from kindgi_eval.store.layout import find_table, is_url, month_path, read_rows, store_root, write_atomically
+from kindgi_eval.store.layout import SHARED, find_table, is_url, month_path, read_rows, store_root, write_atomically
 from kindgi_eval.store.prune import remove_runs
-from kindgi_eval.store.views import connect, export_database
+from kindgi_eval.store.views import Views, connect, export_database
 from kindgi_eval_tests.cli.test_history import ANSWERS, age_runs, run_id_of, sql_json
 from kindgi_eval_tests.conftest import GOLDEN, files_under, run_cli
 
@@ -73,19 +73,19 @@ def test_a_non_local_store_is_written_queried_compacted_and_pruned_through_fsspe
     with duckdb.connect() as con, pytest.raises(duckdb.Error):  # without the registration, DuckDB finds nothing there
         con.execute(f"SELECT * FROM read_parquet('{memory_store}/statuses/*/*/*/data.parquet')")
 
-    done = compact(memory_store, "9999-12")
+    done = compact(memory_store, SHARED, "9999-12")
     assert done.runs == 2
     (month,) = done.months
     assert month_path(memory_store, "statuses", month).exists() and find_table(memory_store, "statuses", KEY, first) is None
-    assert len(read_rows(memory_store, "statuses", KEY, first)) == GOLDEN_CASES  # a compacted run is read from its month
-    remove_runs(memory_store, [first])
+    assert len(read_rows(memory_store, SHARED.statuses, KEY, first)) == GOLDEN_CASES  # a compacted run is read from its month
+    remove_runs(memory_store, SHARED, [first])
     with connect(memory_store, PER_RUN) as con:
         assert con.execute(PER_RUN).fetchall() == [(second, GOLDEN_CASES)]
-    remove_runs(memory_store, [second])
+    remove_runs(memory_store, SHARED, [second])
     assert not month_path(memory_store, "statuses", month).exists()  # a month left empty is removed
 
     # the database file must be local: it goes to the runtime folder, not into the store
-    assert export_database(memory_store) == home.root / "kindgi.duckdb"
+    assert export_database(memory_store, Views()) == home.root / "kindgi.duckdb"
 
 
 @pytest.fixture

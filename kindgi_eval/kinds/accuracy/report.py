@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kindgi_eval.kinds.kind import Items, KindResult, KindRows
-from kindgi_eval.store import AccuracyRow
+from kindgi_eval.kinds.accuracy.stage import AccuracyRow
 
 
 def _not_correct(rows: Sequence[AccuracyRow]) -> list[AccuracyRow]:

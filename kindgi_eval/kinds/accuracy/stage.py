@@ -7,11 +7,27 @@ the item's `expected_output` outcome, the judge's is its one criterion's final v
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from kindgi_eval.rules import AccuracyCase, Interval, item_grade, wilson
 from kindgi_eval.kinds.figures import count, estimate
-from kindgi_eval.store import AccuracyRow, MetricRow, OutcomeRow, StatusRow
+from kindgi_eval.store import MetricRow, OutcomeRow, StatusRow, StoredRow
+
+
+class AccuracyRow(StoredRow):
+    """One accuracy item's grade: correct, wrong or ungraded, and why."""
+
+    case_id: str
+    """The item."""
+    grader: str
+    """The adapter that graded it: exact, contains, regex or judge."""
+    expected_output: str
+    """What the reply had to give."""
+    grade: Literal["correct", "wrong", "ungraded"]
+    """Only correct and wrong items count towards the accuracy; an agent error or a verdict the judge could not
+    give is ungraded."""
+    detail: str
+    """Why, in a sentence: the grader's finding, the judge's reason, or what kept the item ungraded."""
 
 
 class AccuracySummary(NamedTuple):

@@ -4,10 +4,10 @@ from collections.abc import Sequence
 
 from kindgi_eval.kinds.custom.check import CONSUMER
 from kindgi_eval.kinds.custom.report import custom_items, custom_lines, custom_marks, custom_summary
-from kindgi_eval.kinds.custom.stage import CustomSummary, custom_metrics, custom_params, custom_rows, grade_replies, handler_of, summarize_custom
+from kindgi_eval.kinds.custom.stage import CustomRow, CustomSummary, custom_metrics, custom_params, custom_rows, grade_replies, handler_of, summarize_custom
 from kindgi_eval.kinds.kind import KindRows, Stage, StageInputs, SuiteKind
 from kindgi_eval.kinds.table import cases_of
-from kindgi_eval.store import CustomRow, FigureColumn, MetricRow
+from kindgi_eval.store import FigureColumn, MetricRow
 
 
 def _metrics(rows: KindRows) -> list[MetricRow]:
@@ -38,6 +38,6 @@ FIGURES = (
     FigureColumn("handler_skipped", "BIGINT", "handler_skipped"),
 )
 
-KIND = SuiteKind(name="custom", consumer=CONSUMER, stage=Stage("custom", _verdicts, _slowest), metrics=_metrics, params=custom_params, figures=FIGURES, lines=custom_lines, summary=custom_summary, marks=custom_marks, items=custom_items)
+KIND = SuiteKind(name="custom", consumer=CONSUMER, stage=Stage("custom", CustomRow, _verdicts, _slowest), metrics=_metrics, params=custom_params, figures=FIGURES, lines=custom_lines, summary=custom_summary, marks=custom_marks, items=custom_items)
 
 __all__ = ["KIND", "CustomSummary", "custom_metrics", "custom_rows", "grade_replies", "handler_of", "summarize_custom"]

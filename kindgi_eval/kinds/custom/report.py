@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kindgi_eval.kinds.kind import Items, KindResult, KindRows
 from kindgi_eval.rules import clip
-from kindgi_eval.store import CustomRow
+from kindgi_eval.kinds.custom.stage import CustomRow
 
 REASON_CHARS = 300
 """Where a handler's reason or error is clipped under a case."""

@@ -26,7 +26,19 @@ from kindgi_eval.rules import (
 )
 from kindgi_eval.kinds.custom.check import handler_hash
 from kindgi_eval.kinds.figures import count
-from kindgi_eval.store import CustomRow, MetricRow, OutcomeRow, ReplyRow, StatusRow, SuiteRow
+from kindgi_eval.store import HandlerRow, MetricRow, OutcomeRow, ReplyRow, StatusRow, SuiteRow
+
+
+class CustomRow(HandlerRow):
+    """One case of a custom suite: its handler's verdict beside the case's status."""
+
+    case_id: str
+    """The case."""
+    handler_name: str
+    """The handler, as `module:entrypoint`."""
+    status: str
+    """The case's status, from its assertions (the handler's among them) and the judge."""
+
 
 Run = Callable[[Handler, dict[str, Any]], HandlerExit]
 """Runs a handler on one `{"case", "reply"}` payload in the sandbox."""

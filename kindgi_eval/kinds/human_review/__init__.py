@@ -5,10 +5,10 @@ from collections.abc import Mapping, Sequence
 from kindgi_eval.kinds.figures import count
 from kindgi_eval.kinds.human_review.check import CONSUMER
 from kindgi_eval.kinds.human_review.report import review_lines, review_summary
-from kindgi_eval.kinds.human_review.stage import QueueSummary, promoted_items, queue_rows, summarize_queue
+from kindgi_eval.kinds.human_review.stage import QueueRow, QueueSummary, promoted_items, queue_rows, summarize_queue
 from kindgi_eval.kinds.kind import KindRows, Stage, StageInputs, SuiteKind
 from kindgi_eval.kinds.table import cases_of
-from kindgi_eval.store import FigureColumn, MetricRow, QueueRow, SuiteRow
+from kindgi_eval.store import FigureColumn, MetricRow, SuiteRow
 
 
 def _metrics(rows: KindRows) -> list[MetricRow]:
@@ -37,6 +37,6 @@ FIGURES = (
     FigureColumn("review_skipped", "BIGINT", "review_skipped"),
 )
 
-KIND = SuiteKind(name="human-review", reviewed_by_people=True, consumer=CONSUMER, stage=Stage("review_queue", _queue), metrics=_metrics, params=_params, figures=FIGURES, lines=review_lines, summary=review_summary)
+KIND = SuiteKind(name="human-review", reviewed_by_people=True, consumer=CONSUMER, stage=Stage("review_queue", QueueRow, _queue), metrics=_metrics, params=_params, figures=FIGURES, lines=review_lines, summary=review_summary)
 
-__all__ = ["KIND", "QueueSummary", "promoted_items", "queue_rows", "summarize_queue"]
+__all__ = ["KIND", "QueueRow", "QueueSummary", "promoted_items", "queue_rows", "summarize_queue"]

@@ -13,7 +13,29 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from kindgi_eval.rules import CalibrationItem, Case
-from kindgi_eval.store import QueueRow, ReplyRow, ReviewRow, StatusRow, SuiteRow
+from kindgi_eval.store import ReplyRow, ReviewRow, StatusRow, StoredRow, SuiteRow
+
+
+class QueueRow(StoredRow):
+    """One reply of a human-review suite paired with one rubric item: what a person labels pass or fail."""
+
+    case_id: str
+    """The case whose reply is reviewed."""
+    rubric_item: str
+    """The rubric item the reply is labelled against."""
+    reviewer_role: str
+    """Who labels it, as the suite names the role."""
+    history: list[str]
+    """The conversation before the turn, one `role: text` line per earlier message."""
+    text: str
+    """The contact's message the reply answers (empty on a nudge)."""
+    reply: list[str]
+    """The agent's messages, as the contact saw them."""
+    status: str
+    """The case's status in the run."""
+    judge_verdict: str | None
+    """The judge's verdict on this rubric item as `statuses` holds it: pass, fail, or ungraded (so always without a
+    judge, or where its group is not calibrated)."""
 
 
 class QueueSummary(NamedTuple):

@@ -7,10 +7,10 @@ from kindgi_eval.inputs import pairwise_variants
 from kindgi_eval.kinds.kind import JUDGE_USD, KindRows, Pinning, Pins, Stage, StageInputs, SuiteKind
 from kindgi_eval.kinds.pairwise.check import CONSUMER
 from kindgi_eval.kinds.pairwise.report import both_variants, pairwise_lines, pairwise_summary_json
-from kindgi_eval.kinds.pairwise.stage import agreement_of, judge_cost, judge_pairwise, pair_key, pairwise_askings, pairwise_metrics, pairwise_params
+from kindgi_eval.kinds.pairwise.stage import PairwiseRow, agreement_of, judge_cost, judge_pairwise, pair_key, pairwise_askings, pairwise_metrics, pairwise_params
 from kindgi_eval.kinds.table import cases_of
 from kindgi_eval.rules import AgentReply, AssertionResult, PairwiseCalibration, PairwiseCase, agent_failure
-from kindgi_eval.store import FigureColumn, MetricRow, PairwiseRow
+from kindgi_eval.store import FigureColumn, MetricRow
 
 
 def _answered(case: PairwiseCase, reply: AgentReply | None, *, error: str | None, latency_ms: float,
@@ -70,7 +70,7 @@ FIGURES = (
 
 KIND = SuiteKind(name="pairwise", consumer=CONSUMER, case_model=PairwiseCase, calibration_model=PairwiseCalibration, enters_funnel=False, groups=(), judged_by_case=False,
                  assertions=_answered, askings=pairwise_askings, pins=_pins,
-                 stage=Stage("pairwise", _judged, _about, recorded_key=pair_key, judge_calls_per_row=2), metrics=_metrics, params=pairwise_params, figures=FIGURES,
+                 stage=Stage("pairwise", PairwiseRow, _judged, _about, recorded_key=pair_key, judge_calls_per_row=2), metrics=_metrics, params=pairwise_params, figures=FIGURES,
                  lines=pairwise_lines, summary=pairwise_summary_json, against=both_variants)
 
 __all__ = ["KIND", "agreement_of", "judge_pairwise", "pair_key", "pairwise_metrics"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from kindgi_eval.inputs import RunSettings, variant_settings
 from kindgi_eval.llm import ModelCallError
@@ -34,7 +34,43 @@ from kindgi_eval.rules import (
 )
 from kindgi_eval.kinds.figures import count, estimate
 from kindgi_eval.kinds.kind import JUDGE_USD
-from kindgi_eval.store import MetricRow, PairwiseRow, StatusRow, SuiteRow
+from kindgi_eval.store import MetricRow, StatusRow, StoredRow, SuiteRow
+
+
+class PairwiseRow(StoredRow):
+    """One prompt (or hand-labelled pair) judged in both orders: which variant each order preferred, and the outcome."""
+
+    subject: Literal["prompt", "calibration"]
+    """A prompt both variants answered, or a hand-labelled pair calibrating the judge."""
+    subject_id: str
+    """The prompt's id, or the labelled pair's."""
+    label: Literal["A", "B", "tie"] | None
+    """A labelled pair's hand label; None for a prompt."""
+    ab: Literal["A", "B", "tie"] | None
+    """The variant preferred with variant A's reply shown first; None when that answer was invalid."""
+    ba: Literal["A", "B", "tie"] | None
+    """The variant preferred with variant B's reply shown first; None when that answer was invalid."""
+    outcome: Literal["A", "B", "tie"]
+    """A or B when that variant won in both orders, else tie."""
+    consistent: bool
+    """Whether both orders gave the same valid answer."""
+    reason_ab: str
+    """The judge's reason, variant A first."""
+    reason_ba: str
+    """The judge's reason, variant B first."""
+    invalid_reason: str | None
+    """Why an answer was invalid, when one was."""
+    raw_ab: str | None
+    """The judge's raw answer, variant A first."""
+    raw_ba: str | None
+    """The judge's raw answer, variant B first."""
+    judge: str
+    """The judge model."""
+    cost_usd: float
+    """Dollars for both answers; 0 when unknown."""
+    cost_known: bool
+    """False when the judge's price is unknown."""
+
 
 Record = Callable[[PairwiseRow], None]
 

@@ -5,8 +5,8 @@ from collections.abc import Mapping, Sequence
 from kindgi_eval.kinds.kind import KindRows, Pinning, Pins, Stage, StageInputs, SuiteKind
 from kindgi_eval.kinds.regression.check import CONSUMER
 from kindgi_eval.kinds.regression.report import regressed, regression_items, regression_lines, regression_marks, regression_summary
-from kindgi_eval.kinds.regression.stage import regression_metrics, regression_rows, resolve_baseline
-from kindgi_eval.store import FigureColumn, MetricRow, RegressionRow, SuiteRow, read_rows, run_partition
+from kindgi_eval.kinds.regression.stage import RegressionRow, regression_metrics, regression_rows, resolve_baseline
+from kindgi_eval.store import SHARED, FigureColumn, MetricRow, SuiteRow, read_rows, run_partition
 
 
 def _metrics(rows: KindRows) -> list[MetricRow]:
@@ -23,7 +23,7 @@ def _moves(given: StageInputs) -> list[RegressionRow]:
     baseline_run = given.suite[0].baseline_run
     if baseline_run is None:
         return []
-    baseline = read_rows(given.root, "statuses", run_partition(given.root, baseline_run), baseline_run)
+    baseline = read_rows(given.root, SHARED.statuses, run_partition(given.root, baseline_run), baseline_run)
     return regression_rows(baseline_run, baseline, given.statuses)
 
 
@@ -48,7 +48,7 @@ FIGURES = (
     FigureColumn("mcnemar_p", "DOUBLE", "mcnemar_p"),
 )
 
-KIND = SuiteKind(name="regression", consumer=CONSUMER, pins=_pins, stage=Stage("regressions", _moves), metrics=_metrics, params=_params, figures=FIGURES, lines=regression_lines,
+KIND = SuiteKind(name="regression", consumer=CONSUMER, pins=_pins, stage=Stage("regressions", RegressionRow, _moves), metrics=_metrics, params=_params, figures=FIGURES, lines=regression_lines,
                  summary=regression_summary, failed=regressed, marks=regression_marks, items=regression_items)
 
 __all__ = ["KIND", "regression_metrics", "regression_rows", "resolve_baseline"]

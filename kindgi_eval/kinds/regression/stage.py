@@ -9,19 +9,38 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import Literal
 
 from kindgi_eval.inputs import RegisteredAs, folder_key, registered_name, registry_key
 from kindgi_eval.rules import InputError, PairedChange, Problem, paired_change
 from kindgi_eval.kinds.figures import count, estimate
 from kindgi_eval.store import (
+    SHARED,
     MetricRow,
-    RegressionRow,
     StatusRow,
+    StoredRow,
     StorePath,
     read_rows,
     run_keys,
     run_partition,
 )
+
+
+class RegressionRow(StoredRow):
+    """One case of a regression suite beside the same case in the baseline run."""
+
+    case_id: str
+    """The case."""
+    baseline_run: str
+    """The run compared with."""
+    baseline_status: str
+    """The case's status in the baseline run."""
+    status: str
+    """Its status in this run."""
+    change: Literal["improved", "regressed", "unchanged"]
+    """Passing is passed or judged-pass, failing is failed or judged-fail, reviewed lies between: a move up is
+    improved, a move down regressed."""
+
 
 RANK = {"failed": 0, "judged-fail": 0, "reviewed": 1, "passed": 2, "judged-pass": 2}
 """How good a status is, for comparing a case with its baseline."""
@@ -35,12 +54,12 @@ def resolve_baseline(root: StorePath, tenant: str, registered: RegisteredAs, cas
     if registered.baseline_run_id is not None:
         run_id = registered.baseline_run_id
         partition = run_partition(root, run_id)
-        if partition is None or read_rows(root, "suite", partition, run_id)[0].tenant != tenant:
+        if partition is None or read_rows(root, SHARED.suite, partition, run_id)[0].tenant != tenant:
             raise InputError([Problem(where, None, "spec.baseline.runId", f"no run {run_id!r} of tenant {tenant!r} in the store at {root}. "
                                       "List runs with: kindgi-eval sql \"SELECT run_id, suite, finished_at FROM runs\"")])
     else:
         run_id, partition = _latest_run_of(root, tenant, registered, where)
-    baseline = {s.case_id for s in read_rows(root, "statuses", partition, run_id)}
+    baseline = {s.case_id for s in read_rows(root, SHARED.statuses, partition, run_id)}
     missing = [c for c in case_ids if c not in baseline]
     extra = sorted(baseline - set(case_ids))
     problems = []
@@ -60,7 +79,7 @@ def _latest_run_of(root: StorePath, tenant: str, registered: RegisteredAs, where
     # only runs that recorded this very suite id and version count, so no other suite's run is ever taken
     for partition in dict.fromkeys((registry_key(tenant, suite_id or ""), folder_key(tenant, registered_name(tenant, suite_id or "")))):
         for key in run_keys(root, partition):
-            (summary,) = read_rows(root, "run_summary", partition, key.run_id)
+            (summary,) = read_rows(root, SHARED.run_summary, partition, key.run_id)
             if summary.suite_id == suite_id and summary.suite_version == version:
                 runs.append((summary.started_at, key.run_id, partition))
     if not runs:
