@@ -20,6 +20,7 @@ REACHED_BY_NAME = {"agents.http", "agents.litellm"}
 ONLY_IMPORTER = {
     "litellm": {"llm"}, "dagster": {"defs"}, "click": {"cli"}, "httpx": {"agents"},
     "fastapi": {"registry"}, "starlette": {"registry"}, "uvicorn": {"registry"}, "alembic": {"registry"},
+    "botocore": {"store"}, "aiobotocore": {"store"},  # an S3 store's client (store/s3.py)
     "sqlalchemy": {"registry", "defs"},  # the registry's tables; Dagster's storage (defs/instance_storage.py) is built on it
 }
 """A library and the folders that may import it: one, but for SQLAlchemy, under both the registry and Dagster."""

@@ -91,7 +91,13 @@ def store_root(home: Path | None = None) -> StorePath:
     location = os.environ.get(STORE_ENV)
     if not location:
         return (home or runtime_home()) / "store"
-    return UPath(location) if is_url(location) else Path(location).absolute()
+    if not is_url(location):
+        return Path(location).absolute()
+    if location.startswith("s3://"):
+        from kindgi_eval.store.s3 import s3_options  # botocore is needed only for a store on S3
+
+        return UPath(location, **s3_options())
+    return UPath(location)
 
 
 def table_path(root: StorePath, asset: str, partition: str, day: str, run_id: str) -> StorePath:
