@@ -72,7 +72,7 @@ def _setting_option(field: str, default_shown: str | None = None) -> Callable:
     default = "unset" if s.default is None else f"{s.default:g}" if isinstance(s.default, float) else str(s.default)
     where = default_shown or f"env: {s.var}; default: {default}"
     return click.option(
-        s.flag, type=types[s.kind], metavar=metavars.get(s.kind), help=f"{s.help} [{where}]"
+        s.flag, type=types[s.value_type], metavar=metavars.get(s.value_type), help=f"{s.help} [{where}]"
     )
 
 

@@ -28,7 +28,7 @@ DEFAULT_HANDLER_MEMORY_MIB = 2048
 """A custom suite's handler's address space: OpenAI's python grader allows 2 GB."""
 MOCK_AGENT = "mock:agent"
 
-Kind = Literal["folder", "model", "url", "float", "int"]
+ValueType = Literal["folder", "model", "url", "float", "int"]
 
 
 class Setting(NamedTuple):
@@ -38,7 +38,7 @@ class Setting(NamedTuple):
     """The RunSettings field, the resource's config field and the tenants-file key."""
     var: str
     """The environment variable, as DESIGN.md names it."""
-    kind: Kind
+    value_type: ValueType
     """What a value must be: a folder, a `provider:model` name, an http(s) URL, or a number."""
     default: str | float | int | None
     """The value when neither flag nor variable gives one; None means unset."""
@@ -168,16 +168,16 @@ def resolve_settings(
 
 def check_value(setting: Setting, value: object) -> object:
     """`value` as the setting's type, within its range; ValueError saying what is wrong."""
-    if setting.kind == "model":
+    if setting.value_type == "model":
         parse_model(str(value))
         return str(value)
-    if setting.kind == "url":
+    if setting.value_type == "url":
         if not str(value).startswith(("http://", "https://")):
             raise ValueError(f"{value!r} must be an http:// or https:// URL")
         return str(value)
-    if setting.kind == "folder":
+    if setting.value_type == "folder":
         return str(value)
-    whole = setting.kind == "int"
+    whole = setting.value_type == "int"
     try:
         number = int(value) if whole else float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):

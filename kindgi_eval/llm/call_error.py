@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-FaultKind = Literal["rate_limit", "server", "timeout", "input", "auth"]
+FaultCause = Literal["rate_limit", "server", "timeout", "input", "auth"]
 
 
 class ModelCallError(Exception):
     """A model call that produced no answer; its message is safe to store (no key, no Authorization header)."""
 
-    def __init__(self, message: str, *, fault: FaultKind | Literal["circuit_open"], attempts: int):
+    def __init__(self, message: str, *, fault: FaultCause | Literal["circuit_open"], attempts: int):
         super().__init__(message)
         self.fault = fault
-        """Why: the last attempt's fault kind, or circuit_open when no attempt was made."""
+        """Why: the last attempt's fault, or circuit_open when no attempt was made."""
         self.attempts = attempts
         """Requests sent for this call."""

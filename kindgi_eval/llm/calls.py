@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any, NamedTuple
 
-from kindgi_eval.llm.call_error import FaultKind, ModelCallError
+from kindgi_eval.llm.call_error import FaultCause, ModelCallError
 from kindgi_eval.llm.worker import running
 from kindgi_eval.rules import NO_CREDENTIALS, REFUSED_CREDENTIALS, Completion, ModelRef, Role, Usage, clip, unicode_text
 
@@ -74,7 +74,7 @@ DEFAULT_POLICY = CallPolicy()
 class Fault(NamedTuple):
     """What went wrong with one attempt, as far as retrying is concerned."""
 
-    kind: FaultKind
+    cause: FaultCause
     """rate_limit (429), server (5xx), timeout, auth (401, 403, or no credentials at all: never retried), or input
     (anything else: the request itself is wrong)."""
     status: int | None
@@ -145,7 +145,7 @@ def _number(value: str | None) -> float | None:
 
 def is_retryable(fault: Fault) -> bool:
     """A rate limit or a server error may pass; an input error will not, and a timeout used the budget up."""
-    return fault.kind in ("rate_limit", "server")
+    return fault.cause in ("rate_limit", "server")
 
 
 def retry_delay(policy: RetryPolicy, attempt: int, fault: Fault, remaining_s: float, rand: float) -> float | None:
@@ -321,14 +321,14 @@ def read_fault(error: BaseException) -> Fault:
     headers = getattr(error, "litellm_response_headers", None) or getattr(response, "headers", None)
     retry_after = parse_retry_after(headers) if isinstance(headers, Mapping) else None
     if status in (401, 403) or NO_CREDENTIALS in str(error):  # litellm says a missing key with a 500
-        kind: FaultKind = "auth"
+        cause: FaultCause = "auth"
     elif status == 429:
-        kind = "rate_limit"
+        cause = "rate_limit"
     elif status is not None and status >= 500:
-        kind = "server"
+        cause = "server"
     else:
-        kind = "input"
-    return Fault(kind, status, retry_after, detail)
+        cause = "input"
+    return Fault(cause, status, retry_after, detail)
 
 
 async def complete(
@@ -377,7 +377,7 @@ async def complete(
             if delay is None:
                 message = _give_up(ref, fault, attempt, started, timeout_s, policy.retry)
                 _log_call(role, ref, attempt, started, None, message)
-                raise ModelCallError(message, fault=fault.kind, attempts=attempt) from None
+                raise ModelCallError(message, fault=fault.cause, attempts=attempt) from None
             await asyncio.sleep(delay)
             continue
         circuit.succeeded()
@@ -389,18 +389,18 @@ async def complete(
 
 
 def _status(fault: Fault) -> str:
-    return f"HTTP {fault.status}" if fault.status is not None else fault.kind
+    return f"HTTP {fault.status}" if fault.status is not None else fault.cause
 
 
 def _give_up(ref: ModelRef, fault: Fault, attempts: int, started: float, timeout_s: float, retry: RetryPolicy) -> str:
     """Why the call ended without an answer, for a person reading the case or the sample."""
     took = time.monotonic() - started
     tried = f"{attempts} attempt{'s' if attempts != 1 else ''} in {took:.1f} s"
-    if fault.kind == "timeout":
+    if fault.cause == "timeout":
         why = f"no answer within the {timeout_s:g} s call timeout"
-    elif fault.kind == "auth":
+    elif fault.cause == "auth":
         why = f"the provider {REFUSED_CREDENTIALS} ({_status(fault)}), which a retry would not change"
-    elif fault.kind == "input":
+    elif fault.cause == "input":
         why = f"the provider refused the request ({_status(fault)}), which a retry would not change"
     elif attempts >= retry.attempts:
         why = f"{_status(fault)} on every attempt"

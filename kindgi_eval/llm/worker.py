@@ -159,10 +159,10 @@ def _settle(loop: asyncio.AbstractEventLoop | None, waiter: Any, outcome: tuple[
 
 
 def _unwrap(outcome: tuple[str, Any]) -> Any:
-    kind, value = outcome
-    if kind == "ok":
+    status, value = outcome
+    if status == "ok":
         return value
-    if kind == "model_call_error":
+    if status == "model_call_error":
         message, fault, attempts = value
         raise ModelCallError(message, fault=fault, attempts=attempts)
     raise RuntimeError(value)

@@ -37,12 +37,12 @@ def _serve(requests: Connection, replies: Connection) -> None:
             outcome = ("bug", scrub(f"{type(e).__name__}: {e}"))
         reply(call, outcome)
 
-    def handle(call: int, kind: str, *args: Any) -> None:
-        if kind == "complete":
+    def handle(call: int, request: str, *args: Any) -> None:
+        if request == "complete":
             tasks[call] = loop.create_task(one(call, *args))
-        elif kind == "cancel" and call in tasks:
+        elif request == "cancel" and call in tasks:
             tasks[call].cancel()
-        elif kind == "providers":
+        elif request == "providers":
             reply(call, ("ok", provider_names()))
             if not warming:  # the run asks this first, then sets up for a second before its first call: warm up now
                 warming.append(loop.create_task(warm_up()))

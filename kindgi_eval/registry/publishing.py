@@ -124,18 +124,18 @@ def _validation_lines(error: ValidationError, consumers: Consumers) -> list[str]
     this server accepts, and a malformed id or version says what one looks like."""
     lines = []
     for e, problem in zip(error.errors(include_url=False), problems_from_validation(error, "body", None), strict=True):
-        field, kind, got = problem.field, e["type"], repr(e.get("input"))[:80]
-        if kind == "missing" or field not in ("kind", "spec", "id", "version"):
+        field, error_type, got = problem.field, e["type"], repr(e.get("input"))[:80]
+        if error_type == "missing" or field not in ("kind", "spec", "id", "version"):
             lines.append(f"{field or 'body'}: {problem.message}")
         elif field == "kind":
             lines.append(f"kind: {got} is not a kind ({_kinds(KINDS[:-1])} of spec 003, and this project's own "
                          f"{KINDS[-1]}); this server accepts {_kinds(accepted_kinds(consumers))}")
         elif field == "spec":
             lines.append(f"spec: must be a JSON object, the kind's suite body ({problem.message})")
-        elif field == "version" and kind == "string_pattern_mismatch":
+        elif field == "version" and error_type == "string_pattern_mismatch":
             lines.append(f"version: {got} is not a semantic version MAJOR.MINOR.PATCH[-PRERELEASE] (no leading zeros, "
                          "no +build), e.g. 1.4.0 or 1.4.0-rc.1")
-        elif field == "id" and kind == "string_pattern_mismatch":
+        elif field == "id" and error_type == "string_pattern_mismatch":
             lines.append(f"id: {got} is not a suite id: up to 128 letters, digits, dots, hyphens and underscores, "
                          "starting with a letter or a digit, e.g. acme.pricing")
         else:

@@ -55,12 +55,12 @@ def problems_from_validation(error: ValidationError, file: str, line: int | None
     problems = []
     for e in error.errors(include_url=False):
         loc = e["loc"]
-        kind = e["type"]
-        if kind == "extra_forbidden":
+        error_type = e["type"]
+        if error_type == "extra_forbidden":
             message = "unknown field (a typo? unknown fields are refused so they never pass silently)"
-        elif kind == "missing":
+        elif error_type == "missing":
             message = "required field is missing"
-        elif kind == "value_error":
+        elif error_type == "value_error":
             message = str(e["ctx"]["error"]) if "ctx" in e else e["msg"]
         else:
             message = f"{e['msg'][0].lower()}{e['msg'][1:]} (got {_short(e.get('input'))})"

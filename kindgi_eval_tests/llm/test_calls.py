@@ -109,8 +109,8 @@ def test_retry_after(headers, seconds) -> None:
     assert parse_retry_after(headers, now=1_000_000) == seconds
 
 
-def fault(kind: str, status: int | None = None, retry_after: float | None = None) -> Fault:
-    return Fault(kind, status, retry_after, "detail")  # type: ignore[arg-type]
+def fault(cause: str, status: int | None = None, retry_after: float | None = None) -> Fault:
+    return Fault(cause, status, retry_after, "detail")  # type: ignore[arg-type]
 
 
 POLICY = RetryPolicy(attempts=4, base_delay_s=0.5, max_delay_s=8.0)
