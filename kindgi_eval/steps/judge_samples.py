@@ -39,7 +39,7 @@ Record = Callable[[SampleRow], None]
 class Subject(NamedTuple):
     """One reply and one criterion to grade on it."""
 
-    kind: Literal["case", "calibration"]
+    row_type: Literal["case", "calibration"]
     id: str
     criterion: Criterion
     history: tuple[Turn, ...]
@@ -79,7 +79,7 @@ def sample_key(row: SampleRow) -> SampleKey:
 
 
 def _key_of(subject: Subject, number: int) -> SampleKey:
-    return (subject.kind, subject.id, subject.criterion.source, subject.criterion.criterion, number)
+    return (subject.row_type, subject.id, subject.criterion.source, subject.criterion.criterion, number)
 
 
 async def sample_all(
@@ -142,7 +142,7 @@ async def _sample(
         error = f"{type(e).__name__}: {e}"
     sample = read_sample(content, reply_text, error)
     return SampleRow(
-        subject=subject.kind,
+        subject=subject.row_type,
         subject_id=subject.id,
         source=subject.criterion.source,
         criterion=subject.criterion.criterion,
