@@ -117,7 +117,7 @@ def suite(
         {"suite_hash": parsed.hash, "config_hash": loaded.hash, "cases": len(parsed.cases), "calibration_items": len(parsed.calibration),
          "kind": parsed.kind, **({"baseline_run": pins.baseline} if pins.baseline else {})}
     )
-    return suite_rows(parsed, loaded.tenant.tenant, loaded.hash, pins.baseline, pins.variants)
+    return suite_rows(parsed, loaded.tenant.tenant, loaded.hash, kind_named(parsed.kind).stored_params(parsed, pins))
 
 
 @dg.asset(**chain_asset("agent_replies"))

@@ -124,6 +124,10 @@ def _no_pins(pinning: Pinning) -> Pins:
     return pinning.pinned
 
 
+def _no_params(suite: Suite, pins: Pins) -> dict:
+    return {}
+
+
 def _no_metrics(_: KindRows) -> list[MetricRow]:
     return []
 
@@ -172,6 +176,9 @@ class SuiteKind:
     """Who answers which cases in the `agent_replies` stage: the run's agent every case, unless the kind says."""
     pins: Callable[[Pinning], Pins] = _no_pins
     """What a run of its suites is pinned to as it starts (by the command line, else by the `suite` stage)."""
+    stored_params: Callable[[Suite, Pins], Mapping[str, object]] = _no_params
+    """Its parameters as a run resolves them, from the suite and what the run is pinned to: stored with the suite
+    (`SuiteRow.params`), where its stage, its metrics and `params` read them back."""
     stage: Stage | None = None
     """Its own stage, if it has one."""
     consumer: Consumer | None = None

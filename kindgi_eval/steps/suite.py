@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from kindgi_eval.inputs import Suite
-from kindgi_eval.store import SuiteRow
+from kindgi_eval.store import SuiteRow, params_json
 
 
-def suite_rows(
-    suite: Suite, tenant: str, config_hash: str, baseline_run: str | None = None, variants: tuple[str, str] | None = None
-) -> list[SuiteRow]:
-    """The parsed suite as rows, each item kept as canonical JSON so later stages rebuild it exactly; a regression
-    suite's rows name the baseline run resolved as the run started."""
+def suite_rows(suite: Suite, tenant: str, config_hash: str, params: Mapping[str, object] | None = None) -> list[SuiteRow]:
+    """The parsed suite as rows, each item kept as canonical JSON so later stages rebuild it exactly, each naming the
+    kind's parameters as the run resolved them as it started (a regression suite's baseline run, ...)."""
     registered = suite.registered
     common = dict(
         tenant=tenant,
@@ -20,16 +20,7 @@ def suite_rows(
         suite_id=registered.suite_id if registered else None,
         suite_version=registered.suite_version if registered else None,
         suite_kind=suite.kind,
-        baseline_run=baseline_run,
-        benchmark_name=registered.benchmark_name if registered else None,
-        benchmark_version=registered.benchmark_version if registered else None,
-        benchmark_hash=registered.benchmark_hash if registered else None,
-        variant_a=variants[0] if variants else None,
-        variant_b=variants[1] if variants else None,
-        variant_a_label=f"{registered.variant_a_id} {registered.variant_a_version}" if variants and registered else None,
-        variant_b_label=f"{registered.variant_b_id} {registered.variant_b_version}" if variants and registered else None,
-        rubric=list(registered.rubric) if registered and registered.rubric else None,
-        reviewer_role=registered.reviewer_role if registered else None,
+        params=params_json(dict(params or {})),
     )
     rows = [
         SuiteRow(

@@ -172,8 +172,10 @@ def read_table(root: StorePath, table: Table, partition: str, run_id: str) -> pa
     if stored is None:
         return None
     # a file written before a column was added to the row model lacks it, and its rows read it as the default; one
-    # written before a column left the model (a kind's figure in `runs`, now in `run_metrics`) keeps it, unread here
-    return stored.select([n for n in arrow_schema(table.row).names if n in stored.column_names])
+    # written before a column left the model keeps it, unread here (a kind's figure in `runs`, now in `run_metrics`)
+    # unless the model reads it still (`StoredRow.former_columns`)
+    wanted = [*arrow_schema(table.row).names, *sorted(getattr(table.row, "former_columns", ()))]  # CalibrationRow is no StoredRow
+    return stored.select([n for n in wanted if n in stored.column_names])
 
 
 def read_stored(root: StorePath, table: Table, partition: str, run_id: str) -> pa.Table | None:

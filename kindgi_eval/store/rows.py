@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from kindgi_eval.rules import Assertion, GroupAgreement
 
@@ -13,10 +14,18 @@ class StoredRow(BaseModel):
     """The base of every stored table's row: frozen, no field it does not declare, its docstrings its columns' docs."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    former_columns: ClassVar[frozenset[str]] = frozenset()
+    """Columns the model no longer has that files written before still hold and its validator reads (into the
+    fields that replaced them)."""
 
 
 class SuiteRow(StoredRow):
     """One parsed case or calibration item of the suite, as it was when the run read it."""
+
+    former_columns: ClassVar[frozenset[str]] = frozenset(
+        {"baseline_run", "benchmark_name", "benchmark_version", "benchmark_hash", "variant_a", "variant_b", "variant_a_label",
+         "variant_b_label", "rubric", "reviewer_role"})
+    """The columns that held a kind's parameters before `params`."""
 
     kind: Literal["case", "calibration", "handler"]
     """A case under test, a hand-labelled calibration item, or a custom suite's handler (one row; `id` is its
@@ -52,26 +61,35 @@ class SuiteRow(StoredRow):
     suite_kind: str = "conversation"
     """The suite's kind: `conversation`, `accuracy`, `regression` or `benchmark` (a registered suite's; a folder's
     own is a conversation suite)."""
-    baseline_run: str | None = None
-    """A regression suite's baseline run, as named when the run started."""
-    benchmark_name: str | None = None
-    """A benchmark suite's catalogue entry."""
-    benchmark_version: str | None = None
-    """Its catalogue version."""
-    benchmark_hash: str | None = None
-    """The content hash of the catalogue entry's files."""
-    variant_a: str | None = None
-    """A pairwise suite's variant A as the run asked it: the model or URL the tenants file declares for it."""
-    variant_b: str | None = None
-    """A pairwise suite's variant B."""
-    variant_a_label: str | None = None
-    """Variant A's agent id and version label."""
-    variant_b_label: str | None = None
-    """Variant B's agent id and version label."""
-    rubric: list[str] | None = None
-    """A human-review suite's rubric items, which its review queue pairs with every reply; None for other kinds."""
-    reviewer_role: str | None = None
-    """A human-review suite's reviewer role."""
+    params: str = "{}"
+    """The kind's parameters as the run resolved them, a JSON object: a regression suite's `baseline_run`, a
+    benchmark suite's `benchmark_name`, `benchmark_version` and `benchmark_hash`, a pairwise suite's `variant_a` and
+    `variant_b` (the model or URL each was asked as) with `variant_a_label` and `variant_b_label` (agent id and version),
+    a human-review suite's `rubric` and `reviewer_role`; `{}` for a kind with none. Rows stored before kept each of
+    these as a column of its own; they are read into this."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _params_from_columns(cls, stored: Any) -> Any:
+        """A row stored with the parameters as columns of their own (and a compacted month's rows, which have both the
+        columns and `params`, null where a row had not): the columns folded into `params`."""
+        former = cls.former_columns
+        if not isinstance(stored, dict) or not former & stored.keys():
+            return stored
+        row = {k: v for k, v in stored.items() if k not in former}
+        if row.get("params") is None:
+            row["params"] = params_json({k: stored[k] for k in former if stored.get(k) is not None})
+        return row
+
+    def param(self, name: str) -> Any:
+        """One of the kind's parameters (None when it has no such parameter)."""
+        return json.loads(self.params).get(name)
+
+
+def params_json(params: dict[str, Any]) -> str:
+    """A kind's parameters as `SuiteRow.params` holds them: canonical JSON of those it has a value for, so equal
+    parameters are equal text."""
+    return json.dumps({k: v for k, v in params.items() if v is not None}, sort_keys=True, separators=(",", ":"))
 
 
 class ReplyRow(StoredRow):

@@ -11,6 +11,7 @@ from kindgi_eval.store import (
     StatusRow,
     SuiteRow,
     labels_in_force,
+    params_json,
 )
 
 RUBRIC = ["tone", "answers"]
@@ -20,7 +21,8 @@ CASES = [Case.model_validate({"id": i, "text": f"question {i}", "history": [{"ro
 
 def suite_row(kind: str = "human-review") -> SuiteRow:
     return SuiteRow(kind="case", id="a", line=1, text="", nudge=False, funnel_stage=None, course=None, review=[], body="{}", tenant="t",
-                    eval_dir="e", suite_hash="h", config_hash="c", suite_kind=kind, rubric=RUBRIC, reviewer_role="lead")
+                    eval_dir="e", suite_hash="h", config_hash="c", suite_kind=kind,
+                    params=params_json({"rubric": RUBRIC, "reviewer_role": "lead"}))
 
 
 def reply(case_id: str, error: str | None = None) -> ReplyRow:

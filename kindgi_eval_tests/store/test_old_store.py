@@ -96,3 +96,19 @@ def test_an_old_run_and_a_new_run_of_a_kind_read_side_by_side(old_store) -> None
         {"run_id": old_run, "accuracy": pytest.approx(2 / 3)}, {"run_id": new_run, "accuracy": None}]
     assert stored_result(old_store, partition, new_run).figures["correct"] == 4
     assert stored_result(old_store, partition, old_run).figures["correct"] == 2
+
+
+def test_an_old_runs_suite_reads_its_kinds_parameters_from_the_columns_it_kept_them_in(old_store) -> None:
+    # before SuiteRow.params, each kind's parameters were columns of the suite table of their own
+    def first(partition: str, run: str):
+        return read_rows(old_store, SHARED.suite, partition, run)[0]
+
+    regression = first("demo-academy@demo-academy.checked", "325c7ac1-3832-4ef2-9672-67c87536c73d")
+    assert regression.param("baseline_run") == "d8517d1f-6656-4797-91ee-0e365dc1939f"
+    pairwise = first("demo-academy@demo-academy.ab", "6f4f783b-ae76-40a4-8359-9eeacf28abe9")
+    assert pairwise.param("variant_a") and pairwise.param("variant_b") and pairwise.param("variant_a_label")
+    review = first("demo-academy@demo-academy.review", "593432f8-de97-4c14-a1db-63e1cab804d5")
+    assert review.param("rubric") and review.param("reviewer_role")
+    benchmark = first("demo-academy@demo-academy.standard", "89d0a9b1-ae75-48b0-8091-8a03d5ddd6f5")
+    assert (benchmark.param("benchmark_name"), benchmark.param("benchmark_version")) == ("kindgi/golden", "1.0.0")
+    assert first("demo-academy.golden", "d8517d1f-6656-4797-91ee-0e365dc1939f").params == "{}"  # a kind with none

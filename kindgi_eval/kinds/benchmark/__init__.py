@@ -4,15 +4,24 @@ from collections.abc import Mapping, Sequence
 
 from kindgi_eval.kinds.benchmark.check import CONSUMER
 from kindgi_eval.kinds.benchmark.report import benchmark_lines, benchmark_summary
-from kindgi_eval.kinds.kind import SuiteKind
+from kindgi_eval.inputs import Suite
+from kindgi_eval.kinds.kind import Pins, SuiteKind
 from kindgi_eval.store import FigureColumn, SuiteRow
 
 
+PARAMS = ("benchmark_name", "benchmark_version", "benchmark_hash")
+
+
+def _stored(suite: Suite, pins: Pins) -> Mapping[str, object]:
+    """The catalogue entry the suite was published from."""
+    registered = suite.registered
+    return {name: getattr(registered, name) for name in PARAMS} if registered else {}
+
+
 def _params(suite: Sequence[SuiteRow]) -> Mapping[str, str | None]:
-    first = suite[0]
-    return {"benchmark_name": first.benchmark_name, "benchmark_version": first.benchmark_version, "benchmark_hash": first.benchmark_hash}
+    return {name: suite[0].param(name) for name in PARAMS}
 
 
 FIGURES = (FigureColumn("benchmark_name", "VARCHAR"), FigureColumn("benchmark_version", "VARCHAR"), FigureColumn("benchmark_hash", "VARCHAR"))
 
-KIND = SuiteKind(name="benchmark", consumer=CONSUMER, params=_params, figures=FIGURES, lines=benchmark_lines, summary=benchmark_summary)
+KIND = SuiteKind(name="benchmark", consumer=CONSUMER, stored_params=_stored, params=_params, figures=FIGURES, lines=benchmark_lines, summary=benchmark_summary)

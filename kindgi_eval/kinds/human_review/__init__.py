@@ -6,7 +6,8 @@ from kindgi_eval.kinds.figures import count
 from kindgi_eval.kinds.human_review.check import CONSUMER
 from kindgi_eval.kinds.human_review.report import review_lines, review_summary
 from kindgi_eval.kinds.human_review.stage import QueueRow, QueueSummary, promoted_items, queue_rows, summarize_queue
-from kindgi_eval.kinds.kind import KindRows, Stage, StageInputs, SuiteKind
+from kindgi_eval.inputs import Suite
+from kindgi_eval.kinds.kind import KindRows, Pins, Stage, StageInputs, SuiteKind
 from kindgi_eval.kinds.table import cases_of
 from kindgi_eval.store import FigureColumn, MetricRow, SuiteRow
 
@@ -26,8 +27,16 @@ def _queue(given: StageInputs) -> list[QueueRow]:
     return queue_rows(given.suite, cases_of(given.suite), given.replies, given.statuses)
 
 
+def _stored(suite: Suite, pins: Pins) -> Mapping[str, object]:
+    """The rubric every reply is queued with, and who labels it."""
+    registered = suite.registered
+    if registered is None:
+        return {}
+    return {"rubric": list(registered.rubric) or None, "reviewer_role": registered.reviewer_role}
+
+
 def _params(suite: Sequence[SuiteRow]) -> Mapping[str, str | None]:
-    return {"reviewer_role": suite[0].reviewer_role}
+    return {"reviewer_role": suite[0].param("reviewer_role")}
 
 
 FIGURES = (
@@ -37,6 +46,6 @@ FIGURES = (
     FigureColumn("review_skipped", "BIGINT", "review_skipped"),
 )
 
-KIND = SuiteKind(name="human-review", reviewed_by_people=True, consumer=CONSUMER, stage=Stage("review_queue", QueueRow, _queue), metrics=_metrics, params=_params, figures=FIGURES, lines=review_lines, summary=review_summary)
+KIND = SuiteKind(name="human-review", reviewed_by_people=True, consumer=CONSUMER, stored_params=_stored, stage=Stage("review_queue", QueueRow, _queue), metrics=_metrics, params=_params, figures=FIGURES, lines=review_lines, summary=review_summary)
 
 __all__ = ["KIND", "QueueRow", "QueueSummary", "promoted_items", "queue_rows", "summarize_queue"]

@@ -53,8 +53,10 @@ def queue_rows(suite: Sequence[SuiteRow], cases: Sequence[Case], replies: Sequen
     """Every reply of a human-review suite paired with every rubric item, with the judge's verdict on that item when
     the run had a judge; empty for another kind."""
     first = suite[0] if suite else None
-    if first is None or first.suite_kind != "human-review" or not first.rubric:
+    rubric = first.param("rubric") if first is not None else None
+    if first is None or first.suite_kind != "human-review" or not rubric:
         return []
+    role = first.param("reviewer_role") or ""
     reply_of = {r.case_id: r for r in replies}
     status_of = {s.case_id: s for s in statuses}
     rows = []
@@ -67,14 +69,14 @@ def queue_rows(suite: Sequence[SuiteRow], cases: Sequence[Case], replies: Sequen
             QueueRow(
                 case_id=case.id,
                 rubric_item=item,
-                reviewer_role=first.reviewer_role or "",
+                reviewer_role=role,
                 history=[f"{turn.role}: {turn.text}" for turn in case.history],
                 text="" if case.nudge else case.text,
                 reply=list(reply.messages),
                 status=status.status,
                 judge_verdict=verdicts.get(item),
             )
-            for item in first.rubric
+            for item in rubric
         ]
     return rows
 

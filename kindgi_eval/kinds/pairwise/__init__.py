@@ -7,7 +7,7 @@ from kindgi_eval.inputs import pairwise_variants
 from kindgi_eval.kinds.kind import JUDGE_USD, KindRows, Pinning, Pins, Stage, StageInputs, SuiteKind
 from kindgi_eval.kinds.pairwise.check import CONSUMER
 from kindgi_eval.kinds.pairwise.report import both_variants, pairwise_lines, pairwise_summary_json
-from kindgi_eval.kinds.pairwise.stage import PairwiseRow, agreement_of, judge_cost, judge_pairwise, pair_key, pairwise_askings, pairwise_metrics, pairwise_params
+from kindgi_eval.kinds.pairwise.stage import PairwiseRow, agreement_of, judge_cost, judge_pairwise, pair_key, pairwise_askings, pairwise_metrics, pairwise_params, pairwise_stored
 from kindgi_eval.kinds.table import cases_of
 from kindgi_eval.rules import AgentReply, AssertionResult, PairwiseCalibration, PairwiseCase, agent_failure
 from kindgi_eval.store import FigureColumn, MetricRow
@@ -69,7 +69,7 @@ FIGURES = (
 
 
 KIND = SuiteKind(name="pairwise", consumer=CONSUMER, case_model=PairwiseCase, calibration_model=PairwiseCalibration, enters_funnel=False, groups=(), judged_by_case=False,
-                 assertions=_answered, askings=pairwise_askings, pins=_pins,
+                 assertions=_answered, askings=pairwise_askings, pins=_pins, stored_params=pairwise_stored,
                  stage=Stage("pairwise", PairwiseRow, _judged, _about, recorded_key=pair_key, judge_calls_per_row=2), metrics=_metrics, params=pairwise_params, figures=FIGURES,
                  lines=pairwise_lines, summary=pairwise_summary_json, against=both_variants)
 

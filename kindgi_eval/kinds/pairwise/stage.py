@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, NamedTuple
 
-from kindgi_eval.inputs import RunSettings, variant_settings
+from kindgi_eval.inputs import RunSettings, Suite, variant_settings
 from kindgi_eval.llm import ModelCallError
 from kindgi_eval.prompts import pairwise_messages
 from kindgi_eval.rules import (
@@ -33,7 +33,7 @@ from kindgi_eval.rules import (
     win_rate,
 )
 from kindgi_eval.kinds.figures import count, estimate
-from kindgi_eval.kinds.kind import JUDGE_USD
+from kindgi_eval.kinds.kind import JUDGE_USD, Pins
 from kindgi_eval.store import MetricRow, StatusRow, StoredRow, SuiteRow
 
 
@@ -219,18 +219,29 @@ def judge_cost(rows: Sequence[PairwiseRow]) -> float:
 
 def pairwise_params(suite: Sequence[SuiteRow]) -> dict[str, str | None]:
     """A pairwise suite's parameters: its two variants' agent ids and version labels."""
-    return {"variant_a": suite[0].variant_a_label, "variant_b": suite[0].variant_b_label}
+    return {"variant_a": suite[0].param("variant_a_label"), "variant_b": suite[0].param("variant_b_label")}
+
+
+def pairwise_stored(suite: Suite, pins: Pins) -> dict[str, object]:
+    """What a pairwise run stores with its suite: each variant as the run asks it (the model or URL the tenants
+    file declares) and as the suite names it (agent id and version)."""
+    registered = suite.registered
+    if pins.variants is None:
+        return {}
+    labels = (f"{registered.variant_a_id} {registered.variant_a_version}", f"{registered.variant_b_id} {registered.variant_b_version}") if registered else (None, None)
+    return {"variant_a": pins.variants[0], "variant_b": pins.variants[1], "variant_a_label": labels[0], "variant_b_label": labels[1]}
 
 
 def pairwise_askings(settings: RunSettings, suite: Sequence[SuiteRow]) -> list[tuple[RunSettings, list[SuiteRow]]]:
     """Who is asked what in the `agent_replies` stage of a pairwise suite: each variant (the agents the `suite`
     stage resolved) its own prompts; the run's agent every row when no variants were resolved."""
     first = suite[0]
-    if not (first.variant_a and first.variant_b):
+    agents = first.param("variant_a"), first.param("variant_b")
+    if not all(agents):
         return [(settings, list(suite))]
     rows = [r for r in suite if r.kind == "case"]
     answered_by = {r.id: PairwiseCase.model_validate_json(r.body).variant for r in rows}
     return [
         (variant_settings(settings, agent), [r for r in rows if answered_by[r.id] == variant])
-        for variant, agent in (("A", first.variant_a), ("B", first.variant_b))
+        for variant, agent in zip(("A", "B"), agents, strict=True)
     ]

@@ -2,6 +2,7 @@
 
 from collections.abc import Mapping, Sequence
 
+from kindgi_eval.inputs import Suite
 from kindgi_eval.kinds.kind import KindRows, Pinning, Pins, Stage, StageInputs, SuiteKind
 from kindgi_eval.kinds.regression.check import CONSUMER
 from kindgi_eval.kinds.regression.report import regressed, regression_items, regression_lines, regression_marks, regression_summary
@@ -20,7 +21,7 @@ def _moves(given: StageInputs) -> list[RegressionRow]:
     The metadata holds the pass-rate change and its paired 95% interval as numbers, so they plot night over night.
     Query: `kindgi-eval sql "SELECT case_id, baseline_status, status FROM regressions WHERE change = 'regressed'"`.
     """
-    baseline_run = given.suite[0].baseline_run
+    baseline_run = given.suite[0].param("baseline_run")
     if baseline_run is None:
         return []
     baseline = read_rows(given.root, SHARED.statuses, run_partition(given.root, baseline_run), baseline_run)
@@ -33,8 +34,12 @@ def _pins(p: Pinning) -> Pins:
     return p.pinned._replace(baseline=p.pinned.baseline or resolve_baseline(p.root, p.tenant.tenant, p.suite.registered, ids))
 
 
+def _stored(suite: Suite, pins: Pins) -> Mapping[str, object]:
+    return {"baseline_run": pins.baseline}
+
+
 def _params(suite: Sequence[SuiteRow]) -> Mapping[str, str | None]:
-    return {"baseline_run": suite[0].baseline_run}
+    return {"baseline_run": suite[0].param("baseline_run")}
 
 
 FIGURES = (
@@ -48,7 +53,7 @@ FIGURES = (
     FigureColumn("mcnemar_p", "DOUBLE", "mcnemar_p"),
 )
 
-KIND = SuiteKind(name="regression", consumer=CONSUMER, pins=_pins, stage=Stage("regressions", RegressionRow, _moves), metrics=_metrics, params=_params, figures=FIGURES, lines=regression_lines,
+KIND = SuiteKind(name="regression", consumer=CONSUMER, pins=_pins, stored_params=_stored, stage=Stage("regressions", RegressionRow, _moves), metrics=_metrics, params=_params, figures=FIGURES, lines=regression_lines,
                  summary=regression_summary, failed=regressed, marks=regression_marks, items=regression_items)
 
 __all__ = ["KIND", "regression_metrics", "regression_rows", "resolve_baseline"]
