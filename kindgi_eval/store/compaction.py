@@ -72,13 +72,23 @@ def compact(root: StorePath, tables: Sequence[Table], before_month: str) -> Comp
                 if values[RUN_COLUMN] not in held:
                     parts.append(with_hive_columns(read_parquet(path), values))
                 runs.add(values[RUN_COLUMN])
-            # a column added to a row model since an older run (or month file) was written is null in its rows
             merged = pa.concat_tables(parts, promote_options="default").sort_by([(c, "ascending") for c in HIVE_COLUMNS])
+            merged = _nullable_where_missing(merged, parts)
             put_parquet(merged, target, row_group_size=ROW_GROUP_ROWS)
             for path in paths:
                 remove_run_folder(path.parent)
             months.add(month)
     return Compacted(runs=len(runs), months=sorted(months))
+
+
+def _nullable_where_missing(merged: pa.Table, parts: Sequence[pa.Table]) -> pa.Table:
+    """A column added to a row model since an older run (or month file) was written, or one that has left it, is
+    null in the rows of the files without it: nullable in the merged file, whatever the files with it declared."""
+    everywhere = set.intersection(*(set(part.column_names) for part in parts))
+    if everywhere == set(merged.column_names):
+        return merged
+    schema = pa.schema([f if f.name in everywhere else f.with_nullable(True) for f in merged.schema], metadata=merged.schema.metadata)
+    return pa.Table.from_arrays(merged.columns, schema=schema)
 
 
 def drop_from_months(root: StorePath, tables: Sequence[Table], run_ids: set[str]) -> None:

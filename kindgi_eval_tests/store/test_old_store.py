@@ -11,9 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from kindgi_eval.kinds import count, estimate, store_views, stored_result
+from kindgi_eval.kinds import count, estimate, store_views, stored_result, stored_tables
 from kindgi_eval.rules import wilson
-from kindgi_eval.store import SHARED, MetricRow, RunRow, connect, format_rows, read_rows, table_path, to_table, write_atomically
+from kindgi_eval.store import (
+    SHARED,
+    MetricRow,
+    RunRow,
+    SuiteRow,
+    compact,
+    connect,
+    format_rows,
+    params_json,
+    read_rows,
+    table_path,
+    to_table,
+    write_atomically,
+)
 from kindgi_eval_tests.conftest import run_cli
 
 HERE = Path(__file__).parent
@@ -112,3 +125,16 @@ def test_an_old_runs_suite_reads_its_kinds_parameters_from_the_columns_it_kept_t
     benchmark = first("demo-academy@demo-academy.standard", "89d0a9b1-ae75-48b0-8091-8a03d5ddd6f5")
     assert (benchmark.param("benchmark_name"), benchmark.param("benchmark_version")) == ("kindgi/golden", "1.0.0")
     assert first("demo-academy.golden", "d8517d1f-6656-4797-91ee-0e365dc1939f").params == "{}"  # a kind with none
+
+
+def test_a_month_compacting_old_and_new_suites_keeps_each_runs_parameters(old_store) -> None:
+    # one month file then holds both the former columns (null in the new run's rows) and params (null in the old's)
+    partition, old_run, new_run = "demo-academy@demo-academy.checked", "325c7ac1-3832-4ef2-9672-67c87536c73d", "new-run"
+    suite = [r.model_copy(update={"params": params_json({"baseline_run": "another-run"})})
+             for r in read_rows(old_store, SHARED.suite, partition, old_run)]
+    (summary,) = read_rows(old_store, SHARED.run_summary, partition, old_run)
+    for asset, rows, model in (("suite", suite, SuiteRow), ("run_summary", [summary.model_copy(update={"params": "{}"})], RunRow)):
+        write_atomically(to_table(rows, model), table_path(old_store, asset, partition, "2026-12-03", new_run))
+    assert compact(old_store, stored_tables(), "9999-12").runs > 0
+    assert read_rows(old_store, SHARED.suite, partition, old_run)[0].param("baseline_run") == "d8517d1f-6656-4797-91ee-0e365dc1939f"
+    assert read_rows(old_store, SHARED.suite, partition, new_run)[0].param("baseline_run") == "another-run"
