@@ -109,7 +109,8 @@ def suite(
         )
     tags = context.run.tags
     pinning = Pinning(io_manager.root(), loaded.tenant, parsed, settings, pinned_by(tags), mock=None)
-    pins = _inputs(lambda: kind_named(parsed.kind).pins(pinning))
+    kind = kind_named(parsed.kind)
+    pins = _inputs(lambda: kind.pins(pinning))
     resolved = resolved_tags(pins)
     if any(tags.get(tag) != value for tag, value in resolved.items()):
         context.instance.add_run_tags(context.run.run_id, resolved)  # so a resume or re-execution of this run uses them too
@@ -117,7 +118,7 @@ def suite(
         {"suite_hash": parsed.hash, "config_hash": loaded.hash, "cases": len(parsed.cases), "calibration_items": len(parsed.calibration),
          "kind": parsed.kind, **({"baseline_run": pins.baseline} if pins.baseline else {})}
     )
-    return suite_rows(parsed, loaded.tenant.tenant, loaded.hash, kind_named(parsed.kind).stored_params(parsed, pins))
+    return suite_rows(parsed, loaded.tenant.tenant, loaded.hash, kind.stored_params(parsed, pins))
 
 
 @dg.asset(**chain_asset("agent_replies"))
