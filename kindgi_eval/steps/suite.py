@@ -20,7 +20,7 @@ def suite_rows(suite: Suite, tenant: str, config_hash: str, params: Mapping[str,
         suite_id=registered.suite_id if registered else None,
         suite_version=registered.suite_version if registered else None,
         suite_kind=suite.kind,
-        params=params_json(dict(params or {})),
+        params=params_json(params or {}),
     )
     rows = [
         SuiteRow(

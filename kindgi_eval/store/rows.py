@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -86,7 +87,7 @@ class SuiteRow(StoredRow):
         return json.loads(self.params).get(name)
 
 
-def params_json(params: dict[str, Any]) -> str:
+def params_json(params: Mapping[str, Any]) -> str:
     """A kind's parameters as `SuiteRow.params` holds them: canonical JSON of those it has a value for, so equal
     parameters are equal text."""
     return json.dumps({k: v for k, v in params.items() if v is not None}, sort_keys=True, separators=(",", ":"))
