@@ -134,12 +134,22 @@ def store(home, s3_server: int, monkeypatch: pytest.MonkeyPatch) -> Outage:
     s3fs.S3FileSystem.clear_instance_cache()  # the next test's endpoint is another port
 
 
+def client(port: int):
+    """A client of the server itself (not through the relay)."""
+    return boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", aws_access_key_id="kindgi",
+                        aws_secret_access_key="kindgi-test", region_name="us-east-1")
+
+
+def keys(port: int) -> list[str]:
+    """The key of every object in the bucket."""
+    pages = client(port).get_paginator("list_objects_v2").paginate(Bucket=BUCKET)
+    return [o["Key"] for page in pages for o in page.get("Contents", [])]
+
+
 def objects(port: int) -> dict[str, bytes]:
-    """Every object in the bucket, read from the server itself (not through the relay)."""
-    client = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", aws_access_key_id="kindgi",
-                          aws_secret_access_key="kindgi-test", region_name="us-east-1")
-    keys = [o["Key"] for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET) for o in page.get("Contents", [])]
-    return {key: client.get_object(Bucket=BUCKET, Key=key)["Body"].read() for key in keys}
+    """Every object in the bucket."""
+    server = client(port)
+    return {key: server.get_object(Bucket=BUCKET, Key=key)["Body"].read() for key in keys(port)}
 
 
 def outage_once(outage: Outage, port: int, seconds: float) -> threading.Thread:
@@ -147,7 +157,7 @@ def outage_once(outage: Outage, port: int, seconds: float) -> threading.Thread:
     the run."""
     def watch() -> None:
         deadline = time.monotonic() + 120
-        while not any(key.startswith("store/suite/") for key in objects(port)):
+        while not any(key.startswith("store/suite/") for key in keys(port)):
             assert time.monotonic() < deadline
             time.sleep(0.05)
         outage.down()
@@ -172,7 +182,7 @@ def test_a_run_waits_out_a_store_unreachable_for_30_s_and_ends_whole(home, store
     watcher.join(timeout=60)
     assert time.monotonic() - started >= 30  # it did meet the outage, and waited it out
     assert len(read_rows(store_root(), SHARED.statuses, KEY, run_id)) == CASES
-    assert any(f"run_summary/suite={KEY}/" in key and run_id in key for key in objects(s3_server))
+    assert any(f"run_summary/suite={KEY}/" in key and run_id in key for key in keys(s3_server))
     assert_every_object_whole(s3_server)
 
 
@@ -183,7 +193,7 @@ def test_a_store_unreachable_for_longer_fails_the_run_and_leaves_no_short_object
     outage_once(store, s3_server, 3600)
     with pytest.raises(RunFailed):
         run_chain(open_instance(home.root), home.root, RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent"), KEY)
-    assert not any(key.startswith("store/run_summary/") for key in objects(s3_server))
+    assert not any(key.startswith("store/run_summary/") for key in keys(s3_server))
     assert_every_object_whole(s3_server)
 
 
