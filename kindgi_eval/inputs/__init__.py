@@ -36,8 +36,7 @@ from kindgi_eval.inputs.tenants_file import (
     TenantSuite,
     declared_variant,
     load_tenants,
-    pairwise_variants,
     variant_settings,
 )
 
-__all__ = ["LABELS", "REVIEW_COLUMNS", "LabelFile", "LabelLine", "QueueKeys", "check_labels", "read_label_file", "CATALOGUE_SEED", "Seed", "CALIBRATION_FILE", "CASES_FILE", "CONFIG_FILE_LIMIT", "DEFAULT_MODEL_TIMEOUT_S", "HANDLER_FILE", "DeclaredAgent", "FOLDER_KIND", "FileTooLarge", "ModelsOf", "REGISTRY_FILE", "RegisteredAs", "RunSettings", "SETTING", "SETTINGS", "SUITE_FILE_LIMIT", "Suite", "SuiteItems", "SuiteModels", "TAG_RESULT", "TAG_SUITE", "TAG_TENANT", "TENANTS_ENV", "TenantSuite", "changes_since", "check_suite_items", "declared_variant", "folder_hash", "folder_key", "has_calibration_file", "load_checked_suite", "load_suite", "load_tenant", "load_tenants", "manifest_of", "mib", "pairwise_variants", "read_limited", "registered_name", "registry_key", "resolve_settings", "resumed_settings", "suite_key", "variant_settings"]
+__all__ = ["LABELS", "REVIEW_COLUMNS", "LabelFile", "LabelLine", "QueueKeys", "check_labels", "read_label_file", "CATALOGUE_SEED", "Seed", "CALIBRATION_FILE", "CASES_FILE", "CONFIG_FILE_LIMIT", "DEFAULT_MODEL_TIMEOUT_S", "HANDLER_FILE", "DeclaredAgent", "FOLDER_KIND", "FileTooLarge", "ModelsOf", "REGISTRY_FILE", "RegisteredAs", "RunSettings", "SETTING", "SETTINGS", "SUITE_FILE_LIMIT", "Suite", "SuiteItems", "SuiteModels", "TAG_RESULT", "TAG_SUITE", "TAG_TENANT", "TENANTS_ENV", "TenantSuite", "changes_since", "check_suite_items", "declared_variant", "folder_hash", "folder_key", "has_calibration_file", "load_checked_suite", "load_suite", "load_tenant", "load_tenants", "manifest_of", "mib", "read_limited", "registered_name", "registry_key", "resolve_settings", "resumed_settings", "suite_key", "variant_settings"]

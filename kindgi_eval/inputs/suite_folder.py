@@ -7,9 +7,9 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple, TypeVar
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, model_validator
 
 from kindgi_eval.inputs.file_limits import SUITE_FILE_LIMIT, FileTooLarge, read_limited
 from kindgi_eval.inputs.tenant_file import LoadedTenant
@@ -106,6 +106,11 @@ class RegisteredAs(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
+    FORMER_FIELDS: ClassVar[frozenset[str]] = frozenset(
+        {"baseline_run_id", "baseline_suite_id", "baseline_version", "benchmark_name", "benchmark_version", "benchmark_hash",
+         "handler_hash", "rubric", "reviewer_role", "variant_a_id", "variant_a_version", "variant_b_id", "variant_b_version"})
+    """Fields that held a kind's parameters before `params`, still in the `registry.json` of folders written before."""
+
     suite_id: str
     """The registered suite's id."""
     suite_version: str
@@ -113,34 +118,24 @@ class RegisteredAs(BaseModel):
     registry_hash: str
     """SHA-256 of the version's canonical JSON, as the registry stores it."""
     kind: str = FOLDER_KIND
-    """The suite's kind: `conversation`, `accuracy` (cases.jsonl holds accuracy items), `pairwise` (two cases per
-    prompt), `regression`, `human-review`, `benchmark` or `custom`."""
-    baseline_run_id: str | None = None
-    """A regression suite's baseline, when it names a run."""
-    baseline_suite_id: str | None = None
-    """A regression suite's baseline, when it names a suite version: the latest run of that version is compared."""
-    baseline_version: str | None = None
-    """That suite version."""
-    benchmark_name: str | None = None
-    """A benchmark suite's catalogue entry, e.g. `kindgi/golden`."""
-    benchmark_version: str | None = None
-    """Its version in the catalogue."""
-    benchmark_hash: str | None = None
-    """The content hash of the catalogue suite's files."""
-    handler_hash: str | None = None
-    """A custom suite's handler: the SHA-256 of its published source, checked before the run runs it."""
-    rubric: tuple[str, ...] = ()
-    """A human-review suite's rubric: the items a reviewer labels each reply against (every case's review names them)."""
-    reviewer_role: str | None = None
-    """A human-review suite's reviewer role: who labels the replies."""
-    variant_a_id: str | None = None
-    """A pairwise suite's variant A: the id of an agent the tenant declares in the tenants file."""
-    variant_a_version: str | None = None
-    """The version label it must be declared with."""
-    variant_b_id: str | None = None
-    """A pairwise suite's variant B."""
-    variant_b_version: str | None = None
-    """Its version label."""
+    """The suite's kind (`conversation`, `accuracy`, `pairwise`, `regression`, `human-review`, `benchmark`, `custom`,
+    or one another package installs)."""
+    params: dict[str, JsonValue] = {}
+    """What the kind names of the version beyond its files, as the kind's folder writer gave it (a regression's
+    baseline, a benchmark's catalogue entry, a pairwise suite's variants); only the kind reads it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _params_from_fields(cls, written: Any) -> Any:
+        """A `registry.json` written with the parameters as fields of their own: those with a value moved into `params`."""
+        if not isinstance(written, dict) or not cls.FORMER_FIELDS & written.keys():
+            return written
+        params = {k: v for k, v in written.items() if k in cls.FORMER_FIELDS and v not in (None, [], ())}
+        return {**{k: v for k, v in written.items() if k not in cls.FORMER_FIELDS}, "params": params}
+
+    def param(self, name: str) -> Any:
+        """One of the kind's parameters (None when the version names none)."""
+        return self.params.get(name)
 
 
 class Suite(NamedTuple):
@@ -179,7 +174,7 @@ def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None, *, model
         raise InputError([Problem(str(folder), None, None, "no such suite folder. Point EVAL_DIR or --eval-dir at a folder holding cases.jsonl.")])
     registered = _registered(folder / REGISTRY_FILE)
     case_model, calibration_model = _models(folder / REGISTRY_FILE, registered.kind, models_of) if registered else FOLDER_MODELS
-    handler = _handler(folder / HANDLER_FILE, registered, problems) if registered and registered.handler_hash else None
+    handler = _handler(folder / HANDLER_FILE, registered, problems) if registered and registered.param("handler_hash") else None
     cases_bytes = _read(cases_path, problems, required=True)
     calibration_bytes = _read(calibration_path, problems, required=False)
     cases = (
@@ -228,7 +223,7 @@ def _handler(path: Path, registered: RegisteredAs, problems: list[Problem]) -> H
     except (OSError, FileTooLarge, ValidationError) as e:
         problems.append(Problem(str(path), None, None, f"is not a custom suite's handler ({e}). {redo}"))
         return None
-    if hashlib.sha256(handler.source.encode("utf-8")).hexdigest() != registered.handler_hash:
+    if hashlib.sha256(handler.source.encode("utf-8")).hexdigest() != registered.param("handler_hash"):
         problems.append(Problem(str(path), None, "source", f"is not the handler's published source (its SHA-256 differs from {REGISTRY_FILE}'s). {redo}"))
         return None
     return handler

@@ -364,15 +364,6 @@ def declared_variant(tenant: str, agent_id: str, version: str, where: str, path:
     return declared.agent
 
 
-def pairwise_variants(registered, tenant: str) -> tuple[str, str]:
-    """The agents (model or URL) a pairwise suite's variants A and B name, as the tenants file declares them."""
-    where = f"suite {registered.suite_id} {registered.suite_version}"
-    return (
-        declared_variant(tenant, registered.variant_a_id, registered.variant_a_version, f"{where}: spec.variantA"),
-        declared_variant(tenant, registered.variant_b_id, registered.variant_b_version, f"{where}: spec.variantB"),
-    )
-
-
 def variant_settings(settings: RunSettings, agent: str) -> RunSettings:
     """The run's settings with `agent` (a declared variant's model or URL) as the agent asked."""
     is_url = agent.startswith(("http://", "https://"))

@@ -103,7 +103,7 @@ def _no_constant(name: str) -> Any:
 
 def conversation_folder(spec: Mapping[str, Any], catalogue: Catalogue) -> FolderContent:
     """A conversation suite as a folder: its lists, item for item."""
-    return FolderContent(suite_files(spec), {"kind": "conversation"})
+    return FolderContent(suite_files(spec), {})
 
 
 CONVERSATION = Consumer("conversation", conversation_problems, "kindgi-eval run", conversation_folder, spec_of_files, suite_files)

@@ -115,7 +115,8 @@ def materialize(stored: StoredVersion, tenant: str, home: Path, consumers: Consu
         raise InputError([Problem(where, None, None, f"{line} The stored version no longer passes the {stored.kind} kind's "
                                   "check; publish a corrected version.") for line in problems])
     content = consumer.folder(spec, catalogue)
-    identity = RegisteredAs(suite_id=stored.suite_id, suite_version=stored.version, registry_hash=stored.sha256, **content.identity)
+    identity = RegisteredAs(suite_id=stored.suite_id, suite_version=stored.version, registry_hash=stored.sha256, kind=stored.kind,
+                            params=content.params)
     files = {**content.files, REGISTRY_FILE: (identity.model_dump_json() + "\n").encode("utf-8")}
     folder = home / FOLDER / tenant / stored.suite_id / stored.version / registered_name(tenant, stored.suite_id)
     if folder.is_dir():
@@ -143,9 +144,16 @@ def materialize(stored: StoredVersion, tenant: str, home: Path, consumers: Consu
 
 
 def _holds(folder: Path, files: dict[str, bytes]) -> bool:
-    """Whether `folder` holds exactly `files`, byte for byte, and nothing else."""
+    """Whether `folder` holds exactly `files` and nothing else: byte for byte, but for `registry.json`, which may say
+    the same in the shape of an earlier release (the kind's parameters as fields of their own)."""
     try:
         found = {p.name for p in folder.iterdir()}
-        return found == set(files) and all((folder / name).read_bytes() == data for name, data in files.items())
-    except OSError:
+        return found == set(files) and all(_same(name, (folder / name).read_bytes(), data) for name, data in files.items())
+    except (OSError, ValidationError):
         return False
+
+
+def _same(name: str, found: bytes, data: bytes) -> bool:
+    if name == REGISTRY_FILE and found != data:
+        return RegisteredAs.model_validate_json(found) == RegisteredAs.model_validate_json(data)
+    return found == data

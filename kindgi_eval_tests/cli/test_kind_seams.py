@@ -102,6 +102,29 @@ def test_an_edited_copy_of_a_registry_version_is_written_again_before_it_runs(re
     assert [c["id"] for c in again["cases"]] == [c["id"] for c in cases]
 
 
+EARLIER_FIELDS = ("baseline_run_id", "baseline_suite_id", "baseline_version", "benchmark_name", "benchmark_version", "benchmark_hash",
+                  "handler_hash", "reviewer_role", "variant_a_id", "variant_a_version", "variant_b_id", "variant_b_version")
+
+
+def test_a_folder_an_earlier_release_wrote_keeps_its_kind_s_parameters_and_is_not_written_again(registry, home, tmp_path) -> None:
+    cases = golden_spec()["cases"][:2]
+    publish(registry.http, "demo-academy.base", "conversation", {"cases": cases})
+    done, base = run("--mock", "--suite", "demo-academy.base", tmp_path=tmp_path)
+    assert done.code == 0, done.err
+    publish(registry.http, "demo-academy.held", "regression", {"baseline": {"runId": base["run_id"]}, "cases": cases})
+    assert run("--mock", "--suite", "demo-academy.held", tmp_path=tmp_path)[0].code == 0
+    (record,) = Path(home.root, "registry-suites").rglob("demo-academy.held/**/registry.json")
+    written = json.loads(record.read_text())
+    # the shape releases before `params` wrote: each kind's parameter a field of its own, every one of them present
+    earlier = {**{k: v for k, v in written.items() if k != "params"}, **dict.fromkeys(EARLIER_FIELDS), "rubric": [], **written["params"]}
+    assert earlier["baseline_run_id"] == base["run_id"]
+    record.write_text(json.dumps(earlier) + "\n")
+    done, summary = run("--mock", "--suite", "demo-academy.held", tmp_path=tmp_path)
+    assert done.code == 0, done.err
+    assert "written again" not in done.err and json.loads(record.read_text()) == earlier
+    assert summary["regression"]["baseline_run"] == base["run_id"]  # the baseline read from the earlier shape
+
+
 @pytest.mark.parametrize(
     ("kind", "spec", "path"),
     [

@@ -56,7 +56,7 @@ def test_the_folder_gives_every_case_the_rubric_items_it_lacks_after_its_own_rev
     lines = content.files["cases.jsonl"].decode().splitlines()
     assert [json.loads(line)["review"] for line in lines] == [["Is warm", "Answers what was asked"], ["Is warm", "Answers what was asked"]]
     assert "calibration.jsonl" not in content.files  # absent calibration stays absent
-    assert content.identity == {"kind": "human-review", "rubric": ("Answers what was asked",), "reviewer_role": "sales lead"}
+    assert content.params == {"rubric": ["Answers what was asked"], "reviewer_role": "sales lead"}
 
 
 @pytest.mark.parametrize(("version", "after"), [("1.0.0", "1.1.0"), ("1.4.2", "1.5.0"), ("2.0.0-rc.1", "2.1.0"), ("0.9.9", "0.10.0")])

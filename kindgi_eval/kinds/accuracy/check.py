@@ -116,7 +116,7 @@ def accuracy_folder(spec: Mapping[str, Any], catalogue: Catalogue) -> FolderCont
     files = {"cases.jsonl": jsonl(c.model_dump(mode="json", exclude_defaults=True) for c in cases)}
     if "calibration" in spec:
         files["calibration.jsonl"] = jsonl(i.model_dump(mode="json", exclude_defaults=True) for i in calibration)
-    return FolderContent(files, {"kind": "accuracy"})
+    return FolderContent(files, {})
 
 
 def _grader(value: object, problems: list[Problem]) -> Grader | None:

@@ -15,7 +15,7 @@ PARAMS = ("benchmark_name", "benchmark_version", "benchmark_hash")
 def _stored(suite: Suite, pins: Pins) -> Mapping[str, object]:
     """The catalogue entry the suite was published from."""
     registered = suite.registered
-    return {name: getattr(registered, name) for name in PARAMS} if registered else {}
+    return {name: registered.param(name) for name in PARAMS} if registered else {}
 
 
 def _params(suite: Sequence[SuiteRow]) -> Mapping[str, str | None]:

@@ -58,8 +58,8 @@ def benchmark_folder(spec: Mapping[str, Any], catalogue: Catalogue) -> FolderCon
     if set(files) - {CASES_FILE, CALIBRATION_FILE} or folder_hash(files) != entry.hash:
         raise InputError([Problem(where, None, None, f"the catalogue answered files that are not the entry's content (sha256 "
                                   f"{entry.hash[:12]}…); nothing was run. Ask the registry's operator to check the entry.")])
-    identity = {"kind": "benchmark", "benchmark_name": entry.name, "benchmark_version": entry.version, "benchmark_hash": entry.hash}
-    return FolderContent(files, identity)
+    params = {"benchmark_name": entry.name, "benchmark_version": entry.version, "benchmark_hash": entry.hash}
+    return FolderContent(files, params)
 
 
 CONSUMER = Consumer("benchmark", benchmark_problems, "kindgi-eval run", benchmark_folder)

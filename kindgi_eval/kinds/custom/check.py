@@ -58,7 +58,7 @@ def custom_folder(spec: Mapping[str, Any], catalogue: Catalogue) -> FolderConten
     assert handler is not None, "the consumer's check refuses a spec without a valid handler"
     files = suite_files({k: spec[k] for k in CONVERSATION_KEYS if k in spec})
     files[HANDLER_FILE] = (handler.model_dump_json() + "\n").encode("utf-8")
-    return FolderContent(files, {"kind": "custom", "handler_hash": handler_hash(handler)})
+    return FolderContent(files, {"handler_hash": handler_hash(handler)})
 
 
 def custom_files(spec: Mapping[str, Any]) -> dict[str, bytes]:

@@ -32,7 +32,7 @@ def _stored(suite: Suite, pins: Pins) -> Mapping[str, object]:
     registered = suite.registered
     if registered is None:
         return {}
-    return {"rubric": list(registered.rubric) or None, "reviewer_role": registered.reviewer_role}
+    return {"rubric": registered.param("rubric") or None, "reviewer_role": registered.param("reviewer_role")}
 
 
 def _params(suite: Sequence[SuiteRow]) -> Mapping[str, str | None]:

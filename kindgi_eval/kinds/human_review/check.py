@@ -76,7 +76,7 @@ def human_review_folder(spec: Mapping[str, Any], catalogue: Catalogue) -> Folder
     files = {"cases.jsonl": jsonl(reviewed_case(case, rubric) for case in spec["cases"])}
     if "calibration" in spec:
         files["calibration.jsonl"] = jsonl(spec["calibration"])
-    return FolderContent(files, {"kind": KIND, "rubric": rubric, "reviewer_role": spec["reviewerRole"]})  # type: ignore[dict-item]
+    return FolderContent(files, {"rubric": list(rubric), "reviewer_role": spec["reviewerRole"]})
 
 
 class Promotion(NamedTuple):

@@ -3,7 +3,7 @@
 from collections.abc import Sequence
 
 from kindgi_eval.agents import checked_variants
-from kindgi_eval.inputs import pairwise_variants
+from kindgi_eval.inputs import RegisteredAs, declared_variant
 from kindgi_eval.kinds.kind import JUDGE_USD, KindRows, Pinning, Pins, Stage, StageInputs, SuiteKind
 from kindgi_eval.kinds.pairwise.check import CONSUMER
 from kindgi_eval.kinds.pairwise.report import both_variants, pairwise_lines, pairwise_summary_json
@@ -40,12 +40,21 @@ def _about(rows: Sequence[PairwiseRow]) -> dict[str, object]:
     return {"calibration_note": agreement_of(rows).note, JUDGE_USD: judge_cost(rows)}
 
 
+def _declared_variants(registered: RegisteredAs, tenant: str) -> tuple[str, str]:
+    """The agents (model or URL) a pairwise suite's variants A and B name, as the tenants file declares them."""
+    where = f"suite {registered.suite_id} {registered.suite_version}"
+    return (
+        declared_variant(tenant, registered.param("variant_a_id"), registered.param("variant_a_version"), f"{where}: spec.variantA"),
+        declared_variant(tenant, registered.param("variant_b_id"), registered.param("variant_b_version"), f"{where}: spec.variantB"),
+    )
+
+
 def _pins(p: Pinning) -> Pins:
     """The agents variants A and B are, as the tenants file declares them; from the command line, each checked
     (and with --mock, both the demo agent)."""
     if p.pinned.variants:
         return p.pinned
-    declared = pairwise_variants(p.suite.registered, p.tenant.tenant)
+    declared = _declared_variants(p.suite.registered, p.tenant.tenant)
     if p.mock is None:
         return p.pinned._replace(variants=declared)
     note = (f"--mock: variants A ({declared[0]}) and B ({declared[1]}) are both answered by the offline demo agent "

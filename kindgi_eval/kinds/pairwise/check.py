@@ -107,9 +107,9 @@ def pairwise_folder(spec: Mapping[str, Any], catalogue: Catalogue) -> FolderCont
     files = {"cases.jsonl": jsonl(c.model_dump(mode="json", exclude_defaults=True) for c in read.prompts)}
     if read.calibration:
         files["calibration.jsonl"] = jsonl(i.model_dump(mode="json") for i in read.calibration)
-    identity = {"kind": "pairwise", "variant_a_id": read.variant_a.agentId, "variant_a_version": read.variant_a.version,
-                "variant_b_id": read.variant_b.agentId, "variant_b_version": read.variant_b.version}
-    return FolderContent(files, identity)
+    params = {"variant_a_id": read.variant_a.agentId, "variant_a_version": read.variant_a.version,
+              "variant_b_id": read.variant_b.agentId, "variant_b_version": read.variant_b.version}
+    return FolderContent(files, params)
 
 
 def _variant(spec: Mapping[str, Any], key: str, problems: list[Problem]) -> VariantRef | None:

@@ -228,7 +228,7 @@ def pairwise_stored(suite: Suite, pins: Pins) -> dict[str, object]:
     registered = suite.registered
     if pins.variants is None:
         return {}
-    labels = (f"{registered.variant_a_id} {registered.variant_a_version}", f"{registered.variant_b_id} {registered.variant_b_version}") if registered else (None, None)
+    labels = tuple(f"{registered.param(f'variant_{v}_id')} {registered.param(f'variant_{v}_version')}" for v in "ab") if registered else (None, None)
     return {"variant_a": pins.variants[0], "variant_b": pins.variants[1], "variant_a_label": labels[0], "variant_b_label": labels[1]}
 
 

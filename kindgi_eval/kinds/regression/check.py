@@ -67,12 +67,12 @@ def regression_problems(spec: Mapping[str, Any], catalogue: Catalogue) -> list[s
 def regression_folder(spec: Mapping[str, Any], catalogue: Catalogue) -> FolderContent:
     """A regression suite as a folder: its conversation cases, with the baseline in `registry.json`."""
     baseline, _ = read_baseline(spec["baseline"])
-    identity = {"kind": "regression"}
+    params: dict[str, str] = {}
     if isinstance(baseline, RunBaseline):
-        identity["baseline_run_id"] = baseline.runId
+        params["baseline_run_id"] = baseline.runId
     elif baseline is not None:
-        identity |= {"baseline_suite_id": baseline.suiteId, "baseline_version": baseline.version}
-    return FolderContent(suite_files({k: spec[k] for k in CONVERSATION_KEYS if k in spec}), identity)
+        params = {"baseline_suite_id": baseline.suiteId, "baseline_version": baseline.version}
+    return FolderContent(suite_files({k: spec[k] for k in CONVERSATION_KEYS if k in spec}), params)
 
 
 CONSUMER = Consumer("regression", regression_problems, "kindgi-eval run", regression_folder)

@@ -51,8 +51,8 @@ def resolve_baseline(root: StorePath, tenant: str, registered: RegisteredAs, cas
     """The run a regression suite is compared with, checked to have evaluated exactly its cases; InputError naming
     what is missing. A run of another tenant is not found, as if it did not exist."""
     where = f"suite {registered.suite_id} {registered.suite_version}"
-    if registered.baseline_run_id is not None:
-        run_id = registered.baseline_run_id
+    run_id = registered.param("baseline_run_id")
+    if run_id is not None:
         partition = run_partition(root, run_id)
         if partition is None or read_rows(root, SHARED.suite, partition, run_id)[0].tenant != tenant:
             raise InputError([Problem(where, None, "spec.baseline.runId", f"no run {run_id!r} of tenant {tenant!r} in the store at {root}. "
@@ -73,7 +73,7 @@ def resolve_baseline(root: StorePath, tenant: str, registered: RegisteredAs, cas
 
 
 def _latest_run_of(root: StorePath, tenant: str, registered: RegisteredAs, where: str) -> tuple[str, str]:
-    suite_id, version = registered.baseline_suite_id, registered.baseline_version
+    suite_id, version = registered.param("baseline_suite_id"), registered.param("baseline_version")
     runs = []
     # its partition, then the one releases before registry partitions stored it under (`<tenant>.<folder name>`);
     # only runs that recorded this very suite id and version count, so no other suite's run is ever taken
