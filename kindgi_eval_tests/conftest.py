@@ -11,10 +11,17 @@ from typing import NamedTuple
 import pytest
 
 from kindgi_eval_tests.fake_provider import FakeProvider, Script
+from kindgi_eval_tests.warm_cli import WarmCommand, needs_a_fresh_interpreter
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "evals" / "golden"
 CLI = Path(sys.executable).parent / "kindgi-eval"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `long` first, in the order collected: each worker starts on one while the others share out the
+    rest, instead of the last of them running alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 class Home(NamedTuple):
@@ -44,12 +51,17 @@ class Result(NamedTuple):
     err: str
 
 
+WARM = WarmCommand()
+
+
 def run_cli(*args: str, cwd: Path = REPO, env: dict[str, str] | None = None) -> Result:
-    """`kindgi-eval ARGS` as a separate process, in the repository by default, with the test's environment."""
-    done = subprocess.run(
-        [str(CLI), *args], cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=300
-    )
-    return Result(done.returncode, done.stdout, done.stderr)
+    """`kindgi-eval ARGS` as a separate process, in the repository by default, with the test's environment: forked
+    from a process that has imported the command line, or exec'd when `env` changes what Python reads at start."""
+    environ = {**os.environ, **(env or {})}
+    if needs_a_fresh_interpreter(env or {}):
+        done = subprocess.run([str(CLI), *args], cwd=cwd, env=environ, capture_output=True, text=True, timeout=300)
+        return Result(done.returncode, done.stdout, done.stderr)
+    return Result(*WARM.run(str(CLI), list(args), cwd, environ, timeout=300))
 
 
 def files_under(path: Path) -> list[Path]:

@@ -47,6 +47,7 @@ def test_pytest_is_blocked() -> None:
         ("registry_attacks.py", ("--quick",)),
     ],
 )
+@pytest.mark.long
 def test_a_benchmark_runs_without_pytest(script: str, args: tuple[str, ...]) -> None:
     help_done = run_without_pytest(script, "--help")
     assert help_done.returncode == 0, help_done.stderr

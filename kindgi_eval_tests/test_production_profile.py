@@ -25,6 +25,7 @@ from kindgi_eval_tests.conftest import GOLDEN, REPO
 from kindgi_eval_tests.fake_provider import Answer, FakeProvider
 from kindgi_eval_tests.inputs.test_tenants_file import entry, tenant_tree, write_tenants
 
+pytestmark = [pytest.mark.long, pytest.mark.xdist_group("production-profile")]  # the tests sharing `profile` start it once
 PROFILE = REPO / "deploy" / "production.py"
 sys.path.insert(0, str(PROFILE.parent))
 import production  # noqa: E402 - the profile's own script, for its reading of its processes and its env file

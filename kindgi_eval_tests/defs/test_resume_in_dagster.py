@@ -118,6 +118,7 @@ def test_dagster_re_execution_from_failure_finishes_a_killed_run_without_asking_
     assert not find_run_areas(home.store, resumed)
 
 
+@pytest.mark.long
 def test_the_chain_runs_with_every_step_in_its_own_process(home) -> None:
     instance = open_instance(home.root)
     settings = RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent", judge_model="mock:judge")

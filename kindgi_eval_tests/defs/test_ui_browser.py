@@ -289,6 +289,7 @@ def open_asset(page, dev: Dev, asset: str, shown: str) -> None:
         pass  # this Dagster did not ask, or asked already
 
 
+@pytest.mark.long
 def test_the_ui_and_the_report_show_the_conversation_the_result_and_the_kinds_figure(night: FakeProvider, dev: Dev, home, tmp_path: Path) -> None:
     _browser_or_skip()
     from playwright.sync_api import sync_playwright

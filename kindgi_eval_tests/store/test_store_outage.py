@@ -175,6 +175,7 @@ def assert_every_object_whole(port: int) -> None:
             pq.read_table(io.BytesIO(body))  # a short object has no footer and is refused
 
 
+@pytest.mark.long
 def test_a_run_waits_out_a_store_unreachable_for_30_s_and_ends_whole(home, store: Outage, s3_server: int) -> None:
     watcher = outage_once(store, s3_server, 30)
     started = time.monotonic()
