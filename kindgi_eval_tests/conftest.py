@@ -88,3 +88,9 @@ def provider_env(monkeypatch: pytest.MonkeyPatch):
     for server in started:
         server.__exit__(None, None, None)
     forget_clients()
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: a worker per core and one more, since the production profile's tests keep one worker waiting on
+    the daemon, the schedule's tick and the store for most of their minutes."""
+    return (os.cpu_count() or 1) + 1

@@ -115,9 +115,9 @@ def materialize(stored: StoredVersion, tenant: str, home: Path, consumers: Consu
         raise InputError([Problem(where, None, None, f"{line} The stored version no longer passes the {stored.kind} kind's "
                                   "check; publish a corrected version.") for line in problems])
     content = consumer.folder(spec, catalogue)
-    identity = RegisteredAs(suite_id=stored.suite_id, suite_version=stored.version, registry_hash=stored.sha256, kind=stored.kind,
-                            params=content.params)
-    files = {**content.files, REGISTRY_FILE: (identity.model_dump_json() + "\n").encode("utf-8")}
+    record = RegisteredAs(suite_id=stored.suite_id, suite_version=stored.version, registry_hash=stored.sha256, kind=stored.kind,
+                          params=content.params)
+    files = {**content.files, REGISTRY_FILE: (record.model_dump_json() + "\n").encode("utf-8")}
     folder = home / FOLDER / tenant / stored.suite_id / stored.version / registered_name(tenant, stored.suite_id)
     if folder.is_dir():
         if _holds(folder, files):
