@@ -36,6 +36,8 @@ PRELOAD = ("kindgi_eval.__main__", "kindgi_eval.cli.main", "kindgi_eval.cli.run"
 the rest is imported by the command as it needs it."""
 ROOT = Path(__file__).resolve().parents[1]
 """The checkout: the warm process starts there, so it imports the package and these tests from it."""
+ORPHAN_CHECK_S = 5.0
+"""How often the warm process looks whether the test worker that started it is still there."""
 START_S = 120.0
 """How long the warm process may take to import and listen (the machine may be busy with other tests)."""
 
@@ -109,9 +111,17 @@ def serve(path: str) -> None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path + ".binding")
     listener.listen(16)
+    listener.settimeout(ORPHAN_CHECK_S)
     os.rename(path + ".binding", path)  # the socket's name appears once it accepts
+    worker = os.getppid()
     while True:
-        connection, _ = listener.accept()
+        try:
+            connection, _ = listener.accept()
+        except TimeoutError:
+            if os.getppid() != worker:  # the test worker is gone without stopping us
+                return
+            continue
+        connection.setblocking(True)
         if os.fork() == 0:
             listener.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
