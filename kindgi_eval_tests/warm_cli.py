@@ -17,11 +17,13 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Mapping
@@ -52,16 +54,17 @@ class WarmCommand:
 
     def __init__(self) -> None:
         self._process: subprocess.Popen[bytes] | None = None
-        self._folder = Path(tempfile.mkdtemp(prefix="kindgi-warm-"))
-        self._socket = self._folder / "socket"
+        self._folder = Path()
+        """Where its socket and the commands' output files are, made as it starts."""
 
     def run(self, executable: str, args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, str, str]:
         """Run `executable ARGS` forked from the warm process; (exit status, stdout, stderr)."""
         self._start()
-        out, err = self._folder / f"{os.getpid()}-{time.monotonic_ns()}.out", self._folder / f"{os.getpid()}-{time.monotonic_ns()}.err"
+        name = f"{threading.get_ident()}-{time.monotonic_ns()}"
+        out, err = self._folder / f"{name}.out", self._folder / f"{name}.err"
         request = {"argv": [executable, *args], "cwd": str(cwd), "env": env, "stdout": str(out), "stderr": str(err)}
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-            connection.connect(str(self._socket))
+            connection.connect(str(self._folder / "socket"))
             connection.sendall(json.dumps(request).encode() + b"\n")
             answer = connection.makefile("r", encoding="utf-8")
             connection.settimeout(timeout)
@@ -80,20 +83,22 @@ class WarmCommand:
     def _start(self) -> None:
         if self._process is not None and self._process.poll() is None:
             return
-        self._socket.unlink(missing_ok=True)
-        self._process = subprocess.Popen([sys.executable, "-m", __name__, str(self._socket)], cwd=ROOT, stdin=subprocess.DEVNULL)
-        atexit.register(self._stop, self._process)
+        self._folder = Path(tempfile.mkdtemp(prefix="kindgi-warm-"))
+        listening = self._folder / "socket"
+        self._process = subprocess.Popen([sys.executable, "-m", __name__, str(listening)], cwd=ROOT, stdin=subprocess.DEVNULL)
+        atexit.register(self._stop, self._process, self._folder)
         deadline = time.monotonic() + START_S
-        while not self._socket.exists():
+        while not listening.exists():
             if self._process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the warm command process did not start (exit status {self._process.poll()})")
             time.sleep(0.05)
 
     @staticmethod
-    def _stop(process: subprocess.Popen[bytes]) -> None:
+    def _stop(process: subprocess.Popen[bytes], folder: Path) -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _text(path: Path) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
-from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from kindgi_eval.inputs.file_limits import SUITE_FILE_LIMIT, FileTooLarge, read_limited
 from kindgi_eval.inputs.tenant_file import LoadedTenant
@@ -120,9 +120,10 @@ class RegisteredAs(BaseModel):
     kind: str = FOLDER_KIND
     """The suite's kind (`conversation`, `accuracy`, `pairwise`, `regression`, `human-review`, `benchmark`, `custom`,
     or one another package installs)."""
-    params: dict[str, JsonValue] = {}
-    """What the kind names of the version beyond its files, as the kind's folder writer gave it (a regression's
-    baseline, a benchmark's catalogue entry, a pairwise suite's variants); only the kind reads it."""
+    params: dict[str, str | list[str]] = {}
+    """What the kind names of the version beyond its files, each a text or a list of texts, as the kind's folder
+    writer gave it (a regression's baseline, a benchmark's catalogue entry, a pairwise suite's variants); only the
+    kind reads it."""
 
     @model_validator(mode="before")
     @classmethod

@@ -20,9 +20,9 @@ class FolderContent(NamedTuple):
 
     files: dict[str, bytes]
     """The folder's files by name: cases.jsonl, and calibration.jsonl when the suite has calibration items."""
-    params: dict[str, Any]
-    """What the kind names of the suite beyond its files (a regression's baseline, a benchmark's catalogue entry), as
-    JSON values: `registry.json` keeps them for the kind to read back (`RegisteredAs.param`)."""
+    params: dict[str, str | list[str]]
+    """What the kind names of the suite beyond its files (a regression's baseline, a benchmark's catalogue entry), each
+    a text or a list of texts: `registry.json` keeps them for the kind to read back (`RegisteredAs.param`)."""
 
 
 def jsonl(items: Iterable[object]) -> bytes:

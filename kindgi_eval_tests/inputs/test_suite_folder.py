@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -253,3 +254,30 @@ def test_load_suite_without_a_tenant_checks_no_stage_or_course(tmp_path: Path) -
         f"{tmp_path / 'cases.jsonl'}:1: field contact.funnel_stage: 'ofer' is not a funnel stage of the tenant configuration t"
         " (stages: opening, offer)."
     )
+
+
+EARLIER_RECORD = {"suite_id": "demo-academy.ab", "suite_version": "1.0.0", "registry_hash": "ab" * 32, "kind": "pairwise",
+                  "baseline_run_id": None, "rubric": [], "variant_a_id": "current", "variant_a_version": "1",
+                  "variant_b_id": "challenger", "variant_b_version": "2"}
+"""A pairwise folder's `registry.json` as releases before `params` wrote it: each kind's parameter a field of its own."""
+
+
+def test_a_registry_record_of_an_earlier_release_is_read_with_the_kind_s_parameters_in_params(tmp_path: Path) -> None:
+    prompt = {"id": "price-a", "text": "hi", "prompt_id": "price", "variant": "A"}
+    (tmp_path / "cases.jsonl").write_text(json.dumps(prompt) + "\n" + json.dumps({**prompt, "id": "price-b", "variant": "B"}) + "\n")
+    (tmp_path / "registry.json").write_text(json.dumps(EARLIER_RECORD))
+    registered = load_suite(tmp_path, models_of=models_of).registered
+    assert registered is not None and registered.params == {"variant_a_id": "current", "variant_a_version": "1",
+                                                            "variant_b_id": "challenger", "variant_b_version": "2"}
+    assert registered.param("variant_b_id") == "challenger" and registered.param("baseline_run_id") is None
+
+
+@pytest.mark.parametrize("params", [{"baseline_run_id": 5}, {"rubric": [["nested"]]}, {"reviewer_role": None}])
+def test_a_kind_s_parameter_that_is_not_text_is_refused_naming_the_record(tmp_path: Path, params: dict) -> None:
+    (tmp_path / "cases.jsonl").write_text(GOOD + "\n")
+    record = {k: EARLIER_RECORD[k] for k in ("suite_id", "suite_version", "registry_hash")}
+    (tmp_path / "registry.json").write_text(json.dumps({**record, "params": params}))
+    with pytest.raises(InputError) as refused:
+        load_suite(tmp_path, models_of=models_of)
+    (problem,) = refused.value.problems
+    assert problem.file == str(tmp_path / "registry.json") and "is not the registry's record of this folder" in problem.message
