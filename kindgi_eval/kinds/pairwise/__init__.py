@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from kindgi_eval.agents import checked_variants
 from kindgi_eval.inputs import RegisteredAs, declared_variant
 from kindgi_eval.kinds.kind import JUDGE_USD, KindRows, Pinning, Pins, Stage, StageInputs, SuiteKind
-from kindgi_eval.kinds.pairwise.check import CONSUMER
+from kindgi_eval.kinds.pairwise.check import CONSUMER, registered_variant
 from kindgi_eval.kinds.pairwise.report import both_variants, pairwise_lines, pairwise_summary_json
 from kindgi_eval.kinds.pairwise.stage import PairwiseRow, agreement_of, judge_cost, judge_pairwise, pair_key, pairwise_askings, pairwise_metrics, pairwise_params, pairwise_stored
 from kindgi_eval.kinds.table import cases_of
@@ -44,8 +44,8 @@ def _declared_variants(registered: RegisteredAs, tenant: str) -> tuple[str, str]
     """The agents (model or URL) a pairwise suite's variants A and B name, as the tenants file declares them."""
     where = f"suite {registered.suite_id} {registered.suite_version}"
     return (
-        declared_variant(tenant, registered.param("variant_a_id"), registered.param("variant_a_version"), f"{where}: spec.variantA"),
-        declared_variant(tenant, registered.param("variant_b_id"), registered.param("variant_b_version"), f"{where}: spec.variantB"),
+        declared_variant(tenant, *registered_variant(registered, "a"), f"{where}: spec.variantA"),
+        declared_variant(tenant, *registered_variant(registered, "b"), f"{where}: spec.variantB"),
     )
 
 

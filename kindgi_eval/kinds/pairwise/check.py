@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from kindgi_eval.inputs import RegisteredAs
 from kindgi_eval.kinds.accuracy.check import input_turn, under, unique
 from kindgi_eval.registry import Catalogue, Consumer, FolderContent, jsonl, problem_line
 from kindgi_eval.rules import (
@@ -110,6 +111,11 @@ def pairwise_folder(spec: Mapping[str, Any], catalogue: Catalogue) -> FolderCont
     params = {"variant_a_id": read.variant_a.agentId, "variant_a_version": read.variant_a.version,
               "variant_b_id": read.variant_b.agentId, "variant_b_version": read.variant_b.version}
     return FolderContent(files, params)
+
+
+def registered_variant(registered: RegisteredAs, variant: str) -> tuple[str, str]:
+    """Variant `a` or `b` as `pairwise_folder` wrote it in `registry.json`: its agent id and version label."""
+    return registered.param(f"variant_{variant}_id"), registered.param(f"variant_{variant}_version")
 
 
 def _variant(spec: Mapping[str, Any], key: str, problems: list[Problem]) -> VariantRef | None:

@@ -34,6 +34,7 @@ from kindgi_eval.rules import (
 )
 from kindgi_eval.kinds.figures import count, estimate
 from kindgi_eval.kinds.kind import JUDGE_USD, Pins
+from kindgi_eval.kinds.pairwise.check import registered_variant
 from kindgi_eval.store import MetricRow, StatusRow, StoredRow, SuiteRow
 
 
@@ -228,7 +229,7 @@ def pairwise_stored(suite: Suite, pins: Pins) -> dict[str, object]:
     registered = suite.registered
     if pins.variants is None:
         return {}
-    labels = tuple(f"{registered.param(f'variant_{v}_id')} {registered.param(f'variant_{v}_version')}" for v in "ab") if registered else (None, None)
+    labels = tuple(" ".join(registered_variant(registered, v)) for v in "ab") if registered else (None, None)
     return {"variant_a": pins.variants[0], "variant_b": pins.variants[1], "variant_a_label": labels[0], "variant_b_label": labels[1]}
 
 
