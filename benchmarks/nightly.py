@@ -12,7 +12,9 @@ connections: their runs must end visibly failed while the others finish.
 Printed: the wall time from the tick (the minute the schedule fires) to the last run's end; tenants per hour; what the
 queue's limits allow (waves of the runs allowed at once, each as long as the slowest run) and the ratio to it; runs
 in flight over time; peak requests in flight at the provider against its bound (2 runs x the tenants'
-concurrency); peak memory of one run worker and of all of them together; runs lost or started twice.
+concurrency); where a run's time goes (the median run's seconds queued, starting its worker and loading the code
+location, in its steps' reads, work, writes and Dagster's events, between steps, and ending; its slowest steps);
+peak memory of one run worker and of all of them together; runs lost or started twice.
 """
 
 from __future__ import annotations
@@ -104,6 +106,75 @@ def watch(instance, daemon: int, expected: int, timeout: float) -> tuple[list, l
     raise SystemExit(f"error: the night did not end within {timeout:.0f} s")
 
 
+PHASES = ("queued", "worker start and code location", "steps: resources and inputs", "steps: computing", "steps: writing outputs",
+          "steps: Dagster's events", "between steps", "run end")
+"""Where a run's wall time goes, from the instance's event log of it, each phase between two of its events."""
+
+
+def phases(events) -> tuple[dict[str, float], dict[str, tuple[float, float, float, float]]]:
+    """A run's seconds per phase of `PHASES`, and each step's seconds by step key (in all, reading, computing,
+    writing), from its event log.
+
+    queued: created (enqueued) to launched (RUN_STARTING); worker start and code location: launched to the worker's
+    RUN_START (the process, its imports, the code location loaded); per step, from STEP_START: to its last
+    LOADED_INPUT (its resources made, the store read), then to its last STEP_OUTPUT (its own work, model calls
+    included), then to its last HANDLED_OUTPUT (the store written), then to STEP_SUCCESS (the materialisations and
+    checks Dagster records);
+    between steps: RUN_START to the run's last STEP_SUCCESS less the steps' own time; run end: to RUN_SUCCESS."""
+    first: dict[tuple[str, str | None], float] = {}
+    last: dict[tuple[str, str | None], float] = {}
+    for e in events:
+        if e.dagster_event is None:
+            continue
+        key = (e.dagster_event.event_type_value, e.step_key)
+        first.setdefault(key, e.timestamp)
+        last[key] = e.timestamp
+    steps: dict[str, tuple[float, float, float, float]] = {}
+    spent = dict.fromkeys(PHASES, 0.0)
+    for (kind, step), started in first.items():
+        if kind != "STEP_START" or ("STEP_SUCCESS", step) not in last:
+            continue
+        done = last[("STEP_SUCCESS", step)]
+        read = last.get(("LOADED_INPUT", step), started)
+        computed = max(read, last.get(("STEP_OUTPUT", step), read))
+        written = max(computed, last.get(("HANDLED_OUTPUT", step), computed))
+        spent["steps: resources and inputs"] += read - started
+        spent["steps: computing"] += computed - read
+        spent["steps: writing outputs"] += written - computed
+        spent["steps: Dagster's events"] += done - written
+        steps[step] = (done - started, read - started, computed - read, written - computed)
+    start = first.get(("PIPELINE_START", None))
+    launched = first.get(("PIPELINE_STARTING", None))
+    enqueued = first.get(("PIPELINE_ENQUEUED", None), launched)
+    end = last.get(("PIPELINE_SUCCESS", None)) or last.get(("PIPELINE_FAILURE", None))
+    if None in (start, launched, end):
+        return {}, steps
+    last_step = max((last[("STEP_SUCCESS", s)] for s in steps), default=start)
+    spent["queued"] = launched - enqueued
+    spent["worker start and code location"] = start - launched
+    spent["between steps"] = max(0.0, last_step - start - sum(t[0] for t in steps.values()))
+    spent["run end"] = end - last_step
+    return spent, steps
+
+
+def breakdown(instance, records) -> list[str]:
+    """The median run's seconds per phase, from launch to end, and its steps, as lines to print."""
+    from statistics import median
+
+    runs = [phases(instance.all_logs(r.dagster_run.run_id)) for r in records]
+    runs = [(spent, steps) for spent, steps in runs if spent]
+    if not runs:
+        return []
+    walls = [sum(v for k, v in spent.items() if k != "queued") for spent, _ in runs]
+    lines = [f"a run, launch to end, median of {len(runs)}: {median(walls):.1f} s"]
+    lines += [f"  {phase}: {median(spent[phase] for spent, _ in runs):.2f} s" for phase in PHASES]
+    names = sorted({s for _, steps in runs for s in steps})
+    by_step = {s: [median(steps[s][i] for _, steps in runs if s in steps) for i in range(4)] for s in names}
+    lines.append("  each step, median s (resources and inputs / computing / writing): " + ", ".join(
+        f"{s} {t[0]:.2f} ({t[1]:.2f} / {t[2]:.2f} / {t[3]:.2f})" for s, t in sorted(by_step.items(), key=lambda kv: -kv[1][0])))
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tenants", type=int, default=50, help="tenants on the provider (default: %(default)s)")
@@ -118,7 +189,7 @@ def main() -> int:
     folder = root / "profile"
     tenants, dead = tenants_file(root, args.tenants, args.cases, args.down)
     env = {**os.environ, "KINDGI_TENANTS": str(tenants), "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": KEY,
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_MASTER_KEY": "sk-nightly-master-key"}
     try:
         subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(folder), "--tick-once-after", "20"], env=env, check=True)
         tick = datetime.fromisoformat(json.loads((folder / "profile.json").read_text())["tick"]).timestamp()
@@ -135,6 +206,7 @@ def main() -> int:
         records, in_flight, worker_peak, total_peak = watch(instance, daemon, args.tenants + args.down, args.timeout)
         down = down_statuses({**env, **production.read_env(folder)}, dead) if dead else "none"
         seen = chat_server.stats(base_url)
+        spent = breakdown(instance, records)  # from the instance's event log, before the profile drops its database
     finally:
         subprocess.run([sys.executable, str(PROFILE), "stop", "--dir", str(folder)], env=env)
         server.kill()
@@ -159,6 +231,7 @@ def main() -> int:
           + ", ".join(f"{t - tick:.0f}:{n}" for t, n in in_flight[:: max(1, len(in_flight) // 20)] if t >= tick))
     print(f"provider: {seen['requests']} requests, peak in flight {seen['peak']} (bound {provider_runs} runs x concurrency "
           f"{CONCURRENCY} = {bound}){'' if seen['peak'] <= bound else ' EXCEEDED'}")
+    print("\n".join(spent))
     print(f"memory: peak of one run worker {worker_peak / 2**20:.0f} MB, peak of all run workers at once {total_peak / 2**20:.0f} MB")
     return 0 if seen["peak"] <= bound and len(records) == args.tenants + args.down and all(n == 1 for n in keys.values()) else 1
 

@@ -14,9 +14,12 @@
   a process of its own (Dagster's default run launcher), the nightly schedule ticking at 02:00 (or once, within
   a minute or two, with `--tick-once-after`: a night on demand, still started by the schedule);
 - `dagster-webserver`, the UI;
-- the suite registry (`kindgi-eval serve`) as `--registry-servers` processes on the one registry database.
+- the suite registry (`kindgi-eval serve`) as `--registry-servers` processes on the one registry database;
+- the LiteLLM gateway (`litellm --config deploy/litellm.yaml`, installed by the `profile` extra), holding the provider
+  keys of the caller's environment, with LITELLM_MASTER_KEY (which it refuses to start without) as its key. Every run
+  of the profile sends its model calls there (KINDGI_GATEWAY_URL, KINDGI_GATEWAY_KEY) and never imports litellm.
 
-Every process inherits the caller's environment (KINDGI_TENANTS, provider keys) plus the profile's variables,
+Every process inherits the caller's environment (KINDGI_TENANTS, LITELLM_MASTER_KEY, provider keys) plus the profile's variables,
 which `start` writes to `<dir>/env` for a shell to source. `stop` stops each process by the PID `start` recorded
 (its process group: the daemon's code server and run workers go with it), then drops the profile's databases, or
 stops and removes its own cluster.
@@ -46,6 +49,7 @@ from typing import NamedTuple, NoReturn
 
 DEPLOY = Path(__file__).resolve().parent
 INSTANCE_YAML = DEPLOY / "dagster-postgres.yaml"
+GATEWAY_CONFIG = DEPLOY / "litellm.yaml"
 BUCKET = "kindgi"
 STATE = "profile.json"
 READY_S = 120.0
@@ -170,9 +174,11 @@ def own_cluster(profile: Profile) -> dict[str, str]:
                                 "--auth-host=scram-sha-256", f"--pwfile={password_file}", "-E", "UTF8"]),
                    check=True, stdout=subprocess.DEVNULL)
     log = profile.logs / "postgres.log"
-    log.touch()
-    if os.geteuid() == 0:
+    if os.geteuid() == 0:  # written where the postgres user can reach it (the profile's folder may be root's alone)
+        written, log = log, data / "postgres.log"
+        log.touch()
         shutil.chown(log, "postgres", "postgres")
+        written.symlink_to(log)
     options = f"-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories={data}"
     subprocess.run(as_postgres([pg_bin("pg_ctl"), "-D", str(data / "cluster"), "-o", options, "-l", str(log), "-w", "start"]),
                    check=True, stdout=subprocess.DEVNULL)
@@ -243,10 +249,26 @@ def dagster_home(profile: Profile) -> Path:
     return home
 
 
+def gateway(profile: Profile, bin_dir: Path) -> tuple[dict[str, str], subprocess.Popen]:
+    """The LiteLLM proxy on a free port, started from deploy/litellm.yaml (it takes some 17 s to serve, so `start` waits
+    for it last); the variables that point a run at it, and its process."""
+    proxy = bin_dir / "litellm"
+    if not proxy.exists():
+        refuse(f"no LiteLLM proxy at {proxy}; install the profile's extra: pip install -e '.[profile]'")
+    port = free_port()
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_LOG": "ERROR"}
+    process = profile.spawn("gateway", [str(proxy), "--config", str(GATEWAY_CONFIG), "--host", "127.0.0.1", "--port", str(port)],
+                            env, f"http://127.0.0.1:{port}/health/liveliness")
+    return {"KINDGI_GATEWAY_URL": f"http://127.0.0.1:{port}", "KINDGI_GATEWAY_KEY": os.environ["LITELLM_MASTER_KEY"]}, process
+
+
 def start(profile: Profile, registry_servers: int, tick_after: float | None) -> None:
     if profile.state["pids"]:
         refuse(f"a profile is already started in {profile.dir}; stop it first: "
                          f"python deploy/production.py stop --dir {shlex.quote(str(profile.dir))}")
+    if not os.environ.get("LITELLM_MASTER_KEY"):
+        refuse("LITELLM_MASTER_KEY is not set: the gateway refuses to start without its key. Set it (e.g. "
+               "export LITELLM_MASTER_KEY=sk-$(openssl rand -hex 16)); the profile's runs give it to the gateway.")
     profile.dir.mkdir(parents=True, exist_ok=True)
     profile.logs.mkdir(exist_ok=True)
     profile.state = {"name": secrets.token_hex(4), "pids": {}}
@@ -255,6 +277,8 @@ def start(profile: Profile, registry_servers: int, tick_after: float | None) -> 
     python = sys.executable
     try:
         env = {"DAGSTER_HOME": str(dagster_home(profile)), "KINDGI_HOME": str(profile.dir / "home")}
+        gateway_env, proxy = gateway(profile, bin_dir)  # its start-up runs beside the others'
+        env |= gateway_env
         env |= postgres(profile)
         env |= s3(profile, python)
         children = {**os.environ, **env, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
@@ -274,6 +298,7 @@ def start(profile: Profile, registry_servers: int, tick_after: float | None) -> 
             env |= {"KINDGI_SCHEDULE_CRON": f"{tick.minute} {tick.hour} {tick.day} {tick.month} *", "KINDGI_SCHEDULE_TIMEZONE": "UTC"}
             children |= env
             profile.state["tick"] = tick.isoformat()
+        profile.wait("gateway", proxy)
         daemon = profile.spawn("daemon", [str(bin_dir / "dagster-daemon"), "run", "-w", workspace], children, "heartbeat")
         ui_port = free_port()
         ui = profile.spawn("webserver", [str(bin_dir / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(ui_port), "-w", workspace],
@@ -285,10 +310,10 @@ def start(profile: Profile, registry_servers: int, tick_after: float | None) -> 
         raise
     write_private(profile.dir / "env", "".join(f"export {k}={shlex.quote(v)}\n" for k, v in sorted(env.items())))
     profile.state |= {"ui": f"http://127.0.0.1:{ui_port}", "registry": [f"http://127.0.0.1:{p}" for p in registry_ports],
-                      "s3": env["AWS_ENDPOINT_URL"]}
+                      "s3": env["AWS_ENDPOINT_URL"], "gateway": env["KINDGI_GATEWAY_URL"]}
     profile.save()
     print(f"Dagster UI {profile.state['ui']}; registry {', '.join(profile.state['registry'])}; store "
-          f"{env['KINDGI_STORE']} at {env['AWS_ENDPOINT_URL']}; PostgreSQL {env['DAGSTER_PG_HOST']}:{env['DAGSTER_PG_PORT']}.\n"
+          f"{env['KINDGI_STORE']} at {env['AWS_ENDPOINT_URL']}; gateway {env['KINDGI_GATEWAY_URL']}; PostgreSQL {env['DAGSTER_PG_HOST']}:{env['DAGSTER_PG_PORT']}.\n"
           f"Its variables: . {shlex.quote(str(profile.dir / 'env'))}   Stop it: python deploy/production.py stop "
           f"--dir {shlex.quote(str(profile.dir))}")
 
@@ -411,7 +436,7 @@ def reap(pid: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["start", "stop", "restart"])
-    parser.add_argument("service", nargs="?", help="restart: the service to start again (daemon, webserver, registry-1, s3)")
+    parser.add_argument("service", nargs="?", help="restart: the service to start again (daemon, webserver, registry-1, s3, gateway)")
     parser.add_argument("--dir", type=Path, default=Path(".kindgi-production"), help="the profile's folder (default: %(default)s)")
     parser.add_argument("--registry-servers", type=int, default=2, help="registry server processes (default: %(default)s)")
     parser.add_argument("--tick-once-after", type=float, metavar="SECONDS",

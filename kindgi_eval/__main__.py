@@ -25,11 +25,13 @@ HELP = {"--help", "-h"}
 
 def names_a_litellm_model(words: Sequence[str], environ: Mapping[str, str]) -> bool:
     """Whether the command's words and the environment name a model litellm will be called for: a `run` or `replay`
-    whose agent or judge option (else its variable) names one other than `mock:…`, unless it asks for help; an agent
-    over HTTP or `--mock` replace the agent model."""
+    whose agent or judge option (else its variable) names one other than `mock:…`, unless it asks for help or names a
+    gateway (`--gateway-url`, `KINDGI_GATEWAY_URL`); an agent over HTTP or `--mock` replace the agent model."""
     if not words or words[0] not in CALLERS or not HELP.isdisjoint(words):
         return False
     given = dict(_options(words[1:]))
+    if given.get("--gateway-url") or environ.get("KINDGI_GATEWAY_URL"):
+        return False  # the gateway makes the calls: nothing here imports litellm
     agent_elsewhere = "--mock" in given or bool(given.get("--agent-url") or environ.get("AGENT_URL"))
     for option in CALLERS[words[0]]:
         if option == "--agent-model" and agent_elsewhere:

@@ -18,7 +18,7 @@ TOP_LEVEL = {"__init__", "__main__"}
 REACHED_BY_NAME = {"agents.http", "agents.litellm"}
 """Modules that import httpx or litellm: only their own folder's name-to-agent table imports them, on demand."""
 ONLY_IMPORTER = {
-    "litellm": {"llm"}, "dagster": {"defs"}, "click": {"cli"}, "httpx": {"agents"},
+    "litellm": {"llm"}, "dagster": {"defs"}, "click": {"cli"}, "httpx": {"agents", "llm"},
     "fastapi": {"registry"}, "starlette": {"registry"}, "uvicorn": {"registry"}, "alembic": {"registry"},
     "botocore": {"store"}, "aiobotocore": {"store"},  # an S3 store's client (store/s3.py)
     "sqlalchemy": {"registry", "defs"},  # the registry's tables; Dagster's storage (defs/instance_storage.py) is built on it

@@ -29,6 +29,8 @@ from kindgi_eval.llm import spawn
         (["run", "-h", "--agent-model", "openai:x"], {}, False),
         (["sql", "SELECT 1"], {"AGENT_MODEL": "openai:x"}, False),
         ([], {"AGENT_MODEL": "openai:x"}, False),
+        (["run", "--gateway-url", "http://127.0.0.1:9", "--agent-model", "openai:x"], {}, False),  # the gateway calls
+        (["run"], {"KINDGI_GATEWAY_URL": "http://127.0.0.1:9", "AGENT_MODEL": "openai:x"}, False),
     ],
 )
 def test_the_words_name_a_litellm_model(words: list[str], environ: dict[str, str], named: bool) -> None:

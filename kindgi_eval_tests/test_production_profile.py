@@ -30,6 +30,8 @@ PROFILE = REPO / "deploy" / "production.py"
 sys.path.insert(0, str(PROFILE.parent))
 import production  # noqa: E402 - the profile's own script, for its reading of its processes and its env file
 TENANTS = ("north", "south", "east", "west")
+MASTER_KEY = "sk-profile-test-master-key"
+"""The gateway's key, which the profile gives its runs."""
 NIGHT_S = 240.0
 """The tick comes within a minute or two; four runs of the golden suite, two at a time (the mock provider's limit),
 follow."""
@@ -50,7 +52,7 @@ def started(root: Path, tenants: Path, **variables: str) -> Iterator[tuple[Path,
     """The profile started in `root/profile` with `tenants` declared and the schedule ticking once, soon; stopped after."""
     postgres_reachable()
     folder = root / "profile"
-    env = {**os.environ, "KINDGI_TENANTS": str(tenants), **variables}
+    env = {**os.environ, "KINDGI_TENANTS": str(tenants), "LITELLM_MASTER_KEY": MASTER_KEY, **variables}
     done = subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(folder), "--tick-once-after", "15"], env=env,
                           capture_output=True, text=True, timeout=300)
     try:
@@ -103,7 +105,7 @@ def night_until(env: dict[str, str], done, what: str) -> list[dict]:
 def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_killed_and_the_store_stalled(profile) -> None:
     folder, env = profile
     state = json.loads((folder / "profile.json").read_text())
-    assert set(state["pids"]) == {"s3", "registry-1", "registry-2", "daemon", "webserver"}
+    assert set(state["pids"]) == {"s3", "registry-1", "registry-2", "daemon", "webserver", "gateway"}
     assert env["KINDGI_STORE"] == "s3://kindgi/store" and env["AWS_ENDPOINT_URL"] == state["s3"]
 
     # mid-night: a run is under way and others wait in the queue when the daemon is SIGKILLed, then restarted
@@ -168,6 +170,7 @@ AGENT_S = 1.5
 REPLY = json.dumps({"messages": ["The Foundation Course is $450. Would you pay upfront or in instalments?"], "escalate": False, "reason": None})
 
 
+@pytest.mark.xdist_group("production-profile-killed-worker")  # a profile of its own: on another worker, beside the first's night
 def test_a_run_worker_killed_mid_run_is_retried_from_its_recordings(tmp_path_factory: pytest.TempPathFactory) -> None:
     # one tenant whose agent answers in 1.5 s, one call at a time: the kill lands with replies recorded and more to come
     root = tmp_path_factory.mktemp("worker")
@@ -198,3 +201,11 @@ def test_a_run_worker_killed_mid_run_is_retried_from_its_recordings(tmp_path_fac
         assert SLOW_CASES <= len(provider.requests) <= SLOW_CASES + 1 + unwritten, len(provider.requests)
         counted = json.loads(kindgi(env, "sql", "--format", "json", "SELECT run_id, count(*) AS n FROM statuses GROUP BY 1"))
         assert counted == [{"run_id": retry["run_id"], "n": SLOW_CASES}]
+
+
+def test_start_refuses_without_the_gateways_master_key_and_starts_nothing(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "LITELLM_MASTER_KEY"}
+    done = subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(tmp_path / "profile")], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "LITELLM_MASTER_KEY is not set" in done.stderr
+    assert not (tmp_path / "profile").exists()

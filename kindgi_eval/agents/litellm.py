@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kindgi_eval.agents.guardrails import GuardrailBreach, escalation_reply, guard, triggered_escalation
 from kindgi_eval.inputs import DEFAULT_MODEL_TIMEOUT_S
-from kindgi_eval.llm import DEFAULT_POLICY, CallPolicy, complete, prepare
+from kindgi_eval.llm import DEFAULT_POLICY, CallPolicy, Gateway, complete, prepare
 from kindgi_eval.prompts import UnreadableReply, agent_messages, read_reply, tenant_rules
 from kindgi_eval.rules import AgentAnswer, AgentTurn, Completion, ModelRef, ReplyError, Tenant, Usage
 
@@ -22,12 +22,15 @@ class LitellmAgent:
         *,
         timeout_s: float = DEFAULT_MODEL_TIMEOUT_S,
         policy: CallPolicy = DEFAULT_POLICY,
+        gateway: Gateway | None = None,
         prepared: bool = True,
     ):
         self.ref = ref
         self.tenant = tenant
         self.timeout_s = timeout_s
         self.policy = policy
+        self.gateway = gateway
+        """Where the calls go instead of litellm, if anywhere."""
         self.name = str(ref)
         self._rules = tenant_rules(tenant)  # the same on every turn: built once
         if prepared:  # litellm's import takes seconds; pay them here, not in the first case's latency
@@ -44,6 +47,7 @@ class LitellmAgent:
             timeout_s=self.timeout_s,
             role="agent",
             policy=self.policy,
+            gateway=self.gateway,
             response_format=JSON_OBJECT,
             drop_params=True,
         )
@@ -57,9 +61,13 @@ class LitellmAgent:
 class LitellmJudge:
     """A judge answered by a model through litellm (`EVAL_JUDGE_MODEL=provider:model`)."""
 
-    def __init__(self, ref: ModelRef, *, policy: CallPolicy = DEFAULT_POLICY, prepared: bool = True):
+    def __init__(
+        self, ref: ModelRef, *, policy: CallPolicy = DEFAULT_POLICY, gateway: Gateway | None = None, prepared: bool = True
+    ):
         self.ref = ref
         self.policy = policy
+        self.gateway = gateway
+        """Where the calls go instead of litellm, if anywhere."""
         self.name = str(ref)
         if prepared:  # the import's seconds are paid here, never inside a sample's timeout
             prepare()
@@ -67,4 +75,6 @@ class LitellmJudge:
     async def grade(self, messages: list[dict[str, str]], *, timeout_s: float, schema: dict | None = None) -> Completion:
         """One answer to one judge request, retried and timed as every model call is; `schema` is sent as the
         response format where litellm says the model supports response schemas, and the prompt alone asks otherwise."""
-        return await complete(self.ref, messages, timeout_s=timeout_s, role="judge", policy=self.policy, schema=schema)
+        return await complete(
+            self.ref, messages, timeout_s=timeout_s, role="judge", policy=self.policy, schema=schema, gateway=self.gateway
+        )

@@ -107,22 +107,30 @@ def write_text_atomically(path: Path, text: str) -> None:
     write_bytes_atomically(path, text.encode("utf-8"))
 
 
+LATEST = "latest"
+"""The word that names the newest stored run wherever a run id is taken."""
+LIST_RUNS = "See `kindgi-eval runs` for the stored runs, newest first."
+"""What a message about a run that is not stored tells the user to do."""
+
+
 def runs_named(root: StorePath, prefixes: dict[str, str]) -> list:
-    """The stored run (its `store.RunKey`) each argument names by run id or unique prefix; InputError lists every
-    argument that names no run or several."""
+    """The stored run (its `store.RunKey`) each argument names by run id, unique prefix, or `latest` (the newest by
+    start time, as `kindgi-eval runs` lists it first); InputError lists every argument that names no run or several."""
     from kindgi_eval.reports import matching_run_ids
     from kindgi_eval.store import run_keys
 
     stored = {k.run_id: k for k in run_keys(root)}
     found, problems = [], []
     for name, prefix in prefixes.items():
-        matches = matching_run_ids(prefix, stored)
+        matches = matching_run_ids(prefix, stored) if prefix != LATEST else _newest(root, stored)
         if not prefix:
             message = "an empty run id names no run; give a run id or its first characters."
             problems.append(Problem(name, None, None, message))
+        elif not matches and prefix == LATEST:
+            problems.append(Problem(name, None, None, f"the store at {root} holds no run yet, so `latest` names none. "
+                                    "Start one with: kindgi-eval run --mock"))
         elif not matches:
-            hint = 'List runs with: kindgi-eval sql "SELECT run_id, suite, started_at FROM runs ORDER BY started_at"'
-            problems.append(Problem(name, None, None, f"no run {prefix!r} in the store at {root}. {hint}"))
+            problems.append(Problem(name, None, None, f"no run {prefix!r} in the store at {root}. {LIST_RUNS}"))
         elif len(matches) > 1:
             listed = "; ".join(f"{i} ({stored[i].partition}, {stored[i].day})" for i in matches)
             message = f"{prefix!r} begins {len(matches)} run ids: {listed}. Give more characters of the one you mean."
@@ -132,6 +140,16 @@ def runs_named(root: StorePath, prefixes: dict[str, str]) -> list:
     if problems:
         raise InputError(problems)
     return found
+
+
+def _newest(root: StorePath, stored: dict) -> list[str]:
+    """The newest stored run's id, as a one-item list; empty for an empty store."""
+    from kindgi_eval.kinds import store_views
+    from kindgi_eval.store import newest_runs
+
+    if not stored:
+        return []
+    return [row[0] for row in newest_runs(root, store_views(), limit=1).rows]
 
 
 def kind_models(kind: str) -> SuiteModels:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import click
 
+from kindgi_eval.cli.init import init
 from kindgi_eval.cli.registry import catalogue, serve, suites, tokens
 from kindgi_eval.cli.review import review
 from kindgi_eval.cli.run import replay, run, validate
-from kindgi_eval.cli.store import compact, diff, prune, report, sql
+from kindgi_eval.cli.store import compact, diff, prune, report, runs, sql
+from kindgi_eval.cli.ui import ui
 
-COMMANDS = (run, replay, validate, sql, diff, report, suites, catalogue, prune, compact, serve, tokens, review)
+COMMANDS = (init, run, replay, validate, runs, sql, diff, report, suites, catalogue, prune, compact, serve, tokens, review, ui)
 """Every top-level command and command group; `--help` lists them by name."""
 
 

@@ -41,10 +41,13 @@ def suites() -> None:
 @click.option("--kind", help="A folder's kind: conversation, or custom with --handler.", show_default="conversation")
 @click.option("--handler", metavar="FILE:FUNCTION", help="A custom suite's handler: the module FILE (its source is read "
               "into spec.handler) and the FUNCTION in it that grades, e.g. graders/tone.py:grade.")
+@click.option("--config-dir", type=click.Path(file_okay=False), help="The tenant's configuration folder: the suite is "
+              "checked against it too, as a run of it would be (its tenant, and the funnel stages and courses its cases "
+              "name), before anything is sent. The registry holds no tenant configuration, so it cannot.")
 @input_errors
 @registry_errors
 def suites_publish(path: str, suite_id: str | None, version: str | None, tenant: str | None, description: str | None,
-                   kind: str | None, handler: str | None) -> None:
+                   kind: str | None, handler: str | None, config_dir: str | None) -> None:
     """Publish PATH as a new version: a suite document of any kind (a JSON file, as `suites pull` writes it), or a
     folder's cases.jsonl and calibration.jsonl. Everything is checked here as the server checks it before anything is
     sent. A folder's files are kept beside the version, so `suites pull` writes them back byte for byte; a folder that
@@ -84,6 +87,8 @@ def suites_publish(path: str, suite_id: str | None, version: str | None, tenant:
         spec["handler"] = handler_of_file(handler, source if source.is_dir() else source.parent)
     client = registry_client()
     suite = checked_suite(document, path, table, client)
+    if config_dir is not None:
+        _against_tenant(suite, source if source.is_dir() else None, config_dir)
     status, stored = client.publish(suite_document(suite))
     said = "published" if status == 201 else "already published, with the same content"
     click.echo(f"{said}: {stored['suite']['id']} {stored['suite']['version']} ({suite.kind}) sha256 {stored['hash']}")
@@ -92,6 +97,29 @@ def suites_publish(path: str, suite_id: str | None, version: str | None, tenant:
         if kept != texts:
             click.echo(f"note: {suite.id} {suite.version} keeps the files it was first published with, which lay out the same "
                        "content otherwise; `suites pull` writes those.", err=True)
+
+
+def _against_tenant(suite, folder: Path | None, config_dir: str) -> None:
+    """The suite checked against the tenant configuration in `config_dir`, as a run of it would check it: its tenant,
+    then the funnel stages and courses its cases name (a folder's by file and line, a document's conversation cases
+    by `id@version` and `spec.cases[i]`); InputError listing every problem, before anything is sent."""
+    from kindgi_eval.inputs import check_suite_items, load_checked_suite, load_tenant, tenant_names
+    from kindgi_eval.kinds import kind_named
+    from kindgi_eval.rules import Case
+
+    loaded = load_tenant(config_dir)
+    if suite.tenantId != loaded.tenant.tenant:
+        raise InputError([Problem("--config-dir", None, None, f"{loaded.config_dir} is tenant {loaded.tenant.tenant!r}'s "
+                                  f"configuration, and the suite is tenant {suite.tenantId!r}'s. Pass that tenant's "
+                                  "configuration folder, or publish the suite for this one (tenantId, --tenant).")])
+    if folder is not None:
+        load_checked_suite(folder, loaded, models_of=kind_models)
+    elif kind_named(suite.kind).case_model is Case and isinstance(suite.spec.get("cases"), list):  # conversation cases
+        spec = suite.spec
+        checked = check_suite_items(spec["cases"], spec.get("calibration") or [], f"{suite.id}@{suite.version}: spec",
+                                    tenant_names(loaded))
+        if checked.problems:
+            raise InputError(list(checked.problems))
 
 
 def _folder_texts(folder: Path) -> dict[str, str]:

@@ -25,7 +25,11 @@ from kindgi_eval.cli.common import (
     write_text_atomically,
 )
 from kindgi_eval.inputs import (
+    CASES_FILE,
+    SETTING,
     changes_since,
+    default_eval_dir,
+    is_packaged_golden,
     load_checked_suite,
     load_tenant,
     manifest_of,
@@ -39,10 +43,10 @@ from kindgi_eval.rules import InputError, Problem, parse_model, run_failed
 # be needed: seconds of start-up that `--help` and `validate` would otherwise pay.
 
 RUN_SETTINGS = (
-    "eval_dir", "config_dir", "agent_model", "agent_url", "judge_model", "max_latency_ms", "concurrency", "model_timeout_s",
+    "eval_dir", "config_dir", "agent_model", "agent_url", "gateway_url", "judge_model", "max_latency_ms", "concurrency", "model_timeout_s",
     "handler_timeout_s", "handler_run_s", "handler_memory_mib",
 )
-REPLAY_SETTINGS = ("eval_dir", "config_dir", "judge_model", "concurrency", "model_timeout_s")
+REPLAY_SETTINGS = ("eval_dir", "config_dir", "gateway_url", "judge_model", "concurrency", "model_timeout_s")
 
 
 class Outputs(NamedTuple):
@@ -84,7 +88,7 @@ def output_options(command: Callable) -> Callable:
     "now. Read over HTTP from KINDGI_REGISTRY_URL with KINDGI_REGISTRY_TOKEN where the URL is set, else from the "
     "registry's database here. Instead of --eval-dir.",
 )
-@settings_options(*RUN_SETTINGS)
+@settings_options(*RUN_SETTINGS, defaults={"eval_dir": "env: EVAL_DIR; default: evals/golden, else the golden set this package ships"})
 @input_errors
 @registry_errors
 def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str | None, registered: str | None, **flags: object) -> None:
@@ -98,7 +102,7 @@ def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str |
       kindgi-eval run --resume 3f9c2a1e
       kindgi-eval run --suite acme.pricing@1.4.0 --config-dir ../acme/config --agent-model openai:gpt-4o-mini
     """
-    from kindgi_eval.agents import make_agent, make_judge, make_sandbox
+    from kindgi_eval.agents import make_agent, make_judge
 
     if mock and (flags.get("agent_model") or flags.get("agent_url")):
         raise InputError([Problem("--mock", None, None, "names the offline demo agent, and --agent-model or --agent-url names another. Pass one of them.")])
@@ -106,7 +110,7 @@ def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str |
         raise InputError([Problem("--suite", None, None, "names the suite, and so does --eval-dir or --resume. Pass one of them.")])
     if resume is not None:
         _resume_run(resume, mock, Outputs(json_path, junit_path), flags)
-    settings = resolve_settings(flags, mock=mock)
+    settings = resolve_settings(flags, mock=mock, defaults={"eval_dir": default_eval_dir()})
     _start_model_worker(settings)
     loaded = load_tenant(settings.config_dir)
     if registered:
@@ -119,12 +123,12 @@ def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str |
                                          client_from_env())
         settings = settings.model_copy(update={"eval_dir": str(folder)})
     suite = load_checked_suite(settings.eval_dir, loaded, models_of=kind_models)
-    if suite.handler is not None:
-        make_sandbox(settings)  # a machine that cannot sandbox the handler is exit 2 before the agent is asked anything
     from kindgi_eval.kinds import Pinning, Pins, kind_named
     from kindgi_eval.store import store_root
 
-    pins = kind_named(suite.kind).pins(Pinning(store_root(), loaded.tenant, suite, settings, Pins(), mock=mock))
+    kind = kind_named(suite.kind)
+    kind.needs(suite, settings)  # a machine that lacks what the kind needs (a custom handler's sandbox) is exit 2 here
+    pins = kind.pins(Pinning(store_root(), loaded.tenant, suite, settings, Pins(), mock=mock))
     variants = pins.variants
     if pins.note:
         click.echo(pins.note, err=True)
@@ -132,8 +136,8 @@ def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str |
     from kindgi_eval.defs import RunFailed, open_instance, resolved_tags, run_chain  # while the worker imports litellm
     from kindgi_eval.store import runtime_home
 
-    make_agent(settings, loaded.tenant, check_only=True)  # the run builds its own, once litellm is imported
-    make_judge(settings, check_only=True)
+    make_agent(settings, loaded.tenant, check_only=True, named_as=_typed(flags, "agent_model"))  # the run builds its own
+    make_judge(settings, check_only=True, named_as=_typed(flags, "judge_model"))
     outputs = Outputs(json_path, junit_path)
     outputs.check()
     for agent in dict.fromkeys(variants or (settings.agent_model,)):  # the agents actually evaluated, each once
@@ -142,9 +146,12 @@ def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str |
 
     home = runtime_home()
     key = suite_key(loaded.tenant.tenant, settings.eval_dir)
+    if is_packaged_golden(settings.eval_dir):
+        click.echo(f"suite: {key}, the golden set this package ships ({settings.eval_dir}): this folder has no "
+                   "evals/golden, and neither EVAL_DIR nor --eval-dir names a suite folder", err=True)
     instance = open_instance(home)
     try:
-        run_id = run_chain(instance, home, settings, key, tags=resolved_tags(pins))  # resolved once, here
+        run_id = run_chain(instance, home, settings, key, suite.kind, tags=resolved_tags(pins))  # resolved once, here
     except RunFailed as e:
         click.echo(f"error: {e}", err=True)
         _exit(EXIT_FAILED, instance)
@@ -152,15 +159,21 @@ def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str |
     _exit(_report(home, key, run_id, outputs), instance)
 
 
+def _typed(flags: dict[str, object], field: str) -> str | None:
+    """The flag a setting was given by on this command line (`--judge-model`), for an error to name; None when it
+    came from elsewhere (its variable, `--mock`)."""
+    return SETTING[field].flag if flags.get(field) is not None else None
+
+
 def _start_model_worker(settings) -> None:
-    """When the settings name a litellm model, start the process that imports litellm and makes the model calls
+    """When the settings name a litellm model and no gateway, start the process that imports litellm and makes the model calls
     (`llm.start_worker`, taking the one `kindgi_eval.__main__` started ahead), so that its import runs beside Dagster's
     instead of before it; otherwise end the one started ahead, if any."""
     from kindgi_eval.llm import start_worker, stop_worker, workers_for
 
     names = (settings.judge_model, None if settings.agent_url else settings.agent_model)
     try:
-        needed = any(name and not parse_model(name).is_mock for name in names)
+        needed = settings.gateway_url is None and any(name and not parse_model(name).is_mock for name in names)
     except ValueError:
         needed = False  # a malformed name: make_agent or make_judge says what is wrong, and nothing is run
     if needed:
@@ -229,7 +242,7 @@ def _resume_run(prefix: str, mock: bool, outputs: Outputs, flags: dict[str, obje
     click.echo(f"resuming run {killed}", err=True)
     instance = open_instance(home)
     try:
-        run_id = resume_chain(instance, home, settings, key, killed, recorded.replies_from)
+        run_id = resume_chain(instance, home, settings, key, suite.kind, killed, recorded.replies_from)
     except RunFailed as e:
         click.echo(f"error: {e}", err=True)
         _exit(EXIT_FAILED, instance)
@@ -240,13 +253,15 @@ def _resume_run(prefix: str, mock: bool, outputs: Outputs, flags: dict[str, obje
 @click.command(short_help="Re-judge a run's stored replies with another judge.")
 @click.option("--from", "source", required=True, metavar="RUN_ID", help="The run whose stored replies are re-judged: its id, or a prefix naming one run.")
 @output_options
-@settings_options(*REPLAY_SETTINGS, defaults={"eval_dir": "default: the source run's suite folder; EVAL_DIR is not read"})
+@settings_options(*REPLAY_SETTINGS, defaults={"eval_dir": "default: the source run's suite folder; EVAL_DIR is not read",
+                                              "config_dir": "default: the source run's; else env: CONFIG_DIR, else the packaged demo tenant"})
 @input_errors
 def replay(source: str, json_path: str | None, junit_path: str | None, **flags: object) -> None:
     """Re-judge the stored replies of RUN_ID: no agent call, a new run id, calibration as the file is now.
 
     Calibration is read from calibration.jsonl in the source run's suite folder (EVAL_DIR is not consulted),
-    or in --eval-dir when given.
+    or in --eval-dir when given. The tenant configuration is the source run's too (its folder, as the run recorded
+    it), unless --config-dir names another.
 
     \b
     Example:
@@ -259,14 +274,21 @@ def replay(source: str, json_path: str | None, junit_path: str | None, **flags: 
     (named,) = runs_named(store_root(home), {"--from": source})  # a run id, or a prefix naming one run, as elsewhere
     source = named.run_id
     key, original = replay_source(store_root(home), source, "--from")
-    # The suite folder is the source run's unless --eval-dir says otherwise; a replay asks no agent.
-    flags = {**flags, "eval_dir": flags.get("eval_dir") or original.eval_dir}
+
+    from kindgi_eval.defs import RunFailed, open_instance, recorded_settings, replay_chain
+
+    instance = open_instance(home)
+    recorded = recorded_settings(instance, source)
+    # The suite folder and the tenant configuration are the source run's unless --eval-dir and --config-dir say
+    # otherwise; a replay asks no agent.
+    flags = {**flags, "eval_dir": flags.get("eval_dir") or original.eval_dir,
+             "config_dir": flags.get("config_dir") or (recorded.config_dir if recorded else None)}
     not_read = ("EVAL_DIR", "AGENT_MODEL", "AGENT_URL")
     settings = resolve_settings(flags, {var: value for var, value in os.environ.items() if var not in not_read})
     if settings.judge_model is None:
         raise InputError([Problem("--judge-model", None, None, "a replay needs a judge. Pass --judge-model or set EVAL_JUDGE_MODEL.")])
     _start_model_worker(settings)
-    make_judge(settings, check_only=True)  # the replay builds its own, once litellm is imported
+    make_judge(settings, check_only=True, named_as=_typed(flags, "judge_model"))  # the replay builds its own
     loaded = load_tenant(settings.config_dir)
     if loaded.tenant.tenant != original.tenant:
         raise InputError([Problem("--config-dir", None, None, f"run {source} evaluated tenant {original.tenant!r}, but the tenant configuration "
@@ -274,12 +296,8 @@ def replay(source: str, json_path: str | None, junit_path: str | None, **flags: 
     load_checked_suite(settings.eval_dir, loaded, models_of=kind_models)
     outputs = Outputs(json_path, junit_path)
     outputs.check()
-
-    from kindgi_eval.defs import RunFailed, open_instance, replay_chain
-
-    instance = open_instance(home)
     try:
-        run_id = replay_chain(instance, home, settings, key, source)
+        run_id = replay_chain(instance, home, settings, key, original.suite_kind, source)  # the stored replies' kind
     except RunFailed as e:
         click.echo(f"error: {e}", err=True)
         _exit(EXIT_FAILED, instance)
@@ -312,24 +330,32 @@ def _report(home: Path, key: str, run_id: str, outputs: Outputs) -> int:
 
 
 @click.command(short_help="Check suites and calibration sets; run nothing.")
-@click.argument("dirs", nargs=-1)
+@click.argument("dirs", nargs=-1, metavar="[PATH]...")
 @settings_options("config_dir")
 @input_errors
 def validate(dirs: tuple[str, ...], config_dir: str | None) -> None:
     """Parse suites and calibration sets, and check cases against the tenant; report every problem, exit 2 if any.
 
-    With no DIRS, the suite folder of EVAL_DIR (default evals/golden) is checked.
+    A PATH is a suite folder, or a suite document (a JSON file, or a folder holding suite.json and no cases.jsonl, as
+    `init` writes one), checked as `suites publish` checks it before sending it.
+
+    With no DIRS, the suite folder of EVAL_DIR is checked (default evals/golden, else the golden set this package
+    ships).
 
     \b
     Example:
       kindgi-eval validate evals/golden ../acme/evals/pricing --config-dir ../acme/config
     """
-    settings = resolve_settings({"config_dir": config_dir})
+    settings = resolve_settings({"config_dir": config_dir}, defaults={"eval_dir": default_eval_dir()})
     loaded = load_tenant(settings.config_dir)
     folders = dirs or (settings.eval_dir,)
     problems: list[Problem] = []
     for folder in folders:
         try:
+            document = _suite_document(Path(folder))
+            if document is not None:
+                click.echo(f"ok: {document}: {_checked_document(document)}")
+                continue
             suite = load_checked_suite(folder, loaded, models_of=kind_models)
         except InputError as e:
             problems += e.problems
@@ -337,3 +363,25 @@ def validate(dirs: tuple[str, ...], config_dir: str | None) -> None:
         click.echo(f"ok: {folder}: {len(suite.cases)} cases, {len(suite.calibration)} calibration items")
     if problems:
         raise InputError(problems)
+
+
+def _suite_document(path: Path) -> Path | None:
+    """The suite document `validate` is given: a file, or a folder holding suite.json and no cases.jsonl (as `init`
+    writes a registry kind's starter); None for a suite folder."""
+    from kindgi_eval.registry import SUITE_DOCUMENT
+
+    if path.is_file():
+        return path
+    if (path / SUITE_DOCUMENT).is_file() and not (path / CASES_FILE).exists():
+        return path / SUITE_DOCUMENT
+    return None
+
+
+def _checked_document(path: Path) -> str:
+    """A suite document checked as `suites publish` checks it before sending it, against the catalogue this package
+    ships; what it is, for the line that says it passed."""
+    from kindgi_eval.kinds import consumers
+    from kindgi_eval.registry import ShippedCatalogue, checked_suite, read_document
+
+    suite = checked_suite(read_document(path), str(path), consumers(), ShippedCatalogue())
+    return f"{suite.kind} suite {suite.id} {suite.version} of tenant {suite.tenantId}, as the registry checks a publish"

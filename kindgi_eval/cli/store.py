@@ -60,6 +60,28 @@ def sql(query: str, fmt: str) -> None:
     click.echo(format_rows(columns, rows, fmt), nl=False)
 
 
+@click.command(short_help="The stored runs, newest first.")
+@click.option("--suite", metavar="KEY", help="Only this suite partition's runs (`demo-academy.golden`, `acme@acme.pricing`).")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="At most this many runs.")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@input_errors
+def runs(suite: str | None, limit: int, fmt: str) -> None:
+    """List the stored runs, newest first: each run's id, suite, tenant, start and counts. Wherever a run id is taken
+    (diff, report, replay --from, review export), the first one here may be named `latest`, and any run by a prefix of
+    its id that names it alone.
+
+    \b
+    Examples:
+      kindgi-eval runs
+      kindgi-eval runs --suite demo-academy.golden --limit 5 --format csv
+    """
+    from kindgi_eval.kinds import store_views
+    from kindgi_eval.store import format_rows, newest_runs, store_root
+
+    listing = newest_runs(store_root(), store_views(), suite, limit)
+    click.echo(format_rows(listing.columns, listing.rows, fmt), nl=False)
+
+
 @click.command(short_help="What changed between two runs.")
 @click.argument("run_a", required=False)
 @click.argument("run_b", required=False)

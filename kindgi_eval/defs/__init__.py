@@ -1,6 +1,6 @@
 """The Dagster wiring: assets, checks, IO manager, resources, schedules, Definitions; the only importer of dagster."""
 
 from kindgi_eval.defs.lineage import resolved_tags
-from kindgi_eval.defs.runs import RunFailed, open_instance, replay_chain, resume_chain, run_chain
+from kindgi_eval.defs.runs import RunFailed, open_instance, recorded_settings, replay_chain, resume_chain, run_chain
 
-__all__ = ["RunFailed", "open_instance", "replay_chain", "resolved_tags", "resume_chain", "run_chain"]
+__all__ = ["RunFailed", "open_instance", "recorded_settings", "replay_chain", "resolved_tags", "resume_chain", "run_chain"]

@@ -305,8 +305,10 @@ STAGED = [kind for _, kind in sorted(kinds().items()) if kind.stage is not None]
 KIND_STAGES = [kind_stage(kind) for kind in STAGED]
 
 
-@dg.asset(**chain_asset("run_metrics"), ins={kind.stage.table: dg.AssetIn(kind.stage.table) for kind in STAGED})
-def run_metrics(suite: list[SuiteRow], agent_replies: list[ReplyRow], **own_tables: list) -> list[MetricRow]:
+@dg.asset(**chain_asset("run_metrics"), ins={kind.stage.table: dg.AssetIn(kind.stage.table, dagster_type=dg.Nothing) for kind in STAGED})
+def run_metrics(
+    context: dg.AssetExecutionContext, suite: list[SuiteRow], agent_replies: list[ReplyRow], io_manager: dg.ResourceParam[ParquetStore]
+) -> list[MetricRow]:
     """Every figure of the run's kind, one row each in one shape (name, value, interval, method): an accuracy and its
     interval, a regression's moves, a pairwise win rate, ...; none for a conversation suite.
 
@@ -314,7 +316,8 @@ def run_metrics(suite: list[SuiteRow], agent_replies: list[ReplyRow], **own_tabl
     `kindgi-eval sql "SELECT run_id, accuracy, accuracy_low, accuracy_high FROM accuracy_runs"`.
     """
     kind = kind_named(suite[0].suite_kind)
-    return kind.metrics(KindRows(suite, agent_replies, own_tables[kind.stage.table] if kind.stage else ()))
+    own = io_manager.upstream(context, kind.stage.table) if kind.stage else ()  # a run of one kind starts no other's stage
+    return kind.metrics(KindRows(suite, agent_replies, own))
 
 
 @dg.asset(**chain_asset("run_summary"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from kindgi_eval.defs.assets import CHAIN, SUITES
+from kindgi_eval.defs.assets import CHAIN, STAGED, SUITES
 from kindgi_eval.inputs import load_tenants
 from kindgi_eval.rules import InputError
 
@@ -36,14 +36,26 @@ def suite_job(name: str, selection: dg.AssetSelection, description: str) -> dg.U
     )
 
 
+SELECTIONS = {EVALUATE: dg.AssetSelection.assets(*CHAIN), REPLAY: dg.AssetSelection.assets("judge_samples").downstream()}
+"""What each job materialises when it is run whole (from the launchpad)."""
+
+
+def kind_selection(job: str, kind: str) -> list[dg.AssetKey]:
+    """The assets a run of `job` materialises for a suite of `kind`: the job's own, less the stages of the other
+    kinds, so that a suite's run starts no step that has nothing to do for it. (A run of the whole job, from the
+    launchpad, also starts the other kinds' stages, and each stores no row for a suite not of its kind.)"""
+    others = {dg.AssetKey(other.stage.table) for other in STAGED if other.name != kind}
+    return sorted(SELECTIONS[job].resolve(CHAIN) - others, key=lambda key: key.to_user_string())
+
+
 evaluate_suite = suite_job(
     EVALUATE,
-    dg.AssetSelection.assets(*CHAIN),
+    SELECTIONS[EVALUATE],
     "The whole chain and its checks for one tenant suite (a partition): what the schedule and sensor run.",
 )
 replay_suite = suite_job(
     REPLAY,
-    dg.AssetSelection.assets("judge_samples").downstream(),
+    SELECTIONS[REPLAY],
     "Re-judges a run's stored replies, asking no agent: judge_samples and what follows, for one tenant suite. Set "
     "resources.eval_settings.config.replay_from to the run whose replies are re-judged (else the latest that had "
     "succeeded) and judge_model to the judge.",

@@ -88,7 +88,7 @@ def input_run(instance: dg.DagsterInstance, root: StorePath, asset: str, partiti
     named = launchpad_replay_from(run)
     if named:
         replay_source(root, named, REPLAY_FROM_FIELD, partition)  # InputError unless a stored run of this suite
-    return named
+        return named
     return latest_finished(instance, dg.AssetKey(asset), partition, run)
 
 

@@ -11,9 +11,9 @@ import dagster as dg
 
 from kindgi_eval.defs.assets import SUITES
 from kindgi_eval.defs.console_log import LOGGER
-from kindgi_eval.defs.jobs import EVALUATE, REPLAY
+from kindgi_eval.defs.jobs import EVALUATE, REPLAY, kind_selection
 from kindgi_eval.defs.lineage import PINNED_TAGS, RESUMES_TAG, SOURCE_RUN_TAG
-from kindgi_eval.defs.resources import pinned_tags
+from kindgi_eval.defs.resources import pinned_settings, pinned_tags
 from kindgi_eval.inputs import RunSettings
 
 QUIET_LOGS = {"loggers": {LOGGER: {"config": {"log_level": "INFO"}}}}
@@ -39,17 +39,26 @@ def open_instance(home: Path) -> dg.DagsterInstance:
     return dg.DagsterInstance.get()
 
 
+def recorded_settings(instance: dg.DagsterInstance, run_id: str) -> RunSettings | None:
+    """The settings a stored run was pinned to, as its Dagster run's tags hold them; None when the instance no longer
+    holds that run (pruned, another instance) or it was launched unpinned."""
+    run = instance.get_run_by_id(run_id)
+    return pinned_settings(run.tags) if run is not None else None
+
+
 def run_chain(
     instance: dg.DagsterInstance,
     home: Path,
     settings: RunSettings,
     key: str,
+    kind: str,
     *,
     job: str = EVALUATE,
     tags: dict[str, str] | None = None,
 ) -> str:
     """Run one of the code location's jobs (`jobs.EVALUATE`, the whole chain, or `jobs.REPLAY`) for one suite
-    partition, pinned to `settings`, in this process; the Dagster run id.
+    partition of `kind`, pinned to `settings`, in this process; the Dagster run id. Only the stages a suite of that
+    kind has are started (`jobs.kind_selection`).
 
     The job is the one `dagster dev` shows, checks included, so the Runs page names it. The partition is given as
     its tag rather than through the job's partitioned config, whose tags come from the tenants file, which a run
@@ -60,6 +69,7 @@ def run_chain(
     result = defs.resolve_job_def(job).execute_in_process(
         run_config={**QUIET_LOGS, "resources": {"io_manager": {"config": {"home": str(home)}}}},
         instance=instance,
+        asset_selection=kind_selection(job, kind),
         tags={PARTITION_TAG: key, **pinned_tags(settings), **(tags or {})},
         raise_on_error=False,
     )
@@ -70,13 +80,13 @@ def run_chain(
     return result.run_id
 
 
-def replay_chain(instance: dg.DagsterInstance, home: Path, settings: RunSettings, key: str, source: str) -> str:
+def replay_chain(instance: dg.DagsterInstance, home: Path, settings: RunSettings, key: str, kind: str, source: str) -> str:
     """Materialise only the judged stages, reading `source`'s stored suite, replies and outcomes: no agent call."""
-    return run_chain(instance, home, settings, key, job=REPLAY, tags={SOURCE_RUN_TAG: source})
+    return run_chain(instance, home, settings, key, kind, job=REPLAY, tags={SOURCE_RUN_TAG: source})
 
 
 def resume_chain(
-    instance: dg.DagsterInstance, home: Path, settings: RunSettings, key: str, killed: str, replies_from: str | None
+    instance: dg.DagsterInstance, home: Path, settings: RunSettings, key: str, kind: str, killed: str, replies_from: str | None
 ) -> str:
     """Finish a killed run as a new run, under its own id, tagged `kindgi/resumes=<killed>`: every stage runs again,
     the paid ones reusing what the killed run recorded (a killed replay is resumed as a replay of the same source).
@@ -88,7 +98,7 @@ def resume_chain(
         instance.report_run_failed(old, message="its process ended without finishing the run (killed); resumed by kindgi-eval run --resume")
     pinned = {tag: old.tags[tag] for tag in PINNED_TAGS if old is not None and tag in old.tags}
     tags = {RESUMES_TAG: killed, **pinned, **({SOURCE_RUN_TAG: replies_from} if replies_from else {})}
-    return run_chain(instance, home, settings, key, job=REPLAY if replies_from else EVALUATE, tags=tags)
+    return run_chain(instance, home, settings, key, kind, job=REPLAY if replies_from else EVALUATE, tags=tags)
 
 
 def _cause(failure: dg.DagsterEvent) -> str:

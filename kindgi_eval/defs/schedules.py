@@ -10,13 +10,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import dagster as dg
 from dagster._utils.schedules import is_valid_cron_string
 
-from kindgi_eval.agents import make_sandbox
 from kindgi_eval.defs.assets import SUITES
-from kindgi_eval.defs.jobs import evaluate_suite
+from kindgi_eval.defs.jobs import EVALUATE, evaluate_suite, kind_selection
 from kindgi_eval.defs.registered import suite_settings
 from kindgi_eval.defs.resources import pinned_tags
 from kindgi_eval.inputs import TenantSuite, load_suite, load_tenants
-from kindgi_eval.kinds import models_of
+from kindgi_eval.kinds import kind_named, models_of
 from kindgi_eval.rules import InputError, Problem
 
 NIGHTLY_CRON = "0 2 * * *"
@@ -81,10 +80,10 @@ def run_request(declared: TenantSuite, run_key: str) -> dg.RunRequest:
     InputError when it cannot run here (a registered version that no longer passes its check, a custom suite on a
     machine that cannot sandbox its handler), before anything is asked of the agent."""
     settings = suite_settings(declared)
-    if load_suite(settings.eval_dir, models_of=models_of).handler is not None:  # a handler runs only in a sandbox this machine can build
-        make_sandbox(settings)
+    suite = load_suite(settings.eval_dir, models_of=models_of)
+    kind_named(suite.kind).needs(suite, settings)  # a custom suite's handler runs only in a sandbox this machine can build
     tags = {**declared.tags(), **pinned_tags(settings)}
-    return dg.RunRequest(run_key=run_key, partition_key=declared.key, tags=tags)
+    return dg.RunRequest(run_key=run_key, partition_key=declared.key, tags=tags, asset_selection=kind_selection(EVALUATE, suite.kind))
 
 
 def _add_partitions(instance: dg.DagsterInstance, keys: list[str]) -> None:

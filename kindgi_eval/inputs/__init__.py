@@ -1,15 +1,17 @@
 """Every file and variable a run reads: suite folders, tenant.toml, the tenants file, the run settings. Imports rules."""
 
 from kindgi_eval.inputs.catalogue import CATALOGUE_SEED, Seed
+from kindgi_eval.inputs.golden import GOLDEN_DIR, default_eval_dir, is_packaged_golden
 from kindgi_eval.inputs.file_limits import CONFIG_FILE_LIMIT, SUITE_FILE_LIMIT, FileTooLarge, mib, read_limited
 from kindgi_eval.inputs.resume import changes_since, manifest_of, resumed_settings
 from kindgi_eval.inputs.review_file import LABELS, REVIEW_COLUMNS, LabelFile, LabelLine, QueueKeys, check_labels, read_label_file
-from kindgi_eval.inputs.settings import DEFAULT_MODEL_TIMEOUT_S, RunSettings, SETTING, SETTINGS, resolve_settings
+from kindgi_eval.inputs.settings import DEFAULT_MODEL_TIMEOUT_S, GATEWAY_KEY, RunSettings, SETTING, SETTINGS, resolve_settings
 from kindgi_eval.inputs.suite_folder import (
     CALIBRATION_FILE,
     CASES_FILE,
     FOLDER_KIND,
-    HANDLER_FILE,
+    KindFile,
+    KindFilesReader,
     REGISTRY_FILE,
     ModelsOf,
     RegisteredAs,
@@ -25,6 +27,7 @@ from kindgi_eval.inputs.suite_folder import (
     registered_name,
     registry_key,
     suite_key,
+    tenant_names,
 )
 from kindgi_eval.inputs.tenant_file import load_tenant
 from kindgi_eval.inputs.tenants_file import (
@@ -39,4 +42,4 @@ from kindgi_eval.inputs.tenants_file import (
     variant_settings,
 )
 
-__all__ = ["LABELS", "REVIEW_COLUMNS", "LabelFile", "LabelLine", "QueueKeys", "check_labels", "read_label_file", "CATALOGUE_SEED", "Seed", "CALIBRATION_FILE", "CASES_FILE", "CONFIG_FILE_LIMIT", "DEFAULT_MODEL_TIMEOUT_S", "HANDLER_FILE", "DeclaredAgent", "FOLDER_KIND", "FileTooLarge", "ModelsOf", "REGISTRY_FILE", "RegisteredAs", "RunSettings", "SETTING", "SETTINGS", "SUITE_FILE_LIMIT", "Suite", "SuiteItems", "SuiteModels", "TAG_RESULT", "TAG_SUITE", "TAG_TENANT", "TENANTS_ENV", "TenantSuite", "changes_since", "check_suite_items", "declared_variant", "folder_hash", "folder_key", "has_calibration_file", "load_checked_suite", "load_suite", "load_tenant", "load_tenants", "manifest_of", "mib", "read_limited", "registered_name", "registry_key", "resolve_settings", "resumed_settings", "suite_key", "variant_settings"]
+__all__ = ["GOLDEN_DIR", "default_eval_dir", "is_packaged_golden", "LABELS", "REVIEW_COLUMNS", "LabelFile", "LabelLine", "QueueKeys", "check_labels", "read_label_file", "CATALOGUE_SEED", "Seed", "CALIBRATION_FILE", "CASES_FILE", "CONFIG_FILE_LIMIT", "DEFAULT_MODEL_TIMEOUT_S", "DeclaredAgent", "FOLDER_KIND", "FileTooLarge", "GATEWAY_KEY", "KindFile", "KindFilesReader", "ModelsOf", "REGISTRY_FILE", "RegisteredAs", "RunSettings", "SETTING", "SETTINGS", "SUITE_FILE_LIMIT", "Suite", "SuiteItems", "SuiteModels", "TAG_RESULT", "TAG_SUITE", "TAG_TENANT", "TENANTS_ENV", "TenantSuite", "changes_since", "check_suite_items", "declared_variant", "folder_hash", "folder_key", "has_calibration_file", "load_checked_suite", "load_suite", "load_tenant", "load_tenants", "manifest_of", "mib", "read_limited", "registered_name", "registry_key", "resolve_settings", "resumed_settings", "suite_key", "tenant_names", "variant_settings"]

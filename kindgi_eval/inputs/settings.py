@@ -27,6 +27,9 @@ DEFAULT_HANDLER_RUN_S = 3600.0
 DEFAULT_HANDLER_MEMORY_MIB = 2048
 """A custom suite's handler's address space: OpenAI's python grader allows 2 GB."""
 MOCK_AGENT = "mock:agent"
+GATEWAY_KEY = "KINDGI_GATEWAY_KEY"
+"""The variable of the key a run gives its gateway: a credential, like a provider's key, so no setting (a setting is
+recorded with its run) and never a flag (a command line is visible to every user of the machine)."""
 
 ValueType = Literal["folder", "model", "url", "float", "int"]
 
@@ -68,6 +71,8 @@ SETTINGS: tuple[Setting, ...] = (
             "The agent as provider:model; mock:agent is the offline demo agent.", per_tenant=True),
     Setting("agent_url", "AGENT_URL", "url", None,
             "An agent served over HTTP; takes precedence over the agent model.", per_tenant=True),
+    Setting("gateway_url", "KINDGI_GATEWAY_URL", "url", None,
+            "A LiteLLM gateway every model call goes to, its key in KINDGI_GATEWAY_KEY; unset: litellm in this run."),
     Setting("judge_model", "EVAL_JUDGE_MODEL", "model", None,
             "The judge as provider:model; offline: mock:judge passes everything, mock:demo-judge grades the demo set by rule; unset: no judge.", per_tenant=True),
     Setting("max_latency_ms", "EVAL_MAX_LATENCY_MS", "float", DEFAULT_MAX_LATENCY_MS,
@@ -105,6 +110,9 @@ class RunSettings(BaseModel):
     """The agent as provider:model; `mock:agent` is the offline demo agent. None when agent_url is the agent."""
     agent_url: str | None = None
     """An agent served over HTTP; when set, it is the agent and agent_model is None."""
+    gateway_url: str | None = None
+    """A LiteLLM gateway every model call goes to (its key is a credential, read where the call is prepared:
+    `GATEWAY_KEY`); None means litellm in the run's own processes."""
     judge_model: str | None = None
     """The judge as provider:model; None means no judge."""
     max_latency_ms: float = DEFAULT_MAX_LATENCY_MS
@@ -132,13 +140,15 @@ def resolve_settings(
     *,
     mock: bool = False,
     read_env: Collection[str] | None = None,
+    defaults: Mapping[str, object] | None = None,
 ) -> RunSettings:
     """Merge flags over environment over defaults, and check every value; InputError lists each bad one.
 
     An agent URL wins over an agent model, so the settings hold only the agent that runs. `mock` is the
     command line's `--mock`: the offline demo agent, whatever AGENT_URL and AGENT_MODEL say. `read_env`
     names the only fields whose variables are read (a tenants-file suite reads just its tuning ones);
-    None reads every field's.
+    None reads every field's. `defaults` gives a field's value where neither flag nor variable does, in place of the
+    table's (the suite folder the edge found: `golden.default_eval_dir`).
     """
     environ = os.environ if environ is None else environ
     raw: dict[str, tuple[object, str]] = {}
@@ -147,6 +157,8 @@ def resolve_settings(
         readable = read_env is None or s.field in read_env
         if value is None and readable and environ.get(s.var, "") != "":
             value, source = environ[s.var], s.var
+        if value is None and s.field in (defaults or {}):
+            value, source = defaults[s.field], s.flag  # type: ignore[index]
         if value is not None:
             raw[s.field] = (value, source)
     if mock:

@@ -13,14 +13,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from kindgi_eval.inputs.file_limits import SUITE_FILE_LIMIT, FileTooLarge, read_limited
 from kindgi_eval.inputs.tenant_file import LoadedTenant
-from kindgi_eval.rules import CalibrationItem, Case, Handler, InputError, Problem, problems_from_validation
+from kindgi_eval.rules import CalibrationItem, Case, InputError, Problem, problems_from_validation
 
 CASES_FILE = "cases.jsonl"
 CALIBRATION_FILE = "calibration.jsonl"
 REGISTRY_FILE = "registry.json"
 """Beside a registered suite version written out as a folder: which suite, version and content it is."""
-HANDLER_FILE = "handler.json"
-"""A custom suite's handler (`spec.Handler`: module path, entrypoint, source), beside its cases."""
 
 FOLDER_KIND = "conversation"
 """The kind of a folder of one's own (no registry.json): its cases are conversations."""
@@ -28,11 +26,28 @@ FOLDER_KIND = "conversation"
 Item = TypeVar("Item", bound=BaseModel)
 
 
+class KindFile(NamedTuple):
+    """An item a kind reads from a file of its own beside the cases (a custom suite's handler), kept as one row of the
+    stored suite so the chain runs what the folder held."""
+
+    kind: str
+    """The row's kind in the stored suite (`handler`)."""
+    id: str
+    body: str
+    """The item as canonical JSON."""
+
+
+KindFilesReader = Callable[[Path, "RegisteredAs", list[Problem]], tuple[KindFile, ...]]
+"""How a kind reads its own files in a folder written from the registry: the items, each problem appended to the list."""
+
+
 class SuiteModels(NamedTuple):
-    """What a kind's suite folder is read with: the model of its cases and of its calibration items."""
+    """What a kind's suite folder is read with: the model of its cases and of its calibration items, and the reader
+    of the files it keeps beside them (None: it keeps none)."""
 
     case: type[Case]
     calibration: type[BaseModel]
+    files: KindFilesReader | None = None
 
 
 ModelsOf = Callable[[str], SuiteModels]
@@ -151,8 +166,8 @@ class Suite(NamedTuple):
     """The content hash: of the files, or for a registered version the registry's hash of its content."""
     registered: RegisteredAs | None = None
     """The registry version the folder holds, when it was written from one."""
-    handler: Handler | None = None
-    """A custom suite's handler, as published."""
+    kind_files: tuple[KindFile, ...] = ()
+    """What the suite's kind read from its own files beside the cases (a custom suite's handler, as published)."""
 
     @property
     def kind(self) -> str:
@@ -174,8 +189,8 @@ def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None, *, model
     if not folder.is_dir():
         raise InputError([Problem(str(folder), None, None, "no such suite folder. Point EVAL_DIR or --eval-dir at a folder holding cases.jsonl.")])
     registered = _registered(folder / REGISTRY_FILE)
-    case_model, calibration_model = _models(folder / REGISTRY_FILE, registered.kind, models_of) if registered else FOLDER_MODELS
-    handler = _handler(folder / HANDLER_FILE, registered, problems) if registered and registered.param("handler_hash") else None
+    case_model, calibration_model, files_of = _models(folder / REGISTRY_FILE, registered.kind, models_of) if registered else FOLDER_MODELS
+    kind_files = files_of(folder, registered, problems) if registered and files_of else ()
     cases_bytes = _read(cases_path, problems, required=True)
     calibration_bytes = _read(calibration_path, problems, required=False)
     cases = (
@@ -198,7 +213,7 @@ def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None, *, model
         has_calibration=calibration_bytes is not None,
         hash=registered.registry_hash if registered else folder_hash({CASES_FILE: cases_bytes, CALIBRATION_FILE: calibration_bytes}),
         registered=registered,
-        handler=handler,
+        kind_files=kind_files,
     )
 
 
@@ -211,23 +226,6 @@ def folder_hash(files: Mapping[str, bytes | None]) -> str:
         digest.update(f"{name}\0{len(content) if content is not None else -1}\0".encode())
         digest.update(content or b"")
     return digest.hexdigest()
-
-
-def _handler(path: Path, registered: RegisteredAs, problems: list[Problem]) -> Handler | None:
-    """A custom suite's handler, only if its source is the one published (its SHA-256 is registry.json's)."""
-    redo = "Delete the suite's folder; the next run writes it again from the registry."
-    try:
-        handler = Handler.model_validate_json(read_limited(path, SUITE_FILE_LIMIT, "a suite file"))
-    except FileNotFoundError:
-        problems.append(Problem(str(path), None, None, f"file not found: a custom suite's folder holds its handler. {redo}"))
-        return None
-    except (OSError, FileTooLarge, ValidationError) as e:
-        problems.append(Problem(str(path), None, None, f"is not a custom suite's handler ({e}). {redo}"))
-        return None
-    if hashlib.sha256(handler.source.encode("utf-8")).hexdigest() != registered.param("handler_hash"):
-        problems.append(Problem(str(path), None, "source", f"is not the handler's published source (its SHA-256 differs from {REGISTRY_FILE}'s). {redo}"))
-        return None
-    return handler
 
 
 def _models(path: Path, kind: str, models_of: ModelsOf) -> SuiteModels:
@@ -446,6 +444,10 @@ def has_calibration_file(eval_dir: str | Path) -> bool:
 def load_checked_suite(eval_dir: str | Path, loaded: LoadedTenant, *, models_of: ModelsOf) -> Suite:
     """The suite, parsed and checked against the tenant it runs for in one pass; InputError lists every problem,
     schema and tenant alike, in line order per file."""
+    return load_suite(eval_dir, tenant_names(loaded), models_of=models_of)
+
+
+def tenant_names(loaded: LoadedTenant) -> TenantNames:
+    """The funnel stages and courses of a tenant configuration, which a suite's cases may name."""
     tenant = loaded.tenant
-    names = TenantNames(tenant.stage_names(), tuple(c.id for c in tenant.courses), f"the tenant configuration {loaded.config_dir}")
-    return load_suite(eval_dir, names, models_of=models_of)
+    return TenantNames(tenant.stage_names(), tuple(c.id for c in tenant.courses), f"the tenant configuration {loaded.config_dir}")

@@ -33,8 +33,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from kindgi_eval.inputs.file_limits import CONFIG_FILE_LIMIT, FileTooLarge, read_limited
+from kindgi_eval.inputs.golden import default_eval_dir
 from kindgi_eval.inputs.settings import (
-    DEFAULT_EVAL_DIR,
     ENV,
     MOCK_AGENT,
     RunSettings,
@@ -56,6 +56,8 @@ DEMO_TENANT = "demo-academy"
 """The fictional demo tenant, whose configuration ships inside the package."""
 TUNING = ("max_latency_ms", "concurrency", "model_timeout_s")
 """Settings a tenant may set for itself, falling back to their environment variables, then the defaults."""
+DEPLOYMENT = ("gateway_url",)
+"""Settings of the deployment, not of a tenant: read from its environment for every tenant's run."""
 
 TAG_TENANT = "kindgi/tenant"
 TAG_SUITE = "kindgi/suite"
@@ -150,7 +152,7 @@ class TenantSuite(NamedTuple):
         if "agent_model" in overrides and "agent_url" not in overrides:
             flags["agent_url"] = None  # a launchpad's agent model replaces the entry's URL, which would win
         flags.update(overrides)
-        return resolve_settings(flags, environ, read_env=TUNING)
+        return resolve_settings(flags, environ, read_env=(*TUNING, *DEPLOYMENT))
 
     def tags(self) -> dict[str, str]:
         """The run tags of this suite's runs: tenant, suite and the providers its agent and judge call."""
@@ -216,9 +218,12 @@ def load_tenants(path: str | Path | None = None) -> Tenants:
 
 
 def default_tenants(cwd: Path | None = None) -> Tenants:
-    """The demo tenant's golden suite in the working folder, run by the offline mock agent, without a judge."""
+    """The demo tenant's golden suite (`evals/golden` in the working folder, else the one this package ships), run by
+    the offline mock agent, without a judge."""
     cwd = (cwd or Path.cwd()).resolve()
-    entry = TenantEntry(name=DEMO_TENANT, home=str(cwd), suites=[DEFAULT_EVAL_DIR], agent_model=MOCK_AGENT)
+    folder = (cwd / default_eval_dir(cwd)).resolve()
+    home = cwd if folder.is_relative_to(cwd) else folder.parent  # the shipped one lies under no working folder
+    entry = TenantEntry(name=DEMO_TENANT, home=str(home), suites=[str(folder)], agent_model=MOCK_AGENT)
     where = f"the built-in default tenants ({TENANTS_ENV} is unset)"
     problems: list[Problem] = []
     suites = _suites_of(entry, cwd, where, 0, {}, problems)

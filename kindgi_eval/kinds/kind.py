@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NamedTuple, Protocol
 
 from pydantic import BaseModel
 
-from kindgi_eval.inputs import RunSettings, Suite
+from kindgi_eval.inputs import KindFilesReader, RunSettings, Suite
 from kindgi_eval.registry import Consumer
 from kindgi_eval.rules import GROUPS, AgentReply, AssertionResult, CalibrationItem, Case, Group, Tenant, check_case, group_of
 from kindgi_eval.store import FigureColumn, MetricRow, OutcomeRow, ReplyRow, RunRow, StatusRow, StorePath, SuiteRow, Table
@@ -109,6 +110,28 @@ class Assertions(Protocol):
                  max_latency_ms: float) -> list[AssertionResult]: ...
 
 
+class Starter(NamedTuple):
+    """The starter suite `kindgi-eval init --kind` writes for a kind: the files of its folder, and what comes next."""
+
+    folder: Path
+    """The kind's own `starter/` folder; each file in it is written as it is."""
+    next: tuple[str, ...]
+    """What to do with the folder written, one line each, `{folder}` standing for it: how to check and run it, and
+    what a run of it needs beyond its files (a registry, a sandbox, agents the tenants file declares)."""
+
+
+def published_starter(folder: Path, *needs: str) -> Starter:
+    """The starter of a kind a run reads from the registry: its `suite.json`, checked by `validate`, then published
+    and run by id; `needs` says what else a run of it needs."""
+    return Starter(folder, (
+        "check it: kindgi-eval validate {folder}",
+        "it runs from a suite registry: kindgi-eval suites publish {folder}/suite.json (KINDGI_REGISTRY_URL and "
+        "KINDGI_REGISTRY_TOKEN name it; kindgi-eval serve runs one), then kindgi-eval run --mock --suite ID "
+        "--config-dir YOUR_CONFIG",
+        *needs,
+    ))
+
+
 Askings = Callable[[RunSettings, Sequence[SuiteRow]], list[tuple[RunSettings, list[SuiteRow]]]]
 
 
@@ -148,6 +171,10 @@ def _never(_: KindResult) -> bool:
     return False
 
 
+def _needs_nothing(suite: Suite, settings: RunSettings) -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class SuiteKind:
     """One kind of suite: its name, its items, and what it adds to a run. A kind that adds nothing keeps the defaults."""
@@ -158,6 +185,12 @@ class SuiteKind:
     """What its suite's cases are read as, from its folder and from the stored suite."""
     calibration_model: type[BaseModel] = CalibrationItem
     """What its suite's calibration items are read as, from its folder."""
+    files: KindFilesReader | None = None
+    """What it reads from files of its own beside the cases, in a folder the registry wrote (a custom suite's
+    `handler.json`), each problem naming the file; None: it keeps none."""
+    needs: Callable[[Suite, RunSettings], None] = _needs_nothing
+    """What a run of its suite needs of this machine, checked as the run starts (by the command line, the schedule
+    and the sensor) before the agent is asked anything: InputError saying what is missing."""
     reviewed_by_people: bool = False
     """Whether its runs queue their replies for people to label (`kindgi-eval review export`, `import`, `promote`)."""
     enters_funnel: bool = True
@@ -202,3 +235,5 @@ class SuiteKind:
     """What the report's header says the suite ran against."""
     failed: Callable[[KindResult], bool] = _never
     """Whether the kind's own result fails the run (exit 1) whatever its cases' statuses."""
+    starter: Starter | None = None
+    """The starter suite `kindgi-eval init --kind` writes for it, from its own folder; None: it offers none."""

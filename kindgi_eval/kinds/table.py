@@ -49,7 +49,7 @@ def kind_named(name: str) -> SuiteKind:
 def models_of(name: str) -> SuiteModels:
     """What a suite folder of the kind called `name` is read with; KeyError as `kind_named` says."""
     kind = kind_named(name)
-    return SuiteModels(kind.case_model, kind.calibration_model)
+    return SuiteModels(kind.case_model, kind.calibration_model, kind.files)
 
 
 def cases_of(rows: Sequence[SuiteRow]) -> list[Case]:

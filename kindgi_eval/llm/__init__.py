@@ -1,10 +1,10 @@
-"""Every model call: the only importer of litellm. Imports rules."""
+"""Every model call: the only importer of litellm, and the client of a LiteLLM gateway. Imports rules."""
 
 from importlib import import_module
 from typing import Any
 
 _LAZY = {
-    "ModelCallError": "call_error",
+    "ModelCallError": "call_error", "Gateway": "gateway",
     "CREDENTIALS": "calls", "CallPolicy": "calls", "DEFAULT_POLICY": "calls", "WELL_KNOWN_PROVIDERS": "calls",
     "complete": "calls", "missing_credentials": "calls", "prepare": "calls", "provider_names": "calls", "scrub": "calls",
     "start_worker": "worker", "stop_worker": "worker", "workers_for": "worker",
@@ -19,4 +19,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'kindgi_eval.llm' has no attribute {name!r}")
 
 
-__all__ = ["CREDENTIALS", "CallPolicy", "DEFAULT_POLICY", "WELL_KNOWN_PROVIDERS", "ModelCallError", "complete", "missing_credentials", "prepare", "provider_names", "scrub", "start_worker", "stop_worker", "workers_for"]
+__all__ = ["CREDENTIALS", "CallPolicy", "DEFAULT_POLICY", "WELL_KNOWN_PROVIDERS", "Gateway", "ModelCallError", "complete", "missing_credentials", "prepare", "provider_names", "scrub", "start_worker", "stop_worker", "workers_for"]

@@ -1,6 +1,6 @@
-"""The one place every model call is made, agent's and judge's alike, through litellm, and what real
-providers do handled here once. (The offline `mock:*` models never get here: they are entries of the
-agents' name-to-factory table.)
+"""The one place every model call is made, agent's and judge's alike, through litellm or, where the run names one,
+a LiteLLM gateway (`llm.gateway`), and what real providers do handled here once, in one retry loop for both. (The
+offline `mock:*` models never get here: they are entries of the agents' name-to-factory table.)
 
 A call has one timeout for all its attempts. A rate limit (429) or a server error (5xx, or a body that is not
 JSON, which litellm reports as 500) is retried with exponential backoff and jitter, waiting what Retry-After
@@ -26,15 +26,19 @@ import random
 import re
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any, NamedTuple
 
 from kindgi_eval.llm.call_error import FaultCause, ModelCallError
+from kindgi_eval.llm.gateway import Gateway, gateway_attempt
 from kindgi_eval.llm.worker import running
 from kindgi_eval.rules import NO_CREDENTIALS, REFUSED_CREDENTIALS, Completion, ModelRef, Role, Usage, clip, unicode_text
 
 log = logging.getLogger(__name__)
+
+Attempt = Callable[[float, bool], Awaitable[tuple[str | None, Usage]]]
+"""One request of a call: given the seconds left of its timeout and whether it is the first, its content and usage."""
 
 
 class RetryPolicy(NamedTuple):
@@ -339,51 +343,66 @@ async def complete(
     role: Role = "judge",
     policy: CallPolicy = DEFAULT_POLICY,
     schema: dict[str, Any] | None = None,
+    gateway: Gateway | None = None,
     **params: Any,
 ) -> Completion:
     """One chat completion within `timeout_s` (all attempts together); ModelCallError when there is no answer.
 
     `role` tags the call as the agent's or the judge's in the call log; `schema` (`{"name", "schema", "strict"}`) is
     sent as a `json_schema` response format where litellm says the model supports response schemas, and left out
-    otherwise; `params` go to litellm as they are (e.g. `response_format`). With a worker started (`llm.worker`),
-    the call is made there.
+    otherwise; `params` go to litellm as they are (e.g. `response_format`). With a `gateway`, the call is sent there
+    over HTTP (`llm.gateway`) and litellm is never imported: the schema is always sent, the gateway's litellm
+    dropping it for a model that takes none. Else, with a worker started (`llm.worker`), the call is made there.
     """
+    if gateway is not None:
+        if schema is not None:
+            params = {**params, "response_format": {"type": "json_schema", "json_schema": schema}}
+        return await _attempts(ref, role, policy, timeout_s, functools.partial(gateway_attempt, gateway, ref.litellm_name, messages, params))
     if (worker := running()) is not None:
         return await worker.complete(ref, messages, timeout_s=timeout_s, role=role, policy=policy, schema=schema, **params)
     litellm = _litellm()  # before the clock starts: the import's seconds are no provider's latency
     if schema is not None and supports_schema(ref.litellm_name):
         params = {**params, "response_format": {"type": "json_schema", "json_schema": schema}}
+
+    async def attempt(remaining_s: float, first: bool) -> tuple[str | None, Usage]:
+        # litellm caches its HTTP client per timeout value, so it is always given the same one; the
+        # shorter budget left for a retry is enforced around the attempt instead.
+        async with contextlib.nullcontext() if first else asyncio.timeout(max(remaining_s, 0.001)):
+            response = await litellm.acompletion(
+                model=ref.litellm_name, messages=messages, timeout=timeout_s, num_retries=0, max_retries=0, **params
+            )
+        return response.choices[0].message.content, _usage(response)
+
+    return await _attempts(ref, role, policy, timeout_s, attempt)
+
+
+async def _attempts(ref: ModelRef, role: Role, policy: CallPolicy, timeout_s: float, attempt: Attempt) -> Completion:
+    """The retry loop every call runs, litellm's or the gateway's: `attempt(remaining_s, first)` sends one request and
+    returns its content and usage, or raises what `read_fault` classifies."""
     started = time.monotonic()
     circuit = _circuit(ref.provider, policy.circuit)
     deadline = started + timeout_s
-    attempt = 0
+    attempts = 0
     while True:
         now = time.monotonic()
         if not circuit.allows(now):
-            _log_call(role, ref, attempt, started, None, "circuit open")
-            raise ModelCallError(circuit.refusal(now), fault="circuit_open", attempts=attempt)
-        attempt += 1
+            _log_call(role, ref, attempts, started, None, "circuit open")
+            raise ModelCallError(circuit.refusal(now), fault="circuit_open", attempts=attempts)
+        attempts += 1
         try:
-            # litellm caches its HTTP client per timeout value, so it is always given the same one; the
-            # shorter budget left for a retry is enforced around the attempt instead.
-            async with asyncio.timeout(max(deadline - now, 0.001)) if attempt > 1 else contextlib.nullcontext():
-                response = await litellm.acompletion(
-                    model=ref.litellm_name, messages=messages, timeout=timeout_s, num_retries=0, max_retries=0, **params
-                )
+            content, usage = await attempt(deadline - now, attempts == 1)
         except Exception as e:  # every provider fault is classified; nothing raw leaves this module
             fault = read_fault(e)
             circuit.failed(time.monotonic(), f"{_status(fault)}: {fault.detail}")
-            delay = retry_delay(policy.retry, attempt, fault, deadline - time.monotonic(), random.random())
+            delay = retry_delay(policy.retry, attempts, fault, deadline - time.monotonic(), random.random())
             if delay is None:
-                message = _give_up(ref, fault, attempt, started, timeout_s, policy.retry)
-                _log_call(role, ref, attempt, started, None, message)
-                raise ModelCallError(message, fault=fault.cause, attempts=attempt) from None
+                message = _give_up(ref, fault, attempts, started, timeout_s, policy.retry)
+                _log_call(role, ref, attempts, started, None, message)
+                raise ModelCallError(message, fault=fault.cause, attempts=attempts) from None
             await asyncio.sleep(delay)
             continue
         circuit.succeeded()
-        usage = _usage(response)
-        _log_call(role, ref, attempt, started, usage, None)
-        content = response.choices[0].message.content
+        _log_call(role, ref, attempts, started, usage, None)
         # a provider's JSON may escape half a surrogate pair inside the content; kept as U+FFFD, it can be stored
         return Completion(unicode_text(content) if content is not None else None, usage, (time.monotonic() - started) * 1000)
 

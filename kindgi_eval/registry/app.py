@@ -6,8 +6,6 @@ Thin: each route authenticates, reads its input and makes one call into the stor
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import json
 import re
@@ -22,6 +20,7 @@ from fastapi.security import HTTPBearer
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
+from starlette.routing import Match
 
 from kindgi_eval.registry.catalogue import CatalogueEntry, CataloguePage
 from kindgi_eval.registry.errors import STATUS_OF, ErrorCode, RegistryError
@@ -120,6 +119,19 @@ Operator = Annotated[TokenInfo, Depends(operator)]
 """The calling token, an operator's."""
 
 
+_READS_OF_THE_VERSION = {
+    "latest": {"operationId": "latest", "parameters": {"suite_id": "$response.body#/suite/id"},
+               "description": "The suite this version belongs to, at its latest version."},
+    "versions": {"operationId": "versions", "parameters": {"suite_id": "$response.body#/suite/id"},
+                 "description": "Every version of the suite, this one among them."},
+    "one_version": {"operationId": "one_version",
+                    "parameters": {"suite_id": "$response.body#/suite/id", "version": "$response.body#/suite/version"},
+                    "description": "This version, read back."},
+}
+"""OpenAPI links from a publish's answer to the reads of the version it names, so a client (or a stateful fuzzer)
+that publishes knows where what it made is read; the keys are the routes' operation ids (their function names)."""
+
+
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The OpenAPI answers of the refusals a route can give, all of the one error shape."""
     words = {401: "missing, malformed, unknown, revoked or expired token", 403: "tenantId is not the caller's tenant, or the token's scope may not do this",
@@ -146,6 +158,7 @@ def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads 
         docs_url=None,
         redoc_url=None,
         separate_input_output_schemas=False,
+        generate_unique_id_function=lambda route: route.name,  # operation ids are the routes' function names
         lifespan=_serving,
     )
     app.state.store = store
@@ -158,7 +171,9 @@ def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads 
         status_code=201,
         response_model=SuiteVersion,
         summary="Publish a suite version",
-        responses={200: {"model": SuiteVersion, "description": "that content is already stored under that version"},
+        responses={201: {"description": "a new version, stored", "links": _READS_OF_THE_VERSION},
+                   200: {"model": SuiteVersion, "description": "that content is already stored under that version",
+                         "links": _READS_OF_THE_VERSION},
                    **_errors(401, 403, 409, 412, 413, 422)},
         openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/EvalSuite"}}}}},
     )
@@ -183,12 +198,13 @@ def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads 
     @app.get("/v1/eval-suites", response_model=SuitePage, summary="List the caller's suites", responses=_errors(401, 422))
     async def list_suites(
         token: Caller,
-        after: Annotated[str | None, Query(max_length=400, description="The `next` of the page before.")] = None,
+        after: Annotated[str | None, Query(pattern=SUITE_ID_PATTERN, description="A suite id: the page holds the suites "
+                                           "after it, by id. The `next` of the page before is the id it ended with.")] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Suites per page.")] = DEFAULT_LIMIT,
     ) -> SuitePage:
         """The caller's suites by id, the latest version of each, a page at a time."""
-        summaries, more = await run_in_threadpool(store.list_suites, token.tenant, _cursor_id(after) if after is not None else None, limit)
-        return SuitePage(data=summaries, next=_cursor(summaries[-1].id) if more else None)
+        summaries, more = await run_in_threadpool(store.list_suites, token.tenant, after, limit)
+        return SuitePage(data=summaries, next=summaries[-1].id if more else None)
 
     @app.get("/v1/eval-suites/{suite_id}", response_model=SuiteVersion, summary="The latest version", responses=_errors(401, 404))
     async def latest(secret: Secret, suite_id: str) -> Response:
@@ -337,22 +353,6 @@ def _shown(text: str) -> str:
     return repr(text) if len(text) <= 80 else repr(text[:77] + "...")
 
 
-def _cursor(suite_id: str) -> str:
-    """The opaque cursor of the page after `suite_id`."""
-    return base64.urlsafe_b64encode(suite_id.encode("ascii")).decode("ascii").rstrip("=")
-
-
-def _cursor_id(cursor: str) -> str:
-    """The suite id a cursor continues after; 422 when it is not a cursor this server gave."""
-    try:
-        suite_id = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
-    except (binascii.Error, ValueError):
-        suite_id = ""
-    if not _SUITE_ID.fullmatch(suite_id):
-        raise RegistryError("invalid", "after: not a cursor this server gave. Pass the `next` of the page before, or leave it out.")
-    return suite_id
-
-
 def _handle_errors(app: FastAPI) -> None:
     """Every refusal in the one error shape, a validation error included (422, never a 500)."""
 
@@ -384,6 +384,18 @@ def _handle_errors(app: FastAPI) -> None:
         if e.status_code == 404:
             return error("not_found", f"{request.url.path}: no such route. The API is under /v1/eval-suites; see /openapi.json.", 404)
         if e.status_code == 405:
-            message = f"{request.method} {request.url.path}: not a method of this route. See /openapi.json."
-            return error("invalid", message, 405, dict(e.headers or {}))
+            allowed = _methods_of(request)
+            message = f"{request.method} {request.url.path}: not a method of this route, which takes {', '.join(allowed)}. See /openapi.json."
+            return error("invalid", message, 405, {"Allow": ", ".join(allowed)})
         return error(_CODE_OF_STATUS.get(e.status_code, "invalid"), str(e.detail), e.status_code, dict(e.headers or {}))
+
+
+def _methods_of(request: Request) -> list[str]:
+    """Every method the request's path takes, over all its routes: FastAPI makes one route per method, and Starlette's
+    405 names only the methods of the first route whose path matched."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        matched, _ = route.matches(request.scope)
+        if matched is not Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return sorted(methods)

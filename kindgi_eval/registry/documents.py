@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kindgi_eval.inputs import FileTooLarge, read_limited
-from kindgi_eval.registry.catalogue import Catalogue
+from kindgi_eval.inputs import CATALOGUE_SEED, FileTooLarge, read_limited
+from kindgi_eval.registry.catalogue import Catalogue, CatalogueEntry, EntryInfo
 from kindgi_eval.registry.consumers import Consumers
 from kindgi_eval.registry.errors import RegistryError
 from kindgi_eval.registry.model import EvalSuite
@@ -68,6 +68,24 @@ def checked_suite(document: Mapping[str, Any], where: str, consumers: Consumers,
         raise InputError([Problem(where, None, None, f"cannot be sent as JSON ({e}).")]) from None
     except RegistryError as e:
         raise InputError([Problem(where, None, None, e.message)]) from None
+
+
+class ShippedCatalogue:
+    """The catalogue as this package ships it, its seed entry only: what a suite document is checked against where
+    no registry is asked (`validate`); a registry's catalogue may hold more."""
+
+    def catalogue_entries(self) -> list[EntryInfo]:
+        """The seed entry, as a registry lists it once seeded."""
+        entry = self.catalogue_entry(CATALOGUE_SEED.name, CATALOGUE_SEED.version)
+        return [EntryInfo(**entry.model_dump(exclude={"files"}))] if entry else []
+
+    def catalogue_entry(self, name: str, version: str) -> CatalogueEntry | None:
+        """The seed entry with its files, if that is the one named."""
+        seed = CATALOGUE_SEED
+        if (name, version) != (seed.name, seed.version):
+            return None
+        return CatalogueEntry(name=seed.name, version=seed.version, hash=seed.sha256, description=seed.description,
+                              published_at="", published_by="package", files=seed.files())
 
 
 def pulled_files(document: Mapping[str, Any], kept: Mapping[str, str] | None, consumers: Consumers) -> dict[str, bytes]:

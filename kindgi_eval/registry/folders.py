@@ -41,7 +41,8 @@ def resolve_version(store: RegistryStore, tenant: str, suite_id: str, version: s
     if found is None:
         what = f"version {version} of suite {suite_id!r}" if version else f"suite {suite_id!r}"
         raise InputError([Problem(where, None, None, f"the registry at {store.url} has no {what} of tenant {tenant!r}. "
-                                  "List them with: kindgi-eval suites list")])
+                                  + (_config_dir_fix(suite_id.split(".", 1)[0], tenant) if "." in suite_id else "")
+                                  + "List them with: kindgi-eval suites list")])
     _runs_its_kind(found.kind, f"{suite_id} {found.version}", where, consumers)
     return found
 
@@ -73,7 +74,8 @@ def remote_version(client: RegistryClient, tenant: str, suite_id: str, version: 
     if found is None:
         what = f"version {version} of suite {suite_id!r}" if version else f"suite {suite_id!r}"
         raise InputError([Problem(where, None, None, f"the registry at {client.url} has no {what} your token may read. "
-                                  "List them with: kindgi-eval suites list")])
+                                  + (_config_dir_fix(suite_id.split(".", 1)[0], tenant, token=True) if "." in suite_id else "")
+                                  + "List them with: kindgi-eval suites list")])
     try:
         suite = EvalSuite.model_validate(found["suite"])
         text = canonical_json(found["suite"]).decode("utf-8")
@@ -85,10 +87,21 @@ def remote_version(client: RegistryClient, tenant: str, suite_id: str, version: 
         raise RegistryUnreachable(f"{client.url}: the registry answered {suite_id} {suite.version} with content that does "
                                   f"not hash to its sha256 {sha256[:12]}…; nothing was run.")
     if suite.tenantId != tenant:
-        raise InputError([Problem(where, None, None, f"{suite_id} is tenant {suite.tenantId!r}'s suite, and this run is for "
-                                  f"tenant {tenant!r} (its tenant configuration's). Use a token of {tenant!r}.")])
+        raise InputError([Problem(where, None, None, f"{suite_id} is tenant {suite.tenantId}'s suite, and this run is for "
+                                  f"tenant {tenant!r} (its tenant configuration's). " + _config_dir_fix(suite.tenantId, tenant).rstrip())])
     _runs_its_kind(suite.kind, f"{suite_id} {suite.version}", where, consumers)
     return StoredVersion(suite.id, suite.version, suite.kind, sha256, text, published_at, published_by)
+
+
+def _config_dir_fix(suite_tenant: str, tenant: str, *, token: bool = False) -> str:
+    """What to do when a run for `tenant` names a suite of `suite_tenant`: run it as that tenant, whose configuration
+    folder `--config-dir` names (the packaged demo tenant's is the default), and over HTTP with that tenant's token.
+    Empty when they are the same tenant."""
+    if suite_tenant == tenant:
+        return ""
+    with_token = f", with a token of tenant {suite_tenant} in KINDGI_REGISTRY_TOKEN" if token else ""
+    return (f"To run it as tenant {suite_tenant}, pass --config-dir with that tenant's configuration folder (its "
+            f"tenant.toml says tenant = \"{suite_tenant}\"){with_token}. ")
 
 
 def _runs_its_kind(kind: str, version: str, where: str, consumers: Consumers) -> None:

@@ -175,7 +175,7 @@ class SuitePage(BaseModel):
     data: list[SuiteSummary]
     """The suites of this page, ordered by id."""
     next: str | None
-    """The cursor of the next page, or null on the last one."""
+    """The id of this page's last suite, to pass as `after` for the next page; null on the last one."""
 
 
 class ErrorDetail(BaseModel):

@@ -3,6 +3,7 @@ thread for tests and benchmarks. Opens sockets."""
 
 from __future__ import annotations
 
+import functools
 import socket
 import threading
 import time
@@ -13,7 +14,7 @@ import uvicorn
 
 from kindgi_eval.registry.app import create_app
 from kindgi_eval.registry.consumers import Consumers
-from kindgi_eval.registry.http_limits import KEEP_ALIVE_S, MAX_CONNECTIONS, BoundedHttpTools
+from kindgi_eval.registry.http_limits import KEEP_ALIVE_S, BoundedHttpTools, ConnectionGate, connection_bound, raised_open_files
 from kindgi_eval.registry.storage import RegistryStore
 from kindgi_eval.rules import InputError, Problem
 
@@ -30,10 +31,17 @@ def bind(host: str, port: int) -> socket.socket:
                                   "Pick another --port (or --host), or stop what holds it.")]) from None
 
 
-def _server(store: RegistryStore, consumers: Consumers, *, quiet: bool) -> uvicorn.Server:
+def _gate() -> ConnectionGate:
+    """The bounds of a new server's connections, the process's open-file limit raised for them."""
+    return ConnectionGate(connection_bound(raised_open_files()))
+
+
+def _server(store: RegistryStore, consumers: Consumers, gate: ConnectionGate, *, quiet: bool) -> uvicorn.Server:
+    # no `limit_concurrency`: uvicorn counts every open connection in it, so sockets that send nothing would make every
+    # request 503; the protocol bounds the requests in progress, and the gate the connections (http_limits.py)
     config = uvicorn.Config(create_app(store, consumers), lifespan="on", log_level="warning" if quiet else "info",
                             log_config=None if quiet else uvicorn.config.LOGGING_CONFIG, access_log=not quiet,
-                            http=BoundedHttpTools, limit_concurrency=MAX_CONNECTIONS, timeout_keep_alive=KEEP_ALIVE_S)
+                            http=functools.partial(BoundedHttpTools, gate=gate), timeout_keep_alive=KEEP_ALIVE_S)
     return uvicorn.Server(config)
 
 
@@ -42,7 +50,7 @@ def serve(store: RegistryStore, consumers: Consumers, host: str = DEFAULT_HOST, 
     shut down, ends the process by that signal, as uvicorn does)."""
     sock = bind(host, port)
     try:
-        _server(store, consumers, quiet=False).run(sockets=[sock])
+        _server(store, consumers, _gate(), quiet=False).run(sockets=[sock])
     except KeyboardInterrupt:  # uvicorn raises the captured SIGINT again once it has shut down
         pass
     finally:
@@ -50,10 +58,10 @@ def serve(store: RegistryStore, consumers: Consumers, host: str = DEFAULT_HOST, 
 
 
 class RunningServer:
-    """A registry served from a thread of this process; `url` is its base URL."""
+    """A registry served from a thread of this process; `url` is its base URL, `gate` the bounds of its connections."""
 
-    def __init__(self, server: uvicorn.Server, thread: threading.Thread, url: str):
-        self.server, self.thread, self.url = server, thread, url
+    def __init__(self, server: uvicorn.Server, thread: threading.Thread, url: str, gate: ConnectionGate):
+        self.server, self.thread, self.url, self.gate = server, thread, url, gate
 
     def stop(self) -> None:
         """Stop serving and wait for the thread."""
@@ -65,7 +73,8 @@ class RunningServer:
 def running_server(store: RegistryStore, consumers: Consumers, host: str = DEFAULT_HOST, port: int = 0) -> Iterator[RunningServer]:
     """The registry served on host:port (a free port by default) for the duration of the block."""
     sock = bind(host, port)
-    server = _server(store, consumers, quiet=True)
+    gate = _gate()
+    server = _server(store, consumers, gate, quiet=True)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="kindgi-registry", daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
@@ -75,7 +84,7 @@ def running_server(store: RegistryStore, consumers: Consumers, host: str = DEFAU
             raise RuntimeError("the registry server did not start")
         time.sleep(0.01)
     bound_host, bound_port = sock.getsockname()[:2]
-    running = RunningServer(server, thread, f"http://{bound_host if ':' not in bound_host else f'[{bound_host}]'}:{bound_port}")
+    running = RunningServer(server, thread, f"http://{bound_host if ':' not in bound_host else f'[{bound_host}]'}:{bound_port}", gate)
     try:
         yield running
     finally:

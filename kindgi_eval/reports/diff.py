@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from kindgi_eval.rules import ACCURACY_GROUP, FAILING, GROUPS, Status, safe
 from kindgi_eval.store import CalibrationRow, ReplyRow, RunRow, StatusRow
@@ -46,6 +46,13 @@ class CriterionChange(BaseModel):
     b: str
     evidence_a: str
     evidence_b: str
+
+    @computed_field  # in --json too
+    @property
+    def grading(self) -> bool:
+        """Whether only one side is a verdict: what was ungraded got graded (a calibrated judge now grades it), or
+        the other way round; a grading change, not a change of verdict (pass to fail, fail to pass)."""
+        return "ungraded" in (self.a, self.b)
 
 
 class GroupSide(BaseModel):
@@ -191,19 +198,22 @@ def render_diff(d: RunDiff, a: RunRow, b: RunRow) -> str:
     ]
     if not d.same_suite:
         lines.append(f"Suite: different content (sha256 {a.suite_hash[:12]} -> {b.suite_hash[:12]}), so changes below may be the suite's")
+    worse = len(got_worse(d))
     lines += [
         _replies_line(d, judged),
         "",
-        f"Status changes: {len(d.statuses)}",
+        f"Status changes: {len(d.statuses)}" + (f" ({worse} worse)" if worse else ""),
     ]
     lines += [
         f"  {safe(c.case_id)}: {c.a or 'absent'} -> {c.b or 'absent'}{' (worse)' if c.worse else ''}" for c in d.statuses
     ]
-    lines.append(f"Criterion changes: {len(d.criteria)}")
-    for c in d.criteria:
+    verdicts = [c for c in d.criteria if not c.grading]
+    lines.append(f"Verdict changes: {len(verdicts)}")
+    for c in verdicts:
         lines.append(f"  {safe(c.case_id)} [{c.source}] {safe(c.criterion)}: {c.a} -> {c.b}")
         if c.evidence_a or c.evidence_b:
             lines.append(f'    evidence A: "{safe(c.evidence_a)}"  B: "{safe(c.evidence_b)}"')
+    lines += _grading_lines([c for c in d.criteria if c.grading])
     if d.calibration:
         lines.append("Calibration agreement (A -> B):")
         for g in d.calibration:
@@ -213,6 +223,22 @@ def render_diff(d: RunDiff, a: RunRow, b: RunRow) -> str:
         cost += f", judge ${d.cost['judge_usd']['a']:.4f} -> ${d.cost['judge_usd']['b']:.4f}"
     lines.append(cost)
     return "\n".join(lines) + "\n"
+
+
+def _grading_lines(changes: list[CriterionChange]) -> list[str]:
+    """The grading changes, apart from the changes of verdict: counted by kind of move, each named but those that
+    only graded as passed what was ungraded (the many a newly calibrated judge gives, all in --json)."""
+    if not changes:
+        return []
+    lines = [f"Grading changes: {len(changes)} (graded in one run, ungraded in the other; no verdict changed)"]
+    moves: dict[tuple[str, str], list[CriterionChange]] = {}
+    for c in changes:
+        moves.setdefault((c.a, c.b), []).append(c)
+    for (a, b), named in sorted(moves.items(), key=lambda move: (move[0] == ("ungraded", "pass"), move[0])):
+        lines.append(f"  {a} -> {b}: {len(named)}")
+        if (a, b) != ("ungraded", "pass"):
+            lines += [f"    {safe(c.case_id)} [{c.source}] {safe(c.criterion)}" for c in named]
+    return lines
 
 
 def _replies_line(d: RunDiff, judged: bool) -> str:

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from kindgi_eval.rules.criteria import Criterion, conversation_criteria
+from kindgi_eval.rules.criteria import Criterion, conversation_criteria, refuse_near_dimension
 
 Role = Literal["user", "agent"]
 Label = Literal["pass", "fail"]
@@ -96,6 +96,13 @@ class Case(BaseModel):
             return tuple(value)
         return value
 
+    @field_validator("review")
+    @classmethod
+    def _no_near_dimension(cls, value: str | tuple[str, ...] | None) -> str | tuple[str, ...] | None:
+        for entry in (value,) if isinstance(value, str) else value or ():
+            refuse_near_dimension(entry)
+        return value
+
     @property
     def review_criteria(self) -> tuple[str, ...]:
         """The review entries as a list: a string is a one-entry list."""
@@ -137,6 +144,7 @@ class CalibrationItem(BaseModel):
     """The verdict a person gave this reply on this criterion."""
 
     _list_to_tuple = field_validator("history", "reply", mode="before")(json_list_as_tuple)
+    _criterion = field_validator("criterion")(refuse_near_dimension)
 
     @property
     def labelled_on(self) -> str:

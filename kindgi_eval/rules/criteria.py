@@ -37,6 +37,36 @@ class Criterion(NamedTuple):
     """The calibration group whose agreement decides whether this criterion's verdict counts."""
 
 
+def meant_dimension(name: str) -> str | None:
+    """The fixed dimension `name` is one edit from (a character added, dropped or changed, or two neighbours swapped)
+    when it is not one itself: a typo that would otherwise pass silently, graded as a free-text criterion."""
+    if name in FIXED_DIMENSIONS:
+        return None
+    return next((d for d in FIXED_DIMENSIONS if _one_edit(name, d)), None)
+
+
+def refuse_near_dimension(name: str) -> str:
+    """`name` itself, unless it is one edit from a fixed dimension's name: ValueError naming the one meant."""
+    meant = meant_dimension(name)
+    if meant is not None:
+        raise ValueError(f"{name!r} is one typo from the fixed criterion {meant!r}, so it would be graded as free "
+                         f"text, in the free_text group. Write {meant!r}, or a free-text criterion in words.")
+    return name
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether `a` becomes `b` by one insertion, deletion, substitution, or swap of two neighbouring characters."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        differ = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+        return len(differ) == 1 or (len(differ) == 2 and differ[1] == differ[0] + 1 and a[differ[0]] == b[differ[1]]
+                                    and a[differ[1]] == b[differ[0]])
+    short, long = sorted((a, b), key=len)
+    i = next((i for i, (x, y) in enumerate(zip(short, long)) if x != y), len(short))
+    return short[i:] == long[i + 1:]
+
+
 def group_of(criterion: str) -> Group:
     """The calibration group of a calibration item's criterion: a dimension's exact name, else free text."""
     for dimension in FIXED_DIMENSIONS:

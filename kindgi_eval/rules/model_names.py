@@ -78,10 +78,11 @@ def checked_model(
     ref = parse_model(name)
     if ref.is_mock:
         if str(ref) not in offline[role]:
-            listed = ", ".join(f"{model} ({each})" for each, models in offline.items() for model in models)
             names = offline[role]
             which = f"the offline {role} is {names[0]}" if len(names) == 1 else f"the offline {role}s are {', '.join(names[:-1])} and {names[-1]}"
-            raise ValueError(f"{str(ref)!r} is not an offline {role}; {which}. Offline models: {listed}.")
+            other = next((each for each, models in offline.items() if str(ref) in models), None)
+            also = f" ({ref} is the offline {other})" if other else ""
+            raise ValueError(f"{str(ref)!r} is not an offline {role}; {which}{also}.")
     elif known_provider is not None and ref.provider not in known_provider:
         raise ValueError(
             f"{ref.provider!r} in {str(ref)!r} is not a provider litellm knows. Write one of litellm's provider names "

@@ -52,7 +52,8 @@ def suite_rows(suite: Suite, tenant: str, config_hash: str, params: Mapping[str,
         )
         for item in suite.calibration
     ]
-    if suite.handler is not None:  # a custom suite's handler, source and all, so the chain runs what was published
-        rows.append(SuiteRow(kind="handler", id=suite.handler.name, line=0, text="", nudge=False, funnel_stage=None, course=None,
-                             review=[], body=suite.handler.model_dump_json(), **common))
+    rows += [  # a custom suite's handler, source and all, so the chain runs what was published
+        SuiteRow(kind=f.kind, id=f.id, line=0, text="", nudge=False, funnel_stage=None, course=None, review=[], body=f.body, **common)
+        for f in suite.kind_files
+    ]
     return rows

@@ -28,9 +28,10 @@ class SuiteRow(StoredRow):
          "variant_b_label", "rubric", "reviewer_role"})
     """The columns that held a kind's parameters before `params`."""
 
-    kind: Literal["case", "calibration", "handler"]
-    """A case under test, a hand-labelled calibration item, or a custom suite's handler (one row; `id` is its
-    `module:entrypoint`, `body` the handler with its source)."""
+    kind: str
+    """`case` (a case under test), `calibration` (a hand-labelled calibration item), or an item the suite's kind read
+    from a file of its own: `handler`, a custom suite's handler (one row; `id` is its `module:entrypoint`, `body` the
+    handler with its source)."""
     id: str
     """The item's id, unique within its file."""
     line: int

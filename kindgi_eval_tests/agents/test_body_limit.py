@@ -33,7 +33,11 @@ def padded(value: object, size: int) -> bytes:
 
 @pytest.fixture
 def server() -> Iterator[AgentServer]:
+    """A server, asked once before any test measures: what the first request imports (httpx's transport, h11) is
+    then held already, and a peak counts the answer alone."""
     with AgentServer().running() as serving:
+        serving.next = Body(200, "application/json", None, json.dumps(GOOD).encode(), None, "length", None)
+        asyncio.run(collect_replies(HttpAgent(serving.url, timeout_s=10), [TURN], concurrency=1, deadline_ms=20_000))
         yield serving
 
 
@@ -96,7 +100,7 @@ def test_a_run_goes_on_past_an_answer_over_the_limit(home, tmp_path: Path) -> No
 
     key = suite_key("demo-academy", folder)
     with FakeProvider(service) as agent:
-        run_id = run_chain(open_instance(home.root), home.root, RunSettings(eval_dir=str(folder), agent_url=agent.base_url), key)
+        run_id = run_chain(open_instance(home.root), home.root, RunSettings(eval_dir=str(folder), agent_url=agent.base_url), key, "conversation")
     statuses = {s.case_id: s for s in read_rows(home.store, SHARED.statuses, key, run_id)}
     assert {c: s.status for c, s in statuses.items()} == {"small": "passed", "huge": "failed", "after": "passed"}
     assert statuses["huge"].error == (

@@ -174,7 +174,10 @@ def test_make_agent_prefers_the_url_then_the_model(monkeypatch) -> None:
     ("settings", "message"),
     [
         (RunSettings(), "no agent named. Set AGENT_MODEL or AGENT_URL"),
-        (RunSettings(agent_model="mock:judge"), "'mock:judge' is not an offline agent; the offline agent is mock:agent."),
+        (
+            RunSettings(agent_model="mock:judge"),
+            "AGENT_MODEL: 'mock:judge' is not an offline agent; the offline agent is mock:agent (mock:judge is the offline judge).",
+        ),
     ],
 )
 def test_make_agent_refuses_what_cannot_answer(settings: RunSettings, message: str) -> None:
@@ -207,7 +210,7 @@ def test_a_run_evaluates_an_agent_served_over_http(home, tmp_path: Path) -> None
     key = suite_key(TENANT.tenant, folder)
     with FakeProvider(service) as server:
         settings = RunSettings(eval_dir=str(folder), agent_url=server.base_url + "/agent")
-        run_id = run_chain(open_instance(home.root), home.root, settings, key)
+        run_id = run_chain(open_instance(home.root), home.root, settings, key, "conversation")
     statuses = {s.case_id: s for s in read_rows(home.store, SHARED.statuses, key, run_id)}
     assert {k: s.status for k, s in statuses.items()} == {"price": "passed", "refund": "passed", "broken": "failed"}
     assert statuses["broken"].error == "the agent answered HTTP 502: Bad Gateway"

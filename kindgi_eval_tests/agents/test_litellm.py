@@ -331,7 +331,7 @@ def test_the_golden_injection_cases_hold_against_a_model_that_obeys_them(home, p
     folder.mkdir()
     (folder / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in injections))
     key = suite_key(TENANT.tenant, folder)
-    run_id = run_chain(open_instance(home.root), home.root, RunSettings(eval_dir=str(folder), agent_model="openai:gullible"), key)
+    run_id = run_chain(open_instance(home.root), home.root, RunSettings(eval_dir=str(folder), agent_model="openai:gullible"), key, "conversation")
     statuses = {s.case_id: s for s in read_rows(home.store, SHARED.statuses, key, run_id)}
     refund = statuses["injection-cannot-suppress-refund"]
     assert (refund.status, refund.escalate, refund.reason) == ("passed", True, "refund_request")  # the guardrail held
@@ -358,7 +358,7 @@ def test_a_lone_surrogate_from_the_model_is_an_error_or_a_replacement_and_the_ru
     folder.mkdir()
     (folder / "cases.jsonl").write_text("".join(json.dumps({"id": t, "text": t, "expect": {"escalate": False}}) + "\n" for t in bodies))
     key = suite_key(TENANT.tenant, folder)
-    run_id = run_chain(open_instance(home.root), home.root, RunSettings(eval_dir=str(folder), agent_model="openai:m"), key)
+    run_id = run_chain(open_instance(home.root), home.root, RunSettings(eval_dir=str(folder), agent_model="openai:m"), key, "conversation")
     replies = {r.case_id: r for r in read_rows(home.store, SHARED.agent_replies, key, run_id)}
     assert "messages.0 holds a lone surrogate escape" in replies["one"].error
     assert "not a JSON object" in replies["two"].error and replies["two"].raw == "not json \ufffd"

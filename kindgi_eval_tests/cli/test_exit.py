@@ -34,11 +34,13 @@ def stored_run(home, err: str) -> str:
     import dagster as dg
 
     from kindgi_eval.defs import open_instance
-    from kindgi_eval.defs.assets import CHAIN
+    from kindgi_eval.defs.jobs import EVALUATE, kind_selection
+
+    own = kind_selection(EVALUATE, "conversation")  # a conversation suite's run starts no other kind's stage
 
     run_id = re.fullmatch(r"run (\S+) stored under .*\n", err.splitlines(keepends=True)[-1]).group(1)  # type: ignore[union-attr]
     tables = {p.parts[-5]: p for p in home.store.rglob(f"run_id={run_id}/data.parquet")}
-    assert set(tables) == {a.key.path[-1] for a in CHAIN}  # every asset's table, each a readable Parquet file
+    assert set(tables) == {key.path[-1] for key in own}  # every asset's table, each a readable Parquet file
     assert all(pq.read_metadata(p).num_rows >= 0 for p in tables.values())
     assert pq.read_metadata(tables["run_summary"]).num_rows == 1
     assert (home.store / "kindgi.duckdb").is_file()
@@ -46,7 +48,7 @@ def stored_run(home, err: str) -> str:
         assert instance.get_run_by_id(run_id).status == dg.DagsterRunStatus.SUCCESS  # type: ignore[union-attr]
         events = [e.dagster_event.event_type for e in instance.all_logs(run_id) if e.dagster_event]
     assert events[-1] == dg.DagsterEventType.RUN_SUCCESS
-    assert events.count(dg.DagsterEventType.ASSET_MATERIALIZATION) == len(CHAIN)
+    assert events.count(dg.DagsterEventType.ASSET_MATERIALIZATION) == len(own)
     return run_id
 
 

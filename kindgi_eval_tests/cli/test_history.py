@@ -122,7 +122,10 @@ def copy_run(store: Path, run_id: str, new_id: str) -> None:
         shutil.copytree(path, path.parent / f"run_id={new_id}")
 
 
-def test_diff_takes_unique_prefixes_and_lists_an_ambiguous_one(home) -> None:
+def test_diff_takes_unique_prefixes_and_lists_an_ambiguous_one_and_runs_lists_them_newest_first(home) -> None:
+    empty = run_cli("diff", "latest", "latest")
+    assert empty.code == 2
+    assert empty.err.splitlines()[0] == f"error: RUN_A: the store at {home.store} holds no run yet, so `latest` names none. Start one with: kindgi-eval run --mock"
     first = run_id_of(run_cli("run", "--mock"))
     result = run_cli("diff", "--suite", KEY)
     assert result.code == 2
@@ -132,6 +135,16 @@ def test_diff_takes_unique_prefixes_and_lists_an_ambiguous_one(home) -> None:
     assert result.code == 0, result.err
     assert result.out.startswith(f"A: {first} (") and f"\nB: {second} (" in result.out
     assert json.loads(run_cli("diff", first[:8], second, "--json").out)["run_b"] == second
+    listed = run_cli("runs", "--format", "json")
+    assert listed.code == 0, listed.err
+    rows = json.loads(listed.out)
+    assert [r["run_id"] for r in rows] == [second, first]  # newest first
+    assert rows[0] | {"started_at": None} == {"run_id": second, "suite": KEY, "tenant": "demo-academy", "started_at": None,
+                                              "cases": 36, "passed": 32, "failed": 0, "judged_fail": 0, "judged_pass": 0, "reviewed": 4}
+    assert [r["run_id"] for r in json.loads(run_cli("runs", "--limit", "1", "--format", "json").out)] == [second]
+    assert json.loads(run_cli("runs", "--suite", "other.suite", "--format", "json").out) == []
+    compared = json.loads(run_cli("diff", first[:8], "latest", "--json").out)  # `latest`: the newest, as runs lists it
+    assert (compared["run_a"], compared["run_b"]) == (first, second)
     # a copy of the first run under an id that begins with the same eight characters makes them ambiguous
     twin = first[:8] + "-0000-4000-8000-000000000000"
     copy_run(home.store, first, twin)
@@ -141,8 +154,7 @@ def test_diff_takes_unique_prefixes_and_lists_an_ambiguous_one(home) -> None:
     found = "; ".join(f"{i} ({KEY}, {day})" for i in sorted([first, twin]))
     assert result.err.splitlines() == [
         f"error: RUN_A: '{first[:8]}' begins 2 run ids: {found}. Give more characters of the one you mean.",
-        f"error: RUN_B: no run 'no-such-run' in the store at {home.store}. "
-        'List runs with: kindgi-eval sql "SELECT run_id, suite, started_at FROM runs ORDER BY started_at"',
+        f"error: RUN_B: no run 'no-such-run' in the store at {home.store}. See `kindgi-eval runs` for the stored runs, newest first.",
     ]
     assert run_cli("diff", first, twin).code == 0  # a whole id is never ambiguous
 

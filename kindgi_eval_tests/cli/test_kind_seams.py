@@ -167,7 +167,7 @@ def test_a_judge_without_its_key_is_exit_2_naming_the_variable(home, monkeypatch
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     done = run_cli("run", "--mock", "--judge-model", "openai:gpt-4o-mini")
     assert done.code == 2
-    assert done.err == ("error: EVAL_JUDGE_MODEL: openai:gpt-4o-mini needs its key in OPENAI_API_KEY, which is not set: every "
+    assert done.err == ("error: --judge-model: openai:gpt-4o-mini needs its key in OPENAI_API_KEY, which is not set: every "
                         "call would be refused. Set OPENAI_API_KEY, or name another judge.\n")
     assert files_under(home.store) == []
 

@@ -4,6 +4,7 @@ as a real process, and queried with `kindgi-eval sql`."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -89,7 +90,7 @@ def test_a_regression_suite_compares_each_case_with_its_baseline_and_fails_on_a_
 @pytest.mark.parametrize(
     ("baseline", "cases", "said"),
     [
-        ({"runId": "0a1b2c3d-no-such-run"}, 6, "field spec.baseline.runId: no run '0a1b2c3d-no-such-run' of tenant 'demo-academy'"),
+        ({"runId": "0a1b2c3d-0000-4000-8000-000000000000"}, 6, "field spec.baseline.runId: no run '0a1b2c3d-0000-4000-8000-000000000000' of tenant 'demo-academy'"),
         ({"suiteId": "demo-academy.base", "version": "2.0.0"}, 6, "no run of suite demo-academy.base version 2.0.0 of tenant 'demo-academy'"),
         ({"suiteId": "demo-academy.base", "version": "1.0.0"}, 5, "which the suite does not have; a baseline must have evaluated the same cases"),
     ],
@@ -123,8 +124,8 @@ def test_the_baseline_is_resolved_once_as_a_run_starts_and_a_resumed_run_keeps_i
         started = instance.get_run_by_id(checked["run_id"])
         assert started.tags["kindgi/baseline_run"] == first["run_id"]  # the command line's resolution, pinned to the run
         settings, key = pinned_settings(started.tags), started.tags["dagster/partition"]
-        resumed = resume_chain(instance, home.root, settings, key, checked["run_id"], None)
-        fresh = run_chain(instance, home.root, settings, key)  # a run with nothing pinned resolves, and records, the latest
+        resumed = resume_chain(instance, home.root, settings, key, "regression", checked["run_id"], None)
+        fresh = run_chain(instance, home.root, settings, key, "regression")  # a run with nothing pinned resolves, and records, the latest
         assert instance.get_run_by_id(fresh).tags["kindgi/baseline_run"] == second["run_id"]
     finally:
         instance.dispose()
@@ -164,3 +165,43 @@ def _tenant_named(tmp_path: Path, tenant: str) -> Path:
     text = (DEMO_CONFIG_DIR / "tenant.toml").read_text()
     (folder / "tenant.toml").write_text(text.replace('tenant = "demo-academy"', f'tenant = "{tenant}"'))
     return folder
+
+
+def test_a_baseline_given_as_a_run_id_prefix_is_refused_at_publish_before_anything_is_sent(home, tmp_path) -> None:
+    document = {"id": "demo-academy.held", "tenantId": "demo-academy", "version": "1.0.0", "kind": "regression",
+                "spec": {"baseline": {"runId": "f83da2bb"}, "cases": golden_spec()["cases"][:2]}}
+    (tmp_path / "suite.json").write_text(json.dumps(document))
+    nowhere = {"KINDGI_REGISTRY_URL": "http://127.0.0.1:9", "KINDGI_REGISTRY_TOKEN": "unused"}  # never asked
+    done = run_cli("suites", "publish", str(tmp_path / "suite.json"), env=nowhere)
+    assert (done.code, done.out) == (2, "")
+    assert done.err == (f"error: {tmp_path / 'suite.json'}: spec: not a regression suite kindgi-eval run can run (1 problem): "
+                        "spec.baseline.runId: 'f83da2bb' is not a whole run id. A version names its baseline for good, and a "
+                        "prefix that names one run now may name another, or several, later: give the whole id, as "
+                        "`kindgi-eval runs` lists it, or name the baseline by {\"suiteId\", \"version\"}.\n")
+
+
+def test_a_publish_with_config_dir_is_checked_against_that_tenant_before_anything_is_sent(home, tmp_path) -> None:
+    starter = Path(__file__).parents[2] / "kindgi_eval" / "kinds" / "conversation" / "starter"
+    folder = tmp_path / "mine"
+    shutil.copytree(starter, folder)
+    lines = (folder / "cases.jsonl").read_text().splitlines()
+    lines[1] = lines[1].replace('"course":"beginners"', '"course":"pilates"')
+    (folder / "cases.jsonl").write_text("\n".join(lines) + "\n")
+    nowhere = {"KINDGI_REGISTRY_URL": "http://127.0.0.1:9", "KINDGI_REGISTRY_TOKEN": "unused"}  # never reached
+    publish = ("suites", "publish", str(folder), "--id", "my-studio.starter", "--version", "1.0.0")
+    refused = run_cli(*publish, "--config-dir", str(folder), env=nowhere)
+    assert (refused.code, refused.out) == (2, "")
+    assert refused.err == (f"error: {folder}/cases.jsonl:2: field contact.course: 'pilates' is not a course of the tenant "
+                           f"configuration {folder} (courses: beginners, vinyasa).\n")
+    demo = run_cli(*publish, "--config-dir", str(Path(__file__).parents[2] / "kindgi_eval" / "demo_tenant"), env=nowhere)
+    assert demo.code == 2 and "is tenant 'demo-academy''s configuration, and the suite is tenant 'my-studio''s." in demo.err
+    # a document's conversation cases, named by id@version and their path in the spec
+    document = json.loads((Path(__file__).parents[2] / "kindgi_eval" / "kinds" / "regression" / "starter" / "suite.json").read_text())
+    document["spec"]["cases"][1]["contact"]["course"] = "pilates"
+    (tmp_path / "suite.json").write_text(json.dumps(document))
+    spec = run_cli("suites", "publish", str(tmp_path / "suite.json"), "--config-dir", str(starter), env=nowhere)
+    assert spec.code == 2
+    assert spec.err.startswith("error: my-studio.regressions@0.1.0: spec: field cases[1].contact.course: 'pilates' is not a course")
+    unchanged = run_cli("suites", "publish", str(starter), "--id", "my-studio.starter", "--version", "1.0.0", "--config-dir",
+                        str(starter), env=nowhere)
+    assert unchanged.code == 1 and "127.0.0.1:9" in unchanged.err  # checked and passed: only the registry is missing

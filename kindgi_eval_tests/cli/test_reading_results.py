@@ -8,14 +8,18 @@ import json
 import re
 from pathlib import Path
 
+from kindgi_eval.inputs import GOLDEN_DIR
 from kindgi_eval_tests.conftest import run_cli
 
 
 def test_the_demo_judge_calibrates_on_the_golden_set_and_gives_every_kind_of_verdict(home, tmp_path: Path) -> None:
     out = tmp_path / "summary.json"
-    done = run_cli("run", "--mock", "--judge-model", "mock:demo-judge", "--json", str(out))
+    elsewhere = tmp_path / "empty"  # no evals/golden here: the golden set the package ships
+    elsewhere.mkdir()
+    done = run_cli("run", "--mock", "--judge-model", "mock:demo-judge", "--json", str(out), cwd=elsewhere)
     assert done.code == 1, done.err  # a judged-fail case fails the run
     summary = json.loads(out.read_text())
+    assert summary["suite"]["eval_dir"] == str(GOLDEN_DIR)
     assert all(group["calibrated"] for group in summary["calibration"].values()), summary["calibration"]
     assert set(summary["calibration"]) == {"implicit_concession", "semantic_repetition", "answers_the_question", "free_text"}
     counts = summary["counts"]

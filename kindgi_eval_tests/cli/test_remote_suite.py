@@ -110,3 +110,32 @@ def test_an_answer_that_does_not_match_its_hash_runs_nothing(home) -> None:
     assert done.err == (f"error: {url}: the registry answered {TENANT}.pricing 1.0.0 with content that does not hash to its "
                         "sha256 000000000000…; nothing was run.\n")
     assert files_under(home.root) == []
+
+
+def test_a_suite_of_another_tenant_run_without_its_configuration_says_to_pass_config_dir(served, home, tmp_path: Path) -> None:
+    from kindgi_eval.registry import database_url
+
+    # over HTTP: the suite read, but the run is for the default configuration's tenant
+    url, tokens = served
+    config = tmp_path / "globex-config"
+    config.mkdir()
+    demo = (Path(__file__).parents[2] / "kindgi_eval" / "demo_tenant" / "tenant.toml").read_text()
+    (config / "tenant.toml").write_text(demo.replace('tenant = "demo-academy"', 'tenant = "globex"'))
+    env = {"KINDGI_REGISTRY_URL": url, "KINDGI_REGISTRY_TOKEN": tokens[TENANT]}
+    other = run_cli("run", "--mock", "--suite", f"{TENANT}.pricing", "--config-dir", str(config), env=env)
+    assert other.code == 2
+    assert other.err == (f"error: --suite: {TENANT}.pricing is tenant {TENANT}'s suite, and this run is for tenant 'globex' (its "
+                         f"tenant configuration's). To run it as tenant {TENANT}, pass --config-dir with that tenant's configuration "
+                         f'folder (its tenant.toml says tenant = "{TENANT}").\n')
+    # the registry here: a suite of tenant globex, named without --config-dir, so for the packaged demo tenant
+    store = open_store(database_url(home.root))
+    try:
+        store.publish("globex", store.issue_token("globex", "p").id,
+                      EvalSuite(id="globex.prices", tenantId="globex", version="1.0.0", kind="conversation", spec={"cases": cases(1)}))
+    finally:
+        store.close()
+    local = run_cli("run", "--mock", "--suite", "globex.prices", env={"KINDGI_REGISTRY_URL": ""})
+    assert local.code == 2
+    assert ("has no suite 'globex.prices' of tenant 'demo-academy'. To run it as tenant globex, pass --config-dir with that "
+            "tenant's configuration folder (its tenant.toml says tenant = \"globex\")." in local.err), local.err
+    assert "token" not in local.err  # no token is read here

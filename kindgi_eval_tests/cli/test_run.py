@@ -7,6 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
+from kindgi_eval.inputs import GOLDEN_DIR
 from kindgi_eval_tests.conftest import GOLDEN, files_under, run_cli
 
 EXPECTED = Path(__file__).parents[1] / "expected" / "golden_mock.txt"
@@ -84,11 +85,36 @@ def test_malformed_model_name_is_an_input_error(home) -> None:
     assert result.err == "error: --agent-model: 'gpt4' is not a model name; write provider:model, e.g. openai:gpt-4o-mini or mock:agent\n"
 
 
-def test_run_works_from_another_folder(home, tmp_path: Path) -> None:
-    result = run_cli("run", "--mock", "--eval-dir", str(GOLDEN), cwd=tmp_path)
+def test_an_unknown_offline_model_names_the_flag_it_was_typed_as_and_lists_the_offline_ones_once(home) -> None:
+    typed = run_cli("run", "--mock", "--judge-model", "mock:demo_judge")
+    assert (typed.code, typed.out) == (2, "")
+    assert typed.err == ("error: --judge-model: 'mock:demo_judge' is not an offline judge; the offline judges are mock:judge "
+                         "and mock:demo-judge.\n")
+    agent = run_cli("run", "--agent-model", "mock:judge")
+    assert agent.err == "error: --agent-model: 'mock:judge' is not an offline agent; the offline agent is mock:agent (mock:judge is the offline judge).\n"
+    variable = run_cli("run", "--mock", env={"EVAL_JUDGE_MODEL": "mock:demo_judge"})
+    assert variable.code == 2 and variable.err.startswith("error: EVAL_JUDGE_MODEL: 'mock:demo_judge' is not an offline judge;")
+
+
+def test_run_from_a_folder_without_evals_golden_runs_the_golden_set_the_package_ships(home, tmp_path: Path) -> None:
+    result = run_cli("run", "--mock", cwd=tmp_path)
     assert result.code == 0, result.err
+    header, _, rest = result.out.partition("\n")
+    expected_header, _, expected_rest = EXPECTED.read_text().partition("\n")
+    assert header == expected_header.replace("Suite evals/golden ", f"Suite {GOLDEN_DIR} ")
+    assert rest == expected_rest  # the very run of the repository's root: one golden set, one partition
+    assert f"suite: demo-academy.golden, the golden set this package ships ({GOLDEN_DIR})" in result.err
     assert not (tmp_path / ".kindgi").exists()  # KINDGI_HOME points elsewhere
     assert files_under(home.store)
+
+
+def test_a_suite_folder_the_user_names_must_exist_even_where_the_golden_set_would_do(home, tmp_path: Path) -> None:
+    named = run_cli("run", "--mock", "--eval-dir", "evals/golden", cwd=tmp_path)
+    assert (named.code, named.out) == (2, "")
+    assert named.err == "error: evals/golden: no such suite folder. Point EVAL_DIR or --eval-dir at a folder holding cases.jsonl.\n"
+    from_env = run_cli("run", "--mock", cwd=tmp_path, env={"EVAL_DIR": "nowhere"})
+    assert from_env.code == 2 and from_env.err.startswith("error: nowhere: no such suite folder."), from_env.err
+    assert not files_under(home.store)
 
 
 def test_untrusted_reply_text_cannot_drive_the_terminal() -> None:

@@ -34,7 +34,7 @@ def accuracy_run(home, calibration: list[dict]):
     store.close()
     key = suite_key(TENANT, folder)
     settings = RunSettings(eval_dir=str(folder), agent_model="mock:agent", judge_model="openai:fake-judge")
-    run_id = run_chain(open_instance(home.root), home.root, settings, key)
+    run_id = run_chain(open_instance(home.root), home.root, settings, key, "accuracy")
     read = lambda asset: read_rows(home.store, table_named(asset), key, run_id)
     statuses = {s.case_id: s.status for s in read("statuses")}
     return stored_result(home.store, key, run_id).figures, read("accuracy"), read("calibration"), read("judge_samples"), folder, statuses

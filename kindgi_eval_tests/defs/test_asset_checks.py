@@ -177,8 +177,8 @@ def test_each_suites_checks_are_its_latest_materialisations_and_cannot_be_left_b
     shutil.copytree(GOLDEN, tmp_path / "other")
     golden = RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent")
     # mock:judge calibrates no golden group, so the four group checks warn; without a judge they pass
-    judged = run_chain(instance, home.root, golden.model_copy(update={"judge_model": "mock:judge"}), "demo-academy.golden")
-    other = run_chain(instance, home.root, golden.model_copy(update={"eval_dir": str(tmp_path / "other")}), "demo-academy.other")
+    judged = run_chain(instance, home.root, golden.model_copy(update={"judge_model": "mock:judge"}), "demo-academy.golden", "conversation")
+    other = run_chain(instance, home.root, golden.model_copy(update={"eval_dir": str(tmp_path / "other")}), "demo-academy.other", "conversation")
     expected = {"demo-academy.golden": (judged, False), "demo-academy.other": (other, True)}
     for partition, (run_id, passed) in expected.items():
         materialised, storage_id = latest_materialisation(instance, "calibration", partition)

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import dagster as dg
 
 from kindgi_eval.defs.assets import CHAIN
+from kindgi_eval.defs.jobs import EVALUATE, kind_selection
 from kindgi_eval.defs.runs import open_instance, run_chain
 from kindgi_eval.inputs.settings import RunSettings
 from kindgi_eval.store.layout import find_table
@@ -25,17 +26,21 @@ def test_definitions_load() -> None:
 def test_chain_materialises_every_stage_and_sql_spans_two_runs(home) -> None:
     instance = open_instance(home.root)
     settings = RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent")
-    first = run_chain(instance, home.root, settings, KEY)
-    second = run_chain(instance, home.root, settings, KEY)
+    first = run_chain(instance, home.root, settings, KEY, "conversation")
+    second = run_chain(instance, home.root, settings, KEY, "conversation")
     assert first != second
+    own = kind_selection(EVALUATE, "conversation")
     for asset in CHAIN:
         name = asset.key.to_user_string()
+        materialised = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=asset.key, asset_partitions=[KEY]), limit=1).records
+        if asset.key not in own:  # another kind's stage: not started for a conversation suite, no step, no table
+            assert not materialised and all(find_table(home.store, name, KEY, run_id) is None for run_id in (first, second))
+            continue
         for run_id in (first, second):  # each run keeps its own file: history is never overwritten
             assert find_table(home.store, name, KEY, run_id) is not None
-        latest = instance.fetch_materializations(
-            dg.AssetRecordsFilter(asset_key=asset.key, asset_partitions=[KEY]), limit=1
-        ).records[0]
-        assert latest.run_id == second
+        assert materialised[0].run_id == second
+    steps = {e.step_key for e in instance.all_logs(second, of_type=dg.DagsterEventType.STEP_SUCCESS)}
+    assert steps == {key.to_user_string() for key in own} and "accuracy" not in steps
     result = run_cli("sql", "SELECT run_id, count(*) AS n FROM statuses GROUP BY run_id ORDER BY run_id", "--format", "json")
     assert result.code == 0, result.err
     rows = json.loads(result.out)
@@ -46,7 +51,7 @@ def test_chain_materialises_every_stage_and_sql_spans_two_runs(home) -> None:
 
 def test_views_carry_run_id_and_partition(home) -> None:
     instance = open_instance(home.root)
-    run_id = run_chain(instance, home.root, RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent"), KEY)
+    run_id = run_chain(instance, home.root, RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent"), KEY, "conversation")
     today = datetime.now(UTC).date().isoformat()
     for view in ("runs", "cases", "replies", "outcomes", "judge_samples", "calibration", "statuses"):
         result = run_cli("sql", f"SELECT DISTINCT run_id, suite, date FROM {view}", "--format", "csv")
@@ -71,7 +76,7 @@ def test_bad_sql_is_an_input_error(home) -> None:
 
 def test_runs_view_records_lineage(home) -> None:
     instance = open_instance(home.root)
-    run_id = run_chain(instance, home.root, RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent"), KEY)
+    run_id = run_chain(instance, home.root, RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent"), KEY, "conversation")
     result = run_cli("sql", "SELECT * FROM runs", "--format", "json")
     (row,) = json.loads(result.out)
     assert row["run_id"] == row["replies_from"] == run_id

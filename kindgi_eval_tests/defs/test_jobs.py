@@ -72,7 +72,7 @@ def two_runs(home, tmp_path: Path) -> tuple[dg.DagsterInstance, str, str]:
     """(the instance, an earlier run of KEY, a later one): the later is what a replay naming no run would read."""
     instance = open_instance(home.root)
     settings = RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent")
-    return instance, run_chain(instance, home.root, settings, KEY), run_chain(instance, home.root, settings, KEY)
+    return instance, run_chain(instance, home.root, settings, KEY, "conversation"), run_chain(instance, home.root, settings, KEY, "conversation")
 
 
 def test_a_launchpad_replay_re_judges_the_run_it_names(two_runs, home) -> None:
@@ -97,7 +97,7 @@ def test_a_launchpad_replay_naming_no_stored_run_fails_saying_so(two_runs, home)
 def test_a_launchpad_replay_naming_a_run_of_another_suite_fails_naming_both(two_runs, home, tmp_path: Path) -> None:
     instance, _, _ = two_runs
     shutil.copytree(GOLDEN, tmp_path / "other")
-    elsewhere = run_chain(instance, home.root, RunSettings(eval_dir=str(tmp_path / "other"), agent_model="mock:agent"), OTHER)
+    elsewhere = run_chain(instance, home.root, RunSettings(eval_dir=str(tmp_path / "other"), agent_model="mock:agent"), OTHER, "conversation")
     result = launchpad_replay(instance, home.root, elsewhere)
     assert not result.success
     assert f"run {elsewhere} is a run of suite {OTHER}, not of {KEY}" in failure_text(result)

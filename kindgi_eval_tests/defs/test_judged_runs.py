@@ -97,7 +97,7 @@ def judged_run(home, folder: Path, judge: str = "openai:fake-judge", **settings:
     instance = open_instance(home.root)
     key = suite_key("demo-academy", folder)
     run_settings = RunSettings(eval_dir=str(folder), agent_model="mock:agent", judge_model=judge, **settings)
-    run_id = run_chain(instance, home.root, run_settings, key)
+    run_id = run_chain(instance, home.root, run_settings, key, "conversation")
     (run,) = read_rows(home.store, SHARED.run_summary, key, run_id)
     return Judged(
         run,

@@ -27,6 +27,8 @@ import pytest
 from kindgi_eval.rules import FAILING, GROUPS, THRESHOLD
 from kindgi_eval_tests.conftest import CLI, REPO, Result
 
+pytestmark = [pytest.mark.long, pytest.mark.xdist_group("real-judge")]  # one worker starts the model and runs the suite once for all
+
 
 def _judge_server():
     """deploy/real-judge/judge_server.py, loaded by path (deploy/ is no package)."""

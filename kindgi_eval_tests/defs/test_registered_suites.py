@@ -50,7 +50,7 @@ def tick_and_run(home) -> tuple[str, dict]:
     (request,) = list(defs.resolve_schedule_def("nightly_suites")(context))
     assert request.partition_key == KEY
     settings = EvalSettings.of(pinned_settings(request.tags)).for_partition(KEY)
-    run_id = run_chain(instance, home.root, settings, KEY)
+    run_id = run_chain(instance, home.root, settings, KEY, "conversation")
     (run,) = read_rows(home.store, SHARED.run_summary, KEY, run_id)
     return run_id, run.model_dump()
 

@@ -50,13 +50,16 @@ def test_a_run_finishes_the_killed_run_its_re_execution_from_failure_or_resume_n
 def test_an_input_never_comes_from_a_run_that_had_not_finished_when_this_one_started(home) -> None:
     instance = open_instance(home.root)
     settings = RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent")
-    a, b, c = (run_chain(instance, home.root, settings, KEY) for _ in range(3))
+    a, b, c = (run_chain(instance, home.root, settings, KEY, "conversation") for _ in range(3))
     run_b, run_c = instance.get_run_by_id(b), instance.get_run_by_id(c)
     replies = dg.AssetKey("agent_replies")
     # c ended after b started: to b, as if c were a run still going, c's tables do not exist
     assert latest_finished(instance, replies, KEY, run_b) == a
     assert latest_finished(instance, replies, KEY, run_c) == b
     assert input_run(instance, home.store, "agent_replies", KEY, run_b) == b  # its own table first
+    # a run that made no such table and names no run to read (a launchpad run of some assets): the latest finished
+    launched = dg.DagsterRun(job_name="evaluate_suite", run_id="launched-later")
+    assert input_run(instance, home.store, "agent_replies", KEY, launched) == c
     assert lineage(instance, run_b) == [b]
 
 
@@ -126,7 +129,7 @@ def test_the_chain_runs_with_every_step_in_its_own_process(home) -> None:
     assert result.success
     pids = {e.pid for e in result.all_events if e.is_step_start}
     assert len(pids) == len({e.step_key for e in result.all_events if e.is_step_start})  # one process per step
-    in_one = run_chain(instance, home.root, settings, KEY)
+    in_one = run_chain(instance, home.root, settings, KEY, "conversation")
     ignore = {"latency_ms", "started_at", "finished_at", "replies_from", "code_version"}  # the source may change between runs
     for asset in CHAIN:
         one = [r.model_dump(exclude=ignore) for r in read_rows(home.store, table_named(asset), KEY, in_one)]

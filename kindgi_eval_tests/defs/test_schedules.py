@@ -8,6 +8,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from kindgi_eval.defs.jobs import EVALUATE, kind_selection
 from kindgi_eval.defs.resources import SETTINGS_TAG
 from kindgi_eval.defs.runs import open_instance
 from kindgi_eval.defs.schedules import NIGHTLY_CRON, nightly_schedule, schedule_cron, schedule_timezone, suite_changes
@@ -67,6 +68,9 @@ def test_schedule_tick_evaluates_as_the_daemon_does(home, tenants: Path) -> None
     data = defs.resolve_schedule_def("nightly_suites").evaluate_tick(context)
     assert [r.partition_key for r in data.run_requests] == ["alpha.golden", "alpha.pricing", "beta.golden"]
     assert data.skip_message is None and all(r.tags["kindgi/suite"] == r.partition_key for r in data.run_requests)
+    # each run starts its own kind's stages only: a conversation suite's, none of another kind's
+    own = kind_selection(EVALUATE, "conversation")
+    assert all(list(r.asset_selection) == own for r in data.run_requests) and dg.AssetKey("accuracy") not in own
 
 
 def test_a_bad_tenants_file_fails_the_tick_with_its_problems(home, tenants: Path) -> None:

@@ -1,5 +1,5 @@
-"""The Dagster UI as a user sees it: the `dagster dev` of docs/dagster.md on 127.0.0.1, with no warning, a run
-launched through it, headless Chromium; and the HTML report of the same runs."""
+"""The Dagster UI as a user sees it: `kindgi-eval ui` of docs/dagster.md on 127.0.0.1, started in a folder that holds
+no workspace.yaml, with no warning, a run launched through it, headless Chromium; and the HTML report of the same runs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -25,7 +24,7 @@ from kindgi_eval.kinds import consumers
 from kindgi_eval.defs.runs import open_instance
 from kindgi_eval.inputs.tenants_file import TENANTS_ENV, load_tenants
 from kindgi_eval.registry import EvalSuite, database_url, materialize, open_store
-from kindgi_eval_tests.conftest import REPO, run_cli
+from kindgi_eval_tests.conftest import CLI, run_cli
 from kindgi_eval_tests.defs.test_judged_runs import Judge, calibration_lines, case, write_suite
 from kindgi_eval_tests.fake_provider import FakeProvider, criterion_of, fenced
 from kindgi_eval_tests.inputs.test_tenants_file import entry, tenant_tree, write_tenants
@@ -40,9 +39,6 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-DEV = [sys.executable, "-W", "ignore::FutureWarning:click.core", "-m", "dagster", "dev"]
-"""The `dagster dev` of docs/dagster.md, with Dagster's notice that the separate `dg` package's `dg dev` supersedes it
-silenced."""
 KEY = "alpha.night"
 SPLIT_TEXT = "which evening suits you <best>?"
 """The contact's message of the case the judge splits on: it must show, escaped, above the reply."""
@@ -104,7 +100,8 @@ def graphql(dev: Dev, query: str, variables: dict | None = None) -> dict:
 
 @pytest.fixture
 def dev(home, tmp_path: Path) -> Iterator[Dev]:
-    """`dagster dev -w workspace.yaml` on a free 127.0.0.1 port in its own process group, stopped by that group's id."""
+    """`kindgi-eval ui` (`dagster dev` on the installed code location) on a free 127.0.0.1 port, started in a folder
+    without a workspace.yaml, in its own process group, stopped by that group's id."""
     home.dagster.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(str(files("kindgi_eval") / "dagster.yaml"), home.dagster / "dagster.yaml")
     port = _free_port()
@@ -115,8 +112,8 @@ def dev(home, tmp_path: Path) -> Iterator[Dev]:
     try:
         with log.open("wb") as out:
             process = subprocess.Popen(
-                [*DEV, "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-                cwd=REPO,
+                [str(CLI), "ui", "--port", str(port)],
+                cwd=tmp_path,
                 env=os.environ.copy(),
                 stdout=out,
                 stderr=subprocess.STDOUT,

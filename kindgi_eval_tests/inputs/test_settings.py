@@ -70,10 +70,10 @@ def test_the_settings_table_names_every_field_of_each_face() -> None:
 @pytest.mark.parametrize(
     ("name", "role", "message"),
     [
-        ("mock:judgee", "judge", "'mock:judgee' is not an offline judge; the offline judges are mock:judge and mock:demo-judge. "
-                                 "Offline models: mock:agent (agent), mock:judge (judge), mock:demo-judge (judge)."),
-        ("mock:agnt", "agent", "'mock:agnt' is not an offline agent; the offline agent is mock:agent. "),
-        ("mock:agent", "judge", "'mock:agent' is not an offline judge"),
+        ("mock:judgee", "judge", "'mock:judgee' is not an offline judge; the offline judges are mock:judge and mock:demo-judge."),
+        ("mock:agnt", "agent", "'mock:agnt' is not an offline agent; the offline agent is mock:agent."),
+        ("mock:agent", "judge", "'mock:agent' is not an offline judge; the offline judges are mock:judge and mock:demo-judge "
+                                "(mock:agent is the offline agent)."),
         ("mock:judge", "agent", "'mock:judge' is not an offline agent"),
         ("nosuchprovider:x", "judge", "'nosuchprovider' in 'nosuchprovider:x' is not a provider litellm knows"),
         ("gpt4", "judge", "'gpt4' is not a model name"),
@@ -107,8 +107,8 @@ def test_mock_beside_another_agent_flag_is_a_usage_error(home) -> None:
 @pytest.mark.parametrize(
     ("judge", "message"),
     [
-        ("mock:judgee", "error: EVAL_JUDGE_MODEL: 'mock:judgee' is not an offline judge; the offline judges are mock:judge and mock:demo-judge."),
-        ("nosuchprovider:x", "error: EVAL_JUDGE_MODEL: 'nosuchprovider' in 'nosuchprovider:x' is not a provider litellm knows."),
+        ("mock:judgee", "error: --judge-model: 'mock:judgee' is not an offline judge; the offline judges are mock:judge and mock:demo-judge."),
+        ("nosuchprovider:x", "error: --judge-model: 'nosuchprovider' in 'nosuchprovider:x' is not a provider litellm knows."),
     ],
 )
 def test_a_judge_that_cannot_be_called_is_an_input_error_and_nothing_is_written(home, judge: str, message: str) -> None:
@@ -209,16 +209,19 @@ def test_replay_calibrates_against_the_re_judged_suites_own_set(home, tmp_path: 
         assert {r["model"] for r in server.requests} == {"fake-judge", "fake-judge-2"}
 
 
-def test_replay_of_another_tenants_run_needs_its_configuration(home, tmp_path: Path) -> None:
+def test_replay_of_another_tenants_run_remembers_its_configuration(home, tmp_path: Path) -> None:
     config = tmp_path / "acme"
     config.mkdir()
     demo = (REPO / "kindgi_eval/demo_tenant/tenant.toml").read_text()
     (config / "tenant.toml").write_text(demo.replace('tenant = "demo-academy"', 'tenant = "acme"'))
     source = run_id_of(run_cli("run", "--mock", "--config-dir", str(config)))
-    refused = run_cli("replay", "--from", source, "--judge-model", "mock:judge")
+    remembered = run_cli("replay", "--from", source[:8], "--judge-model", "mock:judge")  # the source run's folder, as recorded
+    assert remembered.code == 0, remembered.err
+    (row,) = sql_json(f"SELECT tenant FROM runs WHERE run_id = '{run_id_of(remembered)}'")
+    assert row["tenant"] == "acme"
+    refused = run_cli("replay", "--from", source, "--judge-model", "mock:judge", "--config-dir", str(REPO / "kindgi_eval/demo_tenant"))
     assert refused.code == 2
     assert f"error: --config-dir: run {source} evaluated tenant 'acme'" in refused.err
-    assert run_cli("replay", "--from", source, "--judge-model", "mock:judge", "--config-dir", str(config)).code == 0
 
 
 def test_an_empty_calibration_file_is_reported_as_holding_no_items(home, tmp_path: Path) -> None:

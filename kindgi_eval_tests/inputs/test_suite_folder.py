@@ -281,3 +281,21 @@ def test_a_kind_s_parameter_that_is_not_text_is_refused_naming_the_record(tmp_pa
         load_suite(tmp_path, models_of=models_of)
     (problem,) = refused.value.problems
     assert problem.file == str(tmp_path / "registry.json") and "is not the registry's record of this folder" in problem.message
+
+
+def test_validate_refuses_a_criterion_one_typo_from_a_fixed_one_naming_the_one_meant(tmp_path: Path) -> None:
+    folder = tmp_path / "typos"
+    folder.mkdir()
+    (folder / "cases.jsonl").write_text('{"id": "one", "text": "hi", "expect": {"escalate": false}, "review": ["Warm", "answers_the_questoin"]}\n')
+    (folder / "calibration.jsonl").write_text(
+        '{"id": "c1", "text": "hi", "reply": ["Hello!"], "criterion": "implicit_concesion", "label": "pass"}\n')
+    done = run_cli("validate", str(folder))
+    assert (done.code, done.out) == (2, "")
+    assert done.err.splitlines() == [
+        f"error: {folder}/cases.jsonl:1: field review: 'answers_the_questoin' is one typo from the fixed criterion "
+        "'answers_the_question', so it would be graded as free text, in the free_text group. Write 'answers_the_question', "
+        "or a free-text criterion in words.",
+        f"error: {folder}/calibration.jsonl:1: field criterion: 'implicit_concesion' is one typo from the fixed criterion "
+        "'implicit_concession', so it would be graded as free text, in the free_text group. Write 'implicit_concession', "
+        "or a free-text criterion in words.",
+    ]

@@ -238,3 +238,11 @@ def test_a_tenant_named_unlike_its_configuration_fails_its_run_clearly(home, tmp
     failure = next(e for e in result.all_events if e.is_step_failure)
     assert "partition alpha.golden was asked for, but the suite is demo-academy.golden" in str(failure.event_specific_data.error.message)
     assert [e.asset_key for e in result.get_asset_materialization_events()] == []  # nothing ran on a wrong config
+
+
+def test_every_tenants_run_reads_the_deployments_gateway_from_its_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(TENANTS_ENV, raising=False)
+    monkeypatch.chdir(REPO)
+    suite = load_tenants().suite("demo-academy.golden")
+    assert suite.settings(environ={"KINDGI_GATEWAY_URL": "http://kindgi-gateway:4000"}).gateway_url == "http://kindgi-gateway:4000"
+    assert suite.settings(environ={}).gateway_url is None

@@ -18,6 +18,7 @@ from kindgi_eval.kinds import GROUP, KindResult, KindTableError, SuiteKind, cons
 from kindgi_eval.registry import KINDS, accepted_kinds
 from kindgi_eval.reports import render, summary_json
 from kindgi_eval.rules import InputError, wilson
+from kindgi_eval.steps.suite import suite_rows
 from kindgi_eval_tests.conftest import REPO, run_cli
 from kindgi_eval_tests.reports.test_run_report import run_row
 
@@ -238,3 +239,62 @@ def test_validate_of_a_folder_of_one_s_own_imports_no_kind() -> None:
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "[]"
+
+
+TOY_WITH_FILES = '''
+from kindgi_eval.inputs import KindFile
+from kindgi_eval.kinds import SuiteKind
+from kindgi_eval.rules import InputError, Problem
+
+
+def _colour(folder, registered, problems):
+    path = folder / "colour.txt"
+    if not path.exists():
+        problems.append(Problem(str(path), None, None, "file not found: a toy suite names its colour"))
+        return ()
+    return (KindFile("colour", "colour", '"' + path.read_text().strip() + '"'),)
+
+
+def _needs(suite, settings):
+    if any(f.kind == "colour" and f.body == '"invisible"' for f in suite.kind_files):
+        raise InputError([Problem("colour.txt", None, None, "an invisible toy needs a machine that can see it")])
+
+
+KIND = SuiteKind(name="toy", files=_colour, needs=_needs, enters_funnel=False)
+'''
+
+
+def toy_folder(tmp_path: Path, cases: str) -> Path:
+    suite = tmp_path / "toy-suite"
+    suite.mkdir()
+    (suite / "cases.jsonl").write_text(cases)
+    (suite / "registry.json").write_text(json.dumps({"suite_id": "demo-academy.toy", "suite_version": "1.0.0",
+                                                     "registry_hash": "ab" * 32, "kind": "toy"}))
+    return suite
+
+
+def test_a_kind_reads_its_own_files_beside_the_cases_and_its_problems_join_the_others(installed, tmp_path: Path) -> None:
+    installed("toy_files", TOY_WITH_FILES, "toy = toy_files:KIND")
+    suite = toy_folder(tmp_path, '{"id": "a", "text": "hi", "expect": {"escalate": false}}\n')
+    with pytest.raises(InputError) as refused:  # the kind's file is missing, and a case is broken: both said at once
+        (suite / "cases.jsonl").write_text('{"id": "a", "text": "hi"}\n')
+        load_suite(suite, models_of=models_of)
+    assert [(p.file, p.field) for p in refused.value.problems] == [(str(suite / "colour.txt"), None), (str(suite / "cases.jsonl"), "expect")]
+    (suite / "cases.jsonl").write_text('{"id": "a", "text": "hi", "expect": {"escalate": false}}\n')
+    (suite / "colour.txt").write_text("teal\n")
+    loaded = load_suite(suite, models_of=models_of)
+    assert [tuple(f) for f in loaded.kind_files] == [("colour", "colour", '"teal"')]
+    rows = suite_rows(loaded, "demo-academy", "c" * 64)  # stored with the suite, so the chain reads what the folder held
+    assert [(r.kind, r.id, r.body) for r in rows if r.kind not in ("case", "calibration")] == [("colour", "colour", '"teal"')]
+    assert load_suite(tmp_path / "toy-suite", models_of=lambda kind: FOLDER_MODELS).kind_files == ()  # a kind without files reads none
+
+
+def test_what_a_kind_needs_of_the_machine_is_exit_2_before_the_agent_is_asked(installed, home, tmp_path: Path) -> None:
+    installed("toy_needs", TOY_WITH_FILES, "toy = toy_needs:KIND")
+    suite = toy_folder(tmp_path, '{"id": "a", "text": "hi", "expect": {"escalate": false}}\n')
+    (suite / "colour.txt").write_text("invisible\n")
+    done = run_cli("run", "--mock", "--eval-dir", str(suite), env={"PYTHONPATH": str(tmp_path)})
+    assert done.code == 2 and "error: colour.txt: an invisible toy needs a machine that can see it" in done.err, done.err
+    assert not home.store.exists() or not list(home.store.rglob("*.parquet"))  # nothing asked, nothing written
+    (suite / "colour.txt").write_text("teal\n")
+    assert run_cli("run", "--mock", "--eval-dir", str(suite), env={"PYTHONPATH": str(tmp_path)}).code == 0

@@ -63,7 +63,7 @@ def test_a_run_writes_no_byte_of_the_key(home, monkeypatch: pytest.MonkeyPatch, 
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         key = suite_key("demo-academy", folder)
         settings = RunSettings(eval_dir=str(folder), agent_model="openai:fake", judge_model="openai:fake-judge")
-        run_id = run_chain(open_instance(home.root), home.root, settings, key)
+        run_id = run_chain(open_instance(home.root), home.root, settings, key, "conversation")
     forget_clients()
 
     # the key was really used, and really echoed back: the test proves something

@@ -31,6 +31,8 @@ class Registry(NamedTuple):
     backend: str
     app: Any
     """The served FastAPI application, whose `state` the server keeps its counts in."""
+    gate: Any
+    """The bounds of the server's connections (`http_limits.ConnectionGate`), with its counts."""
 
 
 class Caller(NamedTuple):
@@ -81,7 +83,7 @@ def registry(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     store = open_store(url)
     try:
         with running_server(store, consumers()) as server:
-            yield Registry(store, server.url, request.param, server.server.config.app)
+            yield Registry(store, server.url, request.param, server.server.config.app, server.gate)
     finally:
         store.close()
 

@@ -22,7 +22,7 @@ SPECS = {
     "conversation": golden_spec(),
     "accuracy": ACCURACY,
     "pairwise": PAIRWISE,
-    "regression": {"baseline": {"runId": "3f9c2a1e"}, "cases": golden_spec()["cases"][:3]},
+    "regression": {"baseline": {"runId": "3f9c2a1e-0000-4000-8000-000000000001"}, "cases": golden_spec()["cases"][:3]},
     "human-review": {"rubric": ["Answers what the contact asked"], "reviewerRole": "sales lead", "cases": golden_spec()["cases"][:2]},
     "benchmark": {"benchmark": {"name": "kindgi/golden", "version": "1.0.0"}},
     "custom": {"handler": {"modulePath": "graders/tone.py", "entrypointPath": "grade", "source": HANDLER},

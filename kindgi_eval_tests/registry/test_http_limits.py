@@ -3,6 +3,7 @@ head in bytes and in time, and a client that goes away mid-upload ends its reque
 
 from __future__ import annotations
 
+import resource
 import socket
 import time
 from urllib.parse import urlsplit
@@ -14,9 +15,27 @@ from kindgi_eval.registry import http_limits
 from kindgi_eval_tests.registry.conftest import suite
 
 
-def connect(url: str) -> socket.socket:
+def connect(url: str, source: str | None = None) -> socket.socket:
+    """A connection to the server, from `source` (another address of the loopback network) if given."""
     parts = urlsplit(url)
-    return socket.create_connection((parts.hostname, parts.port), timeout=10)
+    return socket.create_connection((parts.hostname, parts.port), timeout=10, source_address=(source, 0) if source else None)
+
+
+def half_open(url: str, source: str) -> socket.socket:
+    """A connection that has sent the start of a request head, and will send no more."""
+    sock = connect(url, source)
+    sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+    return sock
+
+
+def settled(condition, seconds: float = 5.0) -> bool:
+    """Whether `condition()` holds within `seconds` (the server sees connections a little after they are made)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def read_all(sock: socket.socket) -> bytes:
@@ -25,6 +44,14 @@ def read_all(sock: socket.socket) -> bytes:
     while chunk := sock.recv(65536):
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def closed_unanswered(sock: socket.socket) -> bool:
+    """The server closed the connection without a byte of answer (a reset too: it may close with the head unread)."""
+    try:
+        return read_all(sock) == b""
+    except ConnectionResetError:
+        return True
 
 
 def peak_rss_mib() -> float:
@@ -76,7 +103,7 @@ def test_a_head_sent_too_slowly_closes_its_connection_and_others_are_served(regi
     time.sleep(1.0)
     for sock in held:
         sock.settimeout(5)
-        assert read_all(sock) == b""  # closed by the server, unanswered
+        assert closed_unanswered(sock)
         sock.close()
 
 
@@ -97,3 +124,59 @@ def test_an_upload_its_client_abandons_ends_quietly(registry, caller, sent, capl
     assert registry.app.state.aborted_uploads == counted + 1
     assert "Traceback" not in caplog.text and "ClientDisconnect" not in caplog.text
     assert httpx.get(f"{registry.url}/healthz").status_code == 200
+
+
+def test_half_open_connections_do_not_make_honest_requests_fail(registry, caller) -> None:
+    me = caller()
+    # 600 connections from 20 addresses, 30 each (each address under its bound), every one a head never finished: with
+    # uvicorn's limit_concurrency of 512 counting them, every request was 503 until they timed out
+    held = [half_open(registry.url, f"127.0.0.{2 + n % 20}") for n in range(600)]
+    try:
+        assert settled(lambda: registry.gate.open >= 600)  # all held at once, none refused
+        for _ in range(10):
+            assert me.http.get("/healthz").status_code == 200
+        published = me.http.post("/v1/eval-suites", json=suite(me.tenant, f"{me.tenant}.amid"))
+        assert published.status_code == 201, published.text
+        assert me.http.get(f"/v1/eval-suites/{me.tenant}.amid").status_code == 200
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_one_address_keeps_at_most_its_bound_of_waiting_connections_the_newest(registry) -> None:
+    bound = registry.gate.per_client
+    closed_before = registry.gate.closed
+    held = [half_open(registry.url, "127.0.0.77") for _ in range(bound + 100)]
+    try:
+        assert settled(lambda: registry.gate.closed >= closed_before + 100)
+        for sock in held[:100]:  # the longest waiting were closed, unanswered
+            assert closed_unanswered(sock)
+        for sock in held[100:]:  # the newest are still open: nothing to read yet
+            sock.settimeout(0.01)
+            with pytest.raises(TimeoutError):
+                sock.recv(1)
+        # a whole request from that same address is served: it closes one that waits, never waits itself
+        with connect(registry.url, "127.0.0.77") as sock:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert read_all(sock).startswith(b"HTTP/1.1 200")
+    finally:
+        for sock in held:
+            sock.close()
+
+
+@pytest.mark.parametrize(("open_files", "bound"), [
+    (1024, 1024 - http_limits.FILES_KEPT),  # a default soft limit, if it could not be raised
+    (20_000, http_limits.MAX_CONNECTIONS),  # the limit leaves room for more than the bound
+    (100, 16),  # a limit too low to serve well still serves a few
+])
+def test_connections_are_bounded_by_the_files_a_process_may_open(open_files: int, bound: int) -> None:
+    assert http_limits.connection_bound(open_files) == bound
+
+
+def test_the_open_file_limit_is_raised_to_the_hard_limit() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 512), hard))
+    try:
+        assert http_limits.raised_open_files() == hard == resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, resource.getrlimit(resource.RLIMIT_NOFILE)[0]), hard))

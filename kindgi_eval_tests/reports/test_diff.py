@@ -158,3 +158,37 @@ def test_diff_says_first_whether_the_two_runs_evaluated_the_same_suite_content(h
     lines = text.splitlines()
     assert lines[2:4] == ([suite_line] if suite_line else []) + [replies_line] + ([] if suite_line else [""])
     assert ("judge" in text) is (judge is not None)
+
+
+def judged(run_id: str, verdicts: dict[str, str]) -> StoredRun:
+    """A run of one passed case whose review criteria got these verdicts."""
+    from kindgi_eval.store.rows import CriterionRow
+
+    criteria = [CriterionRow(source="review", criterion=c, group="free_text", verdict=v, split=False, votes=[],
+                             evidence="quoted" if v != "ungraded" else "", reason="") for c, v in verdicts.items()]
+    run = stored(run_id, {"case": "reviewed"})
+    return run.model_copy(update={"statuses": [run.statuses[0].model_copy(update={"criteria": criteria})]})
+
+
+def test_diff_keeps_grading_changes_apart_from_changes_of_verdict() -> None:
+    # a newly calibrated judge grades five criteria that were ungraded; one real verdict flips from pass to fail
+    a = judged("a", {"c1": "ungraded", "c2": "ungraded", "c3": "ungraded", "c4": "ungraded", "flips": "pass", "lost": "pass"})
+    b = judged("b", {"c1": "pass", "c2": "pass", "c3": "pass", "c4": "fail", "flips": "fail", "lost": "ungraded"})
+    d = diff_runs(a, b)
+    assert [(c.criterion, c.grading) for c in d.criteria] == [
+        ("c1", True), ("c2", True), ("c3", True), ("c4", True), ("flips", False), ("lost", True)]
+    text = render_diff(d, a.run, b.run)
+    body = text[text.index("Status changes"):text.index("Cost:")]
+    assert body == (
+        "Status changes: 0\n"
+        "Verdict changes: 1\n"
+        "  case [review] flips: pass -> fail\n"
+        '    evidence A: "quoted"  B: "quoted"\n'
+        "Grading changes: 5 (graded in one run, ungraded in the other; no verdict changed)\n"
+        "  pass -> ungraded: 1\n"
+        "    case [review] lost\n"
+        "  ungraded -> fail: 1\n"
+        "    case [review] c4\n"
+        "  ungraded -> pass: 3\n"  # counted, not named: the many a newly calibrated judge gives
+    )
+    assert '"grading":true' in d.model_dump_json().replace(" ", "")

@@ -130,3 +130,28 @@ def test_review_entry_named_like_a_dimension_is_still_free_text_016() -> None:
 )
 def test_a_case_is_green_only_when_something_checked_it(item: Case, needs: bool) -> None:
     assert item.needs_a_verdict() is needs
+
+
+@pytest.mark.parametrize(
+    ("name", "meant"),
+    [
+        ("implicit_concesion", "implicit_concession"),  # a letter dropped
+        ("implicit_concessionn", "implicit_concession"),  # a letter added
+        ("semantic_repetitoin", "semantic_repetition"),  # two neighbours swapped
+        ("answers_the_questiom", "answers_the_question"),  # a letter changed
+        ("answers-the_question", "answers_the_question"),  # a separator changed
+        ("implicit_concession", None),  # the name itself is no typo
+        ("implicit_concssoin", None),  # two edits: too far to guess, so free text
+        ("The reply answers the question", None),  # a free-text criterion in words
+    ],
+)
+def test_a_name_one_typo_from_a_fixed_criterion_names_the_one_meant(name: str, meant: str | None) -> None:
+    from kindgi_eval.rules.criteria import meant_dimension, refuse_near_dimension
+
+    assert meant_dimension(name) == meant
+    if meant is None:
+        assert refuse_near_dimension(name) == name
+    else:
+        with pytest.raises(ValueError, match=f"one typo from the fixed criterion '{meant}'"):
+            refuse_near_dimension(name)
+

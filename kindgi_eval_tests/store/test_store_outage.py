@@ -179,7 +179,7 @@ def assert_every_object_whole(port: int) -> None:
 def test_a_run_waits_out_a_store_unreachable_for_30_s_and_ends_whole(home, store: Outage, s3_server: int) -> None:
     watcher = outage_once(store, s3_server, 30)
     started = time.monotonic()
-    run_id = run_chain(open_instance(home.root), home.root, RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent"), KEY)
+    run_id = run_chain(open_instance(home.root), home.root, RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent"), KEY, "conversation")
     watcher.join(timeout=60)
     assert time.monotonic() - started >= 30  # it did meet the outage, and waited it out
     assert len(read_rows(store_root(), SHARED.statuses, KEY, run_id)) == CASES
@@ -193,7 +193,7 @@ def test_a_store_unreachable_for_longer_fails_the_run_and_leaves_no_short_object
     monkeypatch.setattr(s3, "UNREACHABLE_S", 3.0)
     outage_once(store, s3_server, 3600)
     with pytest.raises(RunFailed):
-        run_chain(open_instance(home.root), home.root, RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent"), KEY)
+        run_chain(open_instance(home.root), home.root, RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent"), KEY, "conversation")
     assert not any(key.startswith("store/run_summary/") for key in keys(s3_server))
     assert_every_object_whole(s3_server)
 

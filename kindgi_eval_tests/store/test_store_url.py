@@ -63,7 +63,7 @@ def memory_store(home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 def test_a_non_local_store_is_written_queried_compacted_and_pruned_through_fsspec(home, memory_store) -> None:
     instance = open_instance(home.root)
     settings = RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent")
-    first, second = run_chain(instance, home.root, settings, KEY), run_chain(instance, home.root, settings, KEY)
+    first, second = run_chain(instance, home.root, settings, KEY, "conversation"), run_chain(instance, home.root, settings, KEY, "conversation")
     assert find_table(memory_store, "statuses", KEY, first).exists()
     assert files_under(home.store) == []
     with pytest.raises(FileExistsError):  # never overwritten, on an object store too

@@ -1,11 +1,12 @@
 """The `benchmark` kind: a standard suite of the catalogue, run like a conversation suite, its entry recorded."""
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from kindgi_eval.kinds.benchmark.check import CONSUMER
 from kindgi_eval.kinds.benchmark.report import benchmark_lines, benchmark_summary
 from kindgi_eval.inputs import Suite
-from kindgi_eval.kinds.kind import Pins, SuiteKind
+from kindgi_eval.kinds.kind import Pins, SuiteKind, published_starter
 from kindgi_eval.store import FigureColumn, SuiteRow
 
 
@@ -24,4 +25,4 @@ def _params(suite: Sequence[SuiteRow]) -> Mapping[str, str | None]:
 
 FIGURES = (FigureColumn("benchmark_name", "VARCHAR"), FigureColumn("benchmark_version", "VARCHAR"), FigureColumn("benchmark_hash", "VARCHAR"))
 
-KIND = SuiteKind(name="benchmark", consumer=CONSUMER, stored_params=_stored, params=_params, figures=FIGURES, lines=benchmark_lines, summary=benchmark_summary)
+KIND = SuiteKind(name="benchmark", consumer=CONSUMER, stored_params=_stored, params=_params, figures=FIGURES, lines=benchmark_lines, summary=benchmark_summary, starter=published_starter(Path(__file__).parent / "starter", "the catalogue entry it names, kindgi/golden 1.0.0, which every registry holds"))

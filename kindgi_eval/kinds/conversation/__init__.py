@@ -2,7 +2,14 @@
 nothing of its own to the shared chain; its consumer is the registry's own, whose suite folder format every kind
 writes its folder in."""
 
-from kindgi_eval.kinds.kind import SuiteKind
+from pathlib import Path
+
+from kindgi_eval.kinds.kind import Starter, SuiteKind
 from kindgi_eval.registry import CONVERSATION
 
-KIND = SuiteKind(name="conversation", consumer=CONVERSATION)
+STARTER = Starter(Path(__file__).parent / "starter", (
+    "check it: kindgi-eval validate {folder} --config-dir {folder}",
+    "run it: kindgi-eval run --mock --eval-dir {folder} --config-dir {folder}",
+))
+
+KIND = SuiteKind(name="conversation", consumer=CONVERSATION, starter=STARTER)

@@ -16,9 +16,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kindgi_eval.inputs import HANDLER_FILE
 from kindgi_eval.registry import CONVERSATION_KEYS, Catalogue, Consumer, FolderContent, problem_line, read_conversation, suite_files
 from kindgi_eval.rules import Handler, Problem, problems_from_validation
+
+HANDLER_FILE = "handler.json"
+"""A custom suite's handler (`spec.Handler`: module path, entrypoint, source), beside its cases in the folder the
+registry writes."""
 
 
 def read_handler(value: object) -> tuple[Handler | None, list[Problem]]:

@@ -25,6 +25,7 @@ from kindgi_eval.rules import (
     skipped,
 )
 from kindgi_eval.kinds.custom.check import handler_hash
+from kindgi_eval.kinds.custom.folder import HANDLER_ROW
 from kindgi_eval.kinds.figures import count
 from kindgi_eval.store import HandlerRow, MetricRow, OutcomeRow, ReplyRow, StatusRow, SuiteRow
 
@@ -55,7 +56,7 @@ class CustomSummary(NamedTuple):
 
 def handler_of(rows: Sequence[SuiteRow]) -> Handler | None:
     """The handler of a stored custom suite (its `handler` row); None for another kind."""
-    found = next((r for r in rows if r.kind == "handler"), None)
+    found = next((r for r in rows if r.kind == HANDLER_ROW), None)
     return Handler.model_validate_json(found.body) if found else None
 
 

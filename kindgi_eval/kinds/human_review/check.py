@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from kindgi_eval.registry import Catalogue, Consumer, FolderContent, SemVer, etag, jsonl, parse_semver, problem_line, read_conversation
-from kindgi_eval.rules import Problem
+from kindgi_eval.rules import Problem, meant_dimension
 
 KIND = "human-review"
 SPEC_KEYS = ("rubric", "reviewerRole", "cases", "calibration")
@@ -42,6 +42,9 @@ def rubric_problems(spec: Mapping[str, Any]) -> list[Problem]:
                 problems.append(Problem("spec", None, f"rubric[{index}]", "must be a rubric item: a non-blank string."))
             elif item in first:
                 problems.append(Problem("spec", None, f"rubric[{index}]", f"duplicate rubric item, first given as rubric[{first[item]}]. Give each item once."))
+            elif meant_dimension(item):
+                problems.append(Problem("spec", None, f"rubric[{index}]", f"{item!r} is one typo from the fixed criterion "
+                                        f"{meant_dimension(item)!r}, so it would be graded as free text. Write a rubric item in words."))
             else:
                 first[item] = index
     role = spec.get("reviewerRole")

@@ -1,10 +1,11 @@
 """The `pairwise` kind: two agent variants answer the same prompts and a calibrated judge compares them in both orders."""
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from kindgi_eval.agents import checked_variants
 from kindgi_eval.inputs import RegisteredAs, declared_variant
-from kindgi_eval.kinds.kind import JUDGE_USD, KindRows, Pinning, Pins, Stage, StageInputs, SuiteKind
+from kindgi_eval.kinds.kind import JUDGE_USD, KindRows, Pinning, Pins, Stage, StageInputs, SuiteKind, published_starter
 from kindgi_eval.kinds.pairwise.check import CONSUMER, registered_variant
 from kindgi_eval.kinds.pairwise.report import both_variants, pairwise_lines, pairwise_summary_json
 from kindgi_eval.kinds.pairwise.stage import PairwiseRow, agreement_of, judge_cost, judge_pairwise, pair_key, pairwise_askings, pairwise_metrics, pairwise_params, pairwise_stored
@@ -80,6 +81,6 @@ FIGURES = (
 KIND = SuiteKind(name="pairwise", consumer=CONSUMER, case_model=PairwiseCase, calibration_model=PairwiseCalibration, enters_funnel=False, groups=(), judged_by_case=False,
                  assertions=_answered, askings=pairwise_askings, pins=_pins, stored_params=pairwise_stored,
                  stage=Stage("pairwise", PairwiseRow, _judged, _about, recorded_key=pair_key, judge_calls_per_row=2), metrics=_metrics, params=pairwise_params, figures=FIGURES,
-                 lines=pairwise_lines, summary=pairwise_summary_json, against=both_variants)
+                 lines=pairwise_lines, summary=pairwise_summary_json, against=both_variants, starter=published_starter(Path(__file__).parent / "starter", "the tenants file (KINDGI_TENANTS) must declare its variants' agents, champion and challenger version 1"))
 
 __all__ = ["KIND", "agreement_of", "judge_pairwise", "pair_key", "pairwise_metrics"]

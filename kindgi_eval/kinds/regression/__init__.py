@@ -1,9 +1,10 @@
 """The `regression` kind: conversation cases compared one by one with a baseline run; a case that regressed fails the run."""
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from kindgi_eval.inputs import Suite
-from kindgi_eval.kinds.kind import KindRows, Pinning, Pins, Stage, StageInputs, SuiteKind
+from kindgi_eval.kinds.kind import KindRows, Pinning, Pins, Stage, StageInputs, SuiteKind, published_starter
 from kindgi_eval.kinds.regression.check import CONSUMER
 from kindgi_eval.kinds.regression.report import regressed, regression_items, regression_lines, regression_marks, regression_summary
 from kindgi_eval.kinds.regression.stage import RegressionRow, regression_metrics, regression_rows, resolve_baseline
@@ -54,6 +55,6 @@ FIGURES = (
 )
 
 KIND = SuiteKind(name="regression", consumer=CONSUMER, pins=_pins, stored_params=_stored, stage=Stage("regressions", RegressionRow, _moves), metrics=_metrics, params=_params, figures=FIGURES, lines=regression_lines,
-                 summary=regression_summary, failed=regressed, marks=regression_marks, items=regression_items)
+                 summary=regression_summary, failed=regressed, marks=regression_marks, items=regression_items, starter=published_starter(Path(__file__).parent / "starter", "its baseline: a run of the conversation starter (the same cases) published as my-studio.conversation 0.1.0: kindgi-eval suites publish FOLDER --id my-studio.conversation --version 0.1.0, then run it"))
 
 __all__ = ["KIND", "regression_metrics", "regression_rows", "resolve_baseline"]

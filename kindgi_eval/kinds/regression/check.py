@@ -8,6 +8,7 @@ evaluated other cases, stops the run before any agent call. Pure: reads no file.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,6 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kindgi_eval.registry import CONVERSATION_KEYS, Catalogue, Consumer, FolderContent, is_semver, problem_line, read_conversation, suite_files
 from kindgi_eval.rules import Problem, problems_from_validation
+
+
+RUN_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+"""A whole run id, as Dagster makes them (a UUID in lower case); never a prefix."""
 
 
 class RunBaseline(BaseModel):
@@ -45,6 +50,11 @@ def read_baseline(value: object) -> tuple[RunBaseline | VersionBaseline | None, 
         return None, [Problem("spec", None, f"baseline.{p.field}" if p.field else "baseline", p.message) for p in problems_from_validation(e, "spec", None)]
     if isinstance(baseline, VersionBaseline) and not is_semver(baseline.version):
         return None, [Problem("spec", None, "baseline.version", f"{baseline.version!r} is not a semantic version (MAJOR.MINOR.PATCH).")]
+    if isinstance(baseline, RunBaseline) and not RUN_ID.fullmatch(baseline.runId):
+        return None, [Problem("spec", None, "baseline.runId", f"{baseline.runId[:80]!r} is not a whole run id. A version names "
+                              "its baseline for good, and a prefix that names one run now may name another, or several, "
+                              "later: give the whole id, as `kindgi-eval runs` lists it, or name the baseline by "
+                              "{\"suiteId\", \"version\"}.")]
     return baseline, []
 
 

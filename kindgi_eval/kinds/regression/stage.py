@@ -56,7 +56,7 @@ def resolve_baseline(root: StorePath, tenant: str, registered: RegisteredAs, cas
         partition = run_partition(root, run_id)
         if partition is None or read_rows(root, SHARED.suite, partition, run_id)[0].tenant != tenant:
             raise InputError([Problem(where, None, "spec.baseline.runId", f"no run {run_id!r} of tenant {tenant!r} in the store at {root}. "
-                                      "List runs with: kindgi-eval sql \"SELECT run_id, suite, finished_at FROM runs\"")])
+                                      "See `kindgi-eval runs` for the stored runs, newest first.")])
     else:
         run_id, partition = _latest_run_of(root, tenant, registered, where)
     baseline = {s.case_id for s in read_rows(root, SHARED.statuses, partition, run_id)}
