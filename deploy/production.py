@@ -293,18 +293,22 @@ def start(profile: Profile, registry_servers: int, tick_after: float | None) -> 
         env["KINDGI_REGISTRY_URL"] = f"http://127.0.0.1:{registry_ports[0]}"
         children["KINDGI_REGISTRY_URL"] = env["KINDGI_REGISTRY_URL"]
 
-        if tick_after is not None:  # the schedule ticks once, at the first whole minute `tick_after` s from now
+        profile.wait("gateway", proxy)
+        tick = None
+        if tick_after is not None:  # the schedule ticks once, at the first whole minute `tick_after` s after the daemon starts
             tick = datetime.fromtimestamp(math.ceil((time.time() + tick_after) / 60) * 60, UTC)
             env |= {"KINDGI_SCHEDULE_CRON": f"{tick.minute} {tick.hour} {tick.day} {tick.month} *", "KINDGI_SCHEDULE_TIMEZONE": "UTC"}
             children |= env
             profile.state["tick"] = tick.isoformat()
-        profile.wait("gateway", proxy)
         daemon = profile.spawn("daemon", [str(bin_dir / "dagster-daemon"), "run", "-w", workspace], children, "heartbeat")
         ui_port = free_port()
         ui = profile.spawn("webserver", [str(bin_dir / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(ui_port), "-w", workspace],
                            children, f"http://127.0.0.1:{ui_port}/server_info")
         profile.wait("webserver", ui)
         profile.wait("daemon", daemon)
+        if tick is not None and time.time() >= tick.timestamp():  # a schedule never runs a tick from before it was seen
+            fail(f"the daemon was up only after the tick it was given ({tick:%H:%M} UTC), so the night would never start; "
+                 f"start again with a larger --tick-once-after than {tick_after:g}", profile.logs / "daemon.log")
     except BaseException:
         stop(profile)
         raise

@@ -1,7 +1,8 @@
 """The production profile (deploy/production.py) started for real: PostgreSQL, an S3 API, dagster-daemon, the webserver
 and two registry servers, each a process of its own; a nightly started by the schedule's own tick through the run
 queue, each run a process of its own, its tables on the S3 API and read back by the command line; the daemon
-SIGKILLed in the middle of the night and restarted, the object store stalled for 30 s, a run worker SIGKILLed."""
+SIGKILLed across the night's tick and again in the middle of the night, restarted each time, the object store stalled
+for 30 s, a run worker SIGKILLed."""
 
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ def started(root: Path, tenants: Path, **variables: str) -> Iterator[tuple[Path,
     postgres_reachable()
     folder = root / "profile"
     env = {**os.environ, "KINDGI_TENANTS": str(tenants), "LITELLM_MASTER_KEY": MASTER_KEY, **variables}
-    done = subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(folder), "--tick-once-after", "15"], env=env,
+    done = subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(folder), "--tick-once-after", "30"], env=env,
                           capture_output=True, text=True, timeout=300)
     try:
         assert done.returncode == 0, done.stderr
@@ -83,6 +84,14 @@ def instance_runs(env: dict[str, str]) -> list[dict]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def schedules_seen(env: dict[str, str]) -> set[str]:
+    """The schedules whose state the daemon stored in the instance: from then on it runs a tick it missed."""
+    read = ("import json, dagster as dg\n"
+            "print(json.dumps([s.instigator_name for s in dg.DagsterInstance.get().all_instigator_state()]))\n")
+    done = subprocess.run([sys.executable, "-c", read], env=env, capture_output=True, text=True, timeout=120, check=True)
+    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
 def kindgi(env: dict[str, str], *args: str, exits: tuple[int, ...] = (0,)) -> str:
     """`kindgi-eval ARGS` with the profile's variables; its standard output, once it exited as expected."""
     done = subprocess.run([str(Path(sys.executable).parent / "kindgi-eval"), *args], env=env, capture_output=True, text=True,
@@ -102,19 +111,34 @@ def night_until(env: dict[str, str], done, what: str) -> list[dict]:
         time.sleep(2)
 
 
+def restart_daemon(folder: Path, env: dict[str, str]) -> None:
+    restarted = subprocess.run([sys.executable, str(PROFILE), "restart", "daemon", "--dir", str(folder)], env=env,
+                               capture_output=True, text=True, timeout=180)
+    assert restarted.returncode == 0, restarted.stderr
+
+
 def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_killed_and_the_store_stalled(profile) -> None:
     folder, env = profile
     state = json.loads((folder / "profile.json").read_text())
     assert set(state["pids"]) == {"s3", "registry-1", "registry-2", "daemon", "webserver", "gateway"}
     assert env["KINDGI_STORE"] == "s3://kindgi/store" and env["AWS_ENDPOINT_URL"] == state["s3"]
 
+    # the daemon dead across the night's tick: SIGKILLed once it has seen the schedule, started again after the tick;
+    # it runs the tick it missed, once (the runs keyed by the tick's minute, checked below)
+    tick = datetime.fromisoformat(state["tick"])
+    while "nightly_suites" not in schedules_seen(env):
+        assert time.time() < tick.timestamp() - 2, "the daemon had not stored the schedule's state by its tick"
+        time.sleep(1)
+    os.kill(state["pids"]["daemon"], signal.SIGKILL)
+    time.sleep(max(0.0, tick.timestamp() + 5 - time.time()))
+    assert instance_runs(env) == []
+    restart_daemon(folder, env)
+
     # mid-night: a run is under way and others wait in the queue when the daemon is SIGKILLed, then restarted
     night_until(env, lambda runs: any(r["status"] == "STARTED" for r in runs) and any(r["status"] == "QUEUED" for r in runs),
                 "no run started while others queued")
-    os.kill(state["pids"]["daemon"], signal.SIGKILL)
-    restarted = subprocess.run([sys.executable, str(PROFILE), "restart", "daemon", "--dir", str(folder)], env=env,
-                               capture_output=True, text=True, timeout=180)
-    assert restarted.returncode == 0, restarted.stderr
+    os.kill(json.loads((folder / "profile.json").read_text())["pids"]["daemon"], signal.SIGKILL)
+    restart_daemon(folder, env)
 
     # then the object store stops answering for 30 s while a run is under way (its process stopped, so every request
     # hangs): the runs wait for it and go on, none ends short
@@ -132,8 +156,7 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_killed_
     # started by the schedule's tick (not by a loop of ours), one run per tenant suite, keyed by the tick's minute
     assert {r["tags"]["dagster/schedule_name"] for r in runs} == {"nightly_suites"}
     assert sorted(r["tags"]["kindgi/tenant"] for r in runs) == sorted(TENANTS)
-    tick = datetime.fromisoformat(state["tick"]).strftime("%Y-%m-%dT%H:%M")
-    assert sorted(r["tags"]["dagster/run_key"] for r in runs) == sorted(f"{name}.golden@{tick}" for name in TENANTS)
+    assert sorted(r["tags"]["dagster/run_key"] for r in runs) == sorted(f"{name}.golden@{tick:%Y-%m-%dT%H:%M}" for name in TENANTS)
 
     # the tables are on the S3 API, and the command line reads them there
     counted = json.loads(kindgi(env, "sql", "--format", "json", "SELECT suite, count(*) AS n FROM statuses GROUP BY 1 ORDER BY 1"))
