@@ -1,6 +1,7 @@
 """The production profile on one machine: Dagster's own deployment over PostgreSQL, the store on an S3 API.
 
     python deploy/production.py start [--dir .kindgi-production] [--registry-servers 2] [--tick-once-after SECONDS]
+                                      [--max-concurrent-runs N] [--gateway-config deploy/litellm.yaml]
     . .kindgi-production/env          # then kindgi-eval sql, diff, replay, report read the profile's store
     python deploy/production.py restart daemon [--dir .kindgi-production]   # a service whose process died
     python deploy/production.py stop  [--dir .kindgi-production]
@@ -10,13 +11,15 @@
   DAGSTER_PG_HOST/PORT/USERNAME/PASSWORD when they are set (what .ci/run starts, or a managed one), else a cluster
   of the profile's own made with Debian's PostgreSQL binaries;
 - an S3 API server (moto in server mode) holding the bucket `kindgi`, the store being KINDGI_STORE=s3://kindgi/store;
-- `dagster-daemon` with deploy/dagster-postgres.yaml as the instance: the run queue and its tag limits, each run in
+- `dagster-daemon` with deploy/dagster-postgres.yaml as the instance: the run queue and its limits (the machine's
+  runs at once, `--max-concurrent-runs`; one run per tenant), each run in
   a process of its own (Dagster's default run launcher), the nightly schedule ticking at 02:00 (or once, within
   a minute or two, with `--tick-once-after`: a night on demand, still started by the schedule);
 - `dagster-webserver`, the UI;
 - the suite registry (`kindgi-eval serve`) as `--registry-servers` processes on the one registry database;
-- the LiteLLM gateway (`litellm --config deploy/litellm.yaml`, installed by the `profile` extra), holding the provider
-  keys of the caller's environment, with LITELLM_MASTER_KEY (which it refuses to start without) as its key. Every run
+- the LiteLLM gateway (`litellm --config deploy/litellm.yaml`, or `--gateway-config`; installed by the `profile`
+  extra), pacing each provider by its requests per minute and parallel requests, holding the provider keys of the
+  caller's environment, with LITELLM_MASTER_KEY (which it refuses to start without) as its key. Every run
   of the profile sends its model calls there (KINDGI_GATEWAY_URL, KINDGI_GATEWAY_KEY) and never imports litellm.
 
 Every process inherits the caller's environment (KINDGI_TENANTS, LITELLM_MASTER_KEY, provider keys) plus the profile's variables,
@@ -32,6 +35,7 @@ import argparse
 import json
 import math
 import os
+import re
 import secrets
 import shlex
 import shutil
@@ -239,30 +243,37 @@ def s3(profile: Profile, python: str) -> dict[str, str]:
             "AWS_DEFAULT_REGION": "us-east-1", "KINDGI_STORE": f"s3://{BUCKET}/store"}
 
 
-def dagster_home(profile: Profile) -> Path:
-    """DAGSTER_HOME holding the production instance and the workspace the daemon and the webserver load."""
+def dagster_home(profile: Profile, max_concurrent_runs: int | None) -> Path:
+    """DAGSTER_HOME holding the production instance (its `max_concurrent_runs` replaced where one is given) and the
+    workspace the daemon and the webserver load."""
     home = profile.dir / "dagster"
     home.mkdir(exist_ok=True)  # a profile started again after `stop`: its files are written afresh
-    shutil.copyfile(INSTANCE_YAML, home / "dagster.yaml")
+    instance = INSTANCE_YAML.read_text()
+    if max_concurrent_runs is not None:
+        instance, found = re.subn(r"^(\s*max_concurrent_runs:\s*)\d+", rf"\g<1>{max_concurrent_runs}", instance, flags=re.M)
+        if found != 1:
+            raise SystemExit(f"error: {INSTANCE_YAML} holds no max_concurrent_runs to replace")
+    (home / "dagster.yaml").write_text(instance)
     (home / "workspace.yaml").write_text("load_from:\n  - python_module:\n      module_name: kindgi_eval.defs.definitions\n"
                                          "      location_name: kindgi_eval\n")
     return home
 
 
-def gateway(profile: Profile, bin_dir: Path) -> tuple[dict[str, str], subprocess.Popen]:
-    """The LiteLLM proxy on a free port, started from deploy/litellm.yaml (it takes some 17 s to serve, so `start` waits
-    for it last); the variables that point a run at it, and its process."""
+def gateway(profile: Profile, bin_dir: Path, config: Path) -> tuple[dict[str, str], subprocess.Popen]:
+    """The LiteLLM proxy on a free port, started from `config` (it takes some 17 s to serve, so `start` waits for it
+    last); the variables that point a run at it, and its process."""
     proxy = bin_dir / "litellm"
     if not proxy.exists():
         refuse(f"no LiteLLM proxy at {proxy}; install the profile's extra: pip install -e '.[profile]'")
     port = free_port()
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_LOG": "ERROR"}
-    process = profile.spawn("gateway", [str(proxy), "--config", str(GATEWAY_CONFIG), "--host", "127.0.0.1", "--port", str(port)],
+    process = profile.spawn("gateway", [str(proxy), "--config", str(config.resolve()), "--host", "127.0.0.1", "--port", str(port)],
                             env, f"http://127.0.0.1:{port}/health/liveliness")
     return {"KINDGI_GATEWAY_URL": f"http://127.0.0.1:{port}", "KINDGI_GATEWAY_KEY": os.environ["LITELLM_MASTER_KEY"]}, process
 
 
-def start(profile: Profile, registry_servers: int, tick_after: float | None) -> None:
+def start(profile: Profile, registry_servers: int, tick_after: float | None, max_concurrent_runs: int | None,
+          gateway_config: Path) -> None:
     if profile.state["pids"]:
         refuse(f"a profile is already started in {profile.dir}; stop it first: "
                          f"python deploy/production.py stop --dir {shlex.quote(str(profile.dir))}")
@@ -276,8 +287,8 @@ def start(profile: Profile, registry_servers: int, tick_after: float | None) -> 
     bin_dir = Path(sys.executable).parent
     python = sys.executable
     try:
-        env = {"DAGSTER_HOME": str(dagster_home(profile)), "KINDGI_HOME": str(profile.dir / "home")}
-        gateway_env, proxy = gateway(profile, bin_dir)  # its start-up runs beside the others'
+        env = {"DAGSTER_HOME": str(dagster_home(profile, max_concurrent_runs)), "KINDGI_HOME": str(profile.dir / "home")}
+        gateway_env, proxy = gateway(profile, bin_dir, gateway_config)  # its start-up runs beside the others'
         env |= gateway_env
         env |= postgres(profile)
         env |= s3(profile, python)
@@ -446,7 +457,15 @@ def main() -> None:
     parser.add_argument("--tick-once-after", type=float, metavar="SECONDS",
                         help="make the nightly schedule tick once, at the first whole minute this many seconds after the "
                         "daemon starts, instead of at 02:00 (a night on demand, started by the schedule itself)")
+    parser.add_argument("--max-concurrent-runs", type=int, metavar="N",
+                        help="runs at once on this machine (default: deploy/dagster-postgres.yaml's, 8)")
+    parser.add_argument("--gateway-config", type=Path, default=GATEWAY_CONFIG, metavar="PATH",
+                        help="the LiteLLM gateway's config: its models, keys and each provider's limits (default: %(default)s)")
     args = parser.parse_args()
+    if args.max_concurrent_runs is not None and args.max_concurrent_runs < 1:
+        parser.error("--max-concurrent-runs must be at least 1")
+    if args.command == "start" and not args.gateway_config.is_file():
+        refuse(f"no gateway config at {args.gateway_config}")
     profile = Profile(args.dir)
     if args.command != "start" and not profile.state_file.exists():
         if args.command == "stop":
@@ -454,7 +473,7 @@ def main() -> None:
             return
         refuse(f"no profile in {profile.dir}; start one: python deploy/production.py start --dir {args.dir}")
     if args.command == "start":
-        start(profile, max(1, args.registry_servers), args.tick_once_after)
+        start(profile, max(1, args.registry_servers), args.tick_once_after, args.max_concurrent_runs, args.gateway_config)
     elif args.command == "restart":
         if not args.service:
             parser.error("restart needs the service to start again, e.g. daemon")

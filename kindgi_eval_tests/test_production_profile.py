@@ -33,9 +33,10 @@ import production  # noqa: E402 - the profile's own script, for its reading of i
 TENANTS = ("north", "south", "east", "west")
 MASTER_KEY = "sk-profile-test-master-key"
 """The gateway's key, which the profile gives its runs."""
+RUNS_AT_ONCE = 2
+"""The machine's bound on runs (`--max-concurrent-runs`), below the tenants, so that some runs wait in the queue."""
 NIGHT_S = 240.0
-"""The tick comes within a minute or two; four runs of the golden suite, two at a time (the mock provider's limit),
-follow."""
+"""The tick comes within a minute or two; four runs of the golden suite, two at a time, follow."""
 
 
 def postgres_reachable() -> None:
@@ -54,8 +55,8 @@ def started(root: Path, tenants: Path, **variables: str) -> Iterator[tuple[Path,
     postgres_reachable()
     folder = root / "profile"
     env = {**os.environ, "KINDGI_TENANTS": str(tenants), "LITELLM_MASTER_KEY": MASTER_KEY, **variables}
-    done = subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(folder), "--tick-once-after", "30"], env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(folder), "--tick-once-after", "30",
+                           "--max-concurrent-runs", str(RUNS_AT_ONCE)], env=env, capture_output=True, text=True, timeout=300)
     try:
         assert done.returncode == 0, done.stderr
         yield folder, {**env, **production.read_env(folder)}
@@ -122,6 +123,9 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_killed_
     state = json.loads((folder / "profile.json").read_text())
     assert set(state["pids"]) == {"s3", "registry-1", "registry-2", "daemon", "webserver", "gateway"}
     assert env["KINDGI_STORE"] == "s3://kindgi/store" and env["AWS_ENDPOINT_URL"] == state["s3"]
+    # the queue bounds the machine and each tenant; no limit counts runs per provider, which the gateway paces
+    limits = (folder / "dagster" / "dagster.yaml").read_text()
+    assert f"max_concurrent_runs: {RUNS_AT_ONCE}\n" in limits and "kindgi/tenant" in limits and "_provider" not in limits
 
     # the daemon dead across the night's tick: SIGKILLed once it has seen the schedule, started again after the tick;
     # it runs the tick it missed, once (the runs keyed by the tick's minute, checked below)
