@@ -2,17 +2,19 @@
 tenant's run, the daemon's queue lets them through under the instance's limits, each run is a process of its own,
 the store is on the S3 API.
 
-    .venv/bin/pip install -e '.[profile]' && .venv/bin/python benchmarks/nightly.py [--tenants 50] [--cases 40]
+    .venv/bin/pip install -e '.[test]' && .venv/bin/python benchmarks/nightly.py [--tenants 50] [--cases 40] [--rpm 3000]
 
 Every tenant has one suite of `--cases` one-turn cases and the golden calibration set; its agent and its judge are
-one local OpenAI-compatible server answering after `--delay` seconds (so they are one provider, and the instance's
-limit of runs per provider is what the queue enforces). `--down N` more tenants have an agent whose host refuses
-connections: their runs must end visibly failed while the others finish.
+one local OpenAI-compatible server answering after `--delay` seconds and refusing 429 beyond `--rpm` requests in any
+60 s, as a provider does (so they are one provider). Every call goes through the profile's LiteLLM gateway, started
+from deploy/litellm.yaml with OpenAI's budget set to half the provider's `--rpm` (docs/running.md says why half): the
+gateway paces the provider, the queue bounds only the machine (`--max-concurrent-runs`) and each tenant. `--down N`
+more tenants have an agent whose host refuses connections: their runs must end visibly failed while the others finish.
 
 Printed: the wall time from the tick (the minute the schedule fires) to the last run's end; tenants per hour; what the
 queue's limits allow (waves of the runs allowed at once, each as long as the slowest run) and the ratio to it; runs
-in flight over time; peak requests in flight at the provider against its bound (2 runs x the tenants'
-concurrency); where a run's time goes (the median run's seconds queued, starting its worker and loading the code
+in flight over time; at the provider: requests, peak in flight against the gateway's parallel requests, the busiest
+second and the busiest 60 s against its limit, and requests it refused 429; where a run's time goes (the median run's seconds queued, starting its worker and loading the code
 location, in its steps' reads, work, writes and Dagster's events, between steps, and ending; its slowest steps);
 peak memory of one run worker and of all of them together; runs lost or started twice.
 """
@@ -42,6 +44,7 @@ import chat_server  # noqa: E402
 import production  # noqa: E402
 
 PROFILE = REPO / "deploy" / "production.py"
+GATEWAY_CONFIG = REPO / "deploy" / "litellm.yaml"
 DEMO_TENANT = REPO / "kindgi_eval" / "demo_tenant" / "tenant.toml"
 CALIBRATION = REPO / "evals" / "golden" / "calibration.jsonl"
 REPLY = json.dumps({"messages": ["The Foundation Course is $450. Would you pay upfront or in instalments?"], "escalate": False, "reason": None})
@@ -175,35 +178,52 @@ def breakdown(instance, records) -> list[str]:
     return lines
 
 
+def gateway_config(folder: Path, provider_rpm: int) -> tuple[Path, int]:
+    """deploy/litellm.yaml with OpenAI's requests per minute set to half of `provider_rpm`, written into `folder`; its
+    path and OpenAI's parallel requests."""
+    import yaml
+
+    config = yaml.safe_load(GATEWAY_CONFIG.read_text())
+    (openai,) = [m for m in config["model_list"] if m["model_name"] == "openai/*"]
+    openai["litellm_params"]["rpm"] = provider_rpm // 2
+    path = folder / "litellm.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path, openai["litellm_params"]["max_parallel_requests"]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tenants", type=int, default=50, help="tenants on the provider (default: %(default)s)")
     parser.add_argument("--cases", type=int, default=40, help="cases in each tenant's suite (default: %(default)s)")
     parser.add_argument("--delay", type=float, default=0.2, help="the provider's answer time, s (default: %(default)s)")
+    parser.add_argument("--rpm", type=int, default=3000, help="the provider's requests per minute (default: %(default)s)")
+    parser.add_argument("--max-concurrent-runs", type=int, default=8, help="runs at once on the machine (default: %(default)s)")
     parser.add_argument("--down", type=int, default=1, help="tenants whose agent's host is down (default: %(default)s)")
     parser.add_argument("--timeout", type=float, default=3600, help="give up after this many seconds (default: %(default)s)")
     args = parser.parse_args()
 
-    server, base_url = chat_server.start(args.delay, REPLY)
+    server, base_url = chat_server.start(args.delay, REPLY, rpm=args.rpm)
     root = Path(tempfile.mkdtemp(prefix="kindgi-nightly-"))
     folder = root / "profile"
     tenants, dead = tenants_file(root, args.tenants, args.cases, args.down)
+    config, parallel = gateway_config(root, args.rpm)
     env = {**os.environ, "KINDGI_TENANTS": str(tenants), "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": KEY,
            "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_MASTER_KEY": "sk-nightly-master-key"}
     try:
-        subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(folder), "--tick-once-after", "20"], env=env, check=True)
-        tick = datetime.fromisoformat(json.loads((folder / "profile.json").read_text())["tick"]).timestamp()
+        subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(folder), "--tick-once-after", "20",
+                        "--max-concurrent-runs", str(args.max_concurrent_runs), "--gateway-config", str(config)], env=env, check=True)
+        state = json.loads((folder / "profile.json").read_text())
+        tick = datetime.fromisoformat(state["tick"]).timestamp()
         os.environ.update(production.read_env(folder))
         import dagster as dg
 
         instance = dg.DagsterInstance.get()
-        limits = instance.get_concurrency_config().run_queue_config
-        provider_runs = min(t["limit"] for t in limits.tag_concurrency_limits if t["key"].endswith("_provider"))
-        allowed = min(limits.max_concurrent_runs, provider_runs)
-        print(f"{args.tenants} tenants of {args.cases} cases (+{args.down} with the agent down); provider at {args.delay * 1000:.0f} ms; "
-              f"queue: max_concurrent_runs {limits.max_concurrent_runs}, {provider_runs} per provider; waiting for the tick", flush=True)
-        daemon = json.loads((folder / "profile.json").read_text())["pids"]["daemon"]
-        records, in_flight, worker_peak, total_peak = watch(instance, daemon, args.tenants + args.down, args.timeout)
+        allowed = instance.get_concurrency_config().run_queue_config.max_concurrent_runs
+        print(f"{args.tenants} tenants of {args.cases} cases (+{args.down} with the agent down); provider at {args.delay * 1000:.0f} ms, "
+              f"{args.rpm} requests per minute; gateway: {args.rpm // 2} per minute; queue: max_concurrent_runs {allowed}, "
+              "one per tenant; waiting for the tick", flush=True)
+        records, in_flight, worker_peak, total_peak = watch(instance, state["pids"]["daemon"], args.tenants + args.down, args.timeout)
+        gateway_peak = peak_rss(state["pids"]["gateway"])
         down = down_statuses({**env, **production.read_env(folder)}, dead) if dead else "none"
         seen = chat_server.stats(base_url)
         spent = breakdown(instance, records)  # from the instance's event log, before the profile drops its database
@@ -216,11 +236,11 @@ def main() -> int:
     live = [r for r in records if r.dagster_run.tags["kindgi/tenant"] not in dead]
     slowest = max(r.end_time - r.start_time for r in records if r.start_time and r.end_time)
     night = max(e for e in ends.values() if e) - tick
-    waves = math.ceil(len(records) / allowed)  # a down tenant's run still holds a judge provider's slot
+    waves = math.ceil(len(records) / allowed)
     ideal = waves * slowest
     statuses = Counter(r.dagster_run.status.value for r in live)
     keys = Counter(r.dagster_run.tags.get("dagster/run_key") for r in records)
-    bound = provider_runs * CONCURRENCY
+    within = seen["refused_429"] == 0 and seen["busiest_minute"] <= args.rpm and seen["peak"] <= parallel
     print(f"night: {night:.1f} s from the tick to the last run's end; {len(live) / night * 3600:.0f} tenants per hour")
     print(f"queue allows: {waves} waves of {allowed} x the slowest run {slowest:.1f} s = {ideal:.1f} s; "
           f"ratio {night / ideal:.2f}")
@@ -229,11 +249,21 @@ def main() -> int:
           f"lost {args.tenants + args.down - len(records)}; started twice {sum(n - 1 for n in keys.values() if n > 1)}")
     print(f"runs in flight: peak {max(n for _, n in in_flight)}; over time (s after the tick: runs) "
           + ", ".join(f"{t - tick:.0f}:{n}" for t, n in in_flight[:: max(1, len(in_flight) // 20)] if t >= tick))
-    print(f"provider: {seen['requests']} requests, peak in flight {seen['peak']} (bound {provider_runs} runs x concurrency "
-          f"{CONCURRENCY} = {bound}){'' if seen['peak'] <= bound else ' EXCEEDED'}")
+    print(f"provider: {seen['requests']} requests answered, {seen['refused_429']} refused 429; peak in flight {seen['peak']} "
+          f"(the gateway's bound {parallel}); busiest second {seen['busiest_second']}, busiest 60 s {seen['busiest_minute']} "
+          f"(its limit {args.rpm}){'' if within else ' EXCEEDED'}")
     print("\n".join(spent))
-    print(f"memory: peak of one run worker {worker_peak / 2**20:.0f} MB, peak of all run workers at once {total_peak / 2**20:.0f} MB")
-    return 0 if seen["peak"] <= bound and len(records) == args.tenants + args.down and all(n == 1 for n in keys.values()) else 1
+    print(f"memory: peak of one run worker {worker_peak / 2**20:.0f} MB, peak of all run workers at once {total_peak / 2**20:.0f} MB; "
+          f"the gateway's peak {gateway_peak / 2**20:.0f} MB")
+    return 0 if within and len(records) == args.tenants + args.down and all(n == 1 for n in keys.values()) else 1
+
+
+def peak_rss(pid: int) -> int:
+    """The highest resident memory process `pid` has had, bytes (VmHWM)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
 
 
 if __name__ == "__main__":
