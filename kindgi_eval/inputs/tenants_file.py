@@ -64,7 +64,8 @@ TAG_SUITE = "kindgi/suite"
 TAG_AGENT_PROVIDER = "kindgi/agent_provider"
 TAG_JUDGE_PROVIDER = "kindgi/judge_provider"
 TAG_RESULT = "kindgi/result"
-"""Run tags: dagster.yaml limits concurrent runs per tenant and per provider by these."""
+"""Run tags: kindgi_eval/dagster.yaml limits concurrent runs per tenant and per provider by these (the production
+instance, whose calls the gateway paces, per tenant only)."""
 
 
 class DeclaredAgent(BaseModel):
