@@ -58,7 +58,8 @@ class _QuietServer(ThreadingHTTPServer):
 class FakeProvider:
     """Serve `script` at http://127.0.0.1:<port>/v1; `requests` holds every request body, in arrival order."""
 
-    def __init__(self, script: Script):
+    def __init__(self, script: Script, port: int = 0):
+        """A server answering by `script`, on `port` of 127.0.0.1 (a free one by default)."""
         self.script = script
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -115,7 +116,7 @@ class FakeProvider:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = _QuietServer(("127.0.0.1", 0), Handler)
+        self.server = _QuietServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
         self.server.request_queue_size = 256
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)

@@ -5,13 +5,17 @@ runs these attempts in the same retry loop, circuit and timeout as litellm's.
 The request is `POST {url}/v1/chat/completions` with `Authorization: Bearer {key}` and the model as litellm names it,
 `provider/model` (`openai/gpt-4o-mini` for `openai:gpt-4o-mini`), which the gateway's config routes. A reply that is
 not a 2xx is raised with its status and headers, for `calls.read_fault` to classify as it classifies litellm's; a
-connection that fails, or a body that is not a chat completion, is a 500, as litellm reports them; the price is the
-gateway's `x-litellm-response-cost` header, and unknown without it.
+connection that breaks, or a body that is not a chat completion, is a 500, as litellm reports them; the price is the
+gateway's `x-litellm-response-cost` header, and unknown without it. A gateway that refuses the connection (it is
+restarting, say) was sent nothing: it is tried again every `RECONNECT_S` while the call's time lasts, and only then
+is the attempt a 500, so a gateway's restart costs its calls time, not their answers.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import time
 from typing import Any, NamedTuple
 
 from kindgi_eval.rules import Usage
@@ -20,6 +24,8 @@ COST_HEADER = "x-litellm-response-cost"
 """The header a LiteLLM gateway prices each reply in, in USD."""
 _BODY_CHARS = 2_000
 """Of a refusal's body, what is kept for its message (it is clipped further when stored)."""
+RECONNECT_S = 0.5
+"""How often a gateway that refuses the connection is tried again."""
 
 
 class Gateway(NamedTuple):
@@ -49,14 +55,24 @@ async def gateway_attempt(
 
     headers = {"Authorization": f"Bearer {gateway.key}"} if gateway.key else {}
     body = {"model": model, "messages": messages, **params}
-    timeout = max(remaining_s, 0.001)
-    try:
-        async with httpx.AsyncClient(timeout=timeout, verify=_tls()) as client:
-            response = await client.post(f"{gateway.url.rstrip('/')}/v1/chat/completions", json=body, headers=headers)
-    except httpx.TimeoutException:
-        raise TimeoutError(f"no answer from the gateway within {timeout:.1f} s") from None
-    except httpx.TransportError as e:
-        raise GatewayRefusal(f"the gateway at {gateway.url} could not be reached: {type(e).__name__}: {e}", 500) from None
+    started = time.monotonic()
+    deadline = started + remaining_s
+    while True:
+        timeout = max(deadline - time.monotonic(), 0.001)
+        try:
+            async with httpx.AsyncClient(timeout=timeout, verify=_tls()) as client:
+                response = await client.post(f"{gateway.url.rstrip('/')}/v1/chat/completions", json=body, headers=headers)
+            break
+        except httpx.TimeoutException:
+            raise TimeoutError(f"no answer from the gateway within {remaining_s:.1f} s") from None
+        except httpx.ConnectError as e:  # nothing was sent: wait for the gateway while the call's time lasts
+            left = deadline - time.monotonic()
+            await asyncio.sleep(max(0.0, min(RECONNECT_S, left)))
+            if left <= RECONNECT_S:
+                raise GatewayRefusal(f"the gateway at {gateway.url} could not be reached for {time.monotonic() - started:.1f} s: "
+                                     f"{type(e).__name__}: {e}", 500) from None
+        except httpx.TransportError as e:
+            raise GatewayRefusal(f"the gateway at {gateway.url} broke the connection: {type(e).__name__}: {e}", 500) from None
     if not response.is_success:
         text = _without_key(response.text[:_BODY_CHARS], gateway.key)
         raise GatewayRefusal(f"the gateway answered HTTP {response.status_code}: {text}", response.status_code, response)

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -123,12 +126,39 @@ def test_a_gateway_slower_than_the_timeout_is_a_timeout_not_retried(gateway) -> 
     assert "no answer within the 0.3 s call timeout" in str(failed.value)
 
 
-def test_a_gateway_that_cannot_be_reached_is_retried_as_a_server_error() -> None:
+def test_a_gateway_that_cannot_be_reached_is_waited_for_while_the_call_lasts_then_is_a_server_error() -> None:
     forget_clients()
     with pytest.raises(ModelCallError) as failed:
-        call(Gateway("http://127.0.0.1:9", KEY))  # the discard port: nothing listens
-    assert failed.value.fault == "server" and failed.value.attempts == 4
-    assert "could not be reached" in str(failed.value)
+        call(Gateway("http://127.0.0.1:9", KEY), timeout_s=1.2)  # the discard port: nothing listens
+    # the one attempt waited out the call's time, trying to connect, and no retry was left time to start
+    assert failed.value.fault == "server" and failed.value.attempts == 1
+    assert "could not be reached for" in str(failed.value)
+
+
+def test_a_gateway_that_comes_back_within_the_calls_time_answers_it_on_the_first_attempt() -> None:
+    # a restart: nothing listens on the gateway's port for 1.5 s, then it serves
+    forget_clients()
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    later: list[FakeProvider] = []
+    timer = threading.Timer(1.5, lambda: later.append(FakeProvider(scripted(Answer("back")), port=port).__enter__()))
+    timer.start()
+    try:
+        started = time.monotonic()
+        done = asyncio.run(complete(MODEL, MESSAGES, timeout_s=10.0, policy=FAST, gateway=Gateway(f"http://127.0.0.1:{port}", KEY)))
+        assert done.content == "back" and time.monotonic() - started >= 1.4
+        assert len(later[0].requests) == 1  # one request, sent once the gateway listened
+    finally:
+        timer.join()
+        for server in later:
+            server.__exit__(None, None, None)
+        forget_clients()
+
+
+def test_a_gateway_that_breaks_the_connection_mid_request_is_retried_as_a_server_error(gateway) -> None:
+    gw, server = gateway(Answer(raw_body=b"", headers={"Content-Length": "999"}), Answer("hello"))
+    assert call(gw).content == "hello" and len(server.requests) == 2
 
 
 def test_a_call_to_the_gateway_imports_no_litellm(gateway) -> None:
