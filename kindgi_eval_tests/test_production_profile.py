@@ -2,7 +2,7 @@
 and two registry servers, each a process of its own; a nightly started by the schedule's own tick through the run
 queue, each run a process of its own, its tables on the S3 API and read back by the command line; the daemon
 SIGKILLed across the night's tick and again in the middle of the night, restarted each time, the object store stalled
-for 30 s, a run worker SIGKILLed."""
+for 30 s, a run worker SIGKILLed, and the gateway SIGKILLed and restarted under the run's retry."""
 
 from __future__ import annotations
 
@@ -198,7 +198,9 @@ REPLY = json.dumps({"messages": ["The Foundation Course is $450. Would you pay u
 
 
 @pytest.mark.xdist_group("production-profile-killed-worker")  # a profile of its own: on another worker, beside the first's night
-def test_a_run_worker_killed_mid_run_is_retried_from_its_recordings(tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_a_run_worker_killed_mid_run_is_retried_from_its_recordings_through_a_gateway_killed_and_restarted(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
     # one tenant whose agent answers in 1.5 s, one call at a time: the kill lands with replies recorded and more to come
     root = tmp_path_factory.mktemp("worker")
     home = tenant_tree(root, "slow", {"golden": None})
@@ -206,7 +208,9 @@ def test_a_run_worker_killed_mid_run_is_retried_from_its_recordings(tmp_path_fac
     case = {"text": "how much is the foundation course?", "expect": {"escalate": False}, "must_contain": ["$450"]}
     (home / "evals" / "golden" / "cases.jsonl").write_text(
         "".join(json.dumps({"id": f"case-{n:02d}", **case}) + "\n" for n in range(SLOW_CASES)))
-    tenants = write_tenants(root / "tenants.toml", entry("slow", agent_model="openai:slow-agent", concurrency=1))
+    # a reply that waits for the gateway's restart is slower than the default 15 s deadline: the tenant's is raised, so
+    # that what is checked is that nothing is lost, not how long it took
+    tenants = write_tenants(root / "tenants.toml", entry("slow", agent_model="openai:slow-agent", concurrency=1, max_latency_ms=90000))
     with FakeProvider(lambda body: Answer(REPLY, delay_s=AGENT_S)) as provider, started(
         root, tenants, OPENAI_BASE_URL=provider.base_url, OPENAI_API_KEY="sk-test-not-a-real-key"
     ) as (folder, env):
@@ -217,17 +221,28 @@ def test_a_run_worker_killed_mid_run_is_retried_from_its_recordings(tmp_path_fac
             time.sleep(0.2)
         (worker,) = production.run_workers(daemon)
         os.kill(worker.pid, signal.SIGKILL)
+        # the retry under way, the gateway is SIGKILLed and restarted: the calls wait for it
+        at_kill = len(provider.requests)
+        while not (len(provider.requests) >= at_kill + 2 and production.run_workers(daemon)):
+            assert time.monotonic() < deadline, "the retry did not reach the agent"
+            time.sleep(0.2)
+        os.kill(json.loads((folder / "profile.json").read_text())["pids"]["gateway"], signal.SIGKILL)
+        restarted = subprocess.run([sys.executable, str(PROFILE), "restart", "gateway", "--dir", str(folder)], env=env,
+                                   capture_output=True, text=True, timeout=180)
+        assert restarted.returncode == 0, restarted.stderr
         runs = night_until(env, lambda runs: len(runs) == 2 and all(r["status"] in ("SUCCESS", "FAILURE") for r in runs),
                            "the killed run was not retried to its end")
         killed, retry = sorted(runs, key=lambda r: "dagster/parent_run_id" in r["tags"])
         assert (killed["status"], retry["status"]) == ("FAILURE", "SUCCESS")
         assert retry["tags"]["dagster/parent_run_id"] == killed["run_id"]
-        # the retry resumed from the recordings: every case asked once, but for the call in flight at the kill and the
-        # replies younger than a batch's wait, not yet written (at one call per AGENT_S, at most one)
+        # the retry resumed from the recordings: every case asked once, but for the call in flight at the worker's kill,
+        # the replies younger than a batch's wait, not yet written (at one call per AGENT_S, at most one), and the call
+        # in flight at the gateway's kill
         unwritten = math.ceil(BATCH_SECONDS / AGENT_S)
-        assert SLOW_CASES <= len(provider.requests) <= SLOW_CASES + 1 + unwritten, len(provider.requests)
-        counted = json.loads(kindgi(env, "sql", "--format", "json", "SELECT run_id, count(*) AS n FROM statuses GROUP BY 1"))
-        assert counted == [{"run_id": retry["run_id"], "n": SLOW_CASES}]
+        assert SLOW_CASES <= len(provider.requests) <= SLOW_CASES + 1 + unwritten + 1, len(provider.requests)
+        # and no case was lost to the gateway's restart: every one answered and passed
+        counted = json.loads(kindgi(env, "sql", "--format", "json", "SELECT run_id, status, count(*) AS n FROM statuses GROUP BY 1, 2"))
+        assert counted == [{"run_id": retry["run_id"], "status": "passed", "n": SLOW_CASES}]
 
 
 def test_start_refuses_without_the_gateways_master_key_and_starts_nothing(tmp_path: Path) -> None:
