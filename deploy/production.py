@@ -458,7 +458,7 @@ def main() -> None:
                         help="make the nightly schedule tick once, at the first whole minute this many seconds after the "
                         "daemon starts, instead of at 02:00 (a night on demand, started by the schedule itself)")
     parser.add_argument("--max-concurrent-runs", type=int, metavar="N",
-                        help="runs at once on this machine (default: deploy/dagster-postgres.yaml's, 8)")
+                        help="runs at once on this machine (default: what deploy/dagster-postgres.yaml says)")
     parser.add_argument("--gateway-config", type=Path, default=GATEWAY_CONFIG, metavar="PATH",
                         help="the LiteLLM gateway's config: its models, keys and each provider's limits (default: %(default)s)")
     args = parser.parse_args()

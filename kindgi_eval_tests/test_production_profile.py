@@ -251,3 +251,15 @@ def test_start_refuses_without_the_gateways_master_key_and_starts_nothing(tmp_pa
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "LITELLM_MASTER_KEY is not set" in done.stderr
     assert not (tmp_path / "profile").exists()
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    (("--gateway-config", "no-such-litellm.yaml"), "no gateway config at no-such-litellm.yaml"),
+    (("--max-concurrent-runs", "0"), "--max-concurrent-runs must be at least 1"),
+])
+def test_start_refuses_a_missing_gateway_config_or_no_runs_at_once_and_starts_nothing(tmp_path: Path, args, error) -> None:
+    env = {**os.environ, "LITELLM_MASTER_KEY": MASTER_KEY}
+    done = subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(tmp_path / "profile"), *args], env=env,
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 2 and error in done.stderr
+    assert not (tmp_path / "profile").exists()
