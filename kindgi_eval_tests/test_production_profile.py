@@ -76,21 +76,22 @@ def profile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, di
         yield running
 
 
-def instance_runs(env: dict[str, str]) -> list[dict]:
-    """The instance's runs as the daemon and the webserver see them, read from PostgreSQL by another process."""
-    read = ("import json, dagster as dg\n"
-            "runs = dg.DagsterInstance.get().get_runs()\n"
-            "print(json.dumps([{'run_id': r.run_id, 'status': r.status.value, 'tags': dict(r.tags)} for r in runs]))\n")
+def read_instance(env: dict[str, str], expression: str) -> object:
+    """`expression`, JSON-encoded, evaluated on the profile's instance (`instance`) by another process: the instance
+    as the daemon and the webserver see it, read from PostgreSQL."""
+    read = f"import json, dagster as dg\ninstance = dg.DagsterInstance.get()\nprint(json.dumps({expression}))\n"
     done = subprocess.run([sys.executable, "-c", read], env=env, capture_output=True, text=True, timeout=120, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def instance_runs(env: dict[str, str]) -> list[dict]:
+    """The instance's runs."""
+    return read_instance(env, "[{'run_id': r.run_id, 'status': r.status.value, 'tags': dict(r.tags)} for r in instance.get_runs()]")
+
+
 def schedules_seen(env: dict[str, str]) -> set[str]:
     """The schedules whose state the daemon stored in the instance: from then on it runs a tick it missed."""
-    read = ("import json, dagster as dg\n"
-            "print(json.dumps([s.instigator_name for s in dg.DagsterInstance.get().all_instigator_state()]))\n")
-    done = subprocess.run([sys.executable, "-c", read], env=env, capture_output=True, text=True, timeout=120, check=True)
-    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+    return set(read_instance(env, "[s.instigator_name for s in instance.all_instigator_state()]"))
 
 
 def kindgi(env: dict[str, str], *args: str, exits: tuple[int, ...] = (0,)) -> str:
@@ -112,8 +113,9 @@ def night_until(env: dict[str, str], done, what: str) -> list[dict]:
         time.sleep(2)
 
 
-def restart_daemon(folder: Path, env: dict[str, str]) -> None:
-    restarted = subprocess.run([sys.executable, str(PROFILE), "restart", "daemon", "--dir", str(folder)], env=env,
+def restart(folder: Path, env: dict[str, str], service: str) -> None:
+    """`deploy/production.py restart SERVICE`, once its process was killed."""
+    restarted = subprocess.run([sys.executable, str(PROFILE), "restart", service, "--dir", str(folder)], env=env,
                                capture_output=True, text=True, timeout=180)
     assert restarted.returncode == 0, restarted.stderr
 
@@ -136,13 +138,13 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_killed_
     os.kill(state["pids"]["daemon"], signal.SIGKILL)
     time.sleep(max(0.0, tick.timestamp() + 5 - time.time()))
     assert instance_runs(env) == []
-    restart_daemon(folder, env)
+    restart(folder, env, "daemon")
 
     # mid-night: a run is under way and others wait in the queue when the daemon is SIGKILLed, then restarted
     night_until(env, lambda runs: any(r["status"] == "STARTED" for r in runs) and any(r["status"] == "QUEUED" for r in runs),
                 "no run started while others queued")
     os.kill(json.loads((folder / "profile.json").read_text())["pids"]["daemon"], signal.SIGKILL)
-    restart_daemon(folder, env)
+    restart(folder, env, "daemon")
 
     # then the object store stops answering for 30 s while a run is under way (its process stopped, so every request
     # hangs): the runs wait for it and go on, none ends short
@@ -227,9 +229,7 @@ def test_a_run_worker_killed_mid_run_is_retried_from_its_recordings_through_a_ga
             assert time.monotonic() < deadline, "the retry did not reach the agent"
             time.sleep(0.2)
         os.kill(json.loads((folder / "profile.json").read_text())["pids"]["gateway"], signal.SIGKILL)
-        restarted = subprocess.run([sys.executable, str(PROFILE), "restart", "gateway", "--dir", str(folder)], env=env,
-                                   capture_output=True, text=True, timeout=180)
-        assert restarted.returncode == 0, restarted.stderr
+        restart(folder, env, "gateway")
         runs = night_until(env, lambda runs: len(runs) == 2 and all(r["status"] in ("SUCCESS", "FAILURE") for r in runs),
                            "the killed run was not retried to its end")
         killed, retry = sorted(runs, key=lambda r: "dagster/parent_run_id" in r["tags"])
