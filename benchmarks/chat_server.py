@@ -59,7 +59,7 @@ def _serve(delay: float, reply: str, model: str, rpm: int | None, port_out) -> N
             return web.json_response(limited, status=429, headers={"Retry-After": f"{60 - (now - answered[-rpm]):.0f}"})
         answered.append(now)
         bodies.append(await request.json())
-        seen["first_request"] = seen["first_request"] or time.time()
+        seen["first_request"] = seen["first_request"] or now
         seen["requests"] += 1
         seen["in_flight"] += 1
         seen["peak"] = max(seen["peak"], seen["in_flight"])

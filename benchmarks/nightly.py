@@ -35,16 +35,16 @@ from datetime import datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # for the server's kindgi_eval_tests.fake_provider
+sys.path.insert(0, str(REPO))  # for kindgi_eval_tests.fake_provider (the server's) and .gateway_config
 sys.path.insert(0, str(REPO / "benchmarks"))  # its neighbour chat_server.py
 
 sys.path.insert(0, str(REPO / "deploy"))  # the profile's own script
 
 import chat_server  # noqa: E402
 import production  # noqa: E402
+from kindgi_eval_tests.gateway_config import with_openai_rpm  # noqa: E402
 
 PROFILE = REPO / "deploy" / "production.py"
-GATEWAY_CONFIG = REPO / "deploy" / "litellm.yaml"
 DEMO_TENANT = REPO / "kindgi_eval" / "demo_tenant" / "tenant.toml"
 CALIBRATION = REPO / "evals" / "golden" / "calibration.jsonl"
 REPLY = json.dumps({"messages": ["The Foundation Course is $450. Would you pay upfront or in instalments?"], "escalate": False, "reason": None})
@@ -178,19 +178,6 @@ def breakdown(instance, records) -> list[str]:
     return lines
 
 
-def gateway_config(folder: Path, provider_rpm: int) -> tuple[Path, int]:
-    """deploy/litellm.yaml with OpenAI's requests per minute set to half of `provider_rpm`, written into `folder`; its
-    path and OpenAI's parallel requests."""
-    import yaml
-
-    config = yaml.safe_load(GATEWAY_CONFIG.read_text())
-    (openai,) = [m for m in config["model_list"] if m["model_name"] == "openai/*"]
-    openai["litellm_params"]["rpm"] = provider_rpm // 2
-    path = folder / "litellm.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path, openai["litellm_params"]["max_parallel_requests"]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tenants", type=int, default=50, help="tenants on the provider (default: %(default)s)")
@@ -206,7 +193,8 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="kindgi-nightly-"))
     folder = root / "profile"
     tenants, dead = tenants_file(root, args.tenants, args.cases, args.down)
-    config, parallel = gateway_config(root, args.rpm)
+    config, openai = with_openai_rpm(root, args.rpm // 2)  # half the provider's: docs/running.md says why
+    parallel = openai["max_parallel_requests"]
     env = {**os.environ, "KINDGI_TENANTS": str(tenants), "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": KEY,
            "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_MASTER_KEY": "sk-nightly-master-key"}
     try:

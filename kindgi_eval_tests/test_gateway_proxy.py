@@ -19,16 +19,15 @@ from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
-import yaml
 
-from kindgi_eval_tests.conftest import REPO, run_cli
+from kindgi_eval_tests.conftest import run_cli
 from kindgi_eval.llm.calls import RetryPolicy
 from kindgi_eval.prompts.judge import CRITERION_HEAD
 from kindgi_eval_tests.defs.test_judged_runs import Judge, calibration_lines, case, write_suite
 from kindgi_eval_tests.fake_provider import Answer, FakeProvider, user_text
+from kindgi_eval_tests.gateway_config import GATEWAY_CONFIG, with_openai_rpm
 
 pytestmark = [pytest.mark.long, pytest.mark.xdist_group("litellm-proxy")]
-CONFIG = REPO / "deploy" / "litellm.yaml"
 PROXY = Path(sys.executable).parent / "litellm"
 MASTER_KEY = "sk-gateway-test-master-key"
 PROVIDER_KEY = "sk-provider-key-held-by-the-gateway"
@@ -100,7 +99,7 @@ def proxy(config: Path, upstream: FakeProvider, log: Path) -> Iterator[str]:
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, FakeProvider]]:
     """The proxy from deploy/litellm.yaml before the fake provider; its URL and the provider."""
     proxy_installed()
-    with FakeProvider(provider) as upstream, proxy(CONFIG, upstream, tmp_path_factory.mktemp("gateway") / "proxy.log") as url:
+    with FakeProvider(provider) as upstream, proxy(GATEWAY_CONFIG, upstream, tmp_path_factory.mktemp("gateway") / "proxy.log") as url:
         yield url, upstream
 
 
@@ -169,13 +168,10 @@ def test_the_gateway_paces_a_burst_to_the_providers_requests_per_minute_and_ever
     # deploy/litellm.yaml with OpenAI's budget cut to 3 requests a minute; five calls at once: three go out, the
     # other two wait in the gateway for the next minute and are answered then, none refused (the call's timeout and
     # the agent's latency deadline outlast the wait, which is latency like any other)
-    config = yaml.safe_load(CONFIG.read_text())
-    (openai,) = [m for m in config["model_list"] if m["model_name"] == "openai/*"]
-    openai["litellm_params"]["rpm"] = PACED_RPM
-    (tmp_path / "litellm.yaml").write_text(yaml.safe_dump(config))
+    config, _ = with_openai_rpm(tmp_path, PACED_RPM)
     asked: list[float] = []
     with FakeProvider(lambda body: asked.append(time.time()) or Answer(REPLY)) as upstream, proxy(
-        tmp_path / "litellm.yaml", upstream, tmp_path / "proxy.log"
+        config, upstream, tmp_path / "proxy.log"
     ) as url:
         result = run_cli("run", "--eval-dir", str(cases_file(tmp_path / "suite", PACED_RPM + 2)), "--agent-model", "openai:gpt-4o-mini",
                          "--json", str(tmp_path / "s.json"),
