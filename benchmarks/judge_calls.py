@@ -1,8 +1,10 @@
-"""Judging throughput: 100 generated cases plus the golden calibration set, through litellm's real client,
-against a local OpenAI-compatible judge that answers after a fixed delay; prints wall time against the
-ideal (calls x delay / concurrency) and the server's observed peak of concurrent requests.
+"""The judge stage's calls: 100 generated cases plus the golden calibration set, judged as a run judges them
+(`judge_suite`, every call made in the litellm worker process), against a local OpenAI-compatible judge that answers
+after a fixed delay; prints the calls' wall time against the ideal of the stage's two phases (calibration, then the
+cases of the groups it calibrated: each phase's calls in waves of `concurrency`, each wave one delay), where the calls
+waited, and the server's observed peak of concurrent requests.
 
-    .venv/bin/python benchmarks/judge_calls.py [--cases 100] [--concurrency 32] [--delay 0.2]
+    .venv/bin/python benchmarks/judge_calls.py [--cases 100] [--concurrency 32] [--delay 0.2] [--repeat 1] [--in-process] [--json]
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -23,10 +27,43 @@ from kindgi_eval.agents.mock import MockAgent  # noqa: E402
 from kindgi_eval.inputs.suite_folder import load_suite  # noqa: E402
 from kindgi_eval.inputs.tenant_file import load_tenant  # noqa: E402
 from kindgi_eval.kinds import models_of  # noqa: E402
-from kindgi_eval.rules.model_names import parse_model  # noqa: E402
+from kindgi_eval.llm import start_worker, stop_worker  # noqa: E402
+from kindgi_eval.rules import SAMPLES, Completion, parse_model  # noqa: E402
 from kindgi_eval.steps.agent_replies import turn_of  # noqa: E402
 from kindgi_eval.steps.judge_samples import case_subjects, judge_suite  # noqa: E402
 from kindgi_eval_tests.fake_provider import Answer, FakeProvider, fenced  # noqa: E402
+
+
+class TimedJudge:
+    """The judge under test, each call's start and end noted (on this process's clock) for where the calls waited."""
+
+    def __init__(self, judge: LitellmJudge):
+        self.judge = judge
+        self.name = judge.name
+        self.calls: list[tuple[float, float, bool]] = []
+        """(start, end, is a calibration call) of every call."""
+        self.calibration_replies: set[str] = set()
+
+    async def grade(self, messages: list[dict[str, str]], *, timeout_s: float, schema: dict | None = None) -> Completion:
+        started = time.perf_counter()
+        completion = await self.judge.grade(messages, timeout_s=timeout_s, schema=schema)
+        is_calibration = fenced({"messages": messages}, "reply") in self.calibration_replies
+        self.calls.append((started, time.perf_counter(), is_calibration))
+        return completion
+
+
+def phases_ideal(calibration_calls: int, case_calls: int, concurrency: int, delay: float) -> float:
+    """The least time the two phases take one after the other: each in full waves of `concurrency` calls."""
+    return (math.ceil(calibration_calls / concurrency) + math.ceil(case_calls / concurrency)) * delay
+
+
+def worker_cpu_s() -> float:
+    """User + system CPU of this process's children still running (the litellm worker), from /proc."""
+    total = 0.0
+    for child in Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split():
+        fields = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def main() -> None:
@@ -34,7 +71,10 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--delay", type=float, default=0.2)
+    parser.add_argument("--repeat", type=int, default=1, help="judgings of the same cases; medians are shown")
     parser.add_argument("--model", default="bench-judge", help="model name the server is asked for (priced or not)")
+    parser.add_argument("--in-process", action="store_true", help="make the calls in this process, not in the litellm worker")
+    parser.add_argument("--json", action="store_true", help="end with one line of JSON: the medians, for whole_run.py")
     args = parser.parse_args()
 
     golden = load_suite(REPO / "evals/golden", models_of=models_of)
@@ -53,32 +93,59 @@ def main() -> None:
 
     server = FakeProvider(judge)
     child = server.serve_in_child()
+    runs = []
     try:
         os.environ["OPENAI_API_KEY"] = "sk-bench-not-a-key"
         os.environ["OPENAI_BASE_URL"] = server.base_url
-        judge_model = LitellmJudge(parse_model(f"openai:{args.model}"))  # imports litellm: not part of judging
-        started, cpu_started = time.perf_counter(), time.process_time()
-        samples = asyncio.run(
-            judge_suite(
-                judge_model,
-                golden.calibration,
-                case_subjects(cases, replies),
-                catalogue=tenant.catalogue_text(),
-                concurrency=args.concurrency,
-                timeout_s=30,
+        if not args.in_process:
+            start_worker()  # as `kindgi-eval run` starts it
+        # imports litellm, or waits for the worker to have: not part of judging
+        judge_model = TimedJudge(LitellmJudge(parse_model(f"openai:{args.model}")))
+        judge_model.calibration_replies = {" ".join(item.reply) for item in golden.calibration}
+        for _ in range(args.repeat):
+            judge_model.calls.clear()
+            served = server.stats()["requests"]
+            cpu_before, worker_before = time.process_time(), 0.0 if args.in_process else worker_cpu_s()
+            started = time.perf_counter()
+            samples = asyncio.run(
+                judge_suite(
+                    judge_model,
+                    golden.calibration,
+                    case_subjects(cases, replies),
+                    catalogue=tenant.catalogue_text(),
+                    concurrency=args.concurrency,
+                    timeout_s=30,
+                )
             )
-        )
-        wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
-        stats = server.stats()
+            wall = time.perf_counter() - started
+            cpu = time.process_time() - cpu_before + (0.0 if args.in_process else worker_cpu_s() - worker_before)
+            calls = server.stats()["requests"] - served
+            calibration = [c for c in judge_model.calls if c[2]]
+            cases_calls = [c for c in judge_model.calls if not c[2]]
+            runs.append({
+                "wall": wall, "cpu": cpu, "calls": calls, "invalid": sum(s.vote == "invalid" for s in samples),
+                "calibration_calls": len(calibration),
+                "calibration_done": max((c[1] for c in calibration), default=started) - started,
+                "first_case_call": min((c[0] for c in cases_calls), default=started) - started,
+                "latency": statistics.median(c[1] - c[0] for c in judge_model.calls),
+            })
+        peak = server.stats()["peak"]
     finally:
+        stop_worker()
         child.kill()
-    calls = stats["requests"]
-    ideal = calls * args.delay / args.concurrency
-    invalid = sum(s.vote == "invalid" for s in samples)
-    print(f"{args.cases} cases, {calls} judge calls ({invalid} invalid samples), concurrency {args.concurrency}")
-    print(f"client CPU {cpu:.2f} s ({1000 * cpu / calls:.1f} ms per call: above the ideal wall time, the client is the bottleneck)")
-    print(f"wall {wall:.2f} s, ideal {ideal:.2f} s, ratio {wall / ideal:.2f}  (goal <= 1.3)")
-    print(f"server peak concurrency {stats['peak']}  (goal {args.concurrency})")
+    figures = {field: statistics.median(r[field] for r in runs) for field in runs[0]}
+    calibration_calls = len(golden.calibration) * SAMPLES
+    ideal = phases_ideal(calibration_calls, int(figures["calls"]) - calibration_calls, args.concurrency, args.delay)
+    where = "this process" if args.in_process else "the litellm worker process"
+    print(f"{args.cases} cases, {figures['calls']:.0f} judge calls ({figures['invalid']:.0f} invalid samples), concurrency "
+          f"{args.concurrency}, calls made in {where}; median of {args.repeat}; load average {os.getloadavg()[0]:.2f}")
+    print(f"CPU {figures['cpu']:.2f} s ({1000 * figures['cpu'] / figures['calls']:.1f} ms per call, this process and the worker)")
+    print(f"calibration's last reply at {figures['calibration_done']:.2f} s; the first case call at {figures['first_case_call']:.2f} s; "
+          f"a call's median latency {figures['latency'] * 1000:.0f} ms (the server's delay {args.delay * 1000:.0f} ms)")
+    print(f"wall {figures['wall']:.2f} s, ideal of the two phases {ideal:.2f} s, ratio {figures['wall'] / ideal:.2f}  (goal <= 1.15)")
+    print(f"server peak concurrency {peak}  (goal {args.concurrency})")
+    if args.json:
+        print(json.dumps({**figures, "cases": args.cases, "concurrency": args.concurrency, "ideal": ideal, "peak": peak}))
 
 
 if __name__ == "__main__":

@@ -34,21 +34,22 @@ def test_pytest_is_blocked() -> None:
 
 
 @pytest.mark.parametrize(
-    ("script", "args"),
+    ("script", "args", "shown"),
     [
         # a tiny run of each: a few calls, a server answering at once, one repeat (a few seconds each)
-        ("agent_calls.py", ("--calls", "8", "--concurrency", "4", "--delay", "0.01", "--repeat", "1")),
-        ("judge_calls.py", ("--cases", "4", "--concurrency", "4", "--delay", "0.01")),
+        ("agent_calls.py", ("--calls", "8", "--concurrency", "4", "--delay", "0.01", "--repeat", "1"), ()),
+        ("judge_calls.py", ("--cases", "4", "--concurrency", "4", "--delay", "0.01", "--json"), ('"ideal": ',)),
         # a suite over the limit refused, and an answer over it; the slow suite at the limit skipped
-        ("big_inputs.py", ("--suite-mb", "20", "--body-mb", "2", "--skip-at-limit")),
-        # whole processes: the golden run, and runs of 1 and 8 cases beside the bare loop, once each
-        ("whole_run.py", ("--quick",)),
+        ("big_inputs.py", ("--suite-mb", "20", "--body-mb", "2", "--skip-at-limit"), ()),
+        # whole processes: the golden run, and a run of 2 cases, embedded and through a gateway, beside the bare
+        # scripts, once each; promptfoo, which is no dependency of this project, skipped and said to be
+        ("whole_run.py", ("--quick",), ("promptfoo arm: skipped", "| N = 2, C = 2 |", "run, gateway ")),
         # the registry's server under a tenth of each attack
-        ("registry_attacks.py", ("--quick",)),
+        ("registry_attacks.py", ("--quick",), ()),
     ],
 )
 @pytest.mark.long
-def test_a_benchmark_runs_without_pytest(script: str, args: tuple[str, ...]) -> None:
+def test_a_benchmark_runs_without_pytest(script: str, args: tuple[str, ...], shown: tuple[str, ...]) -> None:
     help_done = run_without_pytest(script, "--help")
     assert help_done.returncode == 0, help_done.stderr
     assert "usage:" in help_done.stdout
@@ -56,6 +57,8 @@ def test_a_benchmark_runs_without_pytest(script: str, args: tuple[str, ...]) -> 
     assert done.returncode == 0, done.stderr
     assert "ModuleNotFoundError" not in done.stderr
     assert "peak" in done.stdout  # it got as far as printing its figures
+    for text in shown:
+        assert text in done.stdout
 
 
 def test_the_nightly_benchmark_loads_without_pytest() -> None:
@@ -64,11 +67,3 @@ def test_the_nightly_benchmark_loads_without_pytest() -> None:
     done = run_without_pytest("nightly.py", "--help")
     assert done.returncode == 0, done.stderr
     assert "usage:" in done.stdout and "--tenants" in done.stdout
-
-
-
-def test_the_promptfoo_comparison_loads_without_pytest() -> None:
-    # promptfoo is no dependency of this project (node, npm): here, that the script loads from the plain install
-    done = run_without_pytest("promptfoo_compare.py", "--help")
-    assert done.returncode == 0, done.stderr
-    assert "usage:" in done.stdout and "--promptfoo" in done.stdout
