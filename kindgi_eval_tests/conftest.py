@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
@@ -16,6 +18,27 @@ from kindgi_eval_tests.warm_cli import WarmCommand, needs_a_fresh_interpreter
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "evals" / "golden"
 CLI = Path(sys.executable).parent / "kindgi-eval"
+
+
+MEMORY_FOLDER = Path("/dev/shm")
+"""A memory file system on Linux: where the tests keep their temporary folders when no `--basetemp` is given."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """The tests' temporary folders (pytest's `tmp_path` and every process's TMPDIR) in memory, made once by the
+    process that starts the tests (xdist hands each worker a folder inside it).
+
+    Each run commits some 120 Dagster events to SQLite and writes a dozen Parquet files, and every commit waits for
+    the disk (fsync, 4 to 8 ms here); on a memory file system it does not, and nothing the tests check depends on
+    the disk. Removed when the tests end; a `--basetemp` of one's own, or a machine without /dev/shm, keeps pytest's."""
+    if hasattr(config, "workerinput") or config.option.basetemp or not MEMORY_FOLDER.is_dir():
+        return
+    folder = Path(tempfile.mkdtemp(prefix="kindgi-tests-", dir=MEMORY_FOLDER))
+    config.option.basetemp = str(folder / "pytest")
+    os.environ["TMPDIR"] = str(folder)
+    tempfile.tempdir = None  # read TMPDIR again
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
