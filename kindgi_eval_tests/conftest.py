@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -38,7 +39,17 @@ def pytest_configure(config: pytest.Config) -> None:
     config.option.basetemp = str(folder / "pytest")
     os.environ["TMPDIR"] = str(folder)
     tempfile.tempdir = None  # read TMPDIR again
-    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+    config.add_cleanup(lambda: _remove_all_but_multiprocessing_s(folder))
+
+
+def _remove_all_but_multiprocessing_s(folder: Path) -> None:
+    """Remove what the tests left in `folder`, but the folders multiprocessing removes as this process exits (a
+    forkserver's, which would fail to find its own folder gone), and `folder` itself once empty."""
+    for entry in folder.iterdir():
+        if not entry.name.startswith("pymp-"):
+            shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        folder.rmdir()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -27,6 +27,12 @@ def in_process_chain() -> dg.JobDefinition:
     return defs.resolve_job_def("evaluate_suite")
 
 
+FORKSERVER = {"forkserver": {"preload_modules": ["kindgi_eval.defs.definitions", "kindgi_eval_tests.defs.chain_jobs"]}}
+"""Each step's process forked from a server that imported the code location once (Dagster's `start_method`), instead
+of a new interpreter importing Dagster and the chain for every step: still a process per step, none of them the
+run's, and nothing of one step's in another but what the store holds."""
+
+
 def multiprocess_chain() -> dg.JobDefinition:
     """The chain's assets (their checks are evaluated in their steps) with each step in a process of its own: nothing
     passes between steps but the store."""
@@ -35,7 +41,7 @@ def multiprocess_chain() -> dg.JobDefinition:
         assets=CHAIN,
         jobs=[steps],
         resources={"io_manager": ParquetStore(), "eval_settings": EvalSettings(), "clients": RunClients()},
-        executor=dg.multiprocess_executor.configured({"max_concurrent": 2}),
+        executor=dg.multiprocess_executor.configured({"max_concurrent": 2, "start_method": FORKSERVER}),
     )
     return defs.resolve_job_def("evaluate_suite_steps")
 
