@@ -1,11 +1,13 @@
-"""Sampling the judge: three samples per criterion, calibration items first, all under one concurrency bound."""
+"""Sampling the judge: three samples per criterion, a group's calibration items before its cases, all under one
+concurrency bound."""
 
 from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from typing import Literal, NamedTuple
+from itertools import product
+from typing import Literal, NamedTuple, get_args
 
 from kindgi_eval.kinds import cases_of, kind_named
 from kindgi_eval.llm import ModelCallError
@@ -34,6 +36,8 @@ from kindgi_eval.store import OutcomeRow, ReplyRow, SampleRow, SuiteRow
 
 Record = Callable[[SampleRow], None]
 """Where each sample goes as soon as it is drawn (the run's batch writer)."""
+VOTES: tuple[str, ...] = get_args(SampleRow.model_fields["vote"].annotation)
+"""Every vote a sample can hold, as its row declares them."""
 
 
 class Subject(NamedTuple):
@@ -82,57 +86,63 @@ def _key_of(subject: Subject, number: int) -> SampleKey:
     return (subject.row_type, subject.id, subject.criterion.source, subject.criterion.criterion, number)
 
 
-async def sample_all(
-    judge: Judge,
-    subjects: Sequence[Subject],
-    *,
-    counted: str,
-    catalogue: str,
-    slots: asyncio.Semaphore,
-    timeout_s: float,
-    progress: Progress | None = None,
-    done: Mapping[SampleKey, SampleRow] | None = None,
-    record: Record | None = None,
-) -> list[SampleRow]:
-    """SAMPLES samples of every subject; an error or a bad answer is an invalid sample, never a pass (C6).
+def settled_verdict(votes: Sequence[str]) -> str | None:
+    """The verdict a criterion's votes so far reach whatever its other samples say (two that agree already decide), or
+    None while those could still change it."""
+    missing = SAMPLES - len(votes)
+    known = [(number, vote) for number, vote in enumerate(votes, 1)]
+    reached = {
+        decide(known + [(len(votes) + number, vote) for number, vote in enumerate(rest, 1)])[1].verdict
+        for rest in product(VOTES, repeat=missing)
+    }
+    return reached.pop() if len(reached) == 1 else None
 
-    A sample in `done` (recorded by a killed attempt of the run) is not drawn again: that row is the sample. Every
-    sample drawn is passed to `record` as soon as it arrives."""
-    done = done or {}
-    total = len(subjects) * SAMPLES
-    drawn = sum(_key_of(s, n) in done for s in subjects for n in range(1, SAMPLES + 1))
 
-    async def one(subject: Subject, number: int, messages: list[dict[str, str]]) -> SampleRow:
-        nonlocal drawn
-        if (recorded := done.get(_key_of(subject, number))) is not None:
-            return recorded
-        async with slots:
-            row = await _sample(judge, subject, number, messages, timeout_s)
-        if record:
-            record(row)
-        drawn += 1
-        if progress:
-            progress(counted, drawn, total)
-        return row
+class _Sampling:
+    """The judge's samples of one stage under one concurrency bound: reused from `done` where a killed attempt drew
+    them, else drawn, recorded and counted as they arrive."""
 
-    calls = []
-    for subject in subjects:
+    def __init__(self, judge: Judge, catalogue: str, slots: asyncio.Semaphore, timeout_s: float, progress: Progress | None,
+                 done: Mapping[SampleKey, SampleRow], record: Record | None):
+        self.judge, self.catalogue, self.slots, self.timeout_s = judge, catalogue, slots, timeout_s
+        self.progress, self.done, self.record = progress, done, record
+        self.counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        """Per count shown (`calibration samples drawn`): samples drawn or reused so far, and samples asked for."""
+
+    def start(self, subject: Subject, counted: str) -> list[asyncio.Task[SampleRow]]:
+        """SAMPLES samples of `subject`, each a task queued now for a slot (slots are given out in the order asked)."""
         messages = judge_messages(
             source=subject.criterion.source,
             criterion=subject.criterion.criterion,
-            catalogue=catalogue,
+            catalogue=self.catalogue,
             history=subject.history,
             text=subject.text,
             reply=subject.reply,
             nudge=subject.nudge,
         )
-        calls += [one(subject, n, messages) for n in range(1, SAMPLES + 1)]
-    return list(await asyncio.gather(*calls))
+        count = self.counts[counted]
+        count[1] += SAMPLES
+        count[0] += sum(_key_of(subject, n) in self.done for n in range(1, SAMPLES + 1))
+        return [asyncio.ensure_future(self._one(subject, n, messages, counted)) for n in range(1, SAMPLES + 1)]
+
+    async def _one(self, subject: Subject, number: int, messages: list[dict[str, str]], counted: str) -> SampleRow:
+        if (recorded := self.done.get(_key_of(subject, number))) is not None:
+            return recorded
+        async with self.slots:
+            row = await _sample(self.judge, subject, number, messages, self.timeout_s)
+        if self.record:
+            self.record(row)
+        count = self.counts[counted]
+        count[0] += 1
+        if self.progress:
+            self.progress(counted, *count)
+        return row
 
 
 async def _sample(
     judge: Judge, subject: Subject, number: int, messages: list[dict[str, str]], timeout_s: float
 ) -> SampleRow:
+    """One sample; an error or a bad answer is an invalid sample, never a pass (C6)."""
     reply_text = joined_reply(subject.reply)
     content, error, usage, latency_ms = None, None, None, 0.0
     try:
@@ -177,6 +187,17 @@ def graded_items(samples: Sequence[SampleRow]) -> list[Graded]:
     return graded
 
 
+async def _settled(item: Subject, samples: Sequence[asyncio.Task[SampleRow]]) -> Graded:
+    """A calibration item's hand label beside the judge's verdict on it, as soon as its samples so far settle it."""
+    votes: list[str] = []
+    verdict = None
+    for arrived in asyncio.as_completed(samples):
+        votes.append((await arrived).vote)
+        if (verdict := settled_verdict(votes)) is not None:
+            break
+    return Graded(item.criterion.group, item.label, verdict or "ungraded", item.id)  # type: ignore[arg-type]
+
+
 async def judge_suite(
     judge: Judge,
     calibration: Sequence[CalibrationItem],
@@ -191,15 +212,30 @@ async def judge_suite(
     groups: Sequence[Group] = GROUPS,
     item_group: Callable[[str], Group] = group_of,
 ) -> list[SampleRow]:
-    """Calibrate first, then sample only the case criteria whose group the judge earned in this run.
+    """Calibrate each group, and sample the case criteria of a group the judge earned in this run as soon as that
+    group is decided: never before, and without waiting for the other groups' calibration.
 
-    Samples in `done` are reused, never drawn again; each new one goes to `record` as it arrives."""
-    slots = asyncio.Semaphore(concurrency)
-    kwargs = dict(catalogue=catalogue, slots=slots, timeout_s=timeout_s, progress=progress, done=done, record=record)
-    samples = await sample_all(judge, calibration_subjects(calibration, item_group), counted="calibration samples drawn", **kwargs)
-    agreement = agree_by_group(graded_items(samples), groups=tuple(groups))
-    earned = {group for group, a in agreement.items() if a.calibrated}
-    return samples + await sample_all(judge, [s for s in cases if s.criterion.group in earned], counted="case samples drawn", **kwargs)
+    Every calibration sample is queued for a slot before any case sample, so calibration is never held up behind the
+    cases; a group is decided once each of its items' samples so far settle its verdict (two that agree do), the
+    items' remaining samples being drawn and kept all the same. The rows come back as before: the calibration items'
+    samples, then the cases', each in the order of its subjects. Samples in `done` are reused, never drawn again;
+    each new one goes to `record` as it arrives."""
+    sampling = _Sampling(judge, catalogue, asyncio.Semaphore(concurrency), timeout_s, progress, done or {}, record)
+    items = calibration_subjects(calibration, item_group)
+    item_samples = [sampling.start(item, "calibration samples drawn") for item in items]
+    case_samples: dict[int, list[asyncio.Task[SampleRow]]] = {}
+
+    async def judge_group(group: Group) -> None:
+        own = [n for n, item in enumerate(items) if item.criterion.group == group]
+        graded = await asyncio.gather(*(_settled(items[n], item_samples[n]) for n in own))
+        if agree_by_group(graded, groups=(group,))[group].calibrated:
+            for n, subject in enumerate(cases):
+                if subject.criterion.group == group:
+                    case_samples[n] = sampling.start(subject, "case samples drawn")
+
+    await asyncio.gather(*(judge_group(group) for group in groups))
+    calibration_rows = [await task for tasks in item_samples for task in tasks]
+    return calibration_rows + [await task for n in sorted(case_samples) for task in case_samples[n]]
 
 
 def sample_judge(
