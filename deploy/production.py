@@ -4,6 +4,7 @@
                                       [--max-concurrent-runs N] [--gateway-config deploy/litellm.yaml]
     . .kindgi-production/env          # then kindgi-eval sql, diff, replay, report read the profile's store
     python deploy/production.py restart daemon [--dir .kindgi-production]   # a service whose process died
+    python deploy/production.py restart postgres [--dir .kindgi-production] # the profile's own cluster, while it runs
     python deploy/production.py stop  [--dir .kindgi-production]
 
 `start` brings up, each as a process of its own on 127.0.0.1:
@@ -50,6 +51,7 @@ import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple, NoReturn
+from urllib.parse import urlsplit
 
 DEPLOY = Path(__file__).resolve().parent
 INSTANCE_YAML = DEPLOY / "dagster-postgres.yaml"
@@ -160,10 +162,18 @@ def as_postgres(argv: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else argv
 
 
+def passable(folder: Path) -> Path:
+    """`folder`, or the nearest folder above it, that every user may pass through down from the root: where the
+    `postgres` user reaches a cluster made by root (a TMPDIR of root's alone, 0700, hides what is inside it)."""
+    while folder != folder.parent and not all(f.stat().st_mode & 0o001 for f in (folder, *folder.parents)):
+        folder = folder.parent
+    return folder
+
+
 def own_cluster(profile: Profile) -> dict[str, str]:
     """A PostgreSQL cluster of the profile's own on a free port of 127.0.0.1, password-protected; its connection."""
     if os.geteuid() == 0:  # the postgres user must reach the data folder, which a root-only parent would hide
-        data = Path(tempfile.mkdtemp(prefix="kindgi-production-pg-"))
+        data = Path(tempfile.mkdtemp(prefix="kindgi-production-pg-", dir=passable(Path(tempfile.gettempdir()))))
         shutil.chown(data, "postgres", "postgres")
     else:
         data = profile.dir / "postgres"
@@ -184,9 +194,9 @@ def own_cluster(profile: Profile) -> dict[str, str]:
         shutil.chown(log, "postgres", "postgres")
         written.symlink_to(log)
     options = f"-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories={data}"
-    subprocess.run(as_postgres([pg_bin("pg_ctl"), "-D", str(data / "cluster"), "-o", options, "-l", str(log), "-w", "start"]),
-                   check=True, stdout=subprocess.DEVNULL)
-    profile.state["own_cluster"] = str(data)
+    control = [pg_bin("pg_ctl"), "-D", str(data / "cluster"), "-o", options, "-l", str(log)]
+    subprocess.run(as_postgres([*control, "-w", "start"]), check=True, stdout=subprocess.DEVNULL)
+    profile.state |= {"own_cluster": str(data), "own_cluster_control": control}
     profile.save()
     return {"DAGSTER_PG_HOST": "127.0.0.1", "DAGSTER_PG_PORT": str(port), "DAGSTER_PG_USERNAME": "kindgi",
             "DAGSTER_PG_PASSWORD": password}
@@ -342,7 +352,11 @@ def daemon_alive(env: dict[str, str]) -> bool:
 
 def restart(profile: Profile, name: str) -> None:
     """Start service `name` again as it was started, after its process died (a daemon killed in the night, say).
-    Its old process group is left alone (the children it launched may still be finishing runs) and stopped by `stop`."""
+    Its old process group is left alone (the children it launched may still be finishing runs) and stopped by `stop`.
+    `postgres` is the one service restarted while it runs (see `restart_postgres`)."""
+    if name == "postgres":
+        restart_postgres(profile)
+        return
     pid = profile.state["pids"].get(name)
     if pid is None:
         refuse(f"no service {name!r} in {profile.dir}; its services: {', '.join(profile.state['pids']) or 'none'}")
@@ -352,6 +366,21 @@ def restart(profile: Profile, name: str) -> None:
     kept = json.loads((profile.dir / "services" / f"{name}.json").read_text())
     profile.wait(name, profile.spawn(name, kept["argv"], kept["env"], kept["ready"]))
     print(f"{name} restarted: pid {profile.state['pids'][name]}")
+
+
+def restart_postgres(profile: Profile) -> None:
+    """Stop the profile's own cluster and start it again on its port, as an operator's restart or a failover does:
+    `pg_ctl restart -m fast` ends every session, an open transaction rolled back, and a client connects again only
+    once the server is back. A server the profile was given (DAGSTER_PG_HOST) is shared with others and never
+    restarted from here."""
+    control = profile.state.get("own_cluster_control")
+    if control is None:
+        server = urlsplit(profile.state.get("admin_url", "")).netloc.rsplit("@", 1)[-1]
+        refuse(f"the profile's PostgreSQL at {server} was given by DAGSTER_PG_HOST and may serve others: restart it where it "
+               "is run, or start the profile without DAGSTER_PG_* for a cluster of its own")
+    began = time.monotonic()
+    subprocess.run(as_postgres([*control, "-m", "fast", "-w", "restart"]), check=True, stdout=subprocess.DEVNULL)
+    print(f"postgres restarted in {time.monotonic() - began:.1f} s")
 
 
 def stop(profile: Profile) -> None:
@@ -392,6 +421,13 @@ def running_processes() -> dict[int, Process]:
                 pid = int(entry.name)
                 found[pid] = Process(pid, int(fields[1]), int(fields[2]), int(fields[21]) * PAGE, command)
     return found
+
+
+def code_servers(group: int) -> list[Process]:
+    """The code servers (`dagster api grpc`) in process group `group`: those the daemon started there, one for the
+    workspace's code location and a new one at each reload of its workspace, the old one serving until its runs end.
+    A daemon's group outlives it, so this finds a dead daemon's code servers too; another profile's are not in it."""
+    return [p for p in running_processes().values() if p.group == group and b"\0api\0grpc\0" in p.command]
 
 
 def run_workers(daemon: int) -> list[Process]:
@@ -451,7 +487,8 @@ def reap(pid: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["start", "stop", "restart"])
-    parser.add_argument("service", nargs="?", help="restart: the service to start again (daemon, webserver, registry-1, s3, gateway)")
+    parser.add_argument("service", nargs="?", help="restart: the service to start again (daemon, webserver, registry-1, s3, "
+                        "gateway), or postgres, the profile's own cluster, stopped and started again")
     parser.add_argument("--dir", type=Path, default=Path(".kindgi-production"), help="the profile's folder (default: %(default)s)")
     parser.add_argument("--registry-servers", type=int, default=2, help="registry server processes (default: %(default)s)")
     parser.add_argument("--tick-once-after", type=float, metavar="SECONDS",
