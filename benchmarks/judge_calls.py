@@ -28,6 +28,7 @@ from kindgi_eval.inputs.suite_folder import load_suite  # noqa: E402
 from kindgi_eval.inputs.tenant_file import load_tenant  # noqa: E402
 from kindgi_eval.kinds import models_of  # noqa: E402
 from kindgi_eval.llm import start_worker, stop_worker  # noqa: E402
+from kindgi_eval.llm.worker import running  # noqa: E402
 from kindgi_eval.rules import SAMPLES, Completion, parse_model  # noqa: E402
 from kindgi_eval.steps.agent_replies import turn_of  # noqa: E402
 from kindgi_eval.steps.judge_samples import case_subjects, judge_suite  # noqa: E402
@@ -57,13 +58,10 @@ def phases_ideal(calibration_calls: int, case_calls: int, concurrency: int, dela
     return (math.ceil(calibration_calls / concurrency) + math.ceil(case_calls / concurrency)) * delay
 
 
-def worker_cpu_s() -> float:
-    """User + system CPU of this process's children still running (the litellm worker), from /proc."""
-    total = 0.0
-    for child in Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split():
-        fields = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+def cpu_s(pid: int) -> float:
+    """User + system CPU of a running process (the litellm worker), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -99,13 +97,14 @@ def main() -> None:
         os.environ["OPENAI_BASE_URL"] = server.base_url
         if not args.in_process:
             start_worker()  # as `kindgi-eval run` starts it
+        worker = None if args.in_process else running().first.process.pid
         # imports litellm, or waits for the worker to have: not part of judging
         judge_model = TimedJudge(LitellmJudge(parse_model(f"openai:{args.model}")))
         judge_model.calibration_replies = {" ".join(item.reply) for item in golden.calibration}
         for _ in range(args.repeat):
             judge_model.calls.clear()
             served = server.stats()["requests"]
-            cpu_before, worker_before = time.process_time(), 0.0 if args.in_process else worker_cpu_s()
+            cpu_before, worker_before = time.process_time(), cpu_s(worker) if worker else 0.0
             started = time.perf_counter()
             samples = asyncio.run(
                 judge_suite(
@@ -118,12 +117,13 @@ def main() -> None:
                 )
             )
             wall = time.perf_counter() - started
-            cpu = time.process_time() - cpu_before + (0.0 if args.in_process else worker_cpu_s() - worker_before)
+            cpu_here = time.process_time() - cpu_before
+            cpu_worker = (cpu_s(worker) if worker else 0.0) - worker_before
             calls = server.stats()["requests"] - served
             calibration = [c for c in judge_model.calls if c[2]]
             cases_calls = [c for c in judge_model.calls if not c[2]]
             runs.append({
-                "wall": wall, "cpu": cpu, "calls": calls, "invalid": sum(s.vote == "invalid" for s in samples),
+                "wall": wall, "cpu": cpu_here + cpu_worker, "cpu_worker": cpu_worker, "calls": calls, "invalid": sum(s.vote == "invalid" for s in samples),
                 "calibration_calls": len(calibration),
                 "calibration_done": max((c[1] for c in calibration), default=started) - started,
                 "first_case_call": min((c[0] for c in cases_calls), default=started) - started,
@@ -139,7 +139,8 @@ def main() -> None:
     where = "this process" if args.in_process else "the litellm worker process"
     print(f"{args.cases} cases, {figures['calls']:.0f} judge calls ({figures['invalid']:.0f} invalid samples), concurrency "
           f"{args.concurrency}, calls made in {where}; median of {args.repeat}; load average {os.getloadavg()[0]:.2f}")
-    print(f"CPU {figures['cpu']:.2f} s ({1000 * figures['cpu'] / figures['calls']:.1f} ms per call, this process and the worker)")
+    print(f"CPU {figures['cpu']:.2f} s ({1000 * figures['cpu'] / figures['calls']:.1f} ms per call), of which the worker's "
+          f"{figures['cpu_worker']:.2f} s ({1000 * figures['cpu_worker'] / figures['calls']:.1f} ms per call)")
     print(f"calibration's last reply at {figures['calibration_done']:.2f} s; the first case call at {figures['first_case_call']:.2f} s; "
           f"a call's median latency {figures['latency'] * 1000:.0f} ms (the server's delay {args.delay * 1000:.0f} ms)")
     print(f"wall {figures['wall']:.2f} s, ideal of the two phases {ideal:.2f} s, ratio {figures['wall'] / ideal:.2f}  (goal <= 1.15)")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple, NoReturn
 
@@ -150,13 +151,14 @@ def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str |
         click.echo(f"suite: {key}, the golden set this package ships ({settings.eval_dir}): this folder has no "
                    "evals/golden, and neither EVAL_DIR nor --eval-dir names a suite folder", err=True)
     instance = open_instance(home)
+    made: dict[str, list] = {}
     try:
-        run_id = run_chain(instance, home, settings, key, suite.kind, tags=resolved_tags(pins))  # resolved once, here
+        run_id = run_chain(instance, home, settings, key, suite.kind, tags=resolved_tags(pins), outputs=made)  # resolved once, here
     except RunFailed as e:
         click.echo(f"error: {e}", err=True)
         _exit(EXIT_FAILED, instance)
     _end_model_calls()
-    _exit(_report(home, key, run_id, outputs), instance)
+    _exit(_report(home, key, run_id, outputs, made), instance)
 
 
 def _typed(flags: dict[str, object], field: str) -> str | None:
@@ -241,13 +243,14 @@ def _resume_run(prefix: str, mock: bool, outputs: Outputs, flags: dict[str, obje
 
     click.echo(f"resuming run {killed}", err=True)
     instance = open_instance(home)
+    made: dict[str, list] = {}
     try:
-        run_id = resume_chain(instance, home, settings, key, suite.kind, killed, recorded.replies_from)
+        run_id = resume_chain(instance, home, settings, key, suite.kind, killed, recorded.replies_from, outputs=made)
     except RunFailed as e:
         click.echo(f"error: {e}", err=True)
         _exit(EXIT_FAILED, instance)
     _end_model_calls()
-    _exit(_report(home, key, run_id, outputs), instance)
+    _exit(_report(home, key, run_id, outputs, made), instance)
 
 
 @click.command(short_help="Re-judge a run's stored replies with another judge.")
@@ -296,29 +299,45 @@ def replay(source: str, json_path: str | None, junit_path: str | None, **flags: 
     load_checked_suite(settings.eval_dir, loaded, models_of=kind_models)
     outputs = Outputs(json_path, junit_path)
     outputs.check()
+    made: dict[str, list] = {}
     try:
-        run_id = replay_chain(instance, home, settings, key, original.suite_kind, source)  # the stored replies' kind
+        run_id = replay_chain(instance, home, settings, key, original.suite_kind, source, outputs=made)  # the stored replies' kind
     except RunFailed as e:
         click.echo(f"error: {e}", err=True)
         _exit(EXIT_FAILED, instance)
     _end_model_calls()
-    _exit(_report(home, key, run_id, outputs), instance)
+    _exit(_report(home, key, run_id, outputs, made), instance)
 
 
-def _report(home: Path, key: str, run_id: str, outputs: Outputs) -> int:
-    """Print the stored run and write its JSON; the exit status its statuses call for."""
-    from kindgi_eval.kinds import cases_of, kind_named, own_rows, store_views, stored_result
+def _report(home: Path, key: str, run_id: str, outputs: Outputs, made: Mapping[str, list]) -> int:
+    """Print the run and write its JSON; the exit status its statuses call for. The tables the run made in this process
+    (`made`, by asset) are taken as it made them, not read back; the store's DuckDB database is written meanwhile."""
+    from kindgi_eval.kinds import cases_of, kind_named, own_rows, result_of, store_views, stored_result
     from kindgi_eval.reports import case_marks, junit_xml, render, summary_json
     from kindgi_eval.store import SHARED, export_database, read_rows, store_root
 
     root = store_root(home)
-    export_database(root, store_views())
-    result = stored_result(root, key, run_id)
+    exporting = ThreadPoolExecutor(1, thread_name_prefix="export")  # DuckDB's work lets go of the interpreter lock
+    exported = exporting.submit(export_database, root, store_views())
+
+    def rows(table) -> list:
+        made_here = made.get(table.asset)
+        return list(made_here) if made_here is not None else read_rows(root, table, key, run_id)
+
+    if SHARED.run_summary.asset in made and SHARED.run_metrics.asset in made:
+        (run,) = made[SHARED.run_summary.asset]
+        result = result_of(run, made[SHARED.run_metrics.asset])
+    else:
+        result = stored_result(root, key, run_id)
     run = result.run
-    statuses = read_rows(root, SHARED.statuses, key, run_id)
-    calibration = read_rows(root, SHARED.calibration, key, run_id)
-    cases = cases_of(read_rows(root, SHARED.suite, key, run.replies_from))  # a replay judged its source's suite
-    marks = case_marks(run.suite_kind, own_rows(root, key, run_id, run.suite_kind))
+    statuses = rows(SHARED.statuses)
+    calibration = rows(SHARED.calibration)
+    # a replay judged its source's suite, which it did not make
+    suite = made.get(SHARED.suite.asset)
+    cases = cases_of(suite if suite is not None else read_rows(root, SHARED.suite, key, run.replies_from))
+    stage = kind_named(run.suite_kind).stage
+    own = made.get(stage.stored.asset) if stage is not None else None
+    marks = case_marks(run.suite_kind, own if own is not None else own_rows(root, key, run_id, run.suite_kind))
     click.echo(render(result, statuses, calibration, key, cases, marks), nl=False)
     click.echo(f"run {run_id} stored under {root}", err=True)
     if outputs.json:
@@ -326,6 +345,8 @@ def _report(home: Path, key: str, run_id: str, outputs: Outputs) -> int:
         write_text_atomically(Path(outputs.json), document + "\n")
     if outputs.junit:
         write_bytes_atomically(Path(outputs.junit), junit_xml(run_id, key, run, statuses))
+    exported.result()
+    exporting.shutdown()
     return EXIT_FAILED if run_failed((s.status for s in statuses), kind_named(run.suite_kind).failed(result)) else EXIT_OK
 
 

@@ -55,10 +55,12 @@ def run_chain(
     *,
     job: str = EVALUATE,
     tags: dict[str, str] | None = None,
+    outputs: dict[str, list] | None = None,
 ) -> str:
     """Run one of the code location's jobs (`jobs.EVALUATE`, the whole chain, or `jobs.REPLAY`) for one suite
     partition of `kind`, pinned to `settings`, in this process; the Dagster run id. Only the stages a suite of that
-    kind has are started (`jobs.kind_selection`).
+    kind has are started (`jobs.kind_selection`). `outputs`, where given, is filled with each stage's rows by asset
+    name, as the stage handed them to the store: a report printed in this process need not read back what it wrote.
 
     The job is the one `dagster dev` shows, checks included, so the Runs page names it. The partition is given as
     its tag rather than through the job's partitioned config, whose tags come from the tenants file, which a run
@@ -66,10 +68,11 @@ def run_chain(
     from kindgi_eval.defs.definitions import defs
 
     instance.add_dynamic_partitions(SUITES.name, [key])
+    selection = kind_selection(job, kind)
     result = defs.resolve_job_def(job).execute_in_process(
         run_config={**QUIET_LOGS, "resources": {"io_manager": {"config": {"home": str(home)}}}},
         instance=instance,
-        asset_selection=kind_selection(job, kind),
+        asset_selection=selection,
         tags={PARTITION_TAG: key, **pinned_tags(settings), **(tags or {})},
         raise_on_error=False,
     )
@@ -77,16 +80,20 @@ def run_chain(
         failures = [e for e in result.all_events if e.is_step_failure]
         detail = _cause(failures[0]) if failures else "see the Dagster run's logs"
         raise RunFailed(f"run {result.run_id} did not complete: {detail}")
+    if outputs is not None:
+        outputs.update({asset.path[-1]: result.asset_value(asset) for asset in selection})  # held by the result as it ran
     return result.run_id
 
 
-def replay_chain(instance: dg.DagsterInstance, home: Path, settings: RunSettings, key: str, kind: str, source: str) -> str:
+def replay_chain(instance: dg.DagsterInstance, home: Path, settings: RunSettings, key: str, kind: str, source: str,
+                 outputs: dict[str, list] | None = None) -> str:
     """Materialise only the judged stages, reading `source`'s stored suite, replies and outcomes: no agent call."""
-    return run_chain(instance, home, settings, key, kind, job=REPLAY, tags={SOURCE_RUN_TAG: source})
+    return run_chain(instance, home, settings, key, kind, job=REPLAY, tags={SOURCE_RUN_TAG: source}, outputs=outputs)
 
 
 def resume_chain(
-    instance: dg.DagsterInstance, home: Path, settings: RunSettings, key: str, kind: str, killed: str, replies_from: str | None
+    instance: dg.DagsterInstance, home: Path, settings: RunSettings, key: str, kind: str, killed: str, replies_from: str | None,
+    outputs: dict[str, list] | None = None,
 ) -> str:
     """Finish a killed run as a new run, under its own id, tagged `kindgi/resumes=<killed>`: every stage runs again,
     the paid ones reusing what the killed run recorded (a killed replay is resumed as a replay of the same source).
@@ -98,7 +105,7 @@ def resume_chain(
         instance.report_run_failed(old, message="its process ended without finishing the run (killed); resumed by kindgi-eval run --resume")
     pinned = {tag: old.tags[tag] for tag in PINNED_TAGS if old is not None and tag in old.tags}
     tags = {RESUMES_TAG: killed, **pinned, **({SOURCE_RUN_TAG: replies_from} if replies_from else {})}
-    return run_chain(instance, home, settings, key, kind, job=REPLAY if replies_from else EVALUATE, tags=tags)
+    return run_chain(instance, home, settings, key, kind, job=REPLAY if replies_from else EVALUATE, tags=tags, outputs=outputs)
 
 
 def _cause(failure: dg.DagsterEvent) -> str:
