@@ -37,6 +37,8 @@ from kindgi_eval.store.rows import ReplyRow, SampleRow
 from kindgi_eval_tests.conftest import CLI, REPO, Result, run_cli
 from kindgi_eval_tests.fake_provider import Answer, FakeProvider, criterion_of, fenced
 
+# One worker runs the module, so the server and the unbroken run its tests compare against are made once.
+pytestmark = [pytest.mark.long, pytest.mark.xdist_group("cli-resume")]
 CASES = 16
 CONCURRENCY = 4
 AGENT_DELAY_S = 0.25
