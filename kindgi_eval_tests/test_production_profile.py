@@ -320,3 +320,16 @@ def test_start_refuses_a_missing_gateway_config_or_no_runs_at_once_and_starts_no
                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 2 and error in done.stderr
     assert not (tmp_path / "profile").exists()
+
+
+def test_restart_postgres_refuses_a_server_the_profile_was_given(tmp_path: Path) -> None:
+    # a profile started on the server DAGSTER_PG_* named (CI's, shared by other tests at the same time): its state
+    # names the server and no cluster of its own; restarting it is refused, and the password is not repeated
+    folder = tmp_path / "profile"
+    folder.mkdir()
+    (folder / "profile.json").write_text(json.dumps({"name": "0a1b2c3d", "pids": {"daemon": 1},
+                                                     "admin_url": "postgresql://kindgi:pg-secret@127.0.0.1:5432/postgres"}))
+    done = subprocess.run([sys.executable, str(PROFILE), "restart", "postgres", "--dir", str(folder)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and "PostgreSQL at 127.0.0.1:5432 was given by DAGSTER_PG_HOST" in done.stderr
+    assert "pg-secret" not in done.stderr + done.stdout
