@@ -27,7 +27,7 @@ from kindgi_eval.agents.mock import MockAgent  # noqa: E402
 from kindgi_eval.inputs.suite_folder import load_suite  # noqa: E402
 from kindgi_eval.inputs.tenant_file import load_tenant  # noqa: E402
 from kindgi_eval.kinds import models_of  # noqa: E402
-from kindgi_eval.llm import start_worker, stop_worker  # noqa: E402
+from kindgi_eval.llm import start_worker, stop_worker, workers_for  # noqa: E402
 from kindgi_eval.llm.worker import running  # noqa: E402
 from kindgi_eval.rules import SAMPLES, Completion, parse_model  # noqa: E402
 from kindgi_eval.steps.agent_replies import turn_of  # noqa: E402
@@ -58,10 +58,14 @@ def phases_ideal(calibration_calls: int, case_calls: int, concurrency: int, dela
     return (math.ceil(calibration_calls / concurrency) + math.ceil(case_calls / concurrency)) * delay
 
 
-def cpu_s(pid: int) -> float:
-    """User + system CPU of a running process (the litellm worker), from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def workers_cpu_s(workers) -> float:
+    """User + system CPU of the running litellm workers, from /proc: the first, and its children (a forked sibling)."""
+    if workers is None:
+        return 0.0
+    first = workers.first.process.pid
+    pids = [first, *Path(f"/proc/{first}/task/{first}/children").read_text().split()]
+    fields = [Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split() for pid in pids]
+    return sum(int(f[11]) + int(f[12]) for f in fields) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -72,6 +76,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="judgings of the same cases; medians are shown")
     parser.add_argument("--model", default="bench-judge", help="model name the server is asked for (priced or not)")
     parser.add_argument("--in-process", action="store_true", help="make the calls in this process, not in the litellm worker")
+    parser.add_argument("--workers", type=int, help="litellm worker processes (default: as a run at this concurrency on this machine)")
     parser.add_argument("--json", action="store_true", help="end with one line of JSON: the medians, for whole_run.py")
     args = parser.parse_args()
 
@@ -96,15 +101,17 @@ def main() -> None:
         os.environ["OPENAI_API_KEY"] = "sk-bench-not-a-key"
         os.environ["OPENAI_BASE_URL"] = server.base_url
         if not args.in_process:
-            start_worker()  # as `kindgi-eval run` starts it
-        worker = None if args.in_process else running().first.process.pid
+            start_worker(args.workers or workers_for(args.concurrency, os.cpu_count()))  # as `kindgi-eval run` starts them
+            while len(running().ready) < len(running()._started):  # a second takes calls once it answers
+                time.sleep(0.05)
+        workers = [] if args.in_process else [w.process.pid if w.process else None for w in running().ready]
         # imports litellm, or waits for the worker to have: not part of judging
         judge_model = TimedJudge(LitellmJudge(parse_model(f"openai:{args.model}")))
         judge_model.calibration_replies = {" ".join(item.reply) for item in golden.calibration}
         for _ in range(args.repeat):
             judge_model.calls.clear()
             served = server.stats()["requests"]
-            cpu_before, worker_before = time.process_time(), cpu_s(worker) if worker else 0.0
+            cpu_before, worker_before = time.process_time(), workers_cpu_s(running())
             started = time.perf_counter()
             samples = asyncio.run(
                 judge_suite(
@@ -118,7 +125,7 @@ def main() -> None:
             )
             wall = time.perf_counter() - started
             cpu_here = time.process_time() - cpu_before
-            cpu_worker = (cpu_s(worker) if worker else 0.0) - worker_before
+            cpu_worker = workers_cpu_s(running()) - worker_before
             calls = server.stats()["requests"] - served
             calibration = [c for c in judge_model.calls if c[2]]
             cases_calls = [c for c in judge_model.calls if not c[2]]
@@ -136,7 +143,7 @@ def main() -> None:
     figures = {field: statistics.median(r[field] for r in runs) for field in runs[0]}
     calibration_calls = len(golden.calibration) * SAMPLES
     ideal = phases_ideal(calibration_calls, int(figures["calls"]) - calibration_calls, args.concurrency, args.delay)
-    where = "this process" if args.in_process else "the litellm worker process"
+    where = "this process" if args.in_process else f"{len(workers)} litellm worker process{'es' if len(workers) > 1 else ''}"
     print(f"{args.cases} cases, {figures['calls']:.0f} judge calls ({figures['invalid']:.0f} invalid samples), concurrency "
           f"{args.concurrency}, calls made in {where}; median of {args.repeat}; load average {os.getloadavg()[0]:.2f}")
     print(f"CPU {figures['cpu']:.2f} s ({1000 * figures['cpu'] / figures['calls']:.1f} ms per call), of which the worker's "

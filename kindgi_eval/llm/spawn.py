@@ -1,21 +1,54 @@
 """The litellm worker's process, started (`spawn_ahead`) as soon as a command's words say it will call a litellm model,
 before the command line itself is imported, and taken by the run (`take`) once its settings say so; one never taken
-is ended when this process ends. Imports only the standard library."""
+is ended when this process ends. Imports only the standard library.
+
+On a machine of more than one core the worker forks a sibling once litellm is imported, served over pipes of its own
+made here: a second worker at the cost of a fork, where starting one would cost a second import of litellm (seconds
+of a core). The run uses it where it wants two workers (`worker.workers_for`); one it does not want is let go at once."""
 
 from __future__ import annotations
 
 import atexit
+import os
 import subprocess
 import sys
 
 CHILD = "kindgi_eval.llm.worker_process"
 """The module the worker process runs."""
-_ahead: subprocess.Popen | None = None
+SIBLING_CORES = 2
+"""The cores from which a worker forks a sibling: one for each of them (the run's own process takes little CPU while
+only a judge's calls are in flight)."""
+_ahead: WorkerProcess | None = None
 
 
-def spawn() -> subprocess.Popen:
-    """A new worker process, its stdin and stdout the pipes of its requests and replies; it imports litellm at once."""
-    return subprocess.Popen([sys.executable, "-c", f"import {CHILD}; {CHILD}.main()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+class WorkerProcess(subprocess.Popen):
+    """A worker process, its stdin and stdout the pipes of its requests and replies."""
+
+    sibling: tuple[int, int] | None = None
+    """This process's ends of the pipes of the sibling the worker forks, requests then replies; None without one."""
+
+    def let_sibling_go(self) -> None:
+        """Close this end of the sibling's pipes: a sibling not forked yet ends as soon as it is, one forked already
+        at once."""
+        for fd in self.sibling or ():
+            os.close(fd)
+        self.sibling = None
+
+
+def spawn() -> WorkerProcess:
+    """A new worker process; it imports litellm at once, then forks its sibling where the machine has the cores."""
+    child_ends: tuple[int, ...] = ()
+    ours: tuple[int, int] | None = None
+    if (os.cpu_count() or 1) >= SIBLING_CORES:
+        requests_read, requests_write = os.pipe()
+        replies_read, replies_write = os.pipe()
+        child_ends, ours = (requests_read, replies_write), (requests_write, replies_read)
+    process = WorkerProcess([sys.executable, "-c", f"import {CHILD}; {CHILD}.main({child_ends!r})"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, pass_fds=child_ends)
+    for fd in child_ends:
+        os.close(fd)
+    process.sibling = ours
+    return process
 
 
 def spawn_ahead() -> None:
@@ -26,7 +59,7 @@ def spawn_ahead() -> None:
         atexit.register(discard)
 
 
-def take() -> subprocess.Popen:
+def take() -> WorkerProcess:
     """The worker process started ahead, else a new one."""
     global _ahead
     process, _ahead = _ahead or spawn(), None
@@ -40,4 +73,5 @@ def discard() -> None:
     if _ahead is not None:
         _ahead.kill()
         _ahead.wait()
+        _ahead.let_sibling_go()
         _ahead = None

@@ -1,6 +1,7 @@
 """litellm in a process of its own, for `kindgi-eval run`: started as soon as a run names a litellm model (before the
 command line is imported, where its words say so: `llm.spawn`), it imports litellm while the run's process imports Dagster (both imports are seconds of CPU, which two threads would only
-take turns at under the interpreter lock), then makes every model call `calls.complete` sends it, on its own core.
+take turns at under the interpreter lock), then makes every model call `calls.complete` sends it, on its own core; a
+second, where wanted, is the sibling it forks once litellm is imported.
 
 Each call is `calls.complete` run in the worker, so its retries, circuit and timeout are as in-process; what comes
 back is its Completion or its ModelCallError. A call cancelled here is cancelled there. The worker ends when this
@@ -18,7 +19,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from kindgi_eval.llm.call_error import ModelCallError
-from kindgi_eval.llm.spawn import discard, take
+from kindgi_eval.llm.spawn import WorkerProcess, discard, take
 from kindgi_eval.rules import Completion, ModelRef
 
 _worker: Workers | None = None
@@ -28,12 +29,17 @@ ENDED = ("bug", "the litellm worker process ended")
 class Worker:
     """The parent's end: sends requests, and settles each caller's future from a thread reading the replies."""
 
-    def __init__(self) -> None:
-        self.process = take()
-        self._requests = Connection(os.dup(self.process.stdin.fileno()), readable=False)  # type: ignore[union-attr]
-        self._replies = Connection(os.dup(self.process.stdout.fileno()), writable=False)  # type: ignore[union-attr]
-        self.process.stdin.close()  # type: ignore[union-attr]
-        self.process.stdout.close()  # type: ignore[union-attr]
+    def __init__(self, process: WorkerProcess | None = None, pipes: tuple[int, int] | None = None) -> None:
+        """A worker process this process started (`spawn.take`), or the ends of the `pipes` of a sibling one forked
+        (requests, replies), which this process cannot wait for: it ends when its requests' pipe closes."""
+        self.process = process
+        if process is not None:
+            pipes = os.dup(process.stdin.fileno()), os.dup(process.stdout.fileno())  # type: ignore[union-attr]
+            process.stdin.close()  # type: ignore[union-attr]
+            process.stdout.close()  # type: ignore[union-attr]
+        assert pipes is not None
+        self._requests = Connection(pipes[0], readable=False)
+        self._replies = Connection(pipes[1], writable=False)
         self._ids = count()
         self._waiting: dict[int, tuple[asyncio.AbstractEventLoop | None, Any]] = {}
         self._ended = False
@@ -93,43 +99,42 @@ class Worker:
         return len(self._waiting)
 
     def stop(self, *, kill: bool = False) -> None:
-        """Close the pipe, so the worker ends, and wait for it; `kill` ends it at once (one still importing litellm
-        reads its pipe only once the import is done)."""
+        """Close the pipe, so the worker ends, and wait for one this process started; `kill` ends it at once (one
+        still importing litellm reads its pipe only once the import is done)."""
         self._requests.close()
-        if kill:
-            self.process.kill()
-        self.process.wait()
+        if self.process is not None:
+            if kill:
+                self.process.kill()
+            self.process.wait()
 
 
 class Workers:
     """The run's worker processes. The first takes calls at once (they wait in its pipe while it imports litellm); a
-    second, where wanted, is started once the first has imported litellm, so that two imports never share the cores
-    with the run's own start-up, and takes calls from the moment it has imported litellm too. Each call goes to the
-    ready worker with the fewest calls in flight; the run's own semaphore bounds the calls in flight in all."""
+    second, where wanted, is the sibling the first forks once litellm is imported (`spawn`), and takes calls from the
+    moment it answers. Each call goes to the ready worker with the fewest calls in flight; the run's own semaphore
+    bounds the calls in flight in all."""
 
     def __init__(self, wanted: int) -> None:
-        self.first = Worker()
+        process = take()
+        self.first = Worker(process)
         self.ready: list[Worker] = [self.first]
         self._started: list[Worker] = [self.first]
-        self._stopping = False
         self._lock = threading.Lock()
-        if wanted > 1:
-            threading.Thread(target=self._add, args=(wanted,), name="litellm-workers", daemon=True).start()
+        if wanted > 1 and process.sibling is not None:
+            sibling = Worker(pipes=process.sibling)
+            process.sibling = None  # its pipes are the sibling worker's now
+            self._started.append(sibling)
+            threading.Thread(target=self._add, args=(sibling,), name="litellm-workers", daemon=True).start()
+        else:
+            process.let_sibling_go()
 
-    def _add(self, wanted: int) -> None:
+    def _add(self, sibling: Worker) -> None:
         try:
-            self.first.ask("providers")  # answered once litellm is imported there
-            while len(self._started) < wanted:
-                with self._lock:
-                    if self._stopping:
-                        return
-                    worker = Worker()
-                    self._started.append(worker)
-                worker.ask("providers")
-                with self._lock:
-                    self.ready = [*self.ready, worker]
+            sibling.ask("providers")  # answered once it serves (litellm is imported before the fork)
         except RuntimeError:
-            return  # a worker ended: the calls go on in those ready
+            return  # it ended: the calls go on in the first
+        with self._lock:
+            self.ready = [*self.ready, sibling]
 
     def ask(self, *request: Any) -> Any:
         """One request answered by the first worker."""
@@ -141,7 +146,6 @@ class Workers:
     def stop(self) -> int:
         """End every worker (one still importing litellm at once); how many made calls."""
         with self._lock:
-            self._stopping = True
             ready = list(self.ready)
         for worker in self._started:
             worker.stop(kill=worker not in ready)

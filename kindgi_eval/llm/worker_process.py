@@ -1,5 +1,7 @@
 """The litellm worker process (`worker.Worker` starts it): imports litellm at once, then makes each model call the
-run's process sends on its stdin with `calls.complete`, replying on its stdout, until that pipe closes."""
+run's process sends on its stdin with `calls.complete`, replying on its stdout, until that pipe closes. Given the ends
+of a sibling's pipes, it forks the sibling once litellm is imported, before any thread or event loop is started, and
+the sibling serves those pipes alike."""
 
 from __future__ import annotations
 
@@ -16,7 +18,6 @@ from kindgi_eval.rules import ModelRef
 
 
 def _serve(requests: Connection, replies: Connection) -> None:
-    prepare()  # litellm's import: the seconds this process exists to take beside the run's
     loop = asyncio.new_event_loop()
     tasks: dict[int, asyncio.Task] = {}
     warming: list[asyncio.Task] = []
@@ -59,10 +60,19 @@ def _serve(requests: Connection, replies: Connection) -> None:
     loop.run_forever()
 
 
-def main() -> None:
-    """The worker process: serves the requests on stdin, replying on stdout."""
+def main(sibling: tuple[int, ...] = ()) -> None:
+    """The worker process: serves the requests on stdin, replying on stdout; with `sibling` (the read end of its
+    requests and the write end of its replies), forks it once litellm is imported."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle; its exit ends this process
     # stdout carries the replies; anything printed goes to stderr, so nothing can corrupt them
-    replies_fd = os.dup(1)
+    requests_fd, replies_fd = os.dup(0), os.dup(1)
     os.dup2(2, 1)
-    _serve(Connection(os.dup(0), writable=False), Connection(replies_fd, readable=False))
+    prepare()  # litellm's import: the seconds this process exists to take beside the run's
+    if sibling and os.fork() == 0:  # the sibling: the first's pipes are not its own
+        os.close(requests_fd)
+        os.close(replies_fd)
+        requests_fd, replies_fd = sibling
+    else:
+        for fd in sibling:
+            os.close(fd)
+    _serve(Connection(requests_fd, writable=False), Connection(replies_fd, readable=False))

@@ -1,14 +1,18 @@
-"""A run's model calls in worker processes (`llm.worker`): with two wanted, the second joins once the first has
-imported litellm and then shares the calls; every call is answered; stopping them says how many made calls."""
+"""A run's model calls in worker processes (`llm.worker`): with two wanted, the second, forked by the first once it
+has imported litellm, joins and shares the calls; every call is answered; stopping them says how many made calls and
+ends them all."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
+from pathlib import Path
 
 import pytest
 
 from kindgi_eval.llm.calls import complete
+from kindgi_eval.llm.spawn import SIBLING_CORES
 from kindgi_eval.llm.worker import SECOND_WORKER_AT, SECOND_WORKER_CORES, running, start_worker, stop_worker, workers_for
 from kindgi_eval.rules.model_names import parse_model
 from kindgi_eval_tests.fake_provider import Answer
@@ -24,6 +28,7 @@ def test_a_second_worker_is_wanted_only_with_a_core_for_it_and_calls_enough(conc
     assert workers_for(concurrency, cores) == workers
 
 
+@pytest.mark.skipif((os.cpu_count() or 1) < SIBLING_CORES, reason="a worker forks a sibling only on a machine of more than one core")
 def test_two_workers_share_the_calls_once_both_have_imported_litellm(provider_env) -> None:
     provider = provider_env(lambda request: Answer("ok", delay_s=0.05))
     start_worker(2)
@@ -34,6 +39,8 @@ def test_two_workers_share_the_calls_once_both_have_imported_litellm(provider_en
         while len(workers.ready) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert len(workers.ready) == 2, "the second worker never finished importing litellm"
+        first = workers.first.process.pid
+        (sibling,) = map(int, Path(f"/proc/{first}/task/{first}/children").read_text().split())  # forked, not a second import
 
         async def calls() -> list[str]:
             answers = await asyncio.gather(*(complete(MODEL, [{"role": "user", "content": f"q{n}"}], timeout_s=30) for n in range(40)))
@@ -45,3 +52,15 @@ def test_two_workers_share_the_calls_once_both_have_imported_litellm(provider_en
     finally:
         ran = stop_worker()
     assert ran == 2 and running() is None
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{sibling}").exists() and _state(sibling) != "Z" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{sibling}").exists() or _state(sibling) == "Z", "the forked worker outlived its pipe"
+
+
+def _state(pid: int) -> str:
+    """A process's state letter, from /proc (`Z` once it has ended and not yet been waited for)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return "gone"
