@@ -19,7 +19,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from kindgi_eval.llm.call_error import ModelCallError
-from kindgi_eval.llm.spawn import WorkerProcess, discard, take
+from kindgi_eval.llm.spawn import SIBLING_CORES, WorkerProcess, discard, take
 from kindgi_eval.rules import Completion, ModelRef
 
 _worker: Workers | None = None
@@ -174,11 +174,13 @@ def _unwrap(outcome: tuple[str, Any]) -> Any:
 
 SECOND_WORKER_AT = 32
 """Calls in flight from which a second worker is wanted, where the machine has a core for it: litellm's own CPU per
-call (some 11 ms here), not the provider, then bounds what one worker sends per second."""
-SECOND_WORKER_CORES = 3
-"""The cores a second worker needs: one for each worker and one for the run's own process, which spends some 5 ms of
-CPU per call itself. On 2 cores a second worker only took turns with the first: at N = 2000, C = 64 the calls took
-18.8 s with two against 19.6 s with one, at 39 s of CPU against 31 s (benchmarks/README.md)."""
+call (some 5 to 11 ms here), not the provider, then bounds what one worker sends per second."""
+SECOND_WORKER_CORES = SIBLING_CORES
+"""The cores a second worker needs: the run's own process is the third, and it takes turns with them. While a second
+worker cost a second import of litellm (some 4 s of CPU), it was wanted only with a core of its own: on 2 cores, at
+N = 2000, C = 64, it took the calls from 19.6 to 18.8 s for 8 s more CPU. Forked, it costs no import, and on 2 cores
+it takes the judge's calls (the run's process is all but idle while they are in flight) and litellm's share of the
+agent's beside the first (benchmarks/README.md)."""
 
 
 def workers_for(concurrency: int, cores: int | None) -> int:
