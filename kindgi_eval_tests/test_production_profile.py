@@ -131,6 +131,16 @@ def night_until(env: dict[str, str], done, what: str) -> list[dict]:
         time.sleep(2)
 
 
+def kill(pid: int) -> None:
+    """SIGKILL `pid` and wait until it is gone: on a busy machine a killed process can outlive the signal by a moment,
+    and `restart` refuses a service whose process still runs."""
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while pid in production.running_processes():
+        assert time.monotonic() < deadline, f"process {pid} still runs 30 s after SIGKILL"
+        time.sleep(0.1)
+
+
 def restart(folder: Path, env: dict[str, str], service: str) -> None:
     """`deploy/production.py restart SERVICE`, once its process was killed (postgres: while it runs); what it said
     goes to the test's standard error (`-s` shows it)."""
@@ -163,7 +173,7 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_se
     # mid-night: a run is under way and others wait in the queue when the daemon is SIGKILLed, then restarted
     night_until(env, lambda runs: any(r["status"] == "STARTED" for r in runs) and any(r["status"] == "QUEUED" for r in runs),
                 "no run started while others queued")
-    os.kill(json.loads((folder / "profile.json").read_text())["pids"]["daemon"], signal.SIGKILL)
+    kill(json.loads((folder / "profile.json").read_text())["pids"]["daemon"])
     restart(folder, env, "daemon")
 
     # the code servers then SIGKILLed: the dead daemon's, whose run workers go on without it, and the new daemon's,
@@ -285,7 +295,7 @@ def test_a_run_worker_killed_mid_run_is_retried_from_its_recordings_through_a_ga
         while not (len(provider.requests) >= at_kill + 2 and production.run_workers(daemon)):
             assert time.monotonic() < deadline, "the retry did not reach the agent"
             time.sleep(0.2)
-        os.kill(json.loads((folder / "profile.json").read_text())["pids"]["gateway"], signal.SIGKILL)
+        kill(json.loads((folder / "profile.json").read_text())["pids"]["gateway"])
         restart(folder, env, "gateway")
         runs = night_until(env, lambda runs: len(runs) == 2 and all(r["status"] in ("SUCCESS", "FAILURE") for r in runs),
                            "the killed run was not retried to its end")
