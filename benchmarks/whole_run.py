@@ -229,9 +229,14 @@ def measure(size: int, concurrency: int, suite: Path, folder: Path, arms: list[s
             if arm in ("litellm", "aiohttp") and not bodies.exists():
                 raise SystemExit(f"whole_run.py: the {arm} arm sends the requests a kindgi-eval arm sent, and none ran before it. "
                                  "Add --arms run (or gateway).")
-            t = timed(commands[arm], env, args.delay, cwd=folder if arm == "promptfoo" else REPO)
-            if t.code not in EXITS.get(arm, (0,)) or t.served != size:
-                raise SystemExit(f"whole_run.py: {LABELS[arm]} exited {t.code} after {t.served} of {size} calls: {t.said}")
+            for attempt in (1, 2):  # promptfoo 0.121 on Node.js 20 now and then crashes writing its output after the calls
+                t = timed(commands[arm], env, args.delay, cwd=folder if arm == "promptfoo" else REPO)
+                if t.code in EXITS.get(arm, (0,)) and t.served == size:
+                    break
+                failed = f"{LABELS[arm]} exited {t.code} after {t.served} of {size} calls: {t.said}"
+                if attempt == 2:
+                    raise SystemExit(f"whole_run.py: {failed}")
+                print(f"  (run again, once: {failed.splitlines()[0]})")
             if arm in ("run", "gateway") and not bodies.exists():
                 bodies.write_text(json.dumps(bare_bodies(t.bodies)))
             runs[arm].append(t)
