@@ -204,9 +204,9 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_se
     # restart cut off) is the parent of its one retry, which finished it
     def ended(runs: list[dict]) -> bool:
         retried = {r["tags"].get("dagster/parent_run_id") for r in runs}
-        return len(runs) >= len(TENANTS) and all(
-            r["status"] == "SUCCESS" or r["status"] in ("FAILURE", "CANCELED") and (r["run_id"] in retried or r["tags"].get("dagster/will_retry") == "false")
-            for r in runs)
+        finished = (r["status"] == "SUCCESS" or r["status"] in ("FAILURE", "CANCELED") and (
+            r["run_id"] in retried or r["tags"].get("dagster/will_retry") == "false") for r in runs)
+        return len(runs) >= len(TENANTS) and all(finished)
 
     runs = night_until(env, ended, "the night did not end")
     night = sorted((r for r in runs if r["status"] == "SUCCESS"), key=lambda r: r["tags"]["kindgi/tenant"])
@@ -215,8 +215,8 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_se
     assert [r["tags"]["dagster/run_key"] for r in night] == [f"{name}.golden@{tick:%Y-%m-%dT%H:%M}" for name in sorted(TENANTS)]
     retried = [r for r in runs if r["status"] != "SUCCESS"]
     children = {r["tags"].get("dagster/parent_run_id"): r for r in night}
-    assert all(r["status"] == "FAILURE" and r["run_id"] in children and children[r["run_id"]]["tags"]["kindgi/tenant"] == r["tags"]["kindgi/tenant"]
-               for r in retried), runs
+    assert all(r["status"] == "FAILURE" and r["run_id"] in children
+               and children[r["run_id"]]["tags"]["kindgi/tenant"] == r["tags"]["kindgi/tenant"] for r in retried), runs
     # the queue put back each run it could not hand to a dead code server, and failed none of them
     failures = dequeue_failures(env)
     print(f"runs retried: {[r['run_id'] for r in retried]}; the queue, of runs it could not launch: {failures}", file=sys.stderr)
@@ -233,7 +233,8 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_se
         each = sql(env, f"SELECT suite, count(*) AS n, count(DISTINCT {column}) AS once FROM {view} WHERE {where} GROUP BY 1 ORDER BY 1")
         assert each == [{"suite": f"{name}.golden", "n": cases, "once": cases} for name in sorted(TENANTS)], view
     outcomes = sql(env, "SELECT suite, count(*) AS n FROM outcomes GROUP BY 1 ORDER BY 1")
-    assert [o["suite"] for o in outcomes] == [f"{name}.golden" for name in sorted(TENANTS)] and len({o["n"] for o in outcomes}) == 1, outcomes
+    assert [o["suite"] for o in outcomes] == [f"{name}.golden" for name in sorted(TENANTS)], outcomes
+    assert len({o["n"] for o in outcomes}) == 1, outcomes
     # a replay re-judges a night's run from the S3 store into it (the tenant's configuration named, as for any tenant
     # but the demo), diff compares the two, report writes one of them
     first = next((r for r in night if "dagster/parent_run_id" not in r["tags"]), night[0])  # a night not retried, if one is
