@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -64,10 +65,12 @@ def started(root: Path, tenants: Path, own_postgres: bool = False, **variables: 
         env = {k: v for k, v in env.items() if not k.startswith("DAGSTER_PG_")}
     done = subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(folder), "--tick-once-after", "30",
                            "--max-concurrent-runs", str(RUNS_AT_ONCE)], env=env, capture_output=True, text=True, timeout=300)
+    running = {**env, **production.read_env(folder)} if done.returncode == 0 else env
     try:
         assert done.returncode == 0, done.stderr
-        yield folder, {**env, **production.read_env(folder)}
+        yield folder, running
     finally:
+        stop_reader(running)
         stopped = subprocess.run([sys.executable, str(PROFILE), "stop", "--dir", str(folder)], env=env, capture_output=True,
                                  text=True, timeout=120)
         assert stopped.returncode == 0, stopped.stderr
@@ -83,12 +86,48 @@ def profile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, di
         yield running
 
 
+READER = """
+import json, sys
+import dagster as dg
+instance = dg.DagsterInstance.get()
+for line in sys.stdin:
+    try:
+        answer = {"value": eval(json.loads(line), {"instance": instance})}
+    except Exception as e:
+        answer = {"error": f"{type(e).__name__}: {e}"}
+    print(json.dumps(answer), flush=True)
+"""
+"""Evaluates each expression it reads (a JSON line) on the instance it opened once, answering a JSON line."""
+READ_S = 120.0
+_readers: dict[str, subprocess.Popen[str]] = {}
+"""One reader per profile, by its DAGSTER_HOME: a process per question cost two seconds of a core (Dagster's import),
+and the nights poll every two seconds for minutes."""
+
+
 def read_instance(env: dict[str, str], expression: str) -> object:
     """`expression`, JSON-encoded, evaluated on the profile's instance (`instance`) by another process: the instance
-    as the daemon and the webserver see it, read from PostgreSQL."""
-    read = f"import json, dagster as dg\ninstance = dg.DagsterInstance.get()\nprint(json.dumps({expression}))\n"
-    done = subprocess.run([sys.executable, "-c", read], env=env, capture_output=True, text=True, timeout=120, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    as the daemon and the webserver see it, read from PostgreSQL (each query on a connection of its own, so a restart
+    of the server between two questions is not seen)."""
+    reader = _readers.get(env["DAGSTER_HOME"])
+    if reader is None or reader.poll() is not None:
+        reader = _readers[env["DAGSTER_HOME"]] = subprocess.Popen(
+            [sys.executable, "-c", READER], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    reader.stdin.write(json.dumps(expression) + "\n")
+    reader.stdin.flush()
+    assert select.select([reader.stdout], [], [], READ_S)[0], f"the instance did not answer {expression!r} in {READ_S:.0f} s"
+    line = reader.stdout.readline()
+    assert line, f"the instance's reader ended (status {reader.wait()}) asked {expression!r}"
+    answer = json.loads(line)
+    assert "error" not in answer, f"{expression!r}: {answer['error']}"
+    return answer["value"]
+
+
+def stop_reader(env: dict[str, str]) -> None:
+    """End the profile's reader, if it has one: its input closed, it ends."""
+    reader = _readers.pop(env.get("DAGSTER_HOME", ""), None)
+    if reader is not None:
+        reader.stdin.close()
+        reader.wait(timeout=30)
 
 
 def instance_runs(env: dict[str, str]) -> list[dict]:
