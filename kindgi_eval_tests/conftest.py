@@ -126,6 +126,6 @@ def provider_env(monkeypatch: pytest.MonkeyPatch):
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: without the plugin (`-p no:xdist`), never called
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto`: a worker per core and one more, since the production profile's tests keep one worker waiting on
-    the daemon, the schedule's tick and the store for most of their minutes."""
-    return (os.cpu_count() or 1) + 1
+    """`-n auto`: a worker per core and two more, since the production profile's two nights keep two workers waiting
+    on the daemon, the schedule's tick and the store for most of their minutes."""
+    return (os.cpu_count() or 1) + 2
