@@ -209,25 +209,37 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_se
     assert instance_runs(env) == []
     restart(folder, env, "daemon")
 
+    # PostgreSQL restarted while runs are under way and others queued: every session of the daemon, the webserver and
+    # the runs ended. A run whose query it cut off fails in that step and is retried from it: the test waits for the
+    # retries before the code servers' kill below (a retry needs the code location, and Dagster never tries again
+    # one that could not reach it)
+    night_until(env, lambda runs: any(r["status"] == "STARTED" for r in runs) and any(r["status"] == "QUEUED" for r in runs),
+                "no run started while others queued")
+    restart(folder, env, "postgres")
+    time.sleep(5)  # a query cut off fails at once; its step's failure and its run's are written as PostgreSQL is back
+    night_until(env, lambda runs: all(r["status"] != "FAILURE" or r["run_id"] in {c["tags"].get("dagster/parent_run_id")
+                                                                                 for c in runs} for r in runs),
+                "a run failed by the restart was not retried")
+
     # mid-night: a run is under way and others wait in the queue when the daemon is SIGKILLed, then restarted
     night_until(env, lambda runs: any(r["status"] == "STARTED" for r in runs) and any(r["status"] == "QUEUED" for r in runs),
                 "no run started while others queued")
     kill(json.loads((folder / "profile.json").read_text())["pids"]["daemon"])
     restart(folder, env, "daemon")
 
-    # the code servers then SIGKILLed: the dead daemon's, whose run workers go on without it, and the new daemon's,
-    # which the queue hands its runs to until the daemon's next reload of its workspace starts another
+    # the code servers then SIGKILLed: the dead daemon's, whose run workers go on without it, and the new daemon's as
+    # soon as it starts one (before it has loaded the code, so that no launch is under way on it), which the queue
+    # hands its runs to until the daemon's next reload of its workspace starts another
     state = json.loads((folder / "profile.json").read_text())
+    deadline = time.monotonic() + NIGHT_S
+    while not production.code_servers(state["pids"]["daemon"]):
+        assert time.monotonic() < deadline, "the restarted daemon started no code server"
+        time.sleep(0.1)
     servers = [p for group in (state["pids"]["daemon"], *state["retired"]) for p in production.code_servers(group)]
     orphans = [p for p in production.running_processes().values() if p.parent in {s.pid for s in servers} and b"spawn_main" in p.command]
-    assert servers, "the daemons had no code server to kill"
     for server in servers:
         os.kill(server.pid, signal.SIGKILL)
     print(f"killed code servers {[s.pid for s in servers]}, their run workers {[p.pid for p in orphans]} left", file=sys.stderr)
-
-    # PostgreSQL restarted while runs are under way: every session of the daemon, the webserver and the runs ended
-    night_until(env, lambda runs: any(r["status"] == "STARTED" for r in runs), "no run under way after the code servers' kill")
-    restart(folder, env, "postgres")
 
     # then the object store stops answering for 30 s while a run is under way (its process stopped, so every request
     # hangs): the runs wait for it and go on, none ends short
@@ -248,14 +260,17 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_se
         return len(runs) >= len(TENANTS) and all(finished)
 
     runs = night_until(env, ended, "the night did not end")
+    # each run as tenant, status, id, parent, why it failed and whether Dagster will retry it: what a failure shows
+    seen = [(r["tags"]["kindgi/tenant"], r["status"], r["run_id"][:8], r["tags"].get("dagster/parent_run_id", "")[:8],
+             r["tags"].get("dagster/failure_reason"), r["tags"].get("dagster/will_retry")) for r in runs]
     night = sorted((r for r in runs if r["status"] == "SUCCESS"), key=lambda r: r["tags"]["kindgi/tenant"])
-    assert [r["tags"]["kindgi/tenant"] for r in night] == sorted(TENANTS), runs
+    assert [r["tags"]["kindgi/tenant"] for r in night] == sorted(TENANTS), seen
     assert {r["tags"]["dagster/schedule_name"] for r in night} == {"nightly_suites"}
     assert [r["tags"]["dagster/run_key"] for r in night] == [f"{name}.golden@{tick:%Y-%m-%dT%H:%M}" for name in sorted(TENANTS)]
     retried = [r for r in runs if r["status"] != "SUCCESS"]
     children = {r["tags"].get("dagster/parent_run_id"): r for r in night}
     assert all(r["status"] == "FAILURE" and r["run_id"] in children
-               and children[r["run_id"]]["tags"]["kindgi/tenant"] == r["tags"]["kindgi/tenant"] for r in retried), runs
+               and children[r["run_id"]]["tags"]["kindgi/tenant"] == r["tags"]["kindgi/tenant"] for r in retried), seen
     # the queue put back each run it could not hand to a dead code server, and failed none of them
     failures = dequeue_failures(env)
     print(f"runs retried: {[r['run_id'] for r in retried]}; the queue, of runs it could not launch: {failures}", file=sys.stderr)
