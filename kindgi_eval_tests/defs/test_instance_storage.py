@@ -11,6 +11,8 @@ from pathlib import Path
 
 import dagster as dg
 from dagster._core.events.log import EventLogEntry
+from sqlalchemy import create_engine
+from sqlalchemy.pool import StaticPool
 
 from kindgi_eval.defs import open_instance
 from kindgi_eval.defs import instance_storage
@@ -92,3 +94,38 @@ def test_a_partition_deleted_is_seen_gone_at_once_here_and_within_seconds_elsewh
     assert not elsewhere.has_dynamic_partition("suites", "never-added")
     here.dispose()
     elsewhere.dispose()
+
+
+def test_a_commit_does_not_wait_for_the_disk_but_survives_the_process_killed(tmp_path: Path) -> None:
+    # each database is in WAL mode with synchronous NORMAL (1): a commit is written to the log, not waited for on disk
+    storage = KeptSqliteEventLogStorage(str(tmp_path))
+    storage.store_event(_entry("run-a", "stored"))
+    for shard in ("run-a", "index"):
+        with storage._engine(shard).connect() as connection:
+            assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 1
+    storage.dispose()
+    # a process SIGKILLed right after its commits leaves every one of them to the next reader
+    writer = (
+        "import logging, os, signal, sys, time\n"
+        "from dagster._core.events.log import EventLogEntry\n"
+        "from kindgi_eval.defs.instance_storage import KeptSqliteEventLogStorage\n"
+        "storage = KeptSqliteEventLogStorage(sys.argv[1])\n"
+        "for n in range(20):\n"
+        "    storage.store_event(EventLogEntry(error_info=None, level=logging.INFO, user_message=f'event {n}', run_id='run-b', timestamp=time.time()))\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", writer, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == -9, done.stderr
+    assert _messages(KeptSqliteEventLogStorage(str(tmp_path)), "run-b") == [f"event {n}" for n in range(20)]
+
+
+def test_a_database_not_in_wal_mode_keeps_sqlites_default(tmp_path: Path) -> None:
+    # a rollback journal needs every commit on disk (FULL, 2) to keep the database whole through a power loss
+    import sqlite3
+
+    sqlite3.connect(tmp_path / "old.db").execute("PRAGMA journal_mode=DELETE").close()
+    engine = create_engine(f"sqlite:///{tmp_path / 'old.db'}", poolclass=StaticPool)
+    instance_storage._commit_without_waiting_for_the_disk(engine, new=False)
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 2
