@@ -325,7 +325,8 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.2)
     parser.add_argument("--repeat", type=int, default=3, help="rounds of every arm; the median is shown")
     parser.add_argument("--arms", nargs="*", choices=ARMS, default=list(ARMS), help="the arms to run (promptfoo needs --promptfoo)")
-    parser.add_argument("--promptfoo", metavar="PATH", help="the promptfoo executable; without it the promptfoo arm is skipped")
+    parser.add_argument("--promptfoo", metavar="PATH", type=lambda path: str(Path(path).absolute()),  # it runs in a folder of its own
+                        help="the promptfoo executable; without it the promptfoo arm is skipped")
     parser.add_argument("--judge-cases", type=int, default=100, help="cases of the judge stage (judge_calls.py, at concurrency 32); 0 skips it")
     parser.add_argument("--no-golden", action="store_true", help="skip the offline golden run")
     parser.add_argument("--quick", action="store_true", help="one suite of 2 cases, concurrency 2, no delay, one round, no warm-up run, no judge stage")
