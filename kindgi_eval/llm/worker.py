@@ -175,18 +175,12 @@ def _unwrap(outcome: tuple[str, Any]) -> Any:
 SECOND_WORKER_AT = 32
 """Calls in flight from which a second worker is wanted, where the machine has a core for it: litellm's own CPU per
 call (some 5 to 11 ms here), not the provider, then bounds what one worker sends per second."""
-SECOND_WORKER_CORES = SIBLING_CORES
-"""The cores a second worker needs: the run's own process is the third, and it takes turns with them. While a second
-worker cost a second import of litellm (some 4 s of CPU), it was wanted only with a core of its own: on 2 cores, at
-N = 2000, C = 64, it took the calls from 19.6 to 18.8 s for 8 s more CPU. Forked, it costs no import, and on 2 cores
-it takes the judge's calls (the run's process is all but idle while they are in flight) and litellm's share of the
-agent's beside the first (benchmarks/README.md)."""
 
 
 def workers_for(concurrency: int, cores: int | None) -> int:
-    """How many worker processes a run makes its calls in: two with `SECOND_WORKER_CORES` cores and at least
+    """How many worker processes a run makes its calls in: two with `SIBLING_CORES` cores and at least
     `SECOND_WORKER_AT` calls in flight, else one."""
-    return 2 if (cores or 1) >= SECOND_WORKER_CORES and concurrency >= SECOND_WORKER_AT else 1
+    return 2 if (cores or 1) >= SIBLING_CORES and concurrency >= SECOND_WORKER_AT else 1
 
 
 def start_worker(workers: int = 1) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from kindgi_eval.llm.calls import complete
 from kindgi_eval.llm.spawn import SIBLING_CORES
-from kindgi_eval.llm.worker import SECOND_WORKER_AT, SECOND_WORKER_CORES, running, start_worker, stop_worker, workers_for
+from kindgi_eval.llm.worker import SECOND_WORKER_AT, running, start_worker, stop_worker, workers_for
 from kindgi_eval.rules.model_names import parse_model
 from kindgi_eval_tests.fake_provider import Answer
 
@@ -22,7 +22,7 @@ MODEL = parse_model("openai:fake")
 
 @pytest.mark.parametrize(
     ("concurrency", "cores", "workers"),
-    [(64, 4, 2), (SECOND_WORKER_AT, SECOND_WORKER_CORES, 2), (SECOND_WORKER_AT - 1, 8, 1), (64, SECOND_WORKER_CORES - 1, 1), (64, None, 1)],
+    [(64, 4, 2), (SECOND_WORKER_AT, SIBLING_CORES, 2), (SECOND_WORKER_AT - 1, 8, 1), (64, SIBLING_CORES - 1, 1), (64, None, 1)],
 )
 def test_a_second_worker_is_wanted_only_with_a_core_for_it_and_calls_enough(concurrency: int, cores: int | None, workers: int) -> None:
     assert workers_for(concurrency, cores) == workers
