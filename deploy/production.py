@@ -430,6 +430,17 @@ def code_servers(group: int) -> list[Process]:
     return [p for p in running_processes().values() if p.group == group and b"\0api\0grpc\0" in p.command]
 
 
+def workers_of(servers: list[Process]) -> list[Process]:
+    """The run workers these code servers spawned to execute a run (`multiprocessing`'s `spawn_main`)."""
+    pids = {server.pid for server in servers}
+    return [p for p in running_processes().values() if p.parent in pids and is_run_worker(p)]
+
+
+def is_run_worker(process: Process) -> bool:
+    """Whether `process` is one a code server spawned to execute a run."""
+    return b"spawn_main" in process.command
+
+
 def run_workers(daemon: int) -> list[Process]:
     """The run workers the daemon with PID `daemon` launched: the processes its code server (`dagster api grpc`)
     spawned to execute a run. Another profile's on the same machine are not among them."""
@@ -443,7 +454,7 @@ def run_workers(daemon: int) -> list[Process]:
         return False
 
     return [p for p in processes.values()
-            if b"spawn_main" in p.command and p.parent in processes and b"grpc" in processes[p.parent].command and descends(p)]
+            if is_run_worker(p) and p.parent in processes and b"grpc" in processes[p.parent].command and descends(p)]
 
 
 def read_env(folder: Path) -> dict[str, str]:

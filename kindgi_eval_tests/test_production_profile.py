@@ -233,7 +233,7 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_se
     state = json.loads((folder / "profile.json").read_text())
     servers = [p for group in state["retired"] for p in production.code_servers(group)]
     assert servers, "the dead daemons had no code server to kill"
-    orphans = [p for p in production.running_processes().values() if p.parent in {s.pid for s in servers} and b"spawn_main" in p.command]
+    orphans = production.workers_of(servers)
     for server in servers:
         os.kill(server.pid, signal.SIGKILL)
     print(f"killed code servers {[s.pid for s in servers]}, their run workers {[p.pid for p in orphans]} left", file=sys.stderr)
