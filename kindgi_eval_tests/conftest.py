@@ -30,9 +30,9 @@ def pytest_configure(config: pytest.Config) -> None:
     """The tests' temporary folders (pytest's `tmp_path` and every process's TMPDIR) in memory, made once by the
     process that starts the tests (xdist hands each worker a folder inside it).
 
-    Each run commits some 120 Dagster events to SQLite and writes a dozen Parquet files, and every commit waits for
-    the disk (fsync, 4 to 8 ms here); on a memory file system it does not, and nothing the tests check depends on
-    the disk. Removed when the tests end; a `--basetemp` of one's own, or a machine without /dev/shm, keeps pytest's."""
+    A run writes a dozen Parquet files, its run's SQLite databases and the DuckDB export, some 70 of those writes
+    waiting for the disk (fsync, 4 to 8 ms here); on a memory file system none does, and nothing the tests check
+    depends on the disk. Removed when the tests end; a `--basetemp` of one's own, or a machine without /dev/shm, keeps pytest's."""
     if hasattr(config, "workerinput") or config.option.basetemp or not MEMORY_FOLDER.is_dir():
         return
     folder = Path(tempfile.mkdtemp(prefix="kindgi-tests-", dir=MEMORY_FOLDER))
@@ -46,8 +46,12 @@ def _remove_all_but_multiprocessing_s(folder: Path) -> None:
     """Remove what the tests left in `folder`, but the folders multiprocessing removes as this process exits (a
     forkserver's, which would fail to find its own folder gone), and `folder` itself once empty."""
     for entry in folder.iterdir():
-        if not entry.name.startswith("pymp-"):
-            shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
+        if entry.name.startswith("pymp-"):
+            continue
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
     with contextlib.suppress(OSError):
         folder.rmdir()
 
