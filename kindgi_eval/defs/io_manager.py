@@ -7,14 +7,15 @@ from pathlib import Path
 import dagster as dg
 from pydantic import BaseModel
 
-from kindgi_eval.defs.lineage import input_run, run_day
-from kindgi_eval.kinds import table_named
+from kindgi_eval.defs.lineage import input_run, lineage, run_day
+from kindgi_eval.kinds import stored_tables, table_named
 from kindgi_eval.rules import InputError
 from kindgi_eval.store import (
     StorePath,
     discard_area,
     from_table,
     read_table,
+    remove_superseded,
     run_area,
     store_root,
     table_path,
@@ -61,8 +62,9 @@ class ParquetStore(dg.ConfigurableIOManager):
         return store_root(Path(self.home).absolute() if self.home else None)
 
     def handle_output(self, context: dg.OutputContext, obj: list[BaseModel]) -> None:
-        """Store an asset's rows as its table, typed by its row model. With its summary stored the run is whole, and
-        what it recorded on the way (`store.batches`) is removed."""
+        """Store an asset's rows as its table, typed by its row model. With its summary stored the run is whole: what it
+        recorded on the way (`store.batches`) is removed, and so are the tables of the killed or failed runs it finishes
+        that it made again itself (`store.remove_superseded`), each row then stored once."""
         asset = context.asset_key.path[-1]
         run = context.step_context.dagster_run
         day = run_day(context.step_context.instance, run.run_id)
@@ -73,6 +75,9 @@ class ParquetStore(dg.ConfigurableIOManager):
         context.add_output_metadata({"path": dg.MetadataValue.path(str(path)), "dagster/row_count": len(obj)})
         if asset == "run_summary":
             discard_area(run_area(self.root(), context.partition_key, day, run.run_id))
+            line = lineage(context.step_context.instance, run)
+            if len(line) > 1 and (gone := remove_superseded(self.root(), context.partition_key, line, stored_tables())):
+                context.log.info(f"tables made again by this run, removed from the runs it finishes: {', '.join(gone)}")
 
     def load_input(self, context: dg.InputContext) -> list[BaseModel]:
         """The rows of an upstream asset, as its row model: this run's, or those of the run it reads them from

@@ -1,5 +1,6 @@
 """Retention: removing runs older than a cutoff from the store and the Dagster instance, sparing replay sources, and
-the recordings in progress (`.partial/`) of the runs removed and of runs killed before the cutoff."""
+the recordings in progress (`.partial/`) of the runs removed and of runs killed before the cutoff; and the tables a
+run that finished a killed or failed one made again in its place."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from kindgi_eval.store.batches import (
     release,
 )
 from kindgi_eval.store.compaction import drop_from_months, hive_values, remove_run_folder
-from kindgi_eval.store.layout import DATE_COLUMN, RUN_COLUMN, RUN_FILES, StorePath, Table
+from kindgi_eval.store.layout import DATE_COLUMN, RUN_COLUMN, RUN_FILES, StorePath, Table, find_table
 from kindgi_eval.store.views import connect
 
 
@@ -95,3 +96,18 @@ def remove_runs(root: StorePath, tables: Sequence[Table], run_ids: list[str]) ->
             if hive_values(path)[RUN_COLUMN] in doomed:
                 remove_run_folder(path.parent)
     drop_from_months(root, tables, doomed)
+
+
+def remove_superseded(root: StorePath, partition: str, line: Sequence[str], tables: Sequence[Table]) -> list[str]:
+    """Keep each table once in a line of runs: `line` is a run, then the killed or failed runs it finishes, nearest
+    first. Of each table, the nearest run's is the one the line reads (as `defs.lineage.input_run` does); the same
+    table of the runs beyond it is removed. A step that wrote its table and then failed (its run killed, a query of
+    Dagster's cut off) was run again, and the store would otherwise hold its rows twice; a table the later runs read
+    instead of making stays. `<asset>@<run id>` of each table removed."""
+    gone = []
+    for table in tables:
+        found = [(run_id, path) for run_id in line if (path := find_table(root, table.asset, partition, run_id)) is not None]
+        for run_id, path in found[1:]:
+            remove_run_folder(path.parent)
+            gone.append(f"{table.asset}@{run_id}")
+    return gone

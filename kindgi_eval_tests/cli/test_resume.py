@@ -32,7 +32,7 @@ from kindgi_eval.store.batches import (
     run_area,
     write_manifest,
 )
-from kindgi_eval.store.layout import SHARED, read_rows, run_keys
+from kindgi_eval.store.layout import SHARED, find_table, read_rows, run_keys
 from kindgi_eval.store.rows import ReplyRow, SampleRow
 from kindgi_eval_tests.conftest import CLI, REPO, Result, run_cli
 from kindgi_eval_tests.fake_provider import Answer, FakeProvider, criterion_of, fenced
@@ -191,6 +191,8 @@ def test_a_run_killed_while_asking_the_agent_resumes_without_asking_a_recorded_c
     (run,) = read_rows(world.store, SHARED.run_summary, KEY, resumed)
     assert (run.resumed_from, run.agent_calls_saved, run.judge_calls_saved, run.replies_from) == (killed, len(recorded), 0, resumed)
     assert not find_run_areas(world.store, resumed)  # a finished run keeps no recordings
+    # the killed run's suite table, made again by the resume, is gone: the store holds each case once for the two
+    assert find_table(world.store, "suite", KEY, killed) is None and find_table(world.store, "suite", KEY, resumed)
     with dg.DagsterInstance.from_config(str(world.root / "dagster")) as instance:  # no longer "started" in the UI
         assert instance.get_run_by_id(killed).status == dg.DagsterRunStatus.FAILURE
         assert instance.get_run_by_id(resumed).tags["kindgi/resumes"] == killed

@@ -89,3 +89,28 @@ def test_prune_removes_the_recordings_of_pruned_and_long_dead_runs(home) -> None
     again = run_cli("prune", "--keep-days", "30")
     assert again.out.endswith("removed the recordings in progress of 1 runs that were pruned or never finished\n")
     assert [p.name for p in (home.store / PARTIAL_FOLDER).glob("*/*/*")] == ["run_id=killed-today"]
+
+
+def test_a_line_of_runs_keeps_each_table_once_the_one_it_reads(tmp_path: Path) -> None:
+    from kindgi_eval.store import SHARED, find_table, remove_superseded, table_path, to_table, write_atomically
+
+    def store(asset: str, run_id: str, day: str = "2026-12-01") -> None:
+        table = SHARED[[t.asset for t in SHARED].index(asset)]
+        write_atomically(to_table([], table.row), table_path(tmp_path, asset, KEY, day, run_id))
+
+    # "killed" stored suite and outcomes, then died; "failed" resumed it, every stage again, made suite and
+    # agent_replies and failed; "last" re-executed "failed" from its failure after midnight (another day's folder):
+    # it read suite from "failed" and made agent_replies, outcomes and run_summary
+    for asset in ("suite", "outcomes"):
+        store(asset, "killed")
+    for asset in ("suite", "agent_replies"):
+        store(asset, "failed")
+    for asset in ("agent_replies", "outcomes", "run_summary"):
+        store(asset, "last", day="2026-12-02")
+    store("suite", "other")  # a run of the suite outside this line
+    gone = remove_superseded(tmp_path, KEY, ["last", "failed", "killed"], SHARED)
+    assert sorted(gone) == ["agent_replies@failed", "outcomes@killed", "suite@killed"]
+    left = {(t.asset, run) for t in SHARED for run in ("killed", "failed", "last", "other") if find_table(tmp_path, t.asset, KEY, run)}
+    # each table once in the line, the nearest run's (what "last" read or made); other runs untouched
+    assert left == {("suite", "failed"), ("agent_replies", "last"), ("outcomes", "last"), ("run_summary", "last"), ("suite", "other")}
+    assert remove_superseded(tmp_path, KEY, ["last", "failed", "killed"], SHARED) == []
