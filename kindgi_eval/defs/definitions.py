@@ -1,5 +1,5 @@
 """The Dagster definitions `dagster dev -w workspace.yaml` loads: the chain, its checks, its jobs, the nightly schedule
-and sensor."""
+and the sensors."""
 
 import warnings
 
@@ -10,6 +10,7 @@ from kindgi_eval.defs.console_log import LOGGER, short_console
 from kindgi_eval.defs.io_manager import ParquetStore
 from kindgi_eval.defs.jobs import JOBS
 from kindgi_eval.defs.resources import EvalSettings, RunClients
+from kindgi_eval.defs.recovery import given_up_runs
 from kindgi_eval.defs.schedules import nightly_suites, suite_changes
 
 with warnings.catch_warnings():  # source code references are a beta API in Dagster 1.13
@@ -21,7 +22,7 @@ defs = dg.Definitions(
     assets=LINKED_CHAIN,
     jobs=JOBS,  # the command line's runs too: kindgi_eval.defs.runs executes these
     schedules=[nightly_suites],
-    sensors=[suite_changes],
+    sensors=[suite_changes, given_up_runs],
     # Settings come per partition from the tenants file (KINDGI_TENANTS); the store from KINDGI_STORE, else KINDGI_HOME;
     # the agent, the judge and the sandbox from the clients, for those settings.
     resources={"io_manager": ParquetStore(), "eval_settings": EvalSettings(), "clients": RunClients()},

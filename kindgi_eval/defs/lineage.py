@@ -50,6 +50,8 @@ def pinned_by(tags: Mapping[str, str]) -> Pins:
 REPLAY_FROM_CONFIG = ("resources", "eval_settings", "config", "replay_from")
 """Where a launchpad run's config names the run a replay re-judges (`EvalSettings.replay_from`)."""
 REPLAY_FROM_FIELD = "resources.eval_settings.config.replay_from"
+PARTITION_TAG = "dagster/partition"
+"""The tenant suite a run evaluates, as Dagster tags a partitioned run."""
 PARENT_RUN_TAG = "dagster/parent_run_id"
 FROM_FAILURE_TAGS = ("dagster/is_resume_retry", "dagster/is_asset_resume_retry")
 """Tags Dagster sets on a re-execution from (asset) failure, and on an automatic retry of a failed run."""

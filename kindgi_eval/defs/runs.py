@@ -12,12 +12,11 @@ import dagster as dg
 from kindgi_eval.defs.assets import SUITES
 from kindgi_eval.defs.console_log import LOGGER
 from kindgi_eval.defs.jobs import EVALUATE, REPLAY, kind_selection
-from kindgi_eval.defs.lineage import PINNED_TAGS, RESUMES_TAG, SOURCE_RUN_TAG
+from kindgi_eval.defs.lineage import PARTITION_TAG, PINNED_TAGS, RESUMES_TAG, SOURCE_RUN_TAG
 from kindgi_eval.defs.resources import pinned_settings, pinned_tags
 from kindgi_eval.inputs import RunSettings
 
 QUIET_LOGS = {"loggers": {LOGGER: {"config": {"log_level": "INFO"}}}}
-PARTITION_TAG = "dagster/partition"
 HOME_FROM_ENV = "base_dir: {env: DAGSTER_HOME}"
 """How the packaged dagster.yaml names its storage's folder."""
 

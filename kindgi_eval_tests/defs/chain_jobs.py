@@ -14,10 +14,9 @@ import dagster as dg
 
 from kindgi_eval.defs.assets import CHAIN
 from kindgi_eval.defs.io_manager import ParquetStore
+from kindgi_eval.defs.lineage import PARTITION_TAG
 from kindgi_eval.defs.resources import EvalSettings, RunClients, pinned_tags
 from kindgi_eval.inputs import RunSettings
-
-PARTITION_TAG = "dagster/partition"
 
 
 def in_process_chain() -> dg.JobDefinition:
