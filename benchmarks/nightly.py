@@ -16,7 +16,9 @@ queue's limits allow (waves of the runs allowed at once, each as long as the slo
 in flight over time; at the provider: requests, peak in flight against the gateway's parallel requests, the busiest
 second and the busiest 60 s against its limit, and requests it refused 429; where a run's time goes (the median run's seconds queued, starting its worker and loading the code
 location, in its steps' reads, work, writes and Dagster's events, between steps, and ending; its slowest steps);
-peak memory of one run worker and of all of them together; runs lost or started twice.
+peak memory of one run worker and of all of them together; runs lost or started twice; and the CPU the night took,
+from the tick to the last run's end, by service (each with its descendants, the ones it reaped included: the daemon
+holds its code servers and every run worker), against the machine's.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from datetime import datetime
 from pathlib import Path
 
@@ -107,6 +109,63 @@ def watch(instance, daemon: int, expected: int, timeout: float) -> tuple[list, l
             return records, in_flight, worker_peak, total_peak
         time.sleep(0.5)
     raise SystemExit(f"error: the night did not end within {timeout:.0f} s")
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_s(root: int, processes: dict[int, production.Process], others: set[int]) -> float:
+    """User and system CPU seconds of process `root` and its living descendants, each with the children it reaped; a
+    descendant in `others` (another service's root) is counted there, not here."""
+    children = defaultdict(list)
+    for process in processes.values():
+        if process.pid not in others:
+            children[process.parent].append(process.pid)
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile: its CPU is its parent's to count once reaped
+            continue
+        total += sum(int(f) for f in fields[11:15]) / CLOCK_TICKS  # utime, stime, cutime, cstime
+        todo += children[pid]
+    return total
+
+
+def machine_cpu_s() -> float:
+    """CPU seconds every core of the machine has spent busy since boot (/proc/stat: all but idle and iowait)."""
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in Path("/proc/stat").read_text().split()[1:9])
+    return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS
+
+
+def services(state: dict, provider: int) -> dict[str, int]:
+    """The night's services by name and PID: the profile's, its own PostgreSQL cluster's postmaster where it has one,
+    the provider and this script."""
+    pids = {name: pid for name, pid in state["pids"].items()}
+    if cluster := state.get("own_cluster"):
+        pids["postgres"] = int((Path(cluster) / "cluster" / "postmaster.pid").read_text().split()[0])
+    return {**pids, "provider": provider, "this script (polling)": os.getpid()}
+
+
+def cpu_by_service(pids: dict[str, int]) -> dict[str, float]:
+    """CPU seconds so far of each service's process tree, and of the machine (`machine`)."""
+    processes = production.running_processes()
+    roots = set(pids.values())
+    return {**{name: tree_cpu_s(pid, processes, roots - {pid}) for name, pid in pids.items()}, "machine": machine_cpu_s()}
+
+
+def cpu_lines(before: dict[str, float], after: dict[str, float], runs: int, night: float) -> list[str]:
+    """The night's CPU by service, largest first, per run and against the machine's."""
+    spent = {name: after[name] - before[name] for name in before}
+    machine = spent.pop("machine")
+    others = machine - sum(spent.values())
+    lines = [f"CPU from the tick to the last run's end: the machine {machine:.0f} s of {os.cpu_count()} cores x {night:.0f} s "
+             f"({machine / (os.cpu_count() * night):.0%} busy), {machine / runs:.1f} s per run"]
+    for name, seconds in sorted(spent.items(), key=lambda item: -item[1]):
+        lines.append(f"  {name}: {seconds:.1f} s ({seconds / machine:.0%}, {seconds / runs:.2f} s per run)")
+    lines.append(f"  anything else on the machine: {others:.1f} s ({others / machine:.0%})")
+    return lines
 
 
 PHASES = ("queued", "worker start and code location", "steps: resources and inputs", "steps: computing", "steps: writing outputs",
@@ -210,7 +269,12 @@ def main() -> int:
         print(f"{args.tenants} tenants of {args.cases} cases (+{args.down} with the agent down); provider at {args.delay * 1000:.0f} ms, "
               f"{args.rpm} requests per minute; gateway: {args.rpm // 2} per minute; queue: max_concurrent_runs {allowed}, "
               "one per tenant; waiting for the tick", flush=True)
+        watched = services(state, server.pid)
+        while time.time() < tick:  # the services idle until the tick; their start-up is not the night's
+            time.sleep(0.2)
+        cpu_before = cpu_by_service(watched)
         records, in_flight, worker_peak, total_peak = watch(instance, state["pids"]["daemon"], args.tenants + args.down, args.timeout)
+        cpu_after = cpu_by_service(watched)
         gateway_peak = peak_rss(state["pids"]["gateway"])
         down = down_statuses({**env, **production.read_env(folder)}, dead) if dead else "none"
         seen = chat_server.stats(base_url)
@@ -241,6 +305,7 @@ def main() -> int:
           f"(the gateway's bound {parallel}); busiest second {seen['busiest_second']}, busiest 60 s {seen['busiest_minute']} "
           f"(its limit {args.rpm}){'' if within else ' EXCEEDED'}")
     print("\n".join(spent))
+    print("\n".join(cpu_lines(cpu_before, cpu_after, len(records), night)))
     print(f"memory: peak of one run worker {worker_peak / 2**20:.0f} MB, peak of all run workers at once {total_peak / 2**20:.0f} MB; "
           f"the gateway's peak {gateway_peak / 2**20:.0f} MB")
     return 0 if within and len(records) == args.tenants + args.down and all(n == 1 for n in keys.values()) else 1
