@@ -68,6 +68,14 @@ def test_runs_schedules_and_checks_are_kept_in_postgres(home, database: str, mon
     instance = open_instance(home.root)
     try:
         assert isinstance(instance.run_storage, PostgresRunStorage)
+        # each store keeps its connection: consecutive queries reach the same server process (Dagster's own opens
+        # a connection, a new server process, per query)
+        for store in (instance.run_storage, instance.event_log_storage, instance.schedule_storage):
+            backends = set()
+            for _ in range(3):
+                with (store.connect() if hasattr(store, "connect") else store._connect()) as connection:  # the event log's is private
+                    backends.add(connection.exec_driver_sql("SELECT pg_backend_pid()").scalar())
+            assert len(backends) == 1, store
         assert isinstance(instance.event_log_storage, PostgresEventLogStorage)
         assert isinstance(instance.schedule_storage, PostgresScheduleStorage)
         assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
