@@ -18,7 +18,7 @@ second and the busiest 60 s against its limit, and requests it refused 429; wher
 location, in its steps' reads, work, writes and Dagster's events, between steps, and ending; its slowest steps);
 peak memory of one run worker and of all of them together; runs lost or started twice; and the CPU the night took,
 from the tick to the last run's end, by service (each with its descendants, the ones it reaped included: the daemon
-holds its code servers and every run worker), against the machine's.
+is sampled instead: itself, its code servers, its run workers), against the machine's.
 """
 
 from __future__ import annotations
@@ -89,9 +89,55 @@ def down_statuses(env: dict[str, str], dead: list[str]) -> str:
     return " ".join(done.stdout.split()) if done.returncode == 0 else done.stderr.strip()
 
 
-def watch(instance, daemon: int, expected: int, timeout: float) -> tuple[list, list[tuple[float, int]], int, int]:
-    """Poll the instance until `expected` runs have ended: the run records, (time, runs in flight) samples, and the
-    peak RSS of one of the run workers `daemon` launched and of all of them at once."""
+class DaemonCpu:
+    """The CPU of the daemon's processes (itself, its code servers, the run workers they spawn), sampled: each process's
+    user and system time as last seen, less what it had at the first sample. A process's last half second before it
+    ends is missed; what a process reaped is not counted twice."""
+
+    def __init__(self, daemon: int):
+        self.daemon = daemon
+        self.first: dict[int, float] = {}
+        """What each process alive at the first sample had spent by then (a process born later: nothing)."""
+        self.last: dict[int, tuple[str, float]] = {}
+        self.sampled = False
+
+    def sample(self, processes: dict[int, production.Process]) -> None:
+        for process in processes.values():
+            kind = self.kind_of(process, processes)
+            if kind is None:
+                continue
+            try:
+                fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            cpu = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+            self.first.setdefault(process.pid, 0.0 if self.sampled else cpu)
+            self.last[process.pid] = (kind, cpu)
+        self.sampled = True
+
+    def kind_of(self, process: production.Process, processes: dict[int, production.Process]) -> str | None:
+        if process.pid == self.daemon:
+            return "daemon"
+        walk = process
+        while walk.parent in processes and walk.parent != self.daemon:
+            walk = processes[walk.parent]
+        if walk.parent != self.daemon:
+            return None
+        if production.is_run_worker(process):
+            return "daemon: run workers (sampled)"
+        return "daemon: code servers" if b"\0api\0grpc\0" in process.command else "daemon: its other children"
+
+    def spent(self) -> dict[str, float]:
+        totals: dict[str, float] = defaultdict(float)
+        for pid, (kind, cpu) in self.last.items():
+            totals[kind] += cpu - self.first.get(pid, 0.0)
+        return dict(totals)
+
+
+def watch(instance, daemon: DaemonCpu, expected: int, timeout: float) -> tuple[list, list[tuple[float, int]], int, int]:
+    """Poll the instance until `expected` runs have ended, sampling the daemon's processes' CPU: the run records,
+    (time, runs in flight) samples, and the peak RSS of one of the run workers the daemon launched and of all of them
+    at once."""
     from dagster import DagsterRunStatus
 
     in_flight: list[tuple[float, int]] = []
@@ -101,7 +147,9 @@ def watch(instance, daemon: int, expected: int, timeout: float) -> tuple[list, l
         records = instance.get_run_records()
         running = sum(1 for r in records if r.dagster_run.status in (DagsterRunStatus.STARTING, DagsterRunStatus.STARTED))
         in_flight.append((time.time(), running))
-        workers = [p.rss for p in production.run_workers(daemon)]
+        processes = production.running_processes()
+        daemon.sample(processes)
+        workers = [p.rss for p in processes.values() if daemon.kind_of(p, processes) == "daemon: run workers (sampled)"]
         if workers:
             worker_peak = max(worker_peak, *workers)
             total_peak = max(total_peak, sum(workers))
@@ -140,9 +188,9 @@ def machine_cpu_s() -> float:
 
 
 def services(state: dict, provider: int) -> dict[str, int]:
-    """The night's services by name and PID: the profile's, its own PostgreSQL cluster's postmaster where it has one,
-    the provider and this script."""
-    pids = {name: pid for name, pid in state["pids"].items()}
+    """The night's services by name and PID but the daemon (`DaemonCpu`): the profile's, its own PostgreSQL cluster's
+    postmaster where it has one, the provider and this script."""
+    pids = {name: pid for name, pid in state["pids"].items() if name != "daemon"}
     if cluster := state.get("own_cluster"):
         pids["postgres"] = int((Path(cluster) / "cluster" / "postmaster.pid").read_text().split()[0])
     return {**pids, "provider": provider, "this script (polling)": os.getpid()}
@@ -155,9 +203,9 @@ def cpu_by_service(pids: dict[str, int]) -> dict[str, float]:
     return {**{name: tree_cpu_s(pid, processes, roots - {pid}) for name, pid in pids.items()}, "machine": machine_cpu_s()}
 
 
-def cpu_lines(before: dict[str, float], after: dict[str, float], runs: int, night: float) -> list[str]:
+def cpu_lines(before: dict[str, float], after: dict[str, float], daemon: dict[str, float], runs: int, night: float) -> list[str]:
     """The night's CPU by service, largest first, per run and against the machine's."""
-    spent = {name: after[name] - before[name] for name in before}
+    spent = {**{name: after[name] - before[name] for name in before}, **daemon}
     machine = spent.pop("machine")
     others = machine - sum(spent.values())
     lines = [f"CPU from the tick to the last run's end: the machine {machine:.0f} s of {os.cpu_count()} cores x {night:.0f} s "
@@ -273,7 +321,8 @@ def main() -> int:
         while time.time() < tick:  # the services idle until the tick; their start-up is not the night's
             time.sleep(0.2)
         cpu_before = cpu_by_service(watched)
-        records, in_flight, worker_peak, total_peak = watch(instance, state["pids"]["daemon"], args.tenants + args.down, args.timeout)
+        daemon = DaemonCpu(state["pids"]["daemon"])
+        records, in_flight, worker_peak, total_peak = watch(instance, daemon, args.tenants + args.down, args.timeout)
         cpu_after = cpu_by_service(watched)
         gateway_peak = peak_rss(state["pids"]["gateway"])
         down = down_statuses({**env, **production.read_env(folder)}, dead) if dead else "none"
@@ -305,7 +354,7 @@ def main() -> int:
           f"(the gateway's bound {parallel}); busiest second {seen['busiest_second']}, busiest 60 s {seen['busiest_minute']} "
           f"(its limit {args.rpm}){'' if within else ' EXCEEDED'}")
     print("\n".join(spent))
-    print("\n".join(cpu_lines(cpu_before, cpu_after, len(records), night)))
+    print("\n".join(cpu_lines(cpu_before, cpu_after, daemon.spent(), len(records), night)))
     print(f"memory: peak of one run worker {worker_peak / 2**20:.0f} MB, peak of all run workers at once {total_peak / 2**20:.0f} MB; "
           f"the gateway's peak {gateway_peak / 2**20:.0f} MB")
     return 0 if within and len(records) == args.tenants + args.down and all(n == 1 for n in keys.values()) else 1
