@@ -64,7 +64,8 @@ class ParquetStore(dg.ConfigurableIOManager):
     def handle_output(self, context: dg.OutputContext, obj: list[BaseModel]) -> None:
         """Store an asset's rows as its table, typed by its row model. With its summary stored the run is whole: what it
         recorded on the way (`store.batches`) is removed, and so are the tables of the killed or failed runs it finishes
-        that it made again itself (`store.remove_superseded`), each row then stored once."""
+        that it made again itself (`store.remove_superseded`), each row then stored once; a run the instance holds as
+        succeeded, or no longer holds, is never touched."""
         asset = context.asset_key.path[-1]
         run = context.step_context.dagster_run
         day = run_day(context.step_context.instance, run.run_id)
@@ -75,8 +76,10 @@ class ParquetStore(dg.ConfigurableIOManager):
         context.add_output_metadata({"path": dg.MetadataValue.path(str(path)), "dagster/row_count": len(obj)})
         if asset == "run_summary":
             discard_area(run_area(self.root(), context.partition_key, day, run.run_id))
-            line = lineage(context.step_context.instance, run)
-            if len(line) > 1 and (gone := remove_superseded(self.root(), context.partition_key, line, stored_tables())):
+            instance = context.step_context.instance
+            line = lineage(instance, run)
+            unfinished = {r for r in line[1:] if (earlier := instance.get_run_by_id(r)) is not None and earlier.status != dg.DagsterRunStatus.SUCCESS}
+            if unfinished and (gone := remove_superseded(self.root(), context.partition_key, line, unfinished, stored_tables())):
                 context.log.info(f"tables made again by this run, removed from the runs it finishes: {', '.join(gone)}")
 
     def load_input(self, context: dg.InputContext) -> list[BaseModel]:

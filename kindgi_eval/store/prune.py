@@ -4,7 +4,7 @@ run that finished a killed or failed one made again in its place."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import date, timedelta
 from typing import NamedTuple
 
@@ -98,16 +98,18 @@ def remove_runs(root: StorePath, tables: Sequence[Table], run_ids: list[str]) ->
     drop_from_months(root, tables, doomed)
 
 
-def remove_superseded(root: StorePath, partition: str, line: Sequence[str], tables: Sequence[Table]) -> list[str]:
+def remove_superseded(root: StorePath, partition: str, line: Sequence[str], unfinished: Collection[str], tables: Sequence[Table]) -> list[str]:
     """Keep each table once in a line of runs: `line` is a run, then the killed or failed runs it finishes, nearest
     first. Of each table, the nearest run's is the one the line reads (as `defs.lineage.input_run` does); the same
-    table of the runs beyond it is removed. A step that wrote its table and then failed (its run killed, a query of
-    Dagster's cut off) was run again, and the store would otherwise hold its rows twice; a table the later runs read
-    instead of making stays. `<asset>@<run id>` of each table removed."""
+    table of the runs beyond it is removed if that run is `unfinished` (killed or failed: a run that succeeded is
+    never touched). A step that wrote its table and then failed (its run killed, a query of Dagster's cut off) was
+    run again, and the store would otherwise hold its rows twice; a table the later runs read instead of making
+    stays. `<asset>@<run id>` of each table removed."""
     gone = []
     for table in tables:
         found = [(run_id, path) for run_id in line if (path := find_table(root, table.asset, partition, run_id)) is not None]
         for run_id, path in found[1:]:
-            remove_run_folder(path.parent)
-            gone.append(f"{table.asset}@{run_id}")
+            if run_id in unfinished:
+                remove_run_folder(path.parent)
+                gone.append(f"{table.asset}@{run_id}")
     return gone

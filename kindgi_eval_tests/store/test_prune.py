@@ -108,9 +108,10 @@ def test_a_line_of_runs_keeps_each_table_once_the_one_it_reads(tmp_path: Path) -
     for asset in ("agent_replies", "outcomes", "run_summary"):
         store(asset, "last", day="2026-12-02")
     store("suite", "other")  # a run of the suite outside this line
-    gone = remove_superseded(tmp_path, KEY, ["last", "failed", "killed"], SHARED)
+    assert remove_superseded(tmp_path, KEY, ["last", "failed", "killed"], set(), SHARED) == []  # as if both succeeded
+    gone = remove_superseded(tmp_path, KEY, ["last", "failed", "killed"], {"failed", "killed"}, SHARED)
     assert sorted(gone) == ["agent_replies@failed", "outcomes@killed", "suite@killed"]
     left = {(t.asset, run) for t in SHARED for run in ("killed", "failed", "last", "other") if find_table(tmp_path, t.asset, KEY, run)}
     # each table once in the line, the nearest run's (what "last" read or made); other runs untouched
     assert left == {("suite", "failed"), ("agent_replies", "last"), ("outcomes", "last"), ("run_summary", "last"), ("suite", "other")}
-    assert remove_superseded(tmp_path, KEY, ["last", "failed", "killed"], SHARED) == []
+    assert remove_superseded(tmp_path, KEY, ["last", "failed", "killed"], {"failed", "killed"}, SHARED) == []
