@@ -11,11 +11,10 @@ import re
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 from decimal import Decimal
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 from rich.cells import cell_len, set_cell_size
 from upath import UPath
@@ -26,6 +25,9 @@ from kindgi_eval.store.kind_views import KindView, kind_view_sql
 from kindgi_eval.store.layout import HIVE_COLUMNS, MONTH_FILES, RUN_FILES, SHARED, StorePath, Table, runtime_home
 from kindgi_eval.store.reviews import REVIEW_FILES, REVIEWS
 from kindgi_eval.store.rows import ReviewRow
+
+if TYPE_CHECKING:
+    import duckdb
 
 DATABASE_FILE = "kindgi.duckdb"
 ALIASES = {"group": "calibration_group"}
@@ -157,7 +159,10 @@ def views_named(query: str, views: Views) -> Named:
 
 def open_database(root: StorePath, database: str = ":memory:") -> duckdb.DuckDBPyConnection:
     """A DuckDB connection that can read the store. A store at a URL is read through its fsspec filesystem,
-    registered with DuckDB (which then routes even `file://` through it), since DuckDB's own httpfs may be absent."""
+    registered with DuckDB (which then routes even `file://` through it), since DuckDB's own httpfs may be absent.
+    DuckDB is imported here, on first use: a run's steps never query the store, and its worker is 25 MB the lighter."""
+    import duckdb
+
     con = duckdb.connect(database)
     con.execute("SET python_enable_replacements = false")  # a name in a query is a view of the store, never a Python object
     if isinstance(root, UPath):
