@@ -32,13 +32,14 @@ pytestmark = [pytest.mark.long, pytest.mark.xdist_group("production-profile")]  
 PROFILE = REPO / "deploy" / "production.py"
 sys.path.insert(0, str(PROFILE.parent))
 import production  # noqa: E402 - the profile's own script, for its reading of its processes and its env file
-TENANTS = ("north", "south", "east", "west")
+TENANTS = ("north", "south", "east", "west", "inner", "outer", "upper", "lower")
+"""Four waves of runs (`RUNS_AT_ONCE` at a time): runs still queue after the first faults, however fast each run is."""
 MASTER_KEY = "sk-profile-test-master-key"
 """The gateway's key, which the profile gives its runs."""
 RUNS_AT_ONCE = 2
 """The machine's bound on runs (`--max-concurrent-runs`), below the tenants, so that some runs wait in the queue."""
 NIGHT_S = 240.0
-"""The tick comes within a minute or two; four runs of the golden suite, two at a time, follow."""
+"""The tick comes within a minute or two; eight runs of the golden suite, two at a time, follow."""
 
 
 def postgres_reachable(own: bool) -> None:
