@@ -17,7 +17,8 @@ from kindgi_eval.defs.jobs import EVALUATE, evaluate_suite
 from kindgi_eval.defs.lineage import PARTITION_TAG, RESUMES_TAG
 
 RECOVERY_TAG = "kindgi/recovery"
-"""How many runs before this one, in its line of recoveries, the sensor resumed (1 for the first it started)."""
+"""Which of the sensor's resumptions in its line a run is: 1 for the first the sensor started, 2 for one that resumed
+that one."""
 RECOVERY_LIMIT = 2
 """Resumptions by the sensor in one line: a run that keeps failing where Dagster cannot retry it is left failed."""
 LOOKBACK = timedelta(days=1)
@@ -29,6 +30,9 @@ AUTO_RETRY_RUN = "dagster/auto_retry_run_id"
 RETRY_NUMBER = "dagster/retry_number"
 FAILURE_REASON = "dagster/failure_reason"
 STEP_FAILURE = "STEP_FAILURE"
+DAGSTERS = ("dagster/", ".dagster/")
+"""The prefixes of Dagster's own tags (a retry's, a schedule's, its launch's), which a run it did not make must not
+carry."""
 
 
 def is_given_up(tags: Mapping[str, str], max_retries: int, retries_step_failures: bool) -> bool:
@@ -50,7 +54,7 @@ def is_given_up(tags: Mapping[str, str], max_retries: int, retries_step_failures
 def recovery_request(run: dg.DagsterRun) -> dg.RunRequest:
     """A run that resumes `run` from its recordings, with its tags (its pinned settings among them), keyed by its id so
     that it is started once however many ticks see it."""
-    own = {tag: value for tag, value in run.tags.items() if not tag.startswith("dagster/")}
+    own = {tag: value for tag, value in run.tags.items() if not tag.startswith(DAGSTERS)}
     return dg.RunRequest(
         run_key=f"{run.run_id}@recovery",
         partition_key=run.tags[PARTITION_TAG],

@@ -45,7 +45,8 @@ def test_a_step_failure_is_never_resumed_where_the_instance_does_not_retry_step_
 def failed_run(instance: dg.DagsterInstance, key: str, reason: RunFailureReason, **tags: str) -> dg.DagsterRun:
     run = instance.add_run(dg.DagsterRun(
         job_name="evaluate_suite",
-        tags={PARTITION_TAG: key, "kindgi/tenant": key.split(".")[0], SETTINGS_TAG: '{"eval_dir": "x"}', **tags},
+        tags={PARTITION_TAG: key, "kindgi/tenant": key.split(".")[0], SETTINGS_TAG: '{"eval_dir": "x"}',
+              "dagster/schedule_name": "nightly_suites", ".dagster/grpc_info": '{"socket": "gone"}', **tags},
         asset_selection=frozenset({dg.AssetKey("suite"), dg.AssetKey("agent_replies")}),
     ))
     instance.report_run_failed(run, job_failure_data=JobFailureData(error=None, failure_reason=reason))
@@ -71,7 +72,9 @@ def test_the_sensor_resumes_a_run_whose_retry_could_not_be_made_once_with_its_se
         assert request.asset_selection == [dg.AssetKey("agent_replies"), dg.AssetKey("suite")]  # the failed run's
         assert request.tags[SETTINGS_TAG] == '{"eval_dir": "x"}'  # the settings resolved at the tick, not again
         assert request.tags[RECOVERY_TAG] == "1"
-        assert not any(tag.startswith("dagster/") for tag in request.tags)  # not a retry of Dagster's to count
+        # Dagster's own tags stay behind: not a retry of Dagster's to count, nor a launch on the dead code server
+        assert not any(tag.startswith(("dagster/", ".dagster/")) for tag in request.tags)
+        assert request.tags["kindgi/tenant"] == "alpha"
         # the run resumes the failed one from its recordings, as `kindgi-eval run --resume` does
         assert parent_of(dg.DagsterRun(job_name="evaluate_suite", tags=request.tags)) == lost.run_id
         assert request.tags[RESUMES_TAG] == lost.run_id
