@@ -12,6 +12,15 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
 import dagster as dg
+from dagster._core.events import RunFailureReason
+from dagster._core.storage.tags import (
+    AUTO_RETRY_RUN_ID_TAG,
+    HIDDEN_TAG_PREFIX,
+    RETRY_NUMBER_TAG,
+    RUN_FAILURE_REASON_TAG,
+    SYSTEM_TAG_PREFIX,
+    WILL_RETRY_TAG,
+)
 
 from kindgi_eval.defs.jobs import EVALUATE, evaluate_suite
 from kindgi_eval.defs.lineage import PARTITION_TAG, RESUMES_TAG
@@ -25,12 +34,7 @@ LOOKBACK = timedelta(days=1)
 """How far back a failed run is looked at: the night's, not last week's."""
 INTERVAL_S = 60
 """How often the sensor looks; the daemon reloads a dead code server's location every 60 s."""
-WILL_RETRY = "dagster/will_retry"
-AUTO_RETRY_RUN = "dagster/auto_retry_run_id"
-RETRY_NUMBER = "dagster/retry_number"
-FAILURE_REASON = "dagster/failure_reason"
-STEP_FAILURE = "STEP_FAILURE"
-DAGSTERS = ("dagster/", ".dagster/")
+DAGSTERS = (SYSTEM_TAG_PREFIX, HIDDEN_TAG_PREFIX)
 """The prefixes of Dagster's own tags (a retry's, a schedule's, its launch's), which a run it did not make must not
 carry."""
 
@@ -42,13 +46,13 @@ def is_given_up(tags: Mapping[str, str], max_retries: int, retries_step_failures
     Dagster's retries were spent (a bad suite fails every time), and always where the instance does not retry step
     failures; any other failure (the run worker or its code server gone) is the machine's, and is resumed while the
     line has recoveries left."""
-    if tags.get(WILL_RETRY) != "false" or AUTO_RETRY_RUN in tags:
+    if tags.get(WILL_RETRY_TAG) != "false" or AUTO_RETRY_RUN_ID_TAG in tags:
         return False
     if int(tags.get(RECOVERY_TAG, "0")) >= RECOVERY_LIMIT:
         return False
-    if tags.get(FAILURE_REASON) != STEP_FAILURE:
+    if tags.get(RUN_FAILURE_REASON_TAG) != RunFailureReason.STEP_FAILURE.value:
         return True
-    return retries_step_failures and int(tags.get(RETRY_NUMBER, "0")) < max_retries
+    return retries_step_failures and int(tags.get(RETRY_NUMBER_TAG, "0")) < max_retries
 
 
 def recovery_request(run: dg.DagsterRun) -> dg.RunRequest:
@@ -91,7 +95,7 @@ def given_up_runs(context: dg.SensorEvaluationContext) -> dg.SensorResult:
             job_name=EVALUATE,
             statuses=[dg.DagsterRunStatus.FAILURE],
             updated_after=datetime.now(UTC) - LOOKBACK,
-            tags={WILL_RETRY: "false"},
+            tags={WILL_RETRY_TAG: "false"},
         )
     )
     requests = [
