@@ -16,8 +16,6 @@ import os
 import weakref
 from typing import Any
 
-from dagster._config.config_schema import UserConfigSchema
-from dagster._core.storage.config import pg_config
 from dagster._serdes import ConfigurableClassData
 from dagster_postgres import DagsterPostgresStorage
 from dagster_postgres.utils import create_pg_engine, get_token_provider_from_config, pg_url_from_config
@@ -59,10 +57,6 @@ class PooledPostgresStorage(DagsterPostgresStorage):
         super().__init__(postgres_url, should_autocreate_tables, inst_data, token_provider)
         for store in (self._run_storage, self._event_log_storage, self._schedule_storage):
             _keep_connections(store)
-
-    @classmethod
-    def config_type(cls) -> UserConfigSchema:
-        return pg_config()
 
     @classmethod
     def from_config_value(cls, inst_data: ConfigurableClassData | None, config_value: Any) -> PooledPostgresStorage:  # type: ignore[override]
