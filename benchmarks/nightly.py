@@ -101,37 +101,37 @@ class DaemonCpu:
         self.last: dict[int, tuple[str, float]] = {}
         self.sampled = False
 
-    def sample(self, processes: dict[int, production.Process]) -> None:
+    def sample(self, processes: dict[int, production.Process]) -> list[production.Process]:
+        """Note the CPU of the daemon's processes among `processes`; its run workers among them."""
+        workers = []
         for process in processes.values():
             kind = self.kind_of(process, processes)
             if kind is None:
                 continue
-            try:
-                fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            cpu = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-            self.first.setdefault(process.pid, 0.0 if self.sampled else cpu)
-            self.last[process.pid] = (kind, cpu)
+            if kind == RUN_WORKERS:
+                workers.append(process)
+            self.first.setdefault(process.pid, 0.0 if self.sampled else process.cpu_s)
+            self.last[process.pid] = (kind, process.cpu_s)
         self.sampled = True
+        return workers
 
     def kind_of(self, process: production.Process, processes: dict[int, production.Process]) -> str | None:
         if process.pid == self.daemon:
             return "daemon"
-        walk = process
-        while walk.parent in processes and walk.parent != self.daemon:
-            walk = processes[walk.parent]
-        if walk.parent != self.daemon:
+        if not production.descends_from(process, self.daemon, processes):
             return None
         if production.is_run_worker(process):
-            return "daemon: run workers (sampled)"
-        return "daemon: code servers" if b"\0api\0grpc\0" in process.command else "daemon: its other children"
+            return RUN_WORKERS
+        return "daemon: code servers" if production.is_code_server(process) else "daemon: its other children"
 
     def spent(self) -> dict[str, float]:
         totals: dict[str, float] = defaultdict(float)
         for pid, (kind, cpu) in self.last.items():
             totals[kind] += cpu - self.first.get(pid, 0.0)
         return dict(totals)
+
+
+RUN_WORKERS = "daemon: run workers (sampled)"
 
 
 def watch(instance, daemon: DaemonCpu, expected: int, timeout: float) -> tuple[list, list[tuple[float, int]], int, int]:
@@ -147,9 +147,7 @@ def watch(instance, daemon: DaemonCpu, expected: int, timeout: float) -> tuple[l
         records = instance.get_run_records()
         running = sum(1 for r in records if r.dagster_run.status in (DagsterRunStatus.STARTING, DagsterRunStatus.STARTED))
         in_flight.append((time.time(), running))
-        processes = production.running_processes()
-        daemon.sample(processes)
-        workers = [p.rss for p in processes.values() if daemon.kind_of(p, processes) == "daemon: run workers (sampled)"]
+        workers = [p.rss for p in daemon.sample(production.running_processes())]
         if workers:
             worker_peak = max(worker_peak, *workers)
             total_peak = max(total_peak, sum(workers))
@@ -159,32 +157,25 @@ def watch(instance, daemon: DaemonCpu, expected: int, timeout: float) -> tuple[l
     raise SystemExit(f"error: the night did not end within {timeout:.0f} s")
 
 
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
 def tree_cpu_s(root: int, processes: dict[int, production.Process], others: set[int]) -> float:
     """User and system CPU seconds of process `root` and its living descendants, each with the children it reaped; a
     descendant in `others` (another service's root) is counted there, not here."""
     children = defaultdict(list)
     for process in processes.values():
         if process.pid not in others:
-            children[process.parent].append(process.pid)
-    total, todo = 0.0, [root]
+            children[process.parent].append(process)
+    total, todo = 0.0, [processes[root]] if root in processes else []
     while todo:
-        pid = todo.pop()
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:  # ended meanwhile: its CPU is its parent's to count once reaped
-            continue
-        total += sum(int(f) for f in fields[11:15]) / CLOCK_TICKS  # utime, stime, cutime, cstime
-        todo += children[pid]
+        process = todo.pop()
+        total += process.cpu_s + process.reaped_cpu_s
+        todo += children[process.pid]
     return total
 
 
 def machine_cpu_s() -> float:
     """CPU seconds every core of the machine has spent busy since boot (/proc/stat: all but idle and iowait)."""
     user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in Path("/proc/stat").read_text().split()[1:9])
-    return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS
+    return (user + nice + system + irq + softirq + steal) / production.CLOCK_TICKS
 
 
 def services(state: dict, provider: int) -> dict[str, int]:

@@ -61,6 +61,7 @@ STATE = "profile.json"
 READY_S = 120.0
 """How long each service may take to answer before `start` gives up and stops what it started."""
 PAGE = os.sysconf("SC_PAGE_SIZE")
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 STOP_S = 20.0
 """How long a process has to exit after SIGTERM before it is killed."""
 
@@ -405,6 +406,10 @@ class Process(NamedTuple):
     """Resident memory, bytes."""
     command: bytes
     """The command line, its arguments separated by NUL."""
+    cpu_s: float
+    """User and system CPU it has spent, seconds."""
+    reaped_cpu_s: float
+    """User and system CPU of the children it has waited for, seconds."""
 
 
 def running_processes() -> dict[int, Process]:
@@ -419,7 +424,8 @@ def running_processes() -> dict[int, Process]:
                 continue
             if fields[0] not in ("Z", "X"):
                 pid = int(entry.name)
-                found[pid] = Process(pid, int(fields[1]), int(fields[2]), int(fields[21]) * PAGE, command)
+                utime, stime, cutime, cstime = (int(f) / CLOCK_TICKS for f in fields[11:15])
+                found[pid] = Process(pid, int(fields[1]), int(fields[2]), int(fields[21]) * PAGE, command, utime + stime, cutime + cstime)
     return found
 
 
@@ -427,7 +433,12 @@ def code_servers(group: int) -> list[Process]:
     """The code servers (`dagster api grpc`) in process group `group`: those the daemon started there, one for the
     workspace's code location and a new one at each reload of its workspace, the old one serving until its runs end.
     A daemon's group outlives it, so this finds a dead daemon's code servers too; another profile's are not in it."""
-    return [p for p in running_processes().values() if p.group == group and b"\0api\0grpc\0" in p.command]
+    return [p for p in running_processes().values() if p.group == group and is_code_server(p)]
+
+
+def is_code_server(process: Process) -> bool:
+    """Whether `process` is a code server (`dagster api grpc`)."""
+    return b"\0api\0grpc\0" in process.command
 
 
 def workers_of(servers: list[Process]) -> list[Process]:
@@ -445,16 +456,18 @@ def run_workers(daemon: int) -> list[Process]:
     """The run workers the daemon with PID `daemon` launched: the processes its code server (`dagster api grpc`)
     spawned to execute a run. Another profile's on the same machine are not among them."""
     processes = running_processes()
-
-    def descends(p: Process) -> bool:
-        while p.parent in processes:
-            if p.parent == daemon:
-                return True
-            p = processes[p.parent]
-        return False
-
     return [p for p in processes.values()
-            if is_run_worker(p) and p.parent in processes and b"grpc" in processes[p.parent].command and descends(p)]
+            if is_run_worker(p) and p.parent in processes and b"grpc" in processes[p.parent].command
+            and descends_from(p, daemon, processes)]
+
+
+def descends_from(process: Process, ancestor: int, processes: dict[int, Process]) -> bool:
+    """Whether `process` is a descendant of process `ancestor`, through the live `processes`."""
+    while process.parent in processes:
+        if process.parent == ancestor:
+            return True
+        process = processes[process.parent]
+    return process.parent == ancestor
 
 
 def read_env(folder: Path) -> dict[str, str]:
