@@ -19,11 +19,13 @@ REACHED_BY_NAME = {"agents.http", "agents.litellm"}
 """Modules that import httpx or litellm: only their own folder's name-to-agent table imports them, on demand."""
 ONLY_IMPORTER = {
     "litellm": {"llm"}, "dagster": {"defs"}, "click": {"cli"}, "httpx": {"agents", "llm"},
-    "fastapi": {"registry"}, "starlette": {"registry"}, "uvicorn": {"registry"}, "alembic": {"registry"},
+    "fastapi": {"registry"}, "starlette": {"registry"}, "uvicorn": {"registry"},
     "botocore": {"store"}, "aiobotocore": {"store"},  # an S3 store's client (store/s3.py)
-    "sqlalchemy": {"registry", "defs"},  # the registry's tables; Dagster's storage (defs/instance_storage.py) is built on it
+    # the registry's tables and their migrations; Dagster's storage (defs/instance_storage.py) is built on both
+    "sqlalchemy": {"registry", "defs"}, "alembic": {"registry", "defs"},
 }
-"""A library and the folders that may import it: one, but for SQLAlchemy, under both the registry and Dagster."""
+"""A library and the folders that may import it: one, but for SQLAlchemy and alembic, under both the registry and
+Dagster."""
 RULES_MAY_IMPORT = {"pydantic", "regex", "re2", "__future__"}  # regex: Unicode emoji properties; re2: tenant patterns; pure text
 """Beside the standard library, all rules/ imports."""
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import dagster as dg
 from dagster._core.events.log import EventLogEntry
+from dagster._core.storage.event_log.sqlite import sqlite_event_log
 from sqlalchemy import create_engine
 from sqlalchemy.pool import StaticPool
 
@@ -129,3 +130,27 @@ def test_a_database_not_in_wal_mode_keeps_sqlites_default(tmp_path: Path) -> Non
     instance_storage._commit_without_waiting_for_the_disk(engine, new=False)
     with engine.connect() as connection:
         assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 2
+
+
+def test_each_sqlite_storage_checks_its_revision_as_dagster_does_with_the_head_read_once(home) -> None:
+    from dagster._core.storage import sql
+
+    assert all(m.check_alembic_revision is instance_storage.check_alembic_revision for m in instance_storage.DAGSTER_SQLITE_STORAGES)
+    open_instance(home.root).dispose()
+    open_instance(home.root).dispose()  # opened again: its databases are stamped now
+    assert instance_storage._head_revision.cache_info().currsize == 1  # one scripts folder, read once
+    config = sql.get_alembic_config(sqlite_event_log.__file__)
+    # what Dagster's own check answers, for a database at the head, one at an older revision and one never stamped
+    runs = create_engine(f"sqlite:///{home.dagster / 'history' / 'runs.db'}")
+    older = create_engine(f"sqlite:///{home.root / 'older.db'}")
+    blank = create_engine(f"sqlite:///{home.root / 'blank.db'}")
+    with older.begin() as connection:  # as an instance an earlier Dagster made would be
+        connection.exec_driver_sql("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+        connection.exec_driver_sql("INSERT INTO alembic_version VALUES ('0000aaaa')")
+    for engine in (runs, older, blank):
+        with engine.connect() as connection:
+            ours = instance_storage.check_alembic_revision(config, connection)
+            assert ours == sql.check_alembic_revision(config, connection)
+    with runs.connect() as connection, older.connect() as old, blank.connect() as new:
+        (database, head), (behind, _), (none, _) = (instance_storage.check_alembic_revision(config, c) for c in (connection, old, new))
+        assert database == head is not None and behind == "0000aaaa" and none is None
