@@ -7,7 +7,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import BaseModel
 
-from kindgi_eval.defs.lineage import input_run, lineage, run_day
+from kindgi_eval.defs.lineage import input_run, lineage_runs, run_day
 from kindgi_eval.kinds import stored_tables, table_named
 from kindgi_eval.rules import InputError
 from kindgi_eval.store import (
@@ -76,10 +76,10 @@ class ParquetStore(dg.ConfigurableIOManager):
         context.add_output_metadata({"path": dg.MetadataValue.path(str(path)), "dagster/row_count": len(obj)})
         if asset == "run_summary":
             discard_area(run_area(self.root(), context.partition_key, day, run.run_id))
-            instance = context.step_context.instance
-            line = lineage(instance, run)
-            unfinished = {r for r in line[1:] if (earlier := instance.get_run_by_id(r)) is not None and earlier.status != dg.DagsterRunStatus.SUCCESS}
-            if unfinished and (gone := remove_superseded(self.root(), context.partition_key, line, unfinished, stored_tables())):
+            line = lineage_runs(context.step_context.instance, run)
+            unfinished = {r for r, earlier in line[1:] if earlier is not None and earlier.status != dg.DagsterRunStatus.SUCCESS}
+            ids = [r for r, _ in line]
+            if unfinished and (gone := remove_superseded(self.root(), context.partition_key, ids, unfinished, stored_tables())):
                 context.log.info(f"tables made again by this run, removed from the runs it finishes: {', '.join(gone)}")
 
     def load_input(self, context: dg.InputContext) -> list[BaseModel]:

@@ -71,12 +71,17 @@ def parent_of(run: dg.DagsterRun) -> str | None:
 
 def lineage(instance: dg.DagsterInstance, run: dg.DagsterRun) -> list[str]:
     """This run's id, then the killed run it finishes, then the one that run finished, and so on."""
-    ids = [run.run_id]
+    return [run_id for run_id, _ in lineage_runs(instance, run)]
+
+
+def lineage_runs(instance: dg.DagsterInstance, run: dg.DagsterRun) -> list[tuple[str, dg.DagsterRun | None]]:
+    """`lineage`, each id with the run the instance holds under it (None where it no longer holds it)."""
+    line: list[tuple[str, dg.DagsterRun | None]] = [(run.run_id, run)]
     current: dg.DagsterRun | None = run
-    while current is not None and (parent := parent_of(current)) is not None and parent not in ids:
-        ids.append(parent)
+    while current is not None and (parent := parent_of(current)) is not None and parent not in (i for i, _ in line):
         current = instance.get_run_by_id(parent)
-    return ids
+        line.append((parent, current))
+    return line
 
 
 def input_run(instance: dg.DagsterInstance, root: StorePath, asset: str, partition: str, run: dg.DagsterRun) -> str:
