@@ -70,6 +70,7 @@ class FakeProvider:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, as real providers do
+            disable_nagle_algorithm = True  # else the body waits for the client to acknowledge the headers
 
             def do_GET(self) -> None:  # noqa: N802 - the http.server API
                 """`/stats`: what the server saw, for a client in another process; `/requests`: every body, in order."""
