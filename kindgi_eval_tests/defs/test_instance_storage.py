@@ -18,6 +18,7 @@ from sqlalchemy.pool import StaticPool
 from kindgi_eval.defs import open_instance
 from kindgi_eval.defs import instance_storage
 from kindgi_eval.defs.instance_storage import KEPT_DATABASES, KeptSqliteEventLogStorage
+from kindgi_eval_tests.conftest import run_cli
 
 
 def _entry(run_id: str, message: str) -> EventLogEntry:
@@ -132,13 +133,13 @@ def test_a_database_not_in_wal_mode_keeps_sqlites_default(tmp_path: Path) -> Non
         assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 2
 
 
-def test_each_sqlite_storage_checks_its_revision_as_dagster_does_with_the_head_read_once(home) -> None:
+def test_each_sqlite_storage_checks_its_revision_as_dagster_does_with_the_scripts_read_once(home) -> None:
     from dagster._core.storage import sql
 
     assert all(m.check_alembic_revision is instance_storage.check_alembic_revision for m in instance_storage.DAGSTER_SQLITE_STORAGES)
     open_instance(home.root).dispose()
     open_instance(home.root).dispose()  # opened again: its databases are stamped now
-    assert instance_storage._head_revision.cache_info().currsize == 1  # one scripts folder, read once
+    assert instance_storage._scripts.cache_info().currsize == 1  # one scripts folder, read once
     config = sql.get_alembic_config(sqlite_event_log.__file__)
     # what Dagster's own check answers, for a database at the head, one at an older revision and one never stamped
     runs = create_engine(f"sqlite:///{home.dagster / 'history' / 'runs.db'}")
@@ -154,3 +155,30 @@ def test_each_sqlite_storage_checks_its_revision_as_dagster_does_with_the_head_r
     with runs.connect() as connection, older.connect() as old, blank.connect() as new:
         (database, head), (behind, _), (none, _) = (instance_storage.check_alembic_revision(config, c) for c in (connection, old, new))
         assert database == head is not None and behind == "0000aaaa" and none is None
+
+
+def test_each_new_sqlite_database_is_stamped_as_dagster_stamps_it_with_the_scripts_read_once(home) -> None:
+    from dagster._core.storage import sql
+    from dagster._core.storage.runs.sqlite.sqlite_run_storage import LAST_KNOWN_STAMPED_SQLITE_ALEMBIC_REVISION
+
+    assert all(m.stamp_alembic_rev is instance_storage.stamp_alembic_rev for m in instance_storage.DAGSTER_SQLITE_STORAGES)
+    config = sql.get_alembic_config(sqlite_event_log.__file__)
+    home.root.mkdir(parents=True)
+    # the head, as a new database is stamped, and the revision Dagster pins an unstamped database of its own to
+    for rev in ("head", LAST_KNOWN_STAMPED_SQLITE_ALEMBIC_REVISION):
+        stamped = []
+        for name, stamp in (("ours", instance_storage.stamp_alembic_rev), ("dagster", sql.stamp_alembic_rev)):
+            engine = create_engine(f"sqlite:///{home.root / f'{name}-{rev}.db'}")
+            with engine.begin() as connection:
+                stamp(config, connection, rev=rev)
+            with engine.connect() as connection:
+                stamped.append(connection.exec_driver_sql("SELECT version_num FROM alembic_version").fetchall())
+        assert stamped[0] == stamped[1] and len(stamped[0]) == 1
+    # a run in a new home: every database it made is at the head, as Dagster's own check reads it
+    assert run_cli("run", "--mock", cwd=home.root).code == 0
+    databases = sorted(home.dagster.rglob("*.db"))
+    assert len(databases) >= 4  # the runs, the schedules, the event log's index and the run's own
+    for database in databases:
+        with create_engine(f"sqlite:///{database}").connect() as connection:
+            at, head = sql.check_alembic_revision(config, connection)
+            assert at == head is not None, database
