@@ -92,11 +92,12 @@ class Result(NamedTuple):
 WARM = WarmCommand()
 
 
-def run_cli(*args: str, cwd: Path = REPO, env: dict[str, str] | None = None) -> Result:
-    """`kindgi-eval ARGS` as a separate process, in the repository by default, with the test's environment: forked
-    from a process that has imported the command line, or exec'd when `env` changes what Python reads at start."""
-    environ = {**os.environ, **(env or {})}
-    if needs_a_fresh_interpreter(env or {}):
+def run_cli(*args: str, cwd: Path = REPO, env: dict[str, str] | None = None, environ: dict[str, str] | None = None) -> Result:
+    """`kindgi-eval ARGS` as a separate process, in the repository by default, with the test's environment and `env`
+    (or with `environ`, its whole environment): forked from a process that has imported the command line, or exec'd
+    when its environment changes what Python reads at start."""
+    environ = {**os.environ, **(env or {})} if environ is None else environ
+    if needs_a_fresh_interpreter(environ):
         done = subprocess.run([str(CLI), *args], cwd=cwd, env=environ, capture_output=True, text=True, timeout=300)
         return Result(done.returncode, done.stdout, done.stderr)
     return Result(*WARM.run(str(CLI), list(args), cwd, environ, timeout=300))

@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from kindgi_eval.store.batches import BATCH_SECONDS
-from kindgi_eval_tests.conftest import GOLDEN, REPO
+from kindgi_eval_tests.conftest import GOLDEN, REPO, run_cli
 from kindgi_eval_tests.fake_provider import Answer, FakeProvider
 from kindgi_eval_tests.inputs.test_tenants_file import entry, tenant_tree, write_tenants
 
@@ -149,10 +149,9 @@ def schedules_seen(env: dict[str, str]) -> set[str]:
 
 def kindgi(env: dict[str, str], *args: str, exits: tuple[int, ...] = (0,)) -> str:
     """`kindgi-eval ARGS` with the profile's variables; its standard output, once it exited as expected."""
-    done = subprocess.run([str(Path(sys.executable).parent / "kindgi-eval"), *args], env=env, capture_output=True, text=True,
-                          timeout=180, cwd=REPO)
-    assert done.returncode in exits, done.stderr
-    return done.stdout
+    done = run_cli(*args, environ=env)
+    assert done.code in exits, done.err
+    return done.out
 
 
 def sql(env: dict[str, str], query: str) -> list[dict]:

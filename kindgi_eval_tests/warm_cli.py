@@ -40,9 +40,10 @@ START_S = 120.0
 """How long the warm process may take to import and listen (the machine may be busy with other tests)."""
 
 
-def needs_a_fresh_interpreter(changed: Mapping[str, str]) -> bool:
-    """Whether a command's own variables change what Python reads when it starts."""
-    return any(name.startswith("PYTHON") for name in changed)
+def needs_a_fresh_interpreter(environ: Mapping[str, str]) -> bool:
+    """Whether a command's environment changes what Python reads when it starts from what this process read."""
+    names = {name for name in (*environ, *os.environ) if name.startswith("PYTHON")}
+    return any(environ.get(name) != os.environ.get(name) for name in names)
 
 
 class WarmCommand:
