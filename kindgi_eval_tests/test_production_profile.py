@@ -224,19 +224,20 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_se
     # mid-night: a run is under way and others wait in the queue when the daemon is SIGKILLed, then restarted
     night_until(env, lambda runs: any(r["status"] == "STARTED" for r in runs) and any(r["status"] == "QUEUED" for r in runs),
                 "no run started while others queued")
-    kill(json.loads((folder / "profile.json").read_text())["pids"]["daemon"])
-    restart(folder, env, "daemon")
-
-    # the code servers of the dead daemons then SIGKILLed (each lives on its heartbeat's timeout after its daemon):
-    # the run workers they spawned go on without them. The new daemon's code server is left alone: one killed while
-    # it launches a run, or while a failed run's retry needs it, loses that tenant's night (docs/dagster.md)
-    state = json.loads((folder / "profile.json").read_text())
-    servers = [p for group in state["retired"] for p in production.code_servers(group)]
-    assert servers, "the dead daemons had no code server to kill"
+    daemon = json.loads((folder / "profile.json").read_text())["pids"]["daemon"]
+    kill(daemon)
+    # the dead daemon's code servers then SIGKILLed, found at once: each outlives its daemon only by its heartbeat's
+    # timeout (20 s), which the daemon's restart can take on a busy machine. The run workers they spawned go on without
+    # them. The new daemon's code server is left alone: one killed while it launches a run, or while a failed run's
+    # retry needs it, loses that tenant's night (docs/dagster.md)
+    servers = production.code_servers(daemon)
+    assert servers, "the dead daemon had no code server to kill"
     orphans = production.workers_of(servers)
     for server in servers:
         os.kill(server.pid, signal.SIGKILL)
     print(f"killed code servers {[s.pid for s in servers]}, their run workers {[p.pid for p in orphans]} left", file=sys.stderr)
+    restart(folder, env, "daemon")
+    state = json.loads((folder / "profile.json").read_text())
 
     # then the object store stops answering for 30 s while a run is under way (its process stopped, so every request
     # hangs): the runs wait for it and go on, none ends short
