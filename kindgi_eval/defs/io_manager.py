@@ -78,8 +78,8 @@ class ParquetStore(dg.ConfigurableIOManager):
             discard_area(run_area(self.root(), context.partition_key, day, run.run_id))
             line = lineage_runs(context.step_context.instance, run)
             unfinished = {r for r, earlier in line[1:] if earlier is not None and earlier.status != dg.DagsterRunStatus.SUCCESS}
-            ids = [r for r, _ in line]
-            if unfinished and (gone := remove_superseded(self.root(), context.partition_key, ids, unfinished, stored_tables())):
+            if unfinished and (gone := remove_superseded(self.root(), context.partition_key, [r for r, _ in line], unfinished,
+                                                         stored_tables())):
                 context.log.info(f"tables made again by this run, removed from the runs it finishes: {', '.join(gone)}")
 
     def load_input(self, context: dg.InputContext) -> list[BaseModel]:
