@@ -237,7 +237,6 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_se
         os.kill(server.pid, signal.SIGKILL)
     print(f"killed code servers {[s.pid for s in servers]}, their run workers {[p.pid for p in orphans]} left", file=sys.stderr)
     restart(folder, env, "daemon")
-    state = json.loads((folder / "profile.json").read_text())
 
     # then the object store stops answering for 30 s while a run is under way (its process stopped, so every request
     # hangs): the runs wait for it and go on, none ends short
