@@ -120,9 +120,11 @@ class DaemonCpu:
             return "daemon"
         if not production.descends_from(process, self.daemon, processes):
             return None
-        if production.is_run_worker(process):
+        if production.is_run_worker(process, processes):
             return RUN_WORKERS
-        return "daemon: code servers" if production.is_code_server(process) else "daemon: its other children"
+        if production.is_code_server(process) or production.is_fork_server(process):
+            return "daemon: code servers"
+        return "daemon: its other children"
 
     def spent(self) -> dict[str, float]:
         totals: dict[str, float] = defaultdict(float)

@@ -442,23 +442,31 @@ def is_code_server(process: Process) -> bool:
 
 
 def workers_of(servers: list[Process]) -> list[Process]:
-    """The run workers these code servers spawned to execute a run (`multiprocessing`'s `spawn_main`)."""
+    """The run workers these code servers started to execute a run (forked by their fork servers,
+    `kindgi_eval.defs.run_workers`)."""
+    processes = running_processes()
     pids = {server.pid for server in servers}
-    return [p for p in running_processes().values() if p.parent in pids and is_run_worker(p)]
+    return [p for p in processes.values()
+            if is_run_worker(p, processes) and p.parent in processes and processes[p.parent].parent in pids]
 
 
-def is_run_worker(process: Process) -> bool:
-    """Whether `process` is one a code server spawned to execute a run."""
-    return b"spawn_main" in process.command
+def is_fork_server(process: Process) -> bool:
+    """Whether `process` is a code server's fork server or a run worker forked by one: they share its command."""
+    return b"multiprocessing.forkserver" in process.command
+
+
+def is_run_worker(process: Process, processes: dict[int, Process]) -> bool:
+    """Whether `process` is one a code server started to execute a run: forked by its fork server, whose own parent
+    is the code server (the worker's parent is no longer its fork server once the code server is gone)."""
+    parent = processes.get(process.parent)
+    return is_fork_server(process) and not (parent is not None and is_code_server(parent))
 
 
 def run_workers(daemon: int) -> list[Process]:
     """The run workers the daemon with PID `daemon` launched: the processes its code server (`dagster api grpc`)
-    spawned to execute a run. Another profile's on the same machine are not among them."""
+    started to execute a run. Another profile's on the same machine are not among them."""
     processes = running_processes()
-    return [p for p in processes.values()
-            if is_run_worker(p) and p.parent in processes and b"grpc" in processes[p.parent].command
-            and descends_from(p, daemon, processes)]
+    return [p for p in processes.values() if is_run_worker(p, processes) and descends_from(p, daemon, processes)]
 
 
 def descends_from(process: Process, ancestor: int, processes: dict[int, Process]) -> bool:
