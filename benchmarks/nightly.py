@@ -16,7 +16,7 @@ queue's limits allow (waves of the runs allowed at once, each as long as the slo
 in flight over time; at the provider: requests, peak in flight against the gateway's parallel requests, the busiest
 second and the busiest 60 s against its limit, and requests it refused 429; where a run's time goes (the median run's seconds queued, starting its worker and loading the code
 location, in its steps' reads, work, writes and Dagster's events, between steps, and ending; its slowest steps);
-peak memory of one run worker and of all of them together; runs lost or started twice; and the CPU the night took,
+peak memory (RSS and PSS) of one run worker and of all of them together; runs lost or started twice; and the CPU the night took,
 from the tick to the last run's end, by service (each with its descendants, the ones it reaped included: the daemon
 is sampled instead: itself, its code servers, its run workers), against the machine's.
 """
@@ -136,25 +136,27 @@ class DaemonCpu:
 RUN_WORKERS = "daemon: run workers (sampled)"
 
 
-def watch(instance, daemon: DaemonCpu, expected: int, timeout: float) -> tuple[list, list[tuple[float, int]], int, int]:
+def watch(instance, daemon: DaemonCpu, expected: int, timeout: float) -> tuple[list, list[tuple[float, int]], dict[str, int]]:
     """Poll the instance until `expected` runs have ended, sampling the daemon's processes' CPU: the run records,
-    (time, runs in flight) samples, and the peak RSS of one of the run workers the daemon launched and of all of them
-    at once."""
+    (time, runs in flight) samples, and the peak memory, RSS and PSS, of one of the run workers the daemon launched
+    and of all of them at once (PSS counts a page a worker shares with its fork server, or with the other workers, in
+    equal parts to each process sharing it; RSS counts it whole in each)."""
     from dagster import DagsterRunStatus
 
     in_flight: list[tuple[float, int]] = []
-    worker_peak = total_peak = 0
+    peaks = dict.fromkeys(("rss", "pss", "all rss", "all pss"), 0)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         records = instance.get_run_records()
         running = sum(1 for r in records if r.dagster_run.status in (DagsterRunStatus.STARTING, DagsterRunStatus.STARTED))
         in_flight.append((time.time(), running))
-        workers = [p.rss for p in daemon.sample(production.running_processes())]
-        if workers:
-            worker_peak = max(worker_peak, *workers)
-            total_peak = max(total_peak, sum(workers))
+        workers = daemon.sample(production.running_processes())
+        for kind, sizes in (("rss", [p.rss for p in workers]), ("pss", [proportional_set(p.pid) for p in workers])):
+            if sizes:
+                peaks[kind] = max(peaks[kind], *sizes)
+                peaks[f"all {kind}"] = max(peaks[f"all {kind}"], sum(sizes))
         if len(records) >= expected and all(r.dagster_run.status.value in TERMINAL for r in records):
-            return records, in_flight, worker_peak, total_peak
+            return records, in_flight, peaks
         time.sleep(0.5)
     raise SystemExit(f"error: the night did not end within {timeout:.0f} s")
 
@@ -315,7 +317,7 @@ def main() -> int:
             time.sleep(0.2)
         cpu_before = cpu_by_service(watched)
         daemon = DaemonCpu(state["pids"]["daemon"])
-        records, in_flight, worker_peak, total_peak = watch(instance, daemon, args.tenants + args.down, args.timeout)
+        records, in_flight, peaks = watch(instance, daemon, args.tenants + args.down, args.timeout)
         cpu_after = cpu_by_service(watched)
         gateway_peak = peak_rss(state["pids"]["gateway"])
         down = down_statuses({**env, **production.read_env(folder)}, dead) if dead else "none"
@@ -348,9 +350,20 @@ def main() -> int:
           f"(its limit {args.rpm}){'' if within else ' EXCEEDED'}")
     print("\n".join(spent))
     print("\n".join(cpu_lines(cpu_before, cpu_after, daemon.spent(), len(records), night)))
-    print(f"memory: peak of one run worker {worker_peak / 2**20:.0f} MB, peak of all run workers at once {total_peak / 2**20:.0f} MB; "
-          f"the gateway's peak {gateway_peak / 2**20:.0f} MB")
+    print(f"memory: peak of one run worker {peaks['rss'] / 2**20:.0f} MB RSS, {peaks['pss'] / 2**20:.0f} MB PSS; of all run workers "
+          f"at once {peaks['all rss'] / 2**20:.0f} MB RSS, {peaks['all pss'] / 2**20:.0f} MB PSS; the gateway's peak {gateway_peak / 2**20:.0f} MB")
     return 0 if within and len(records) == args.tenants + args.down and all(n == 1 for n in keys.values()) else 1
+
+
+def proportional_set(pid: int) -> int:
+    """Process `pid`'s proportional set size, bytes (Pss in its smaps_rollup); 0 once it has ended."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 def peak_rss(pid: int) -> int:
