@@ -446,8 +446,7 @@ def workers_of(servers: list[Process]) -> list[Process]:
     `kindgi_eval.defs.run_workers`)."""
     processes = running_processes()
     pids = {server.pid for server in servers}
-    return [p for p in processes.values()
-            if is_run_worker(p, processes) and p.parent in processes and processes[p.parent].parent in pids]
+    return [p for p in processes.values() if is_run_worker(p, processes) and processes[p.parent].parent in pids]
 
 
 def is_fork_server(process: Process) -> bool:
@@ -456,10 +455,10 @@ def is_fork_server(process: Process) -> bool:
 
 
 def is_run_worker(process: Process, processes: dict[int, Process]) -> bool:
-    """Whether `process` is one a code server started to execute a run: forked by its fork server, whose own parent
-    is the code server (the worker's parent is no longer its fork server once the code server is gone)."""
+    """Whether `process` is one a code server started to execute a run: forked by the code server's fork server,
+    which lives as long as a worker it forked does, its code server killed or not."""
     parent = processes.get(process.parent)
-    return is_fork_server(process) and not (parent is not None and is_code_server(parent))
+    return is_fork_server(process) and parent is not None and is_fork_server(parent)
 
 
 def run_workers(daemon: int) -> list[Process]:
