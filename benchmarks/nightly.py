@@ -38,12 +38,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # for kindgi_eval_tests.fake_provider (the server's) and .gateway_config
-sys.path.insert(0, str(REPO / "benchmarks"))  # its neighbour chat_server.py
+sys.path.insert(0, str(REPO / "benchmarks"))  # its neighbours chat_server.py and whole_run.py
 
 sys.path.insert(0, str(REPO / "deploy"))  # the profile's own script
 
 import chat_server  # noqa: E402
 import production  # noqa: E402
+from whole_run import tree_pss_kb  # noqa: E402
 from kindgi_eval_tests.gateway_config import with_openai_rpm  # noqa: E402
 
 PROFILE = REPO / "deploy" / "production.py"
@@ -151,7 +152,7 @@ def watch(instance, daemon: DaemonCpu, expected: int, timeout: float) -> tuple[l
         running = sum(1 for r in records if r.dagster_run.status in (DagsterRunStatus.STARTING, DagsterRunStatus.STARTED))
         in_flight.append((time.time(), running))
         workers = daemon.sample(production.running_processes())
-        for kind, sizes in (("rss", [p.rss for p in workers]), ("pss", [proportional_set(p.pid) for p in workers])):
+        for kind, sizes in (("rss", [p.rss for p in workers]), ("pss", [tree_pss_kb(p.pid) * 1024 for p in workers])):
             if sizes:
                 peaks[kind] = max(peaks[kind], *sizes)
                 peaks[f"all {kind}"] = max(peaks[f"all {kind}"], sum(sizes))
@@ -353,17 +354,6 @@ def main() -> int:
     print(f"memory: peak of one run worker {peaks['rss'] / 2**20:.0f} MB RSS, {peaks['pss'] / 2**20:.0f} MB PSS; of all run workers "
           f"at once {peaks['all rss'] / 2**20:.0f} MB RSS, {peaks['all pss'] / 2**20:.0f} MB PSS; the gateway's peak {gateway_peak / 2**20:.0f} MB")
     return 0 if within and len(records) == args.tenants + args.down and all(n == 1 for n in keys.values()) else 1
-
-
-def proportional_set(pid: int) -> int:
-    """Process `pid`'s proportional set size, bytes (Pss in its smaps_rollup); 0 once it has ended."""
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
 
 
 def peak_rss(pid: int) -> int:
