@@ -26,7 +26,7 @@ def fork_run_workers() -> None:
     command line, a run worker, the webserver) do nothing. Dagster's server picks its context in its constructor,
     before it loads the code location, so its `StartRun` is wrapped to hand it this one."""
     server = sys.modules.get("dagster._grpc.server")
-    if server is None or getattr(server.DagsterApiServer.StartRun, "forks_run_workers", False):
+    if server is None:
         return
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(PRELOADED))
@@ -36,5 +36,4 @@ def fork_run_workers() -> None:
         self._mp_ctx = context
         return start_run(self, request, grpc_context)
 
-    forked_start_run.forks_run_workers = True
     server.DagsterApiServer.StartRun = forked_start_run
