@@ -12,15 +12,6 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
 import dagster as dg
-from dagster._core.events import RunFailureReason
-from dagster._core.storage.tags import (
-    AUTO_RETRY_RUN_ID_TAG,
-    HIDDEN_TAG_PREFIX,
-    RETRY_NUMBER_TAG,
-    RUN_FAILURE_REASON_TAG,
-    SYSTEM_TAG_PREFIX,
-    WILL_RETRY_TAG,
-)
 
 from kindgi_eval.defs.jobs import EVALUATE, evaluate_suite
 from kindgi_eval.defs.lineage import PARTITION_TAG, RESUMES_TAG
@@ -34,7 +25,16 @@ LOOKBACK = timedelta(days=1)
 """How far back a failed run is looked at: the night's, not last week's."""
 INTERVAL_S = 60
 """How often the sensor looks; the daemon reloads a dead code server's location every 60 s."""
-DAGSTERS = (SYSTEM_TAG_PREFIX, HIDDEN_TAG_PREFIX)
+WILL_RETRY_TAG = "dagster/will_retry"
+"""The tag Dagster's run retries set on a failed run once they have decided whether to retry it ("true" or "false")."""
+AUTO_RETRY_RUN_ID_TAG = "dagster/auto_retry_run_id"
+"""The tag naming the retry Dagster made of a failed run."""
+RETRY_NUMBER_TAG = "dagster/retry_number"
+"""The tag counting a run's place in its line of Dagster's retries."""
+RUN_FAILURE_REASON_TAG = "dagster/failure_reason"
+"""The tag saying why a run failed; `STEP_FAILURE` when a step of it raised."""
+STEP_FAILURE = "STEP_FAILURE"
+DAGSTERS = ("dagster/", ".dagster/")
 """The prefixes of Dagster's own tags (a retry's, a schedule's, its launch's), which a run it did not make must not
 carry."""
 
@@ -50,7 +50,7 @@ def is_given_up(tags: Mapping[str, str], max_retries: int, retries_step_failures
         return False
     if int(tags.get(RECOVERY_TAG, "0")) >= RECOVERY_LIMIT:
         return False
-    if tags.get(RUN_FAILURE_REASON_TAG) != RunFailureReason.STEP_FAILURE.value:
+    if tags.get(RUN_FAILURE_REASON_TAG) != STEP_FAILURE:
         return True
     return retries_step_failures and int(tags.get(RETRY_NUMBER_TAG, "0")) < max_retries
 

@@ -92,3 +92,18 @@ def test_the_sensor_leaves_runs_alone_where_the_instance_does_not_retry_runs() -
         assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.FAILURE
         result = evaluate(instance)
         assert result.run_requests == [] and "does not retry runs" in result.skip_reason.skip_message
+
+
+def test_the_tags_read_are_the_ones_dagster_writes() -> None:
+    # The sensor reads Dagster's run-retry tags by the names the UI shows; a Dagster that renames one must fail here,
+    # not leave the sensor resuming nothing.
+    from dagster._core.storage import tags as dagsters
+
+    from kindgi_eval.defs import recovery
+
+    assert recovery.WILL_RETRY_TAG == dagsters.WILL_RETRY_TAG
+    assert recovery.AUTO_RETRY_RUN_ID_TAG == dagsters.AUTO_RETRY_RUN_ID_TAG
+    assert recovery.RETRY_NUMBER_TAG == dagsters.RETRY_NUMBER_TAG
+    assert recovery.RUN_FAILURE_REASON_TAG == dagsters.RUN_FAILURE_REASON_TAG
+    assert recovery.STEP_FAILURE == RunFailureReason.STEP_FAILURE.value
+    assert recovery.DAGSTERS == (dagsters.SYSTEM_TAG_PREFIX, dagsters.HIDDEN_TAG_PREFIX)
