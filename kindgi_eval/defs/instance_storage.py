@@ -2,24 +2,19 @@
 log database opened once per process instead of once per statement, and a partition known to exist not asked
 about again for a few seconds.
 
-Dagster's SQLite event log builds a new SQLAlchemy engine, and opens the database file, for every statement it
-runs: a run of the golden suite stores about 120 events in some 1,200 statements, and those engines were a third
-of its time. Here the engine of each database is kept (the most recently used `KEPT_DATABASES` of them), while
-every statement still runs in its own transaction and commits as before, so a killed run loses nothing it would
-not have lost anyway. The files and their layout are Dagster's: an instance can switch between this class and
-`storage: sqlite` at any time.
+Dagster's SQLite event log builds a new SQLAlchemy engine, and opens the database file, for every statement it runs.
+Here the engine of each database is kept (the most recently used `KEPT_DATABASES` of them), while every statement
+still runs in its own transaction and commits as before, so a killed run loses nothing it would not have lost
+anyway; what that saves a run is in benchmarks/README.md. The files and their layout are Dagster's: an instance can
+switch between this class and `storage: sqlite` at any time.
 
-Dagster's SQLite storages also ask, as each opens (the runs, the schedules, the event log's index and each run's own
-database: four times a run), which revision its migration scripts end at, and find out by loading every script (some
-90 Python files each time: 0.13 s of a run's 0.6 s in one process), and stamp a database they have just made by
-loading them all again. The scripts do not change while a process runs: here they are read once per process
-(`check_alembic_revision` and `stamp_alembic_rev`, put in place of Dagster's in its SQLite storages when this module
-is imported); the database's own revision is still read every time. Touches files.
+This is the package's one reach into Dagster's private parts (`SqliteEventLogStorage._connect`, `_db_lock`,
+`_initdb`, `_initialized_dbs`), written against the Dagster release `WRITTEN_AGAINST` names; a test fails, naming this
+module, when the installed Dagster is another. Touches files.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import threading
 import time
@@ -27,25 +22,20 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from dagster._core.storage import sql
-from dagster._core.storage.event_log.sqlite import sqlite_event_log
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SQLITE_BUSY_TIMEOUT_SECONDS, SqliteEventLogStorage
-from dagster._core.storage.runs.sqlite import sqlite_run_storage
-from dagster._core.storage.schedules.sqlite import sqlite_schedule_storage
 from dagster._core.storage.sqlite_storage import DagsterSqliteStorage, _event_logs_directory
 from dagster._serdes import ConfigurableClassData
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import StaticPool
 
+WRITTEN_AGAINST = "1.13"
+"""The Dagster minor release whose SQLite event log this module overrides."""
 SYNCHRONOUS = "NORMAL"
 """SQLite's `synchronous` on each kept event log database in WAL mode (Dagster makes them so). A commit is then written
 to the log without waiting for the disk (an fsync only when the log is checkpointed): a process killed after it loses
-nothing it committed, and a machine that loses power may lose its last commits, never its database's consistency.
-Under FULL, SQLite's default, every event waited for the disk: some 300 fsyncs in a run of one case."""
+nothing it committed, and a machine that loses power may lose its last commits, never its database's consistency. Under FULL,
+SQLite's default, every event waits for the disk."""
 KEPT_DATABASES = 16
 """Event log databases (one per run, and the index) kept open by a process; the least recently used is closed."""
 PARTITION_SEEN_S = 5.0
@@ -124,7 +114,7 @@ class KeptSqliteEventLogStorage(SqliteEventLogStorage):
 def _commit_without_waiting_for_the_disk(engine: Engine, new: bool) -> None:
     """`SYNCHRONOUS` on the engine's one connection, if its database is in WAL mode; one in another mode keeps
     SQLite's default, which its rollback journal needs. A `new` database is put in WAL mode first: Dagster does so
-    once it has made its tables, each of which, in a rollback journal, waited for the disk (some 80 fsyncs a run)."""
+    once it has made its tables, each of which, in a rollback journal, waits for the disk."""
     with engine.connect() as connection:
         if new:
             connection.exec_driver_sql("PRAGMA journal_mode=WAL")
@@ -142,42 +132,3 @@ class KeptSqliteStorage(DagsterSqliteStorage):
     @classmethod
     def from_config_value(cls, inst_data: ConfigurableClassData, config_value) -> KeptSqliteStorage:  # type: ignore[override]
         return cls.from_local(inst_data=inst_data, **config_value)
-
-
-def check_alembic_revision(alembic_config: Config, connection: Connection) -> tuple[str | None, str | None]:
-    """What Dagster's `check_alembic_revision` answers, the revision the database is at and the head of the migration
-    scripts, with the scripts read once per process (`_scripts`)."""
-    database = MigrationContext.configure(connection).get_current_revision()
-    return database, _scripts(alembic_config.get_main_option("script_location")).as_revision_number("head")
-
-
-def stamp_alembic_rev(alembic_config: Config, connection: Connection, rev: str = "head") -> None:
-    """What Dagster's `stamp_alembic_rev` does to a database it has just made, its version table set to `rev`, with
-    the scripts read once per process (`_scripts`) instead of by alembic's `stamp` command at each database; under
-    Dagster's lock, as its own."""
-    with sql._alembic_lock:
-        context = MigrationContext.configure(connection)
-        with context.begin_transaction():
-            context.stamp(_scripts(alembic_config.get_main_option("script_location")), rev)
-
-
-@functools.cache
-def _scripts(script_location: str | None) -> ScriptDirectory:
-    """Dagster's migration scripts at `script_location`, read once."""
-    config = Config()
-    config.set_main_option("script_location", script_location or "")
-    return ScriptDirectory.from_config(config)
-
-
-DAGSTER_SQLITE_STORAGES = (sqlite_run_storage, sqlite_schedule_storage, sqlite_event_log)
-"""Dagster's modules whose storages check their database's revision as they open, and stamp a new one, each by the
-names it imported."""
-
-
-def _migration_scripts_read_once() -> None:
-    for module in DAGSTER_SQLITE_STORAGES:
-        module.check_alembic_revision = check_alembic_revision
-        module.stamp_alembic_rev = stamp_alembic_rev
-
-
-_migration_scripts_read_once()

@@ -1,5 +1,5 @@
 """The packaged instance's SQLite storage: Dagster's files, each event log database kept open by the process that
-uses it, and every event committed as it is stored."""
+uses it, every event committed as it is stored, and the Dagster release it was written against."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from pathlib import Path
 
 import dagster as dg
 from dagster._core.events.log import EventLogEntry
-from dagster._core.storage.event_log.sqlite import sqlite_event_log
 from sqlalchemy import create_engine
 from sqlalchemy.pool import StaticPool
 
@@ -133,52 +132,16 @@ def test_a_database_not_in_wal_mode_keeps_sqlites_default(tmp_path: Path) -> Non
         assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 2
 
 
-def test_each_sqlite_storage_checks_its_revision_as_dagster_does_with_the_scripts_read_once(home) -> None:
-    from dagster._core.storage import sql
-
-    assert all(m.check_alembic_revision is instance_storage.check_alembic_revision for m in instance_storage.DAGSTER_SQLITE_STORAGES)
-    open_instance(home.root).dispose()
-    open_instance(home.root).dispose()  # opened again: its databases are stamped now
-    assert instance_storage._scripts.cache_info().currsize == 1  # one scripts folder, read once
-    config = sql.get_alembic_config(sqlite_event_log.__file__)
-    # what Dagster's own check answers, for a database at the head, one at an older revision and one never stamped
-    runs = create_engine(f"sqlite:///{home.dagster / 'history' / 'runs.db'}")
-    older = create_engine(f"sqlite:///{home.root / 'older.db'}")
-    blank = create_engine(f"sqlite:///{home.root / 'blank.db'}")
-    with older.begin() as connection:  # as an instance an earlier Dagster made would be
-        connection.exec_driver_sql("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
-        connection.exec_driver_sql("INSERT INTO alembic_version VALUES ('0000aaaa')")
-    for engine in (runs, older, blank):
-        with engine.connect() as connection:
-            ours = instance_storage.check_alembic_revision(config, connection)
-            assert ours == sql.check_alembic_revision(config, connection)
-    with runs.connect() as connection, older.connect() as old, blank.connect() as new:
-        (database, head), (behind, _), (none, _) = (instance_storage.check_alembic_revision(config, c) for c in (connection, old, new))
-        assert database == head is not None and behind == "0000aaaa" and none is None
-
-
-def test_each_new_sqlite_database_is_stamped_as_dagster_stamps_it_with_the_scripts_read_once(home) -> None:
-    from dagster._core.storage import sql
-    from dagster._core.storage.runs.sqlite.sqlite_run_storage import LAST_KNOWN_STAMPED_SQLITE_ALEMBIC_REVISION
-
-    assert all(m.stamp_alembic_rev is instance_storage.stamp_alembic_rev for m in instance_storage.DAGSTER_SQLITE_STORAGES)
-    config = sql.get_alembic_config(sqlite_event_log.__file__)
-    home.root.mkdir(parents=True)
-    # the head, as a new database is stamped, and the revision Dagster pins an unstamped database of its own to
-    for rev in ("head", LAST_KNOWN_STAMPED_SQLITE_ALEMBIC_REVISION):
-        stamped = []
-        for name, stamp in (("ours", instance_storage.stamp_alembic_rev), ("dagster", sql.stamp_alembic_rev)):
-            engine = create_engine(f"sqlite:///{home.root / f'{name}-{rev}.db'}")
-            with engine.begin() as connection:
-                stamp(config, connection, rev=rev)
-            with engine.connect() as connection:
-                stamped.append(connection.exec_driver_sql("SELECT version_num FROM alembic_version").fetchall())
-        assert stamped[0] == stamped[1] and len(stamped[0]) == 1
-    # a run in a new home: every database it made is at the head, as Dagster's own check reads it
-    assert run_cli("run", "--mock", cwd=home.root).code == 0
-    databases = sorted(home.dagster.rglob("*.db"))
-    assert len(databases) >= 4  # the runs, the schedules, the event log's index and the run's own
-    for database in databases:
-        with create_engine(f"sqlite:///{database}").connect() as connection:
-            at, head = sql.check_alembic_revision(config, connection)
-            assert at == head is not None, database
+def test_the_module_names_the_dagster_release_it_reaches_into_and_fails_when_that_moves_on(tmp_path: Path) -> None:
+    # The kept event log overrides private parts of Dagster's SQLite event log (its `_connect`, `_db_lock`,
+    # `_initdb`): a Dagster of another minor release may have moved them, so the module is re-read before it runs.
+    installed = ".".join(dg.__version__.split(".")[:2])
+    assert installed == instance_storage.WRITTEN_AGAINST, (
+        f"kindgi_eval/defs/instance_storage.py was written against Dagster {instance_storage.WRITTEN_AGAINST} and "
+        f"Dagster {dg.__version__} is installed: check its overrides against this release's SqliteEventLogStorage, "
+        "then set WRITTEN_AGAINST (or switch kindgi_eval/dagster.yaml to `storage: sqlite`)."
+    )
+    dagsters = KeptSqliteEventLogStorage.__mro__[1]
+    assert all(name in vars(dagsters) for name in ("_connect", "_initdb", "path_for_shard", "conn_string_for_shard"))
+    storage = KeptSqliteEventLogStorage(str(tmp_path))
+    assert hasattr(storage, "_db_lock") and isinstance(storage._initialized_dbs, set)
