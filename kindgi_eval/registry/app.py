@@ -124,15 +124,15 @@ Tenant = Annotated[str | None, Query(pattern=r"^[a-z0-9][a-z0-9-]{0,127}$", desc
 """The tenant a read names, if it names one."""
 
 
-def _reads_for(token: TokenInfo, tenant: str | None) -> str | None:
-    """The tenant whose suites a read by `token` reads: the one a nightly token names (422 when it names none), else the
-    token's own; None when a tenant's token names another tenant, whose suites it reads as ones that do not exist."""
-    if token.scope == "nightly":
-        if tenant is None:
-            raise RegistryError("invalid", "tenant: required with a nightly token, which reads every tenant's suites, one "
-                                "tenant a request. Name it: ?tenant=acme.")
-        return tenant
-    return token.tenant if tenant in (None, token.tenant) else None
+def _reads_for(token: TokenInfo, tenant: str | None) -> str:
+    """The tenant whose suites a read by `token` reads: the one a nightly token names (422 when it names none); any
+    other token's own, whatever the request names (a suite of another tenant is then one it does not have)."""
+    if token.scope != "nightly":
+        return token.tenant
+    if tenant is None:
+        raise RegistryError("invalid", "tenant: required with a nightly token, which reads every tenant's suites, one "
+                            "tenant a request. Name it: ?tenant=acme.")
+    return tenant
 
 
 _READS_OF_THE_VERSION = {
@@ -221,7 +221,7 @@ def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads 
     ) -> SuitePage:
         """The caller's suites by id, the latest version of each, a page at a time."""
         reads = _reads_for(token, tenant)
-        if reads is None:
+        if tenant not in (None, reads):
             raise RegistryError("forbidden", f"tenant: token {token.id} reads tenant {token.tenant!r}'s suites alone. List "
                                 f"tenant {tenant!r}'s with a token of that tenant.")
         summaries, more = await run_in_threadpool(store.list_suites, reads, after, limit)
@@ -234,15 +234,15 @@ def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads 
         valid = suite_id if _SUITE_ID.fullmatch(suite_id) else None
         token, stored = await store.latest_for_awaited(secret, valid)
         reads = _reads_for(token, tenant)
-        if reads != token.tenant:  # another tenant's, read by a nightly token, or by a tenant's token as none of its own
-            stored = await run_in_threadpool(store.latest, reads, valid) if reads is not None and valid is not None else None
+        if reads != token.tenant:  # a tenant's suite, read by a nightly token
+            stored = await run_in_threadpool(store.latest, reads, valid) if valid is not None else None
         return _version(_found(stored, suite_id))
 
     @app.get("/v1/eval-suites/{suite_id}/versions", response_model=VersionList, summary="Every version", responses=_errors(401, 404, 422))
     async def versions(token: Caller, suite_id: str, tenant: Tenant = None) -> VersionList:
         """Every version of one of the caller's suites, newest first."""
         reads = _reads_for(token, tenant)
-        found = store.versions(reads, suite_id) if reads is not None and _SUITE_ID.fullmatch(suite_id) else None
+        found = store.versions(reads, suite_id) if _SUITE_ID.fullmatch(suite_id) else None
         return VersionList(data=_found(found, suite_id))
 
     @app.get("/v1/eval-suites/{suite_id}/versions/{version}", response_model=SuiteVersion, summary="One version",
@@ -358,11 +358,8 @@ def _version(stored: StoredVersion) -> Response:
     return Response(stored.body(), media_type="application/json", headers={"ETag": stored.etag})
 
 
-def _one_version(store: RegistryStore, tenant: str | None, suite_id: str, version: str) -> StoredVersion:
-    """One version of one of `tenant`'s suites, or 404 saying whether the suite or only that version is missing (and
-    for no tenant, None, whatever it names)."""
-    if tenant is None:
-        return _found(None, suite_id)
+def _one_version(store: RegistryStore, tenant: str, suite_id: str, version: str) -> StoredVersion:
+    """One version of one of `tenant`'s suites, or 404 saying whether the suite or only that version is missing."""
     valid = _SUITE_ID.fullmatch(suite_id) is not None and is_semver(version)
     stored = store.version(tenant, suite_id, version) if valid else None
     if stored is None and _SUITE_ID.fullmatch(suite_id) and store.latest(tenant, suite_id) is not None:

@@ -124,7 +124,7 @@ def test_a_nightly_token_reads_every_tenants_suites_naming_each_and_publishes_no
     unnamed = get(nightly, "/v1/eval-suites/acme.golden")
     assert unnamed.status_code == 422 and unnamed.json()["error"]["message"].startswith("tenant: required with a nightly token")
     assert get(nightly, "/v1/eval-suites/acme.golden", tenant="globex").status_code == 404
-    # a tenant's own token still reads its own alone: another tenant named is answered as no such suite
+    # a tenant's own token still reads its own alone, whatever tenant a read names: another's suite is none of its own
     assert get(acme, "/v1/eval-suites/acme.golden", tenant="acme").status_code == 200
     assert get(acme, "/v1/eval-suites/globex.golden", tenant="globex").status_code == 404
     assert get(acme, "/v1/eval-suites/globex.golden/versions/1.0.0", tenant="globex").status_code == 404
