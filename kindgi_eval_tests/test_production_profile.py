@@ -73,7 +73,7 @@ def started(root: Path, tenants: Path, own_postgres: bool = False, **variables: 
     env = {**os.environ, "KINDGI_TENANTS": str(tenants), "LITELLM_MASTER_KEY": MASTER_KEY, **variables}
     if own_postgres:
         env = {k: v for k, v in env.items() if not k.startswith("DAGSTER_PG_")}
-    done = subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(folder), "--tick-once-after", "40",
+    done = subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(folder), "--tick-once-after", "75",
                            "--max-concurrent-runs", str(RUNS_AT_ONCE)], env=env, capture_output=True, text=True, timeout=300)
     running = {**env, **production.read_env(folder)} if done.returncode == 0 else env
     try:
