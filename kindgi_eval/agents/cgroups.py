@@ -117,8 +117,16 @@ class CallGroup:
         for folder in self.folders:
             folder.mkdir(parents=True)
         memory, pids = hierarchy.memory / name, hierarchy.pids / name
+        self.memory = memory
         _limit_memory(memory, hierarchy, memory_bytes)
         _write(pids / "pids.max", processes)
+
+    def memory_killed(self) -> bool:
+        """Whether the kernel killed a process of the call for memory (at its own bound, its run's or the machine's):
+        the `oom_kill` count of its memory group (v2's `memory.events`, v1's `memory.oom_control`)."""
+        events = self.memory / ("memory.events" if self.hierarchy.version == 2 else "memory.oom_control")
+        counts = dict(line.split() for line in _read(events).splitlines() if len(line.split()) == 2)
+        return int(counts.get("oom_kill", "0")) > 0
 
     def enter_argv(self, argv: list[str]) -> list[str]:
         """`argv` run by a shell that first moves itself into the call's groups, then execs it: nothing it starts is

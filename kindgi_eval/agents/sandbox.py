@@ -151,7 +151,8 @@ class Sandbox:
         emptied and removed when the call ends."""
         group = CallGroup(self.group.calls, self.memory_mib * 1024 * 1024)
         try:
-            return self._call(group, folder, script, stdin)
+            ran = self._call(group, folder, script, stdin)
+            return ran._replace(memory_killed=True) if group.memory_killed() else ran
         finally:
             group.close()
 
