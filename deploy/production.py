@@ -80,6 +80,8 @@ SERVICES_MIB = 4096
 code servers) and the kernel, out of the handlers' bound."""
 RUN_WORKER_MIB = 512
 """Memory kept for each run worker the queue may start at once (some 200 MB each, twice over), out of the handlers'."""
+HANDLERS_LEAST_MIB = 512
+"""The least memory left for every run's handlers together with which the profile starts: a few sandboxed calls."""
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|^DAGSTER_PG_|^KINDGI_REGISTRY_DB$|^DATABASE_URL$|^AWS_",
                          re.IGNORECASE)
 """A variable of the caller's whose name says it may hold a secret: given to no service but where this file names it."""
@@ -357,11 +359,11 @@ def nightly_token(registry_db: str) -> str:
 
 def handlers_memory(runs_at_once: int, total: int | None = None) -> int:
     """The bytes every run's handlers may hold together: the machine's memory (`total`, else /proc/meminfo's) less
-    SERVICES_MIB and RUN_WORKER_MIB for each run at once; refused when that leaves less than a handler's default."""
+    SERVICES_MIB and RUN_WORKER_MIB for each run at once; refused when that leaves less than HANDLERS_LEAST_MIB."""
     if total is None:
         total = next(int(line.split()[1]) * 1024 for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal:"))
     left = total - (SERVICES_MIB + RUN_WORKER_MIB * runs_at_once) * 1024 * 1024
-    if left < 2048 * 1024 * 1024:
+    if left < HANDLERS_LEAST_MIB * 1024 * 1024:
         refuse(f"this machine's {total >> 20} MiB leave {max(0, left) >> 20} MiB for custom suites' handlers once {SERVICES_MIB} MiB "
                f"are kept for the services and {RUN_WORKER_MIB} MiB for each of {runs_at_once} runs at once; lower "
                "--max-concurrent-runs, or start the profile on a machine with more memory")
