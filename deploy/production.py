@@ -19,14 +19,29 @@
 - `dagster-webserver`, the UI;
 - the suite registry (`kindgi-eval serve`) as `--registry-servers` processes on the one registry database;
 - the LiteLLM gateway (`litellm --config deploy/litellm.yaml`, or `--gateway-config`; installed by the `profile`
-  extra), pacing each provider by its requests per minute and parallel requests, holding the provider keys of the
-  caller's environment, with LITELLM_MASTER_KEY (which it refuses to start without) as its key. Every run
-  of the profile sends its model calls there (KINDGI_GATEWAY_URL, KINDGI_GATEWAY_KEY) and never imports litellm.
+  extra), pacing each provider by its requests per minute and parallel requests, holding the provider keys its
+  config names, with LITELLM_MASTER_KEY (which it refuses to start without) as its key. Every run
+  of the profile sends its model calls there (KINDGI_GATEWAY_URL) with a call key the profile makes at each start
+  (KINDGI_GATEWAY_KEY), which the gateway accepts for model calls alone (deploy/gateway_keys.py), and never imports
+  litellm.
 
-Every process inherits the caller's environment (KINDGI_TENANTS, LITELLM_MASTER_KEY, provider keys) plus the profile's variables,
-which `start` writes to `<dir>/env` for a shell to source. `stop` stops each process by the PID `start` recorded
-(its process group: the daemon's code server and run workers go with it), then drops the profile's databases, or
-stops and removes its own cluster.
+Each service is given only the secrets it uses (`service_env`): none of the caller's variables that may hold one
+(`without_secrets`: keys, tokens, passwords, credentials in a URL) reaches any service but as named here. The gateway
+holds the provider keys its config names, its master key and the call key; the daemon (and so its code servers and
+run workers) the instance's PostgreSQL connection, the store's, the gateway's URL and call key, and a registry token
+of scope `nightly` the profile issues at start, which reads every tenant's suites to run them; the webserver the
+instance's connection and the URLs, no key; each registry server its database's URL; moto nothing secret. The
+profile's variables, but for the master key, are written to `<dir>/env` (its owner's only) for a shell to source,
+with the registry's database (for `kindgi-eval tokens`); the token and the call key are never printed.
+
+A custom suite's handlers are bounded on the machine as a whole: `start` makes a control group over every run's
+handlers (`KINDGI_HANDLER_CGROUP`, the daemon's) whose memory is the machine's less what the services and the run
+workers need (`handlers_memory`), so the kernel kills a handler, never a service, when the runs' handlers together
+would take more.
+
+`stop` stops each process by the PID `start` recorded (its process group: the daemon's code server and run workers
+go with it), removes the handlers' control group, then drops the profile's databases, or stops and removes its own
+cluster.
 Nothing here is needed for a run on one machine: `kindgi-eval run` needs none of it.
 """
 
@@ -58,6 +73,20 @@ INSTANCE_YAML = DEPLOY / "dagster-postgres.yaml"
 GATEWAY_CONFIG = DEPLOY / "litellm.yaml"
 BUCKET = "kindgi"
 STATE = "profile.json"
+GATEWAY_KEYS = DEPLOY / "gateway_keys.py"
+"""The gateway's check of each request's key (its master key, the profile's call key), beside its config."""
+SERVICES_MIB = 4096
+"""Memory kept for the services (PostgreSQL, the gateway, the registry servers, moto, the webserver, the daemon and its
+code servers) and the kernel, out of the handlers' bound."""
+RUN_WORKER_MIB = 512
+"""Memory kept for each run worker the queue may start at once (some 200 MB each, twice over), out of the handlers'."""
+HANDLERS_LEAST_MIB = 512
+"""The least memory left for every run's handlers together with which the profile starts: a few sandboxed calls."""
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|^DAGSTER_PG_|^KINDGI_REGISTRY_DB$|^DATABASE_URL$|^AWS_",
+                         re.IGNORECASE)
+"""A variable of the caller's whose name says it may hold a secret: given to no service but where this file names it."""
+SECRET_IN_URL = re.compile(r"://[^/@\s]*:[^/@\s]*@")
+"""A value holding a URL with a password."""
 READY_S = 120.0
 """How long each service may take to answer before `start` gives up and stops what it started."""
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -71,6 +100,17 @@ def write_private(path: Path, text: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as out:
         out.write(text)
+
+
+def without_secrets(environ: dict[str, str]) -> dict[str, str]:
+    """The caller's environment without any variable that may hold a secret (by its name, or a URL with a password
+    in its value): what every service starts from."""
+    return {k: v for k, v in environ.items() if not SECRET_NAME.search(k) and not SECRET_IN_URL.search(v)}
+
+
+def config_variables(config: Path) -> list[str]:
+    """The variables the gateway's config reads its keys from (`os.environ/NAME`)."""
+    return sorted(set(re.findall(r"os\.environ/([A-Za-z_][A-Za-z0-9_]*)", config.read_text())))
 
 
 def free_port() -> int:
@@ -246,7 +286,7 @@ def s3(profile: Profile, python: str) -> dict[str, str]:
     """moto's S3 API on a free port, with the store's bucket made."""
     port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
-    process = profile.spawn("s3", [python, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], dict(os.environ),
+    process = profile.spawn("s3", [python, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], without_secrets(dict(os.environ)),
                             f"{endpoint}/moto-api/")
     profile.wait("s3", process)
     urllib.request.urlopen(urllib.request.Request(f"{endpoint}/{BUCKET}", method="PUT"), timeout=10).close()
@@ -270,17 +310,86 @@ def dagster_home(profile: Profile, max_concurrent_runs: int | None) -> Path:
     return home
 
 
+def gateway_config(config: Path, folder: Path) -> Path:
+    """`config` as the profile's gateway runs it, in `folder`: each request's key checked by deploy/gateway_keys.py
+    (copied beside it, where the proxy loads it from). A config with a key check of its own is refused."""
+    import yaml
+
+    read = yaml.safe_load(config.read_text())
+    settings = read.get("general_settings") if isinstance(read, dict) else None
+    if not isinstance(settings, dict) or "custom_auth" in settings:
+        refuse(f"{config}: general_settings: the profile checks the gateway's keys itself (custom_auth: gateway_keys.authenticate); "
+               "give a config with general_settings.master_key and no custom_auth")
+    settings["custom_auth"] = f"{GATEWAY_KEYS.stem}.authenticate"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    shutil.copyfile(GATEWAY_KEYS, folder / GATEWAY_KEYS.name)
+    written = folder / "litellm.yaml"
+    written.write_text(f"# {config.resolve()}, with the profile's key check\n" + yaml.safe_dump(read, sort_keys=False))
+    return written
+
+
 def gateway(profile: Profile, bin_dir: Path, config: Path) -> tuple[dict[str, str], subprocess.Popen]:
     """The LiteLLM proxy on a free port, started from `config` (it takes some 17 s to serve, so `start` waits for it
-    last); the variables that point a run at it, and its process."""
+    last), holding the provider keys its config names, its master key and a call key made now; the variables that point
+    a run at it (with the call key), and its process."""
     proxy = bin_dir / "litellm"
     if not proxy.exists():
         refuse(f"no LiteLLM proxy at {proxy}; install the profile's extra: pip install -e '.[profile]'")
     port = free_port()
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_LOG": "ERROR"}
-    process = profile.spawn("gateway", [str(proxy), "--config", str(config.resolve()), "--host", "127.0.0.1", "--port", str(port)],
-                            env, f"http://127.0.0.1:{port}/health/liveliness")
-    return {"KINDGI_GATEWAY_URL": f"http://127.0.0.1:{port}", "KINDGI_GATEWAY_KEY": os.environ["LITELLM_MASTER_KEY"]}, process
+    call_key = "sk-kindgi-call-" + secrets.token_urlsafe(24)
+    keys = {name: os.environ[name] for name in config_variables(config) if name in os.environ}
+    env = {**without_secrets(dict(os.environ)), **keys, "LITELLM_MASTER_KEY": os.environ["LITELLM_MASTER_KEY"],
+           "KINDGI_GATEWAY_CALL_KEY": call_key, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_LOG": "ERROR"}
+    argv = [str(proxy), "--config", str(gateway_config(config, profile.dir / "gateway")), "--host", "127.0.0.1", "--port", str(port)]
+    process = profile.spawn("gateway", argv, env, f"http://127.0.0.1:{port}/health/liveliness")
+    return {"KINDGI_GATEWAY_URL": f"http://127.0.0.1:{port}", "KINDGI_GATEWAY_KEY": call_key}, process
+
+
+def nightly_token(registry_db: str) -> str:
+    """A registry token of scope `nightly` (every tenant's suites, read to run them), issued in the profile's registry
+    database: its secret, kept like the profile's other secrets and never printed."""
+    from kindgi_eval.registry import open_store
+
+    store = open_store(registry_db)
+    try:
+        return store.issue_token(None, "production-profile", "nightly").secret
+    finally:
+        store.close()
+
+
+def handlers_memory(runs_at_once: int, total: int | None = None) -> int:
+    """The bytes every run's handlers may hold together: the machine's memory (`total`, else /proc/meminfo's) less
+    SERVICES_MIB and RUN_WORKER_MIB for each run at once; refused when that leaves less than HANDLERS_LEAST_MIB."""
+    if total is None:
+        total = next(int(line.split()[1]) * 1024 for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal:"))
+    left = total - (SERVICES_MIB + RUN_WORKER_MIB * runs_at_once) * 1024 * 1024
+    if left < HANDLERS_LEAST_MIB * 1024 * 1024:
+        refuse(f"this machine's {total >> 20} MiB leave {max(0, left) >> 20} MiB for custom suites' handlers once {SERVICES_MIB} MiB "
+               f"are kept for the services and {RUN_WORKER_MIB} MiB for each of {runs_at_once} runs at once; lower "
+               "--max-concurrent-runs, or start the profile on a machine with more memory")
+    return left
+
+
+def handlers_bound(profile: Profile, runs_at_once: int) -> dict[str, str]:
+    """The control group over every run's handlers, its memory `handlers_memory`; the variable naming it, for the
+    daemon. None where no control group can be made here (a custom suite then refuses to run, saying so)."""
+    from kindgi_eval.agents.cgroups import HANDLERS_ENV, find_hierarchy, make_bound
+
+    hierarchy = find_hierarchy()
+    if hierarchy is None:
+        print("warning: no control group can be made here (/sys/fs/cgroup): custom suites will not run in this profile",
+              file=sys.stderr)
+        return {}
+    name = f"profile-{profile.state['name']}"
+    make_bound(hierarchy, name, handlers_memory(runs_at_once))
+    profile.state["handlers_bound"] = name
+    profile.save()
+    return {HANDLERS_ENV: name}
+
+
+def runs_at_once(home: Path) -> int:
+    """The queue's bound on runs at once, as the instance's dagster.yaml in `home` says."""
+    return int(re.search(r"^\s*max_concurrent_runs:\s*(\d+)", (home / "dagster.yaml").read_text(), flags=re.M).group(1))
 
 
 def start(profile: Profile, registry_servers: int, tick_after: float | None, max_concurrent_runs: int | None,
@@ -298,34 +407,36 @@ def start(profile: Profile, registry_servers: int, tick_after: float | None, max
     bin_dir = Path(sys.executable).parent
     python = sys.executable
     try:
-        env = {"DAGSTER_HOME": str(dagster_home(profile, max_concurrent_runs)), "KINDGI_HOME": str(profile.dir / "home")}
+        home = dagster_home(profile, max_concurrent_runs)
+        env = {"DAGSTER_HOME": str(home), "KINDGI_HOME": str(profile.dir / "home")}
         gateway_env, proxy = gateway(profile, bin_dir, gateway_config)  # its start-up runs beside the others'
         env |= gateway_env
         env |= postgres(profile)
         env |= s3(profile, python)
-        children = {**os.environ, **env, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        env |= handlers_bound(profile, runs_at_once(home))
+        base = {**without_secrets(dict(os.environ)), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
         workspace = str(profile.dir / "dagster" / "workspace.yaml")
 
         registry_ports = [free_port() for _ in range(registry_servers)]
         for n, port in enumerate(registry_ports):  # the first migrates the database; the others find it migrated
             name = f"registry-{n + 1}"
-            process = profile.spawn(name, [str(bin_dir / "kindgi-eval"), "serve", "--port", str(port)], children,
-                                    f"http://127.0.0.1:{port}/healthz")
+            process = profile.spawn(name, [str(bin_dir / "kindgi-eval"), "serve", "--port", str(port)],
+                                    {**base, "KINDGI_REGISTRY_DB": env["KINDGI_REGISTRY_DB"]}, f"http://127.0.0.1:{port}/healthz")
             profile.wait(name, process)
         env["KINDGI_REGISTRY_URL"] = f"http://127.0.0.1:{registry_ports[0]}"
-        children["KINDGI_REGISTRY_URL"] = env["KINDGI_REGISTRY_URL"]
+        env["KINDGI_REGISTRY_TOKEN"] = nightly_token(env["KINDGI_REGISTRY_DB"])
 
         profile.wait("gateway", proxy)
         tick = None
         if tick_after is not None:  # the schedule ticks once, at the first whole minute `tick_after` s after the daemon starts
             tick = datetime.fromtimestamp(math.ceil((time.time() + tick_after) / 60) * 60, UTC)
             env |= {"KINDGI_SCHEDULE_CRON": f"{tick.minute} {tick.hour} {tick.day} {tick.month} *", "KINDGI_SCHEDULE_TIMEZONE": "UTC"}
-            children |= env
             profile.state["tick"] = tick.isoformat()
-        daemon = profile.spawn("daemon", [str(bin_dir / "dagster-daemon"), "run", "-w", workspace], children, "heartbeat")
+        daemon = profile.spawn("daemon", [str(bin_dir / "dagster-daemon"), "run", "-w", workspace], service_env("daemon", base, env),
+                               "heartbeat")
         ui_port = free_port()
         ui = profile.spawn("webserver", [str(bin_dir / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(ui_port), "-w", workspace],
-                           children, f"http://127.0.0.1:{ui_port}/server_info")
+                           service_env("webserver", base, env), f"http://127.0.0.1:{ui_port}/server_info")
         profile.wait("webserver", ui)
         profile.wait("daemon", daemon)
         if tick is not None and time.time() >= tick.timestamp():  # a schedule never runs a tick from before it was seen
@@ -342,6 +453,24 @@ def start(profile: Profile, registry_servers: int, tick_after: float | None, max
           f"{env['KINDGI_STORE']} at {env['AWS_ENDPOINT_URL']}; gateway {env['KINDGI_GATEWAY_URL']}; PostgreSQL {env['DAGSTER_PG_HOST']}:{env['DAGSTER_PG_PORT']}.\n"
           f"Its variables: . {shlex.quote(str(profile.dir / 'env'))}   Stop it: python deploy/production.py stop "
           f"--dir {shlex.quote(str(profile.dir))}")
+
+
+SERVICE_VARIABLES = {
+    "daemon": re.compile(r"^(DAGSTER_|KINDGI_HOME$|KINDGI_STORE$|AWS_|KINDGI_GATEWAY_(URL|KEY)$|KINDGI_REGISTRY_(URL|TOKEN)$|"
+                         r"KINDGI_SCHEDULE_|KINDGI_HANDLER_CGROUP$)"),
+    "webserver": re.compile(r"^(DAGSTER_|KINDGI_HOME$|KINDGI_STORE$|AWS_ENDPOINT_URL$|AWS_DEFAULT_REGION$|KINDGI_GATEWAY_URL$|"
+                            r"KINDGI_REGISTRY_URL$|KINDGI_SCHEDULE_)"),
+}
+"""Which of the profile's variables each Dagster service is given. The daemon's code servers and run workers inherit
+its environment: they run the suites, so they hold the instance's and the store's connections, the gateway's call
+key and the nightly registry token. The webserver only shows and queues runs: the instance's connection and the
+URLs, no key or token. Neither is given the registry's database or the gateway's master key."""
+
+
+def service_env(service: str, base: dict[str, str], env: dict[str, str]) -> dict[str, str]:
+    """The environment of Dagster service `service`: `base` (the caller's, without secrets) and those of the profile's
+    variables `env` that SERVICE_VARIABLES gives it."""
+    return {**base, **{k: v for k, v in env.items() if SERVICE_VARIABLES[service].match(k)}}
 
 
 def daemon_alive(env: dict[str, str]) -> bool:
@@ -385,8 +514,15 @@ def restart_postgres(profile: Profile) -> None:
 
 
 def stop(profile: Profile) -> None:
-    """Every process `start` recorded, newest first, by its process group; then the profile's databases or cluster."""
+    """Every process `start` recorded, newest first, by its process group; then the handlers' control group, and the
+    profile's databases or cluster."""
     terminate(profile.state.get("pids", {}) | {f"group {pid}": pid for pid in profile.state.get("retired", [])})
+    if profile.state.get("handlers_bound"):
+        from kindgi_eval.agents.cgroups import find_hierarchy, remove_bound
+
+        hierarchy = find_hierarchy()
+        if hierarchy is not None:
+            remove_bound(hierarchy, profile.state["handlers_bound"])
     if profile.state.get("own_cluster"):
         data = Path(profile.state["own_cluster"])
         subprocess.run(as_postgres([pg_bin("pg_ctl"), "-D", str(data / "cluster"), "-m", "fast", "-w", "stop"]),

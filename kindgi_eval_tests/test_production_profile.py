@@ -3,7 +3,9 @@ and two registry servers, each a process of its own; a nightly started by the sc
 queue, each run a process of its own, its tables on the S3 API and read back by the command line; the daemon
 SIGKILLed across the night's tick and again in the middle of the night, restarted each time, its code servers
 SIGKILLed, PostgreSQL restarted, the object store stalled for 30 s, a run worker SIGKILLed, and the gateway SIGKILLed
-and restarted under the run's retry. Each night ends with every tenant's run recorded once and every table whole."""
+and restarted under the run's retry. Each night ends with every tenant's run recorded once and every table whole, a
+tenant's suite of the registry among them, read with the nightly token the profile issued itself. Each service holds
+only the secrets it uses, and every run's handlers are bounded together below the machine's memory."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from kindgi_eval.agents.cgroups import HANDLERS_ENV, find_hierarchy, memory_limit
 from kindgi_eval.store.batches import BATCH_SECONDS
 from kindgi_eval_tests.conftest import GOLDEN, REPO, run_cli
 from kindgi_eval_tests.fake_provider import Answer, FakeProvider
@@ -34,8 +37,14 @@ sys.path.insert(0, str(PROFILE.parent))
 import production  # noqa: E402 - the profile's own script, for its reading of its processes and its env file
 TENANTS = ("north", "south", "east", "west", "inner", "outer", "upper", "lower")
 """Four waves of runs (`RUNS_AT_ONCE` at a time): runs still queue after the first faults, however fast each run is."""
+REGISTERED = "outer"
+"""The tenant whose suite is declared from the registry (`registry = "outer.golden"`), published once the profile is up."""
+SUITE = {name: f"{name}@{name}.golden" if name == REGISTERED else f"{name}.golden" for name in TENANTS}
+"""Each tenant's suite partition: a folder's `<tenant>.<folder>`, a registry suite's `<tenant>@<id>`."""
 MASTER_KEY = "sk-profile-test-master-key"
-"""The gateway's key, which the profile gives its runs."""
+"""The gateway's master key, which the profile gives the gateway alone."""
+PROVIDER_KEY = "sk-profile-test-provider-key"
+"""A provider's key in the caller's environment (the gateway's config reads OPENAI_API_KEY), for the gateway alone."""
 RUNS_AT_ONCE = 2
 """The machine's bound on runs (`--max-concurrent-runs`), below the tenants, so that some runs wait in the queue."""
 NIGHT_S = 240.0
@@ -64,7 +73,7 @@ def started(root: Path, tenants: Path, own_postgres: bool = False, **variables: 
     env = {**os.environ, "KINDGI_TENANTS": str(tenants), "LITELLM_MASTER_KEY": MASTER_KEY, **variables}
     if own_postgres:
         env = {k: v for k, v in env.items() if not k.startswith("DAGSTER_PG_")}
-    done = subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(folder), "--tick-once-after", "30",
+    done = subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(folder), "--tick-once-after", "75",
                            "--max-concurrent-runs", str(RUNS_AT_ONCE)], env=env, capture_output=True, text=True, timeout=300)
     running = {**env, **production.read_env(folder)} if done.returncode == 0 else env
     try:
@@ -72,18 +81,27 @@ def started(root: Path, tenants: Path, own_postgres: bool = False, **variables: 
         yield folder, running
     finally:
         stop_reader(running)
+        bound = json.loads((folder / "profile.json").read_text()).get("handlers_bound") if done.returncode == 0 else None
         stopped = subprocess.run([sys.executable, str(PROFILE), "stop", "--dir", str(folder)], env=env, capture_output=True,
                                  text=True, timeout=120)
         assert stopped.returncode == 0, stopped.stderr
+        assert bound is None or not (find_hierarchy().memory / bound).exists()  # the handlers' group went with the profile
 
 
 @pytest.fixture(scope="module")
 def profile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
-    """The profile with four tenants on the mock agent, on a PostgreSQL cluster of its own (its night restarts it)."""
+    """The profile with eight tenants on the mock agent, one of them (`REGISTERED`) running a suite of the registry, on a
+    PostgreSQL cluster of its own (its night restarts it); a provider's key in the caller's environment."""
     root = tmp_path_factory.mktemp("night")
     for name in TENANTS:
-        tenant_tree(root, name, {"golden": GOLDEN})
-    with started(root, write_tenants(root / "tenants.toml", *(entry(name) for name in TENANTS)), own_postgres=True) as running:
+        tenant_tree(root, name, {"golden": GOLDEN if name != REGISTERED else None})
+    declared = (entry(name) if name != REGISTERED else entry(name, suites=None, registry=f"{name}.golden") for name in TENANTS)
+    with started(root, write_tenants(root / "tenants.toml", *declared), own_postgres=True, OPENAI_API_KEY=PROVIDER_KEY) as running:
+        # the tenant publishes its suite once the registry is up, before the night's tick
+        _, env = running
+        publisher = kindgi(env, "tokens", "issue", "--tenant", REGISTERED, "--name", "ci").strip()
+        kindgi({**env, "KINDGI_REGISTRY_TOKEN": publisher}, "suites", "publish", str(GOLDEN), "--id", f"{REGISTERED}.golden",
+               "--version", "1.0.0")
         yield running
 
 
@@ -263,7 +281,7 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_se
     night = sorted((r for r in runs if r["status"] == "SUCCESS"), key=lambda r: r["tags"]["kindgi/tenant"])
     assert [r["tags"]["kindgi/tenant"] for r in night] == sorted(TENANTS), seen
     assert {r["tags"]["dagster/schedule_name"] for r in night} == {"nightly_suites"}
-    assert [r["tags"]["dagster/run_key"] for r in night] == [f"{name}.golden@{tick:%Y-%m-%dT%H:%M}" for name in sorted(TENANTS)]
+    assert [r["tags"]["dagster/run_key"] for r in night] == [f"{SUITE[name]}@{tick:%Y-%m-%dT%H:%M}" for name in sorted(TENANTS)]
     retried = [r for r in runs if r["status"] != "SUCCESS"]
     children = {r["tags"].get("dagster/parent_run_id"): r for r in night}
     assert all(r["status"] == "FAILURE" and r["run_id"] in children
@@ -279,16 +297,17 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_se
     # between the two, never repeated); as many assertions' outcomes for each tenant, the suite being the same
     cases = sum(1 for line in (GOLDEN / "cases.jsonl").read_text().splitlines() if line.strip())
     assert sql(env, "SELECT run_id, suite, cases FROM runs ORDER BY 1") == sorted(
-        ({"run_id": r["run_id"], "suite": f"{r['tags']['kindgi/tenant']}.golden", "cases": cases} for r in night), key=lambda r: r["run_id"])
+        ({"run_id": r["run_id"], "suite": SUITE[r["tags"]["kindgi/tenant"]], "cases": cases} for r in night), key=lambda r: r["run_id"])
     for view, column, where in (("cases", "id", "kind = 'case'"), ("replies", "case_id", "true"), ("statuses", "case_id", "true")):
         each = sql(env, f"SELECT suite, count(*) AS n, count(DISTINCT {column}) AS once FROM {view} WHERE {where} GROUP BY 1 ORDER BY 1")
-        assert each == [{"suite": f"{name}.golden", "n": cases, "once": cases} for name in sorted(TENANTS)], view
+        assert each == sorted(({"suite": SUITE[name], "n": cases, "once": cases} for name in TENANTS), key=lambda r: r["suite"]), view
     outcomes = sql(env, "SELECT suite, count(*) AS n FROM outcomes GROUP BY 1 ORDER BY 1")
-    assert [o["suite"] for o in outcomes] == [f"{name}.golden" for name in sorted(TENANTS)], outcomes
+    assert [o["suite"] for o in outcomes] == sorted(SUITE.values()), outcomes
     assert len({o["n"] for o in outcomes}) == 1, outcomes
     # a replay re-judges a night's run from the S3 store into it (the tenant's configuration named, as for any tenant
     # but the demo), diff compares the two, report writes one of them
-    first = next((r for r in night if "dagster/parent_run_id" not in r["tags"]), night[0])  # a night not retried, if one is
+    folders = [r for r in night if r["tags"]["kindgi/tenant"] != REGISTERED]
+    first = next((r for r in folders if "dagster/parent_run_id" not in r["tags"]), folders[0])  # a night not retried, if one is
     tenant = first["tags"]["kindgi/tenant"]
     replayed = kindgi(env, "replay", "--from", first["run_id"], "--judge-model", "mock:demo-judge", "--config-dir",
                       str(folder.parent / tenant / "config"), "--json", str(folder / "replay.json"), exits=(1,))  # the demo judge fails one golden case
@@ -296,7 +315,7 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_se
     assert replay != first["run_id"] and "judged-fail" in replayed
     assert "reviewed -> judged-pass" in kindgi(env, "diff", first["run_id"], replay)
     kindgi(env, "report", replay, "--html", str(folder / "report.html"))
-    assert f"{tenant}.golden" in (folder / "report.html").read_text()
+    assert SUITE[tenant] in (folder / "report.html").read_text()
     assert not (folder / "home" / "store").exists()  # nothing fell back to a local folder
 
 
@@ -311,6 +330,66 @@ def test_two_registry_servers_share_one_database(profile) -> None:
     assert httpx.post(f"{first}/v1/eval-suites", json=suite, headers=headers, timeout=30).status_code == 201
     read = httpx.get(f"{second}/v1/eval-suites/north.pricing", headers=headers, timeout=30)
     assert read.status_code == 200 and read.json()["suite"]["version"] == "1.0.0"
+
+
+def environ(pid: int) -> dict[str, str]:
+    """The environment process `pid` was started with (/proc/PID/environ)."""
+    pairs = (item.split(b"=", 1) for item in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if b"=" in item)
+    return {key.decode(): value.decode("utf-8", "replace") for key, value in pairs}
+
+
+def test_each_service_holds_only_the_secrets_it_uses(profile) -> None:
+    folder, env = profile
+    state = json.loads((folder / "profile.json").read_text())
+    registry_db = env["KINDGI_REGISTRY_DB"]
+    secrets_of = {"master key": MASTER_KEY, "provider key": PROVIDER_KEY, "call key": env["KINDGI_GATEWAY_KEY"],
+                  "postgres password": env["DAGSTER_PG_PASSWORD"], "registry database": registry_db,
+                  "nightly token": env["KINDGI_REGISTRY_TOKEN"]}
+    assert env["KINDGI_GATEWAY_KEY"] != MASTER_KEY and "LITELLM_MASTER_KEY" not in production.read_env(folder)
+
+    def held(pid: int) -> set[str]:
+        found = environ(pid)
+        values = "\0".join(found.values())
+        return {name for name, secret in secrets_of.items() if secret in values} | ({"store secret"} if "AWS_SECRET_ACCESS_KEY" in found else set())
+
+    # the services' own processes, and what the daemon and the webserver started (code servers, run workers): each
+    # Dagster service's process group
+    processes = production.running_processes()
+    groups = {name: [p.pid for p in processes.values() if p.group == pid] for name, pid in state["pids"].items()}
+    assert len(groups["daemon"]) > 1 and len(groups["webserver"]) > 1, groups  # a code server each, at least
+    seen = {name: {frozenset(held(pid)) for pid in pids} for name, pids in groups.items()}
+    instance = {"postgres password"}
+    assert seen == {
+        "gateway": {frozenset({"master key", "provider key", "call key"})},
+        "s3": {frozenset()},
+        "registry-1": {frozenset({"registry database", "postgres password"})},  # the password within its database's URL
+        "registry-2": {frozenset({"registry database", "postgres password"})},
+        "webserver": {frozenset(instance)},
+        "daemon": {frozenset(instance | {"call key", "nightly token", "store secret"})},
+    }, seen
+    # the call key calls models through the gateway, and nothing else there
+    gateway = state["gateway"]
+    call = {"Authorization": f"Bearer {env['KINDGI_GATEWAY_KEY']}"}
+    assert httpx.get(f"{gateway}/v1/models", headers=call, timeout=30).status_code == 403
+    assert httpx.get(f"{gateway}/v1/models", headers={"Authorization": f"Bearer {MASTER_KEY}"}, timeout=30).status_code == 200
+    # the registry token the runs hold is the nightly one the profile issued, for no tenant
+    tokens = json.loads(kindgi(env, "tokens", "list", "--format", "json"))
+    assert [(t["tenant"], t["scope"]) for t in tokens if t["name"] == "production-profile"] == [("", "nightly")]
+
+
+def test_every_run_s_handlers_are_bounded_together_below_the_machine_s_memory(profile) -> None:
+    folder, env = profile
+    state = json.loads((folder / "profile.json").read_text())
+    hierarchy = find_hierarchy()
+    if hierarchy is None:
+        pytest.skip("no control group can be made on this machine")
+    bound = hierarchy.memory / state["handlers_bound"]
+    assert environ(state["pids"]["daemon"])[HANDLERS_ENV] == state["handlers_bound"] == production.read_env(folder)[HANDLERS_ENV]
+    total = next(int(line.split()[1]) * 1024 for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal:"))
+    services = sum(p.rss for p in production.running_processes().values() if p.group in state["pids"].values())
+    assert memory_limit(bound, hierarchy) == production.handlers_memory(RUNS_AT_ONCE) < total - services
+    # the machine's memory less what the services need and each run at once
+    assert production.handlers_memory(2, total=24 << 30) == (24 << 30) - (production.SERVICES_MIB + 2 * production.RUN_WORKER_MIB << 20)
 
 
 SLOW_CASES = 12

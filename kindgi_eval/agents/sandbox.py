@@ -3,7 +3,10 @@
 One process per call, started as `sh -c 'join the call's cgroups; exec prlimit ... -- bwrap ... python -I -S -B
 harness.py'`:
 - a control group per call (`cgroups.CallGroup`) bounds the whole sandbox: its memory (heap, memory files and
-  tmpfs together, swap included) and its processes (`MAX_PROCESSES`), however many it forks;
+  tmpfs together, swap included) and its processes (`MAX_PROCESSES`), however many it forks; the calls of one run
+  are made inside one group of the run (`cgroups.RunGroup`) bounding their memory together to the same limit, however
+  many are at once, itself inside the machine's bound on every run's handlers where the deployment names one
+  (`cgroups.HANDLERS_ENV`);
 - bubblewrap gives it new user, PID, network, IPC, UTS and cgroup namespaces (no network at all, not even
   loopback; no other process), runs it as uid/gid 65534 with every capability dropped, in a new session, killed
   with its parent, with no further user namespace (`--disable-userns`) and under a system-call filter
@@ -36,7 +39,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from kindgi_eval.agents.cgroups import CallGroup, Hierarchy, find_hierarchy
+from kindgi_eval.agents.cgroups import HANDLERS_ENV, CallGroup, RunGroup, find_hierarchy
 from kindgi_eval.agents.seccomp import filter_program, machine
 from kindgi_eval.inputs import RunSettings
 from kindgi_eval.rules import ANSWER_LIMIT, Handler, HandlerExit, InputError, Problem
@@ -82,13 +85,24 @@ def python_runtime() -> Runtime:
 
 
 class Sandbox:
-    """Runs one handler call at a time per thread, under the limits it was made with."""
+    """Runs one handler call at a time per thread, under the limits it was made with, each call's group inside the
+    run's `group`; `close` (or leaving a `with` block) removes the run's group once its calls are done."""
 
-    def __init__(self, bwrap: str, prlimit: str, runtime: Runtime, timeout_s: float, memory_mib: int, hierarchy: Hierarchy,
+    def __init__(self, bwrap: str, prlimit: str, runtime: Runtime, timeout_s: float, memory_mib: int, group: RunGroup,
                  arch: str) -> None:
         self.bwrap, self.prlimit, self.runtime = bwrap, prlimit, runtime
         self.timeout_s, self.memory_mib = timeout_s, memory_mib
-        self.hierarchy, self.seccomp = hierarchy, filter_program(arch)
+        self.group, self.seccomp = group, filter_program(arch)
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Remove the run's group, killing whatever is left in it."""
+        self.group.close()
 
     def command(self, folder: Path, script: list[str], seccomp_fd: int) -> list[str]:
         """The command that runs the bare interpreter on `script` (its arguments) in the sandbox, `folder` as /handler,
@@ -135,9 +149,10 @@ class Sandbox:
     def call(self, folder: Path, script: list[str], stdin: bytes) -> HandlerExit:
         """Run the interpreter on `script` in the sandbox (`folder` as /handler), in a control group of its own that is
         emptied and removed when the call ends."""
-        group = CallGroup(self.hierarchy, self.memory_mib * 1024 * 1024)
+        group = CallGroup(self.group.calls, self.memory_mib * 1024 * 1024)
         try:
-            return self._call(group, folder, script, stdin)
+            ran = self._call(group, folder, script, stdin)
+            return ran._replace(memory_killed=True) if group.memory_killed() else ran
         finally:
             group.close()
 
@@ -223,7 +238,8 @@ def _kill(process: subprocess.Popen) -> None:
 
 
 def make_sandbox(settings: RunSettings) -> Sandbox:
-    """The sandbox of a run, with its time and memory limits; InputError when this machine cannot give one (no
+    """The sandbox of a run, with its time and memory limits and the run's group over its calls (close it when the
+    run's calls are done); InputError when this machine cannot give one (no
     bubblewrap or prlimit, no control group it may make, a machine the system-call filter is not built for, or user
     namespaces refused), since a handler never runs unsandboxed."""
     bwrap, prlimit = shutil.which("bwrap"), shutil.which("prlimit")
@@ -240,14 +256,25 @@ def make_sandbox(settings: RunSettings) -> Sandbox:
     if arch is None:
         raise InputError([Problem("custom handler", None, None, f"the handler's system-call filter is not built for this machine "
                                   f"({platform.machine()}); a custom suite runs on x86_64 and aarch64.")])
-    sandbox = Sandbox(bwrap, prlimit, python_runtime(), settings.handler_timeout_s, settings.handler_memory_mib, hierarchy, arch)
+    within = os.environ.get(HANDLERS_ENV, "")
+    try:
+        group = RunGroup(hierarchy, settings.handler_memory_mib * 1024 * 1024, within)
+    except FileNotFoundError as e:
+        raise InputError([Problem(HANDLERS_ENV, None, None, f"{e}: the machine's bound on every run's handlers is gone (was "
+                                  f"the deployment that made it stopped?). Start it again, or unset {HANDLERS_ENV}.")]) from None
+    except OSError as e:
+        raise InputError([Problem("custom handler", None, None, f"the sandbox's control group cannot be made here ({e}). "
+                                  "Run kindgi-eval as root, or delegate it a cgroup v2 subtree.")]) from None
+    sandbox = Sandbox(bwrap, prlimit, python_runtime(), settings.handler_timeout_s, settings.handler_memory_mib, group, arch)
     with tempfile.TemporaryDirectory(prefix="kindgi-handler-") as empty:
         try:
             probe = sandbox.call(Path(empty), ["-c", "pass"], b"")
         except OSError as e:  # the control group could not be made or entered
+            sandbox.close()
             raise InputError([Problem("custom handler", None, None, f"the sandbox's control group cannot be made here ({e}). "
                                       "Run kindgi-eval as root, or delegate it a cgroup v2 subtree.")]) from None
     if probe.returncode != 0:
+        sandbox.close()
         said = probe.refused or probe.stderr.decode("utf-8", "replace").strip()[-300:] or f"exit status {probe.returncode}"
         raise InputError([Problem("custom handler", None, None, f"the sandbox cannot start on this machine ({said}). "
                                   "bubblewrap needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1).")])

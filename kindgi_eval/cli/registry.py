@@ -303,9 +303,10 @@ def tokens() -> None:
 @tokens.command("issue", short_help="Make a token for a tenant and print its secret once.")
 @click.option("--tenant", metavar="TENANT", help="The tenant every request with the token acts for (not given to an operator token).")
 @click.option("--name", default="", metavar="NAME", help="What the token is for, e.g. ci or alice-laptop.")
-@click.option("--scope", type=click.Choice(["read", "publish", "operator"]), default="publish", show_default=True,
-              help="read: list, show and pull suites (what a nightly runner needs); publish: those and publishing; "
-              "operator: publish to the catalogue every tenant reads, acting for no tenant.")
+@click.option("--scope", type=click.Choice(["read", "publish", "operator", "nightly"]), default="publish", show_default=True,
+              help="read: list, show and pull suites (what one tenant's nightly runner needs); publish: those and publishing; "
+              "operator: publish to the catalogue every tenant reads, acting for no tenant; nightly: read every tenant's "
+              "suites to run them, acting for no tenant and publishing nothing.")
 @click.option("--expires-in", metavar="LIFETIME", help="How long it is accepted, e.g. 30m, 12h, 90d or 2w; default until revoked.")
 @input_errors
 def tokens_issue(tenant: str | None, name: str, scope: str, expires_in: str | None) -> None:
@@ -318,6 +319,7 @@ def tokens_issue(tenant: str | None, name: str, scope: str, expires_in: str | No
       export KINDGI_REGISTRY_TOKEN="$(kindgi-eval tokens issue --tenant acme --name ci)"
       kindgi-eval tokens issue --tenant acme --name nightly --scope read --expires-in 90d
       kindgi-eval tokens issue --scope operator --name catalogue
+      kindgi-eval tokens issue --scope nightly --name night
     """
     from kindgi_eval.registry import lifetime
 
@@ -329,7 +331,7 @@ def tokens_issue(tenant: str | None, name: str, scope: str, expires_in: str | No
     click.echo(token.secret)
     named = f" ({token.name})" if token.name else ""
     until = f", until {token.expires_at}" if token.expires_at else ""
-    whom = f"tenant {token.tenant}" if token.tenant else "the catalogue"
+    whom = f"tenant {token.tenant}" if token.tenant else "every tenant's suites" if token.scope == "nightly" else "the catalogue"
     click.echo(f"issued {token.id} for {whom}{named}, scope {token.scope}{until}; the secret above is shown only now. Keep it.", err=True)
 
 

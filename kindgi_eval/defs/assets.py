@@ -177,9 +177,9 @@ def outcomes(
     cases, handler = cases_of(suite), handler_of(suite)
     handled = None
     if handler is not None:
-        sandbox = _inputs(lambda: clients.sandbox(settings))
         workers = min(settings.concurrency, os.cpu_count() or 1)  # each sandbox may take a core for its whole time limit
-        handled = grade_replies(sandbox.run, handler, cases, agent_replies, concurrency=workers, budget_s=settings.handler_run_s)
+        with _inputs(lambda: clients.sandbox(settings)) as sandbox:  # the run's group over its calls, removed after them
+            handled = grade_replies(sandbox.run, handler, cases, agent_replies, concurrency=workers, budget_s=settings.handler_run_s)
     rows = outcome_rows(cases, agent_replies, settings.max_latency_ms, handled, assertions=kind_named(suite[0].suite_kind).assertions)
     context.add_output_metadata(
         {"assertions": len(rows), "failed_assertions": sum(not r.held for r in rows)}

@@ -87,7 +87,8 @@ Caller = Annotated[TokenInfo, Depends(caller)]
 
 
 _CAN = {"read": "it lists, shows and pulls suites", "publish": "it publishes its tenant's suites",
-        "operator": "it publishes to the catalogue, and acts for no tenant"}
+        "operator": "it publishes to the catalogue, and acts for no tenant",
+        "nightly": "it reads every tenant's suites to run them, and acts for no tenant"}
 """What each scope lets a token do, as a 403 says it."""
 
 
@@ -117,6 +118,21 @@ async def operator(token: Caller) -> TokenInfo:
 
 Operator = Annotated[TokenInfo, Depends(operator)]
 """The calling token, an operator's."""
+
+Tenant = Annotated[str | None, Query(pattern=r"^[a-z0-9][a-z0-9-]{0,127}$", description="The tenant whose suites a nightly "
+                                     "token reads, one tenant a request; a tenant's own token reads its own suites alone.")]
+"""The tenant a read names, if it names one."""
+
+
+def _reads_for(token: TokenInfo, tenant: str | None) -> str:
+    """The tenant whose suites a read by `token` reads: the one a nightly token names (422 when it names none); any
+    other token's own, whatever the request names (a suite of another tenant is then one it does not have)."""
+    if token.scope != "nightly":
+        return token.tenant
+    if tenant is None:
+        raise RegistryError("invalid", "tenant: required with a nightly token, which reads every tenant's suites, one "
+                            "tenant a request. Name it: ?tenant=acme.")
+    return tenant
 
 
 _READS_OF_THE_VERSION = {
@@ -195,35 +211,45 @@ def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads 
         answer = await run_in_threadpool(lambda: store.publish(token.tenant, token.id, suite, if_match=if_match, idempotency=idempotency))
         return _answer(answer)
 
-    @app.get("/v1/eval-suites", response_model=SuitePage, summary="List the caller's suites", responses=_errors(401, 422))
+    @app.get("/v1/eval-suites", response_model=SuitePage, summary="List the caller's suites", responses=_errors(401, 403, 422))
     async def list_suites(
         token: Caller,
+        tenant: Tenant = None,
         after: Annotated[str | None, Query(pattern=SUITE_ID_PATTERN, description="A suite id: the page holds the suites "
                                            "after it, by id. The `next` of the page before is the id it ended with.")] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Suites per page.")] = DEFAULT_LIMIT,
     ) -> SuitePage:
         """The caller's suites by id, the latest version of each, a page at a time."""
-        summaries, more = await run_in_threadpool(store.list_suites, token.tenant, after, limit)
+        reads = _reads_for(token, tenant)
+        if tenant not in (None, reads):
+            raise RegistryError("forbidden", f"tenant: token {token.id} reads tenant {token.tenant!r}'s suites alone. List "
+                                f"tenant {tenant!r}'s with a token of that tenant.")
+        summaries, more = await run_in_threadpool(store.list_suites, reads, after, limit)
         return SuitePage(data=summaries, next=summaries[-1].id if more else None)
 
-    @app.get("/v1/eval-suites/{suite_id}", response_model=SuiteVersion, summary="The latest version", responses=_errors(401, 404))
-    async def latest(secret: Secret, suite_id: str) -> Response:
+    @app.get("/v1/eval-suites/{suite_id}", response_model=SuiteVersion, summary="The latest version", responses=_errors(401, 404, 422))
+    async def latest(secret: Secret, suite_id: str, tenant: Tenant = None) -> Response:
         """The latest (greatest) version of one of the caller's suites."""
         # the busiest route: the token's check and the read are one statement (401 still comes first)
-        _, stored = await store.latest_for_awaited(secret, suite_id if _SUITE_ID.fullmatch(suite_id) else None)
+        valid = suite_id if _SUITE_ID.fullmatch(suite_id) else None
+        token, stored = await store.latest_for_awaited(secret, valid)
+        reads = _reads_for(token, tenant)
+        if reads != token.tenant:  # a tenant's suite, read by a nightly token
+            stored = await run_in_threadpool(store.latest, reads, valid) if valid is not None else None
         return _version(_found(stored, suite_id))
 
-    @app.get("/v1/eval-suites/{suite_id}/versions", response_model=VersionList, summary="Every version", responses=_errors(401, 404))
-    async def versions(token: Caller, suite_id: str) -> VersionList:
+    @app.get("/v1/eval-suites/{suite_id}/versions", response_model=VersionList, summary="Every version", responses=_errors(401, 404, 422))
+    async def versions(token: Caller, suite_id: str, tenant: Tenant = None) -> VersionList:
         """Every version of one of the caller's suites, newest first."""
-        found = store.versions(token.tenant, suite_id) if _SUITE_ID.fullmatch(suite_id) else None
+        reads = _reads_for(token, tenant)
+        found = store.versions(reads, suite_id) if _SUITE_ID.fullmatch(suite_id) else None
         return VersionList(data=_found(found, suite_id))
 
     @app.get("/v1/eval-suites/{suite_id}/versions/{version}", response_model=SuiteVersion, summary="One version",
-             responses=_errors(401, 404))
-    async def one_version(token: Caller, suite_id: str, version: str) -> Response:
+             responses=_errors(401, 404, 422))
+    async def one_version(token: Caller, suite_id: str, version: str, tenant: Tenant = None) -> Response:
         """One version of one of the caller's suites."""
-        return _version(_one_version(store, token.tenant, suite_id, version))
+        return _version(_one_version(store, _reads_for(token, tenant), suite_id, version))
 
     @app.put(
         "/v1/eval-suites/{suite_id}/versions/{version}/files",
@@ -245,12 +271,13 @@ def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads 
         return Response(SuiteFiles(files=kept.files).model_dump_json(), status_code=kept.status, media_type="application/json")
 
     @app.get("/v1/eval-suites/{suite_id}/versions/{version}/files", response_model=VersionFiles,
-             summary="The files a version was published from", responses=_errors(401, 404))
-    async def version_files(token: Caller, suite_id: str, version: str) -> VersionFiles:
+             summary="The files a version was published from", responses=_errors(401, 404, 422))
+    async def version_files(token: Caller, suite_id: str, version: str, tenant: Tenant = None) -> VersionFiles:
         """The texts of the suite files one of the caller's versions was published from, or null when it was published
         as a JSON document."""
-        _one_version(store, token.tenant, suite_id, version)
-        return VersionFiles(files=await run_in_threadpool(store.files, token.tenant, suite_id, version))
+        reads = _reads_for(token, tenant)
+        _one_version(store, reads, suite_id, version)
+        return VersionFiles(files=await run_in_threadpool(store.files, reads, suite_id, version))
 
     @app.get("/v1/catalogue", response_model=CataloguePage, summary="List the catalogue", tags=["catalogue"], responses=_errors(401))
     async def catalogue(token: Caller) -> CataloguePage:

@@ -62,9 +62,11 @@ class RegistryClient:
         """One version of a suite: the given one, else the latest."""
         return self._request("GET", _version_path(suite_id, version))[1]
 
-    def find_suite(self, suite_id: str, version: str | None = None) -> dict | None:
-        """One version of a suite as `suite` answers it; None where the registry has no such version of the caller's."""
-        status, found = self._request("GET", _version_path(suite_id, version), missing_ok=True)
+    def find_suite(self, suite_id: str, version: str | None = None, *, tenant: str | None = None) -> dict | None:
+        """One version of a suite as `suite` answers it; None where the registry has no such version of the caller's.
+        `tenant` names whose suite it is: a nightly token reads every tenant's, a tenant's token its own alone."""
+        query = "?" + urllib.parse.urlencode({"tenant": tenant}) if tenant else ""
+        status, found = self._request("GET", _version_path(suite_id, version) + query, missing_ok=True)
         return None if status == 404 else found
 
     def keep_files(self, suite_id: str, version: str, files: dict[str, str]) -> tuple[int, dict[str, str]]:

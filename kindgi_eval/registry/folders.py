@@ -70,7 +70,7 @@ def remote_version(client: RegistryClient, tenant: str, suite_id: str, version: 
     """The version in force as the registry at `client.url` answers it: the one named, else the latest now. The answer
     is checked before it is used: its content must hash to the hash it is answered with, belong to `tenant` and be of a
     kind one of `consumers` runs."""
-    found = client.find_suite(suite_id, version)
+    found = client.find_suite(suite_id, version, tenant=tenant)
     if found is None:
         what = f"version {version} of suite {suite_id!r}" if version else f"suite {suite_id!r}"
         raise InputError([Problem(where, None, None, f"the registry at {client.url} has no {what} your token may read. "

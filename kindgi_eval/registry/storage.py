@@ -52,6 +52,7 @@ from kindgi_eval.registry.tokens import (
     MAX_NAME,
     NO_TENANT,
     SCOPES,
+    TENANTLESS,
     IssuedToken,
     Scope,
     TokenInfo,
@@ -209,13 +210,15 @@ class RegistryStore:
     # tokens
 
     def issue_token(self, tenant: str | None, name: str = "", scope: Scope = "publish", expires_in: timedelta | None = None) -> IssuedToken:
-        """A new token for `tenant` (None for an operator token, which acts for none), of `scope`, accepted for
+        """A new token for `tenant` (None for an operator or nightly token, which acts for none), of `scope`, accepted for
         `expires_in` from now (None: until revoked): its secret is returned once and only its SHA-256 is kept."""
-        if scope == "operator" and tenant is not None:
-            raise InputError([Problem("tenant", None, None, "is not given to an operator token: it acts for no tenant, and "
-                                      "publishes to the catalogue every tenant reads. Leave it out.")])
+        if scope in TENANTLESS and tenant is not None:
+            does = ("publishes to the catalogue every tenant reads" if scope == "operator" else
+                    "reads every tenant's suites for the nightly runs")
+            raise InputError([Problem("tenant", None, None, f"is not given to a {scope} token: it acts for no tenant, and "
+                                      f"{does}. Leave it out.")])
         problem = tenant_problem(tenant) if tenant is not None else ("is required: a token of scope read or publish acts for "
-                                                                      "one tenant." if scope != "operator" else None)
+                                                                      "one tenant." if scope not in TENANTLESS else None)
         if problem:
             raise InputError([Problem("tenant", None, None, problem)])
         tenant = NO_TENANT if tenant is None else tenant

@@ -22,12 +22,16 @@ _TENANT = TypeAdapter(Slug)
 MAX_TENANT = 128
 MAX_NAME = 200
 
-Scope = Literal["read", "publish", "operator"]
+Scope = Literal["read", "publish", "operator", "nightly"]
 SCOPES: tuple[Scope, ...] = get_args(Scope)
 """What a token may do: `read` lists, shows and pulls its tenant's suites; `publish` does that and publishes;
-`operator` acts for no tenant and publishes to the catalogue of standard suites. Every token reads the catalogue."""
+`operator` acts for no tenant and publishes to the catalogue of standard suites; `nightly` acts for no tenant and
+reads every tenant's suites, each request naming the tenant, to run them, and publishes nothing. Every token reads
+the catalogue."""
+TENANTLESS: tuple[Scope, ...] = ("operator", "nightly")
+"""The scopes a token is issued for no tenant with."""
 NO_TENANT = ""
-"""The tenant an operator token is stored with: none, so no tenant's suite is ever its to read or write."""
+"""The tenant an operator or nightly token is stored with: none, so no tenant's suite is ever its to write."""
 _LIFETIME = re.compile(r"([1-9][0-9]{0,5})([mhdw])")
 _UNIT = {"m": timedelta(minutes=1), "h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
 
@@ -62,7 +66,7 @@ class TokenInfo(NamedTuple):
     revoked_at: str | None
     """When it was revoked, or None while it is valid."""
     scope: str
-    """What it may do: `read`, `publish` or `operator`."""
+    """What it may do: `read`, `publish`, `operator` or `nightly`."""
     expires_at: str | None
     """When it stops being accepted, or None for never."""
 

@@ -130,6 +130,9 @@ class HandlerExit(NamedTuple):
     """The memory limit it ran under."""
     refused: str | None = None
     """Why it could not be started at all (no sandbox on this machine), when it could not."""
+    memory_killed: bool = False
+    """True when the kernel killed it for memory: its call's group, its run's calls together, or every run's handlers
+    on the machine held what their bound allows."""
 
 
 class HandlerVerdict(NamedTuple):
@@ -198,6 +201,9 @@ def _failure(run: HandlerExit) -> str | None:
         return f"ran past its time limit of {run.timeout_s:g} s and was killed"
     if run.returncode == MEMORY_EXIT:
         return f"exhausted its memory limit of {run.memory_mib} MiB (MemoryError)"
+    if run.memory_killed:
+        return (f"was killed for memory: past {run.memory_mib} MiB on its own or with its run's other calls at once, or "
+                "past the machine's bound on every run's handlers")
     if run.returncode == RAISED_EXIT:
         return f"crashed: {said}" if said else "crashed"
     if run.returncode is not None and run.returncode < 0:

@@ -92,3 +92,54 @@ def test_a_lifetime_is_a_whole_number_and_a_unit(text: str, lives: timedelta) ->
 def test_anything_else_is_not_a_lifetime(text: str) -> None:
     with pytest.raises(ValueError, match="is not a lifetime"):
         lifetime(text)
+
+
+def test_a_nightly_token_reads_every_tenants_suites_naming_each_and_publishes_nothing(home_registry, tmp_path: Path) -> None:
+    import httpx
+
+    from kindgi_eval.registry import RegistryClient
+
+    for tenant in ("acme", "globex"):
+        publisher = run_cli("tokens", "issue", "--tenant", tenant).out.strip()
+        published = run_cli("suites", "publish", str(GOLDEN), "--id", f"{tenant}.golden", "--version", "1.0.0",
+                            env={"KINDGI_REGISTRY_TOKEN": publisher})
+        assert published.code == 0, published.err
+    done = run_cli("tokens", "issue", "--scope", "nightly", "--name", "night")
+    assert done.code == 0 and "for every tenant's suites (night), scope nightly" in done.err
+    nightly, acme = done.out.strip(), issued("--scope", "read")
+
+    def get(secret: str, path: str, **params: str) -> httpx.Response:
+        return httpx.get(f"{home_registry}{path}", params=params, headers={"Authorization": f"Bearer {secret}"})
+
+    # the nightly token reads both tenants' suites, each request naming the tenant; the run's client names it
+    for tenant in ("acme", "globex"):
+        latest = get(nightly, f"/v1/eval-suites/{tenant}.golden", tenant=tenant)
+        assert latest.status_code == 200 and latest.json()["suite"]["tenantId"] == tenant
+        assert get(nightly, f"/v1/eval-suites/{tenant}.golden/versions/1.0.0", tenant=tenant).status_code == 200
+        assert [v["version"] for v in get(nightly, f"/v1/eval-suites/{tenant}.golden/versions", tenant=tenant).json()["data"]] == ["1.0.0"]
+        assert [s["id"] for s in get(nightly, "/v1/eval-suites", tenant=tenant).json()["data"]] == [f"{tenant}.golden"]
+        found = RegistryClient(home_registry, nightly).find_suite(f"{tenant}.golden", tenant=tenant)
+        assert found is not None and found["suite"]["tenantId"] == tenant
+    # naming no tenant, or another tenant's suite under a tenant, it reads nothing
+    unnamed = get(nightly, "/v1/eval-suites/acme.golden")
+    assert unnamed.status_code == 422 and unnamed.json()["error"]["message"].startswith("tenant: required with a nightly token")
+    assert get(nightly, "/v1/eval-suites/acme.golden", tenant="globex").status_code == 404
+    # a tenant's own token still reads its own alone, whatever tenant a read names: another's suite is none of its own
+    assert get(acme, "/v1/eval-suites/acme.golden", tenant="acme").status_code == 200
+    assert get(acme, "/v1/eval-suites/globex.golden", tenant="globex").status_code == 404
+    assert get(acme, "/v1/eval-suites/globex.golden/versions/1.0.0", tenant="globex").status_code == 404
+    assert get(acme, "/v1/eval-suites/globex.golden/versions", tenant="globex").status_code == 404
+    assert get(acme, "/v1/eval-suites", tenant="globex").status_code == 403
+    assert RegistryClient(home_registry, acme).find_suite("globex.golden", tenant="globex") is None
+    # and the nightly token publishes nothing, neither a suite nor a catalogue entry
+    refused = run_cli("suites", "publish", str(GOLDEN), "--id", "acme.golden", "--version", "1.1.0", env={"KINDGI_REGISTRY_TOKEN": nightly})
+    assert refused.code == 2 and "HTTP 403" in refused.err and "has scope 'nightly'" in refused.err
+    entry = httpx.post(f"{home_registry}/v1/catalogue", json={"name": "kindgi/x", "version": "1.0.0", "description": "", "files": {}},
+                       headers={"Authorization": f"Bearer {nightly}"})
+    assert entry.status_code == 403
+    assert "1.1.0" not in get(nightly, "/v1/eval-suites", tenant="acme").text
+
+
+def test_a_nightly_token_is_issued_for_no_tenant(home_registry) -> None:
+    done = run_cli("tokens", "issue", "--scope", "nightly", "--tenant", "acme")
+    assert (done.code, done.out) == (2, "") and "error: tenant: is not given to a nightly token: it acts for no tenant" in done.err

@@ -65,6 +65,8 @@ def test_anything_else_on_stdout_is_an_error_never_a_pass(stdout, error) -> None
         (ran(b"", 3, b"MemoryError\n"), "the handler exhausted its memory limit of 2048 MiB (MemoryError)"),
         (ran(b"", 4, b"Traceback ...\nValueError: boom\n"), "the handler crashed: ValueError: boom"),
         (ran(b'{"pass": true, "reason": "then died"}', -11), "the handler was killed by signal 11 (a process over its memory limit is often killed so)"),
+        (ran(b'{"pass": true, "reason": "held"}', 137, memory_killed=True), "the handler was killed for memory: past 2048 MiB on its "
+         "own or with its run's other calls at once, or past the machine's bound on every run's handlers"),  # bubblewrap's 128 + 9
         (ran(b'{"pass": true, "reason": "exit 1"}', 1, b"bwrap: setting up uid map: Permission denied\n"), "the handler exited with status 1: bwrap: setting up uid map: Permission denied"),
         (ran(b"x" * (ANSWER_LIMIT + 1), 4, b"BrokenPipeError: [Errno 32] Broken pipe\n"),
          "the handler answered over 64 KiB; an answer is one small JSON object"),  # cut off at the limit, then it broke

@@ -42,4 +42,4 @@ def needs_sandbox(suite: Suite, settings: RunSettings) -> None:
     """A handler runs only in a sandbox this machine can build: InputError saying what it lacks, before the agent is
     asked anything."""
     if any(f.kind == HANDLER_ROW for f in suite.kind_files):
-        make_sandbox(settings)
+        make_sandbox(settings).close()
