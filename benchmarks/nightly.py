@@ -121,11 +121,9 @@ class DaemonCpu:
             return "daemon"
         if not production.descends_from(process, self.daemon, processes):
             return None
-        if production.is_run_worker(process, processes):
+        if production.is_run_worker(process):
             return RUN_WORKERS
-        if production.is_code_server(process) or production.is_fork_server(process):
-            return "daemon: code servers"
-        return "daemon: its other children"
+        return "daemon: code servers" if production.is_code_server(process) else "daemon: its other children"
 
     def spent(self) -> dict[str, float]:
         totals: dict[str, float] = defaultdict(float)
@@ -140,7 +138,7 @@ RUN_WORKERS = "daemon: run workers (sampled)"
 def watch(instance, daemon: DaemonCpu, expected: int, timeout: float) -> tuple[list, list[tuple[float, int]], dict[str, int]]:
     """Poll the instance until `expected` runs have ended, sampling the daemon's processes' CPU: the run records,
     (time, runs in flight) samples, and the peak memory, RSS and PSS, of one of the run workers the daemon launched
-    and of all of them at once (PSS counts a page a worker shares with its fork server, or with the other workers, in
+    and of all of them at once (PSS counts a page a worker shares with the other workers, or with their code server, in
     equal parts to each process sharing it; RSS counts it whole in each)."""
     from dagster import DagsterRunStatus
 

@@ -578,30 +578,23 @@ def is_code_server(process: Process) -> bool:
 
 
 def workers_of(servers: list[Process]) -> list[Process]:
-    """The run workers these code servers started to execute a run (forked by their fork servers,
-    `kindgi_eval.defs.run_workers`)."""
-    processes = running_processes()
+    """The run workers these code servers spawned to execute a run (`multiprocessing`'s `spawn_main`)."""
     pids = {server.pid for server in servers}
-    return [p for p in processes.values() if is_run_worker(p, processes) and processes[p.parent].parent in pids]
+    return [p for p in running_processes().values() if p.parent in pids and is_run_worker(p)]
 
 
-def is_fork_server(process: Process) -> bool:
-    """Whether `process` is a code server's fork server or a run worker forked by one: they share its command."""
-    return b"multiprocessing.forkserver" in process.command
-
-
-def is_run_worker(process: Process, processes: dict[int, Process]) -> bool:
-    """Whether `process` is one a code server started to execute a run: forked by the code server's fork server,
-    which lives as long as a worker it forked does, its code server killed or not."""
-    parent = processes.get(process.parent)
-    return is_fork_server(process) and parent is not None and is_fork_server(parent)
+def is_run_worker(process: Process) -> bool:
+    """Whether `process` is one a code server spawned to execute a run."""
+    return b"spawn_main" in process.command
 
 
 def run_workers(daemon: int) -> list[Process]:
     """The run workers the daemon with PID `daemon` launched: the processes its code server (`dagster api grpc`)
-    started to execute a run. Another profile's on the same machine are not among them."""
+    spawned to execute a run. Another profile's on the same machine are not among them."""
     processes = running_processes()
-    return [p for p in processes.values() if is_run_worker(p, processes) and descends_from(p, daemon, processes)]
+    return [p for p in processes.values()
+            if is_run_worker(p) and p.parent in processes and b"grpc" in processes[p.parent].command
+            and descends_from(p, daemon, processes)]
 
 
 def descends_from(process: Process, ancestor: int, processes: dict[int, Process]) -> bool:

@@ -10,7 +10,6 @@ from kindgi_eval.defs.console_log import LOGGER, short_console
 from kindgi_eval.defs.io_manager import ParquetStore
 from kindgi_eval.defs.jobs import JOBS
 from kindgi_eval.defs.resources import EvalSettings, RunClients
-from kindgi_eval.defs.run_workers import fork_run_workers
 from kindgi_eval.defs.recovery import given_up_runs
 from kindgi_eval.defs.schedules import nightly_suites, suite_changes
 
@@ -32,5 +31,3 @@ defs = dg.Definitions(
     # Dagster's console logger serves every run no config names a logger for; the command line names its own.
     loggers={"console": dg.colored_console_logger, LOGGER: short_console},
 )
-
-fork_run_workers()
