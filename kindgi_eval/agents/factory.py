@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from kindgi_eval.agents.demo_judge import DemoJudge
 from kindgi_eval.agents.mock import MockAgent, MockJudge
-from kindgi_eval.inputs import GATEWAY_KEY, SETTING, RunSettings, variant_settings
+from kindgi_eval.inputs import GATEWAY_KEY, SETTING, RunSettings, deployment_gateway, variant_settings
 from kindgi_eval.rules import Agent, InputError, Judge, ModelRef, Problem, Role, Tenant, checked_model
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def gateway_of(settings: RunSettings, environ: Mapping[str, str] | None = None) 
     if settings.gateway_url is None:
         return None
     environ = os.environ if environ is None else environ
-    configured = environ.get(GATEWAY_URL, "") or None
+    configured = deployment_gateway(environ)
     if settings.gateway_url != configured:
         raise InputError([foreign_gateway(settings.gateway_url, configured)])
     from kindgi_eval.llm import Gateway
@@ -93,8 +93,7 @@ def deployment_settings(settings: RunSettings, environ: Mapping[str, str] | None
     """`settings` as this deployment runs them: their model calls go to the gateway this process's environment names
     (`KINDGI_GATEWAY_URL`), whatever gateway the settings came with. Settings that name none are given the deployment's;
     settings that name another (a run's tag, written by hand in the UI) are refused with InputError before any call."""
-    environ = os.environ if environ is None else environ
-    configured = environ.get(GATEWAY_URL, "") or None
+    configured = deployment_gateway(environ)
     if settings.gateway_url not in (None, configured):
         raise InputError([foreign_gateway(settings.gateway_url, configured)])
     return settings if settings.gateway_url == configured else settings.model_copy(update={"gateway_url": configured})

@@ -36,6 +36,7 @@ from kindgi_eval.inputs import (
     manifest_of,
     resolve_settings,
     resumed_settings,
+    set_deployment_gateway,
     suite_key,
 )
 from kindgi_eval.rules import InputError, Problem, parse_model, run_failed
@@ -173,7 +174,7 @@ def _gateway_of_the_command_line(settings) -> None:
     over KINDGI_GATEWAY_URL) becomes this process's KINDGI_GATEWAY_URL, the URL the run executed here sends its model
     calls and the key KINDGI_GATEWAY_KEY to, and no other (`agents.deployment_settings`)."""
     if settings.gateway_url:
-        os.environ[SETTING["gateway_url"].var] = settings.gateway_url
+        set_deployment_gateway(settings.gateway_url)
 
 
 def _start_model_worker(settings) -> None:

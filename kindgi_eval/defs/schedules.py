@@ -14,8 +14,7 @@ from kindgi_eval.defs.assets import SUITES
 from kindgi_eval.defs.jobs import EVALUATE, evaluate_suite, kind_selection
 from kindgi_eval.defs.registered import PlannedRun, planned_run
 from kindgi_eval.defs.resources import pinned_tags
-from kindgi_eval.inputs import TenantSuite, load_tenants
-from kindgi_eval.inputs.tenants_file import Tenants
+from kindgi_eval.inputs import Tenants, TenantSuite, load_tenants
 from kindgi_eval.rules import InputError, Problem
 
 NIGHTLY_CRON = "0 2 * * *"
