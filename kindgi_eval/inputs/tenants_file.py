@@ -396,8 +396,11 @@ def _line(lines: Mapping[str, int], field: str) -> int | None:
 def declared_variant(tenant: str, agent_id: str, version: str, where: str, path: str | Path | None = None) -> str:
     """The agent (model or URL) a tenant declares as `agent_id` at `version` in the tenants file (KINDGI_TENANTS);
     InputError naming what is declared when it is not."""
-    tenants = load_tenants(path)
+    tenants = load_tenants(path, partial=True)  # another tenant's typo is no problem of this run
     entries = [s.entry for s in tenants.suites if s.tenant == tenant]
+    for left_out in tenants.skipped:
+        if not entries and left_out.tenant == tenant:
+            raise InputError(list(left_out.problems))
     agents = entries[0].agents if entries else {}
     declared = agents.get(agent_id)
     if declared is None or declared.version != version:
