@@ -5,6 +5,7 @@ gateway's key is sent only to the gateway the run's process names, which still g
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import dagster as dg
@@ -14,6 +15,7 @@ from kindgi_eval.defs.runs import open_instance
 from kindgi_eval.inputs.settings import RunSettings
 from kindgi_eval.llm.calls import forget_clients
 from kindgi_eval_tests.defs.chain_jobs import execute, in_process_chain
+from kindgi_eval_tests.defs.test_ui_browser import dev  # noqa: F401 (a fixture: `kindgi-eval ui` on 127.0.0.1)
 from kindgi_eval_tests.fake_provider import Answer, FakeProvider, scripted
 
 KEY = "sk-gateway-master-key-0123456789-must-stay-home"
@@ -95,3 +97,49 @@ def test_a_run_naming_a_gateway_where_the_deployment_names_none_is_refused(home,
     (failure,) = [e for e in result.all_events if e.is_step_failure]
     assert "this deployment names no gateway" in failure.step_failure_data.user_failure_data.description
     assert foreign.requests == [] and deployed.requests == []
+
+
+def launch_through_graphql(dev, home, tmp_path: Path, gateway_url: str) -> tuple[str, str]:
+    """`evaluate_suite` launched through the webserver's GraphQL, as anyone who reaches the UI may, with a
+    `kindgi/settings` tag of their own; its run id and final status once it ends."""
+    from kindgi_eval.defs.resources import pinned_tags
+    from kindgi_eval_tests.defs.test_ui_browser import LAUNCH, RUN_S, STATUS, graphql
+
+    folder = tmp_path / "priced"
+    folder.mkdir(exist_ok=True)
+    (folder / "cases.jsonl").write_text(json.dumps({"id": "c0", "text": "how much?", "expect": {"escalate": False}}) + "\n")
+    settings = RunSettings(eval_dir=str(folder), agent_model="openai:gpt-4o-mini", gateway_url=gateway_url)
+    open_instance(home.root).add_dynamic_partitions("suites", [PARTITION])
+    tags = {"dagster/partition": PARTITION, **pinned_tags(settings)}
+    params = {
+        "selector": {"repositoryLocationName": "kindgi_eval", "repositoryName": "__repository__", "jobName": "evaluate_suite"},
+        "runConfigData": {},
+        "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]},
+    }
+    deadline = time.monotonic() + RUN_S
+    while (launched := graphql(dev, LAUNCH, {"params": params})["launchRun"])["__typename"] != "LaunchRunSuccess":
+        assert time.monotonic() < deadline, f"the run could not be launched: {launched}"
+        time.sleep(1)  # the code location may still be loading
+    run_id = launched["run"]["runId"]
+    while (status := graphql(dev, STATUS, {"id": run_id})["runOrError"]["status"]) not in ("SUCCESS", "FAILURE", "CANCELED"):
+        assert time.monotonic() < deadline, f"run {run_id} still {status} after {RUN_S} s"
+        time.sleep(0.5)
+    return run_id, status
+
+
+@pytest.mark.long
+def test_a_launch_through_the_webservers_graphql_cannot_send_the_key_elsewhere(home, tmp_path, gateways, dev) -> None:
+    # `gateways` comes before `dev`: the UI's code server, and so each run worker, is started with the deployment's
+    # KINDGI_GATEWAY_URL and KINDGI_GATEWAY_KEY in its environment
+    deployed, foreign = gateways
+    run_id, status = launch_through_graphql(dev, home, tmp_path, url_of(foreign))
+    assert status == "FAILURE"
+    assert foreign.requests == [] and deployed.requests == []
+    events = open_instance(home.root).all_logs(run_id)
+    (failed,) = [e.dagster_event for e in events if e.is_dagster_event and e.dagster_event.is_step_failure]
+    assert failed.step_key == "suite"
+    assert f"the run names the gateway {url_of(foreign)}" in failed.step_failure_data.user_failure_data.description
+    assert KEY not in "\n".join(e.to_json() for e in events)
+    run_id, status = launch_through_graphql(dev, home, tmp_path, url_of(deployed))  # the deployment's own: every call
+    assert status == "SUCCESS" and len(deployed.requests) == 1 and foreign.requests == []
+    assert deployed.headers[0]["Authorization"] == f"Bearer {KEY}"
