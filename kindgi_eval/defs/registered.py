@@ -56,16 +56,19 @@ class PlannedRun(NamedTuple):
 def planned_run(declared: TenantSuite) -> PlannedRun:
     """The run of one declared suite, from what is cheap to know: the entry, the folder's bytes, or the registry's
     version number, kind and hash. No case is parsed and no spec checked here; InputError when the entry's folder or
-    the registered suite cannot be found."""
+    the registered suite cannot be found, or the registry cannot be read."""
     if declared.registry is None:
         settings = declared.settings()
         identity = suite_identity(settings.eval_dir)
         return PlannedRun(settings, identity.kind, identity.hash, {})
-    from kindgi_eval.registry import client_from_env, version_folder, version_in_force
+    from kindgi_eval.registry import RegistryUnreachable, client_from_env, version_folder, version_in_force
 
     home = runtime_home()
-    stored = version_in_force(home, declared.tenant, declared.registry, declared.entry.version, _where(declared), consumers(),
-                              client_from_env())
+    try:
+        stored = version_in_force(home, declared.tenant, declared.registry, declared.entry.version, _where(declared),
+                                  consumers(), client_from_env())
+    except RegistryUnreachable as e:  # the registry's trouble costs its suites this run, not the tick
+        raise InputError([Problem(_where(declared), None, None, str(e))]) from None
     settings = declared.settings({"eval_dir": str(version_folder(home, declared.tenant, stored.suite_id, stored.version))})
     return PlannedRun(settings, stored.kind, stored.sha256, {REGISTERED_TAG: f"{stored.suite_id}@{stored.version}"})
 

@@ -180,3 +180,16 @@ def test_a_stored_version_that_fails_its_check_costs_the_tick_nothing_and_fails_
     assert [r.partition_key for r in suite_changes(dg.build_sensor_context(instance=instance)).run_requests] == [KEY, "beta.golden"]
     with pytest.raises(RunFailed, match=r"cases\[1\].*must_contains.*no longer passes the conversation kind's check"):
         run_chain(instance, home.root, pinned_settings(requests[0].tags), KEY, "conversation", tags=unpinned(requests[0].tags))
+
+
+def test_a_registry_that_cannot_be_reached_costs_its_suites_the_tick_and_the_others_run(registered, home, tmp_path, monkeypatch) -> None:
+    from kindgi_eval.defs.definitions import defs
+
+    tenant_tree(tmp_path, "beta")
+    path = write_tenants(tmp_path / "tenants.toml", entry("alpha", suites=None, registry="alpha.pricing"), entry("beta"))
+    monkeypatch.setenv(TENANTS_ENV, str(path))
+    monkeypatch.setenv("KINDGI_REGISTRY_URL", "http://127.0.0.1:9")  # the discard port: nothing answers
+    monkeypatch.setenv("KINDGI_REGISTRY_TOKEN", "kindgi_not-a-token")
+    context = dg.build_schedule_context(instance=open_instance(home.root), repository_def=defs.get_repository_def(),
+                                        scheduled_execution_time=NIGHT)
+    assert [r.partition_key for r in defs.resolve_schedule_def("nightly_suites").evaluate_tick(context).run_requests] == ["beta.golden"]
