@@ -46,6 +46,8 @@ def test_pytest_is_blocked() -> None:
         ("whole_run.py", ("--quick",), ("promptfoo arm: skipped", "| N = 2, C = 2 |", "run, gateway ")),
         # the registry's server under a tenth of each attack
         ("registry_attacks.py", ("--quick",), ()),
+        # a tick over three tenants, one of them a registry suite of two costly patterns, and that version's check
+        ("tick.py", ("--tenants", "2", "--patterns", "2", "--repeat", "1"), ("3 run requests",)),
     ],
 )
 @pytest.mark.long

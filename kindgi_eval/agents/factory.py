@@ -7,16 +7,19 @@ modules are imported only when named, so the offline path never loads httpx or l
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from kindgi_eval.agents.demo_judge import DemoJudge
 from kindgi_eval.agents.mock import MockAgent, MockJudge
-from kindgi_eval.inputs import GATEWAY_KEY, SETTING, RunSettings, variant_settings
+from kindgi_eval.inputs import GATEWAY_KEY, SETTING, RunSettings, deployment_gateway, variant_settings
 from kindgi_eval.rules import Agent, InputError, Judge, ModelRef, Problem, Role, Tenant, checked_model
 
 if TYPE_CHECKING:
     from kindgi_eval.llm import Gateway
+
+GATEWAY_URL = SETTING["gateway_url"].var
+"""The variable naming the deployment's gateway: the one URL the gateway's key is ever sent to."""
 
 OFFLINE_AGENTS: dict[str, Callable[[Tenant], Agent]] = {"mock:agent": MockAgent}
 """Offline agent names and how each is built for a tenant."""
@@ -71,13 +74,39 @@ def make_judge(settings: RunSettings, *, check_only: bool = False, named_as: str
     return LitellmJudge(ref, gateway=gateway, prepared=not check_only and gateway is None)
 
 
-def gateway_of(settings: RunSettings) -> Gateway | None:
-    """The LiteLLM gateway the settings send model calls to, with its key from `KINDGI_GATEWAY_KEY`; None without one."""
+def gateway_of(settings: RunSettings, environ: Mapping[str, str] | None = None) -> Gateway | None:
+    """The LiteLLM gateway the settings send model calls to, None without one: the deployment's gateway, with the key
+    beside its URL in this process's environment (`KINDGI_GATEWAY_URL`, `KINDGI_GATEWAY_KEY`). The key is bound to that
+    URL where it is read: InputError, sending nothing, when the settings name any other."""
     if settings.gateway_url is None:
         return None
+    environ = os.environ if environ is None else environ
+    configured = deployment_gateway(environ)
+    if settings.gateway_url != configured:
+        raise InputError([foreign_gateway(settings.gateway_url, configured)])
     from kindgi_eval.llm import Gateway
 
-    return Gateway(settings.gateway_url, os.environ.get(GATEWAY_KEY) or None)
+    return Gateway(configured, environ.get(GATEWAY_KEY) or None)
+
+
+def deployment_settings(settings: RunSettings, environ: Mapping[str, str] | None = None) -> RunSettings:
+    """`settings` as this deployment runs them: their model calls go to the gateway this process's environment names
+    (`KINDGI_GATEWAY_URL`), whatever gateway the settings came with. Settings that name none are given the deployment's;
+    settings that name another (a run's tag, written by hand in the UI) are refused with InputError before any call."""
+    configured = deployment_gateway(environ)
+    if settings.gateway_url not in (None, configured):
+        raise InputError([foreign_gateway(settings.gateway_url, configured)])
+    return settings if settings.gateway_url == configured else settings.model_copy(update={"gateway_url": configured})
+
+
+def foreign_gateway(named: str, configured: str | None) -> Problem:
+    """The problem of a run naming a gateway that is not the deployment's: where its model calls go, and with which
+    key, is the deployment's alone."""
+    deployment = f"this deployment's gateway is {configured}" if configured else "this deployment names no gateway"
+    return Problem(GATEWAY_URL, None, None, f"the run names the gateway {named}, and {deployment}: a run's model calls "
+                   f"go only to the gateway {GATEWAY_URL} names where the run executes, with its key, so nothing was "
+                   "sent. Leave gateway_url out of the run's settings (its kindgi/settings tag), or set "
+                   f"{GATEWAY_URL} where it runs.")
 
 
 def model_ref(name: str, role: Role, named_as: str | None = None, *, gateway: bool = False) -> ModelRef:

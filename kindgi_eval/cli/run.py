@@ -36,6 +36,7 @@ from kindgi_eval.inputs import (
     manifest_of,
     resolve_settings,
     resumed_settings,
+    set_deployment_gateway,
     suite_key,
 )
 from kindgi_eval.rules import InputError, Problem, parse_model, run_failed
@@ -112,6 +113,7 @@ def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str |
     if resume is not None:
         _resume_run(resume, mock, Outputs(json_path, junit_path), flags)
     settings = resolve_settings(flags, mock=mock, defaults={"eval_dir": default_eval_dir()})
+    _gateway_of_the_command_line(settings)
     _start_model_worker(settings)
     loaded = load_tenant(settings.config_dir)
     if registered:
@@ -165,6 +167,14 @@ def _typed(flags: dict[str, object], field: str) -> str | None:
     """The flag a setting was given by on this command line (`--judge-model`), for an error to name; None when it
     came from elsewhere (its variable, `--mock`)."""
     return SETTING[field].flag if flags.get(field) is not None else None
+
+
+def _gateway_of_the_command_line(settings) -> None:
+    """On the command line the user's own gateway is the deployment's: the one the settings resolved (`--gateway-url`
+    over KINDGI_GATEWAY_URL) becomes this process's KINDGI_GATEWAY_URL, the URL the run executed here sends its model
+    calls and the key KINDGI_GATEWAY_KEY to, and no other (`agents.deployment_settings`)."""
+    if settings.gateway_url:
+        set_deployment_gateway(settings.gateway_url)
 
 
 def _start_model_worker(settings) -> None:
@@ -223,6 +233,7 @@ def _resume_run(prefix: str, mock: bool, outputs: Outputs, flags: dict[str, obje
                                   "Start a new run instead.")])
     refuse_finished(root, area, recorded, "--resume")
     settings = resumed_settings(recorded, flags, mock=mock)
+    _gateway_of_the_command_line(settings)
     _start_model_worker(settings)
     loaded = load_tenant(settings.config_dir)
     suite = load_checked_suite(settings.eval_dir, loaded, models_of=kind_models)
@@ -290,6 +301,7 @@ def replay(source: str, json_path: str | None, junit_path: str | None, **flags: 
     settings = resolve_settings(flags, {var: value for var, value in os.environ.items() if var not in not_read})
     if settings.judge_model is None:
         raise InputError([Problem("--judge-model", None, None, "a replay needs a judge. Pass --judge-model or set EVAL_JUDGE_MODEL.")])
+    _gateway_of_the_command_line(settings)
     _start_model_worker(settings)
     make_judge(settings, check_only=True, named_as=_typed(flags, "judge_model"))  # the replay builds its own
     loaded = load_tenant(settings.config_dir)

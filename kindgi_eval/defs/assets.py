@@ -20,6 +20,7 @@ import dagster as dg
 from kindgi_eval.defs.asset_checks import calibration_checks, check_specs, statuses_result
 from kindgi_eval.defs.io_manager import ParquetStore
 from kindgi_eval.defs.lineage import input_run, pinned_by, resolved_tags
+from kindgi_eval.defs.registered import write_pinned_version
 from kindgi_eval.defs.resume import manifest_now, recording, resume_summary
 from kindgi_eval.defs.resources import EvalSettings, RunClients
 from kindgi_eval.defs.ui_metadata import NIGHTS, column_schema, calibration_metadata, history_metadata, result_tags, statuses_metadata
@@ -94,11 +95,15 @@ def suite(
 ) -> list[SuiteRow]:
     """Parsed cases and calibration items of one tenant suite, with the suite's and the tenant's content hashes.
 
+    The suite is checked here, in its own run (a registered version the schedule pinned is written out first): a suite
+    that does not pass fails this step with its problems, before the agent is asked anything.
+
     One row per case (`kind = 'case'`) and per calibration item, each kept whole as JSON in `body`.
     Query: `kindgi-eval sql "SELECT id, kind, text, review FROM cases WHERE suite = '<partition>'"`.
     """
     settings = _settings(context, eval_settings)
     loaded = _inputs(lambda: clients.tenant(settings))
+    _inputs(lambda: write_pinned_version(context.run.tags, loaded.tenant.tenant, settings.eval_dir))  # a tick's registered version
     parsed = _inputs(lambda: load_checked_suite(settings.eval_dir, loaded, models_of=models_of))
     key = suite_key(loaded.tenant.tenant, settings.eval_dir)
     if key != context.partition_key:
@@ -110,6 +115,7 @@ def suite(
     tags = context.run.tags
     pinning = Pinning(io_manager.root(), loaded.tenant, parsed, settings, pinned_by(tags), mock=None)
     kind = kind_named(parsed.kind)
+    _inputs(lambda: kind.needs(parsed, settings))  # a custom suite's handler runs only in a sandbox this machine can build
     pins = _inputs(lambda: kind.pins(pinning))
     resolved = resolved_tags(pins)
     if any(tags.get(tag) != value for tag, value in resolved.items()):

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import dagster as dg
 from pydantic import PrivateAttr
 
-from kindgi_eval.agents import Sandbox, make_agent, make_judge, make_sandbox
+from kindgi_eval.agents import Sandbox, deployment_settings, make_agent, make_judge, make_sandbox
 from kindgi_eval.defs.registered import suite_settings
 from kindgi_eval.inputs import SETTINGS, RunSettings, load_tenant, load_tenants
 from kindgi_eval.rules import Agent, Judge
@@ -25,7 +25,8 @@ class EvalSettings(dg.ConfigurableResource):
 
     Only what a user sets is config. A run started by the CLI, the schedule or the sensor carries its settings,
     resolved already, in its `kindgi/settings` tag: they are used exactly as they are, nothing set here changes them,
-    and nothing is read from the environment again. A re-execution inherits its parent's tags, so its settings too.
+    and nothing is read from the environment again but where the run's model calls go (the gateway), which is the
+    deployment's, never a tag's. A re-execution inherits its parent's tags, so its settings too.
     """
 
     agent_model: str | None = None
@@ -53,11 +54,12 @@ class EvalSettings(dg.ConfigurableResource):
 
     def for_partition(self, key: str) -> RunSettings:
         """The settings of one partition's run: pinned ones as they are, else its tenant suite's from the tenants file
-        with the fields set here over them."""
+        with the fields set here over them; either way with the gateway of the process the run executes in
+        (`deployment_settings`): InputError, before any model call, when a tag names another."""
         if self._pinned is not None:
-            return self._pinned
+            return deployment_settings(self._pinned)
         overrides = {field: getattr(self, field) for field in LAUNCHPAD_FIELDS}
-        return suite_settings(load_tenants().suite(key), overrides)
+        return deployment_settings(suite_settings(load_tenants(partial=True).suite(key), overrides))  # another's typo is no problem here
 
     @classmethod
     def of(cls, settings: RunSettings) -> EvalSettings:

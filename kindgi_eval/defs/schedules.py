@@ -12,10 +12,9 @@ from dagster._utils.schedules import is_valid_cron_string
 
 from kindgi_eval.defs.assets import SUITES
 from kindgi_eval.defs.jobs import EVALUATE, evaluate_suite, kind_selection
-from kindgi_eval.defs.registered import suite_settings
+from kindgi_eval.defs.registered import PlannedRun, planned_run
 from kindgi_eval.defs.resources import pinned_tags
-from kindgi_eval.inputs import TenantSuite, load_suite, load_tenants
-from kindgi_eval.kinds import kind_named, models_of
+from kindgi_eval.inputs import Tenants, TenantSuite, load_tenants
 from kindgi_eval.rules import InputError, Problem
 
 NIGHTLY_CRON = "0 2 * * *"
@@ -26,7 +25,7 @@ TIMEZONE_ENV = "KINDGI_SCHEDULE_TIMEZONE"
 """The IANA timezone the nightly schedule's 02:00 is in; default UTC."""
 DEFAULT_TIMEZONE = "UTC"
 SENSOR_INTERVAL_S = 60
-"""How often the sensor hashes every declared suite."""
+"""How often the sensor hashes every declared suite (its files' bytes, or its registered version's hash)."""
 
 
 def schedule_timezone(environ: dict[str, str] | None = None) -> str:
@@ -57,17 +56,18 @@ def tick_label(cron: str, scheduled: datetime) -> str:
 
 
 class Requests(NamedTuple):
-    """A tick's run requests, and the suites left out, each as `<partition>: <problem>`."""
+    """A tick's run requests, and the suites left out, each as `<partition or tenant>: <problem>`."""
 
     runs: list[dg.RunRequest]
     refused: list[str]
 
 
-def nightly_requests(suites: tuple[TenantSuite, ...], tick: str) -> Requests:
+def nightly_requests(tenants: Tenants, tick: str) -> Requests:
     """One run request per tenant suite, keyed by suite and tick (`tick_label`) so a tick retried never runs a suite
-    twice; a suite that cannot run here (`run_request`) is left out, and the others run."""
-    runs, refused = [], []
-    for s in suites:
+    twice; a tenant whose entry has problems, or a suite that cannot be found (`run_request`), is left out with its
+    reason, and the others run."""
+    runs, refused = [], [f"{s.tenant}: {s.reason()}" for s in tenants.skipped]
+    for s in tenants.suites:
         try:
             runs.append(run_request(s, f"{s.key}@{tick}"))
         except InputError as e:
@@ -75,15 +75,14 @@ def nightly_requests(suites: tuple[TenantSuite, ...], tick: str) -> Requests:
     return Requests(runs, refused)
 
 
-def run_request(declared: TenantSuite, run_key: str) -> dg.RunRequest:
-    """A run of one tenant suite with its settings resolved now, at the tick, and pinned for the whole run;
-    InputError when it cannot run here (a registered version that no longer passes its check, a custom suite on a
-    machine that cannot sandbox its handler), before anything is asked of the agent."""
-    settings = suite_settings(declared)
-    suite = load_suite(settings.eval_dir, models_of=models_of)
-    kind_named(suite.kind).needs(suite, settings)  # a custom suite's handler runs only in a sandbox this machine can build
-    tags = {**declared.tags(), **pinned_tags(settings)}
-    return dg.RunRequest(run_key=run_key, partition_key=declared.key, tags=tags, asset_selection=kind_selection(EVALUATE, suite.kind))
+def run_request(declared: TenantSuite, run_key: str, planned: PlannedRun | None = None) -> dg.RunRequest:
+    """A run of one tenant suite with its settings resolved now, at the tick, and pinned for the whole run. Only what
+    is cheap to know is asked here (`planned_run`: no case parsed, no spec checked); the run checks its suite first
+    and fails with the problems, so a suite costs its own run at most. InputError when the entry's suite folder or
+    registered suite cannot be found."""
+    planned = planned or planned_run(declared)
+    tags = {**declared.tags(), **pinned_tags(planned.settings), **planned.tags}
+    return dg.RunRequest(run_key=run_key, partition_key=declared.key, tags=tags, asset_selection=kind_selection(EVALUATE, planned.kind))
 
 
 def _add_partitions(instance: dg.DagsterInstance, keys: list[str]) -> None:
@@ -107,14 +106,15 @@ def nightly_schedule(timezone: str | None = None, cron: str | None = None) -> dg
         "tagged kindgi/tenant and kindgi/suite.",
     )
     def nightly_suites(context: dg.ScheduleEvaluationContext):
-        tenants = load_tenants()
-        if not tenants.suites:
-            return dg.SkipReason(f"{tenants.source} declares no tenant suite.")
+        tenants = load_tenants(partial=True)  # an entry with a typo is left out, named, and the others run
         _add_partitions(context.instance, tenants.keys)
-        requests = nightly_requests(tenants.suites, tick_label(cron, context.scheduled_execution_time))
+        requests = nightly_requests(tenants, tick_label(cron, context.scheduled_execution_time))
         for refused in requests.refused:
             context.log.warning(f"not run: {refused}")
-        return requests.runs or dg.SkipReason(f"No suite of {tenants.source} can run here: {'; '.join(requests.refused)}")
+        if requests.runs:
+            return requests.runs
+        return dg.SkipReason(f"No suite of {tenants.source} can run here: {'; '.join(requests.refused)}" if requests.refused
+                             else f"{tenants.source} declares no tenant suite.")
 
     return nightly_suites
 
@@ -139,29 +139,29 @@ def last_suite_hash(instance: dg.DagsterInstance, key: str) -> tuple[str | None,
     "(a suite never run counts as changed).",
 )
 def suite_changes(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-    """One run request per declared suite whose cases.jsonl or calibration.jsonl changed since its latest run."""
-    tenants = load_tenants()
+    """One run request per declared suite whose content changed since its latest run: its folder's files hashed, or
+    its registered version in force, compared with what the run recorded. Nothing is parsed or checked here; the run
+    of a change does that, and fails with the problems of a suite that does not pass."""
+    tenants = load_tenants(partial=True)
     requests: list[dg.RunRequest] = []
-    unreadable: list[str] = []
+    not_run: list[str] = []
+    for left_out in tenants.skipped:
+        not_run.append(left_out.tenant)
+        context.log.warning(f"{left_out.tenant}: not run, its tenants-file entry has problems: {left_out.reason()}")
     for declared in tenants.suites:
         try:
-            current = load_suite(suite_settings(declared).eval_dir, models_of=models_of).hash  # a registered suite: its version in force
-        except InputError as e:  # a half-edited suite waits for its fix; the run would only fail
-            unreadable.append(declared.key)
-            context.log.warning(f"{declared.key}: not run, the suite does not parse: {e}")
+            planned = planned_run(declared)  # a registered suite: its version in force
+        except InputError as e:
+            not_run.append(declared.key)
+            context.log.warning(f"{declared.key}: not run: {e}")
             continue
         recorded, event = last_suite_hash(context.instance, declared.key)
-        if current != recorded:
+        if planned.hash != recorded:
             # Keyed by the new hash and the materialisation it replaces: a change is run once, and changing back
             # to an older content after a newer one was run is a change again.
-            run_key = f"{declared.key}@{current[:16]}@{event or 'never'}"
-            try:
-                requests.append(run_request(declared, run_key))
-            except InputError as e:
-                unreadable.append(declared.key)
-                context.log.warning(f"{declared.key}: not run: {e}")
+            requests.append(run_request(declared, f"{declared.key}@{planned.hash[:16]}@{event or 'never'}", planned))
     new = [r.partition_key for r in requests if not context.instance.has_dynamic_partition(SUITES.name, r.partition_key)]
-    skip = None if requests else ("No suite changed" + (f"; not run: {', '.join(unreadable)}" if unreadable else "") + ".")
+    skip = None if requests else ("No suite changed" + (f"; not run: {', '.join(not_run)}" if not_run else "") + ".")
     return dg.SensorResult(
         run_requests=requests,
         dynamic_partitions_requests=[SUITES.build_add_request(new)] if new else None,

@@ -3,7 +3,9 @@
 `SETTINGS` is the one table of them; the command line's options, the Dagster resource and the tenants file
 take their names, variables, types, ranges, defaults and help from it. The environment is read once, by
 `resolve_settings` at the edge (a command, a schedule tick, a sensor tick, a launchpad run), and the
-resolved `RunSettings` is what the run uses and records. Pure: reads a mapping, touches no file.
+resolved `RunSettings` is what the run uses and records. Where a run's model calls go is the deployment's: the gateway
+is read from the environment of the process that runs them (`deployment_gateway`), which the command line sets from its
+own flag (`set_deployment_gateway`). Reads a mapping, touches no file.
 """
 
 from __future__ import annotations
@@ -200,3 +202,15 @@ def check_value(setting: Setting, value: object) -> object:
     elif setting.low is not None and (number <= setting.low if setting.low_open else number < setting.low):
         raise ValueError(f"{value!r} must be a positive number")
     return number
+
+
+def deployment_gateway(environ: Mapping[str, str] | None = None) -> str | None:
+    """The gateway of the deployment this process runs in: KINDGI_GATEWAY_URL of its environment, beside the gateway's
+    key (a run's tags, the launchpad and a suite never name it); None without one; InputError when it is not a URL."""
+    return resolve_settings({}, environ, read_env=("gateway_url",)).gateway_url
+
+
+def set_deployment_gateway(url: str) -> None:
+    """Make `url` this process's deployment gateway: on the command line the user's own `--gateway-url` names the
+    deployment of the run it executes in its process."""
+    os.environ[ENV["gateway_url"]] = url

@@ -182,12 +182,10 @@ def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None, *, model
     With `tenant`, every case that parses is also checked against its funnel stages and courses in the
     same pass, so one run reports schema and tenant problems together, in line order per file.
     """
-    folder = Path(eval_dir)
+    folder = _suite_folder(eval_dir)
     cases_path = folder / CASES_FILE
     calibration_path = folder / CALIBRATION_FILE
     problems: list[Problem] = []
-    if not folder.is_dir():
-        raise InputError([Problem(str(folder), None, None, "no such suite folder. Point EVAL_DIR or --eval-dir at a folder holding cases.jsonl.")])
     registered = _registered(folder / REGISTRY_FILE)
     case_model, calibration_model, files_of = _models(folder / REGISTRY_FILE, registered.kind, models_of) if registered else FOLDER_MODELS
     kind_files = files_of(folder, registered, problems) if registered and files_of else ()
@@ -215,6 +213,39 @@ def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None, *, model
         registered=registered,
         kind_files=kind_files,
     )
+
+
+class SuiteIdentity(NamedTuple):
+    """What is cheap to know of a suite folder without parsing it."""
+
+    kind: str
+    """Its kind: its `registry.json`'s, else a conversation suite's."""
+    hash: str
+    """The content hash a run of it records (`Suite.hash`)."""
+
+
+def suite_identity(eval_dir: str | Path) -> SuiteIdentity:
+    """A suite folder's kind and content hash, from its files' bytes, without parsing or checking a case: what a tick
+    may afford for every tenant (the check is the run's, `load_suite`). InputError when the folder, its
+    `registry.json` or its `cases.jsonl` cannot be read."""
+    folder = _suite_folder(eval_dir)
+    registered = _registered(folder / REGISTRY_FILE)
+    if registered is not None:
+        return SuiteIdentity(registered.kind, registered.registry_hash)
+    problems: list[Problem] = []
+    cases = _read(folder / CASES_FILE, problems, required=True)
+    calibration = _read(folder / CALIBRATION_FILE, problems, required=False)
+    if problems:
+        raise InputError(problems)
+    return SuiteIdentity(FOLDER_KIND, folder_hash({CASES_FILE: cases, CALIBRATION_FILE: calibration}))
+
+
+def _suite_folder(eval_dir: str | Path) -> Path:
+    """`eval_dir` as a folder; InputError when there is none."""
+    folder = Path(eval_dir)
+    if not folder.is_dir():
+        raise InputError([Problem(str(folder), None, None, "no such suite folder. Point EVAL_DIR or --eval-dir at a folder holding cases.jsonl.")])
+    return folder
 
 
 def folder_hash(files: Mapping[str, bytes | None]) -> str:

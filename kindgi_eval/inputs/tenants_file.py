@@ -163,6 +163,19 @@ class TenantSuite(NamedTuple):
         return tags
 
 
+class Skipped(NamedTuple):
+    """A tenants-file entry a partial read left out (`load_tenants(partial=True)`), and why."""
+
+    tenant: str
+    """The entry's name as written, else `tenant[<index>]`."""
+    problems: tuple[Problem, ...]
+    """Everything wrong with the entry, each naming the file, line and field."""
+
+    def reason(self) -> str:
+        """The entry's problems as one line, for a tick's log and its skip reason."""
+        return "; ".join(str(p) for p in self.problems)
+
+
 class Tenants(NamedTuple):
     """Every declared tenant suite, in file order, and where they were declared."""
 
@@ -170,6 +183,8 @@ class Tenants(NamedTuple):
     """The tenants file, or a sentence saying the built-in default is in force."""
     suites: tuple[TenantSuite, ...]
     """Every tenant suite."""
+    skipped: tuple[Skipped, ...] = ()
+    """The entries a partial read left out for their problems (always empty otherwise)."""
 
     @property
     def keys(self) -> list[str]:
@@ -181,6 +196,9 @@ class Tenants(NamedTuple):
         for declared in self.suites:
             if declared.key == key:
                 return declared
+        for left_out in self.skipped:
+            if key.startswith((f"{left_out.tenant}.", f"{left_out.tenant}@")):
+                raise InputError(list(left_out.problems))
         raise InputError(
             [Problem(self.source, None, None, f"suite {key!r} is not declared here (declared: {', '.join(self.keys) or 'none'}). "
                      f"Add it to a tenant's suites, or point {TENANTS_ENV} at the file that declares it.")]
@@ -202,8 +220,12 @@ def tenants_path(environ: Mapping[str, str] | None = None) -> Path | None:
     return Path(value) if value else None
 
 
-def load_tenants(path: str | Path | None = None) -> Tenants:
-    """The tenants file at `path` (else KINDGI_TENANTS, else the built-in default); InputError lists every problem."""
+def load_tenants(path: str | Path | None = None, *, partial: bool = False) -> Tenants:
+    """The tenants file at `path` (else KINDGI_TENANTS, else the built-in default); InputError lists every problem.
+
+    `partial`: an entry with problems is left out, with them, in `Tenants.skipped`, and the others are read, so one
+    tenant's typo costs no other tenant its run (the schedule's and the sensor's ticks, a run starting). A file that
+    cannot be read as a whole (not TOML, no [[tenant]], a key beside them) is still an InputError."""
     path = Path(path) if path else tenants_path()
     if path is None:
         return default_tenants()
@@ -215,7 +237,7 @@ def load_tenants(path: str | Path | None = None) -> Tenants:
         raise InputError([Problem(str(path), None, None, f"file not found. Point {TENANTS_ENV} at the tenants file.")]) from None
     except OSError as e:
         raise InputError([Problem(str(path), None, None, f"cannot be read: {e.strerror or e}.")]) from None
-    return parse_tenants(content, path)
+    return parse_tenants(content, path, partial=partial)
 
 
 def default_tenants(cwd: Path | None = None) -> Tenants:
@@ -233,8 +255,9 @@ def default_tenants(cwd: Path | None = None) -> Tenants:
     return Tenants(where, tuple(suites))
 
 
-def parse_tenants(content: bytes, file: Path) -> Tenants:
-    """The tenants declared in the bytes of a tenants file; relative homes resolve against the file's folder."""
+def parse_tenants(content: bytes, file: Path, *, partial: bool = False) -> Tenants:
+    """The tenants declared in the bytes of a tenants file; relative homes resolve against the file's folder.
+    `partial` as for `load_tenants`."""
     name = str(file)
     try:
         text = content.decode("utf-8")
@@ -251,20 +274,34 @@ def parse_tenants(content: bytes, file: Path) -> Tenants:
         problems.append(Problem(name, None, "tenant", "declares no tenant. Add one [[tenant]] table per tenant."))
         raise InputError(problems)
     entries: list[tuple[int, TenantEntry]] = []
+    of_table: dict[int, list[Problem]] = {}
     for index, table in enumerate(raw):
         try:
             entries.append((index, TenantEntry.model_validate(table)))
         except ValidationError as e:
             for p in problems_from_validation(e, name, None):
                 field = f"tenant[{index}].{p.field}" if p.field else f"tenant[{index}]"
-                problems.append(Problem(name, _line(lines, field), field, p.message))
+                of_table.setdefault(index, []).append(Problem(name, _line(lines, field), field, p.message))
     homes: dict[str, Path] = {}
     suites: list[TenantSuite] = []
+    of_folders: dict[int, list[Problem]] = {}
     for index, entry in entries:
-        suites += _suites_of(entry, file.parent, name, index, homes, problems, lines)
-    if problems:
-        raise InputError(problems)
-    return Tenants(name, tuple(suites))
+        own: list[Problem] = []
+        suites += _suites_of(entry, file.parent, name, index, homes, own, lines)
+        if own:
+            of_folders[index] = own
+    if problems or ((of_table or of_folders) and not partial):  # every problem at once: the file's, the entries'
+        # tables, then their folders
+        raise InputError(problems + [p for found in (of_table, of_folders) for index in sorted(found) for p in found[index]])
+    of_entry = {**of_table, **of_folders}  # an entry is either: one whose table is wrong has no folders looked at
+    skipped = tuple(Skipped(_entry_name(raw[index], index), tuple(of_entry[index])) for index in sorted(of_entry))
+    return Tenants(name, tuple(suites), skipped)
+
+
+def _entry_name(table: object, index: int) -> str:
+    """How a tick names an entry it left out: its name as written, else its place in the file."""
+    name = table.get("name") if isinstance(table, dict) else None
+    return name if isinstance(name, str) and name else f"tenant[{index}]"
 
 
 def _suites_of(
@@ -359,8 +396,11 @@ def _line(lines: Mapping[str, int], field: str) -> int | None:
 def declared_variant(tenant: str, agent_id: str, version: str, where: str, path: str | Path | None = None) -> str:
     """The agent (model or URL) a tenant declares as `agent_id` at `version` in the tenants file (KINDGI_TENANTS);
     InputError naming what is declared when it is not."""
-    tenants = load_tenants(path)
+    tenants = load_tenants(path, partial=True)  # another tenant's typo is no problem of this run
     entries = [s.entry for s in tenants.suites if s.tenant == tenant]
+    for left_out in tenants.skipped:
+        if not entries and left_out.tenant == tenant:
+            raise InputError(list(left_out.problems))
     agents = entries[0].agents if entries else {}
     declared = agents.get(agent_id)
     if declared is None or declared.version != version:

@@ -189,8 +189,8 @@ class SuiteKind:
     """What it reads from files of its own beside the cases, in a folder the registry wrote (a custom suite's
     `handler.json`), each problem naming the file; None: it keeps none."""
     needs: Callable[[Suite, RunSettings], None] = _needs_nothing
-    """What a run of its suite needs of this machine, checked as the run starts (by the command line, the schedule
-    and the sensor) before the agent is asked anything: InputError saying what is missing."""
+    """What a run of its suite needs of this machine, checked as the run starts (by the command line, and by the
+    run's `suite` step) before the agent is asked anything: InputError saying what is missing."""
     reviewed_by_people: bool = False
     """Whether its runs queue their replies for people to label (`kindgi-eval review export`, `import`, `promote`)."""
     enters_funnel: bool = True

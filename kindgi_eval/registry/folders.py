@@ -10,12 +10,14 @@ partition comes from the id (`acme.pricing` of tenant acme is `acme@acme.pricing
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -52,17 +54,47 @@ def registered_suite_folder(home: Path, tenant: str, suite_id: str, version: str
     """The suite folder of `tenant`'s suite `suite_id`: `version`, else the latest now, written out if new. It is read
     over HTTP through `client` where one is given (the registry KINDGI_REGISTRY_URL names), else from the database of
     `home` (`database_url`). InputError naming `where` when that registry has no such suite; nothing is written then."""
+    with _registry(home, client, where) as catalogue:
+        return materialize(_in_force(catalogue, tenant, suite_id, version, where, consumers), tenant, home, consumers, catalogue)
+
+
+def version_in_force(home: Path, tenant: str, suite_id: str, version: str | None, where: str, consumers: Consumers,
+                     client: RegistryClient | None) -> StoredVersion:
+    """Which version of `tenant`'s suite `suite_id` is in force (`version`, else the latest now), read as
+    `registered_suite_folder` reads it, without checking its spec or writing it out: what a tick may afford for every
+    tenant. InputError naming `where` when that registry has no such suite, or none of `consumers` runs its kind."""
+    with _registry(home, client, where) as catalogue:
+        return _in_force(catalogue, tenant, suite_id, version, where, consumers)
+
+
+def version_folder(home: Path, tenant: str, suite_id: str, version: str) -> Path:
+    """Where a stored version is written out as a suite folder (`materialize`), whether it is yet or not."""
+    return home / FOLDER / tenant / suite_id / version / registered_name(tenant, suite_id)
+
+
+@contextlib.contextmanager
+def _registry(home: Path, client: RegistryClient | None, where: str) -> Iterator[RegistryClient | RegistryStore]:
+    """The registry a run reads: `client`'s over HTTP where given, else the database of `home`, closed after;
+    InputError naming `where` when there is neither."""
     if client is not None:
-        return materialize(remote_version(client, tenant, suite_id, version, where, consumers), tenant, home, consumers, client)
+        yield client
+        return
     url = database_url(home)
     if not database_exists(url):
         raise InputError([Problem(where, None, None, f"no registry is here: {shown(url)} does not exist. Set {URL_ENV} and "
                                   f"{TOKEN_ENV} to read the registry a server holds, or {REGISTRY_DB_ENV} to its database.")])
     store = open_store(url)
     try:
-        return materialize(resolve_version(store, tenant, suite_id, version, where, consumers), tenant, home, consumers, store)
+        yield store
     finally:
         store.close()
+
+
+def _in_force(registry: RegistryClient | RegistryStore, tenant: str, suite_id: str, version: str | None, where: str,
+              consumers: Consumers) -> StoredVersion:
+    if isinstance(registry, RegistryClient):
+        return remote_version(registry, tenant, suite_id, version, where, consumers)
+    return resolve_version(registry, tenant, suite_id, version, where, consumers)
 
 
 def remote_version(client: RegistryClient, tenant: str, suite_id: str, version: str | None, where: str,
@@ -131,7 +163,7 @@ def materialize(stored: StoredVersion, tenant: str, home: Path, consumers: Consu
     record = RegisteredAs(suite_id=stored.suite_id, suite_version=stored.version, registry_hash=stored.sha256, kind=stored.kind,
                           params=content.params)
     files = {**content.files, REGISTRY_FILE: (record.model_dump_json() + "\n").encode("utf-8")}
-    folder = home / FOLDER / tenant / stored.suite_id / stored.version / registered_name(tenant, stored.suite_id)
+    folder = version_folder(home, tenant, stored.suite_id, stored.version)
     if folder.is_dir():
         if _holds(folder, files):
             return folder

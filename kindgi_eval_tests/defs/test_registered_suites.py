@@ -8,8 +8,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from kindgi_eval.defs.resources import EvalSettings, pinned_settings
-from kindgi_eval.defs.runs import open_instance, run_chain
+from kindgi_eval.defs.resources import SETTINGS_TAG, EvalSettings, pinned_settings
+from kindgi_eval.defs.runs import RunFailed, open_instance, run_chain
 from kindgi_eval.inputs import TENANTS_ENV
 from kindgi_eval.registry import EvalSuite, database_url, open_store
 from kindgi_eval.store import SHARED, read_rows, runtime_home
@@ -41,6 +41,11 @@ def registered(home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     store.close()
 
 
+def unpinned(tags: dict[str, str]) -> dict[str, str]:
+    """A request's tags but its settings, which `run_chain` pins itself."""
+    return {tag: value for tag, value in tags.items() if tag != SETTINGS_TAG}
+
+
 def tick_and_run(home) -> tuple[str, dict]:
     """One nightly tick, and its one request run as the daemon would: its pinned settings, unchanged."""
     from kindgi_eval.defs.definitions import defs
@@ -50,7 +55,7 @@ def tick_and_run(home) -> tuple[str, dict]:
     (request,) = list(defs.resolve_schedule_def("nightly_suites")(context))
     assert request.partition_key == KEY
     settings = EvalSettings.of(pinned_settings(request.tags)).for_partition(KEY)
-    run_id = run_chain(instance, home.root, settings, KEY, "conversation")
+    run_id = run_chain(instance, home.root, settings, KEY, "conversation", tags=unpinned(request.tags))
     (run,) = read_rows(home.store, SHARED.run_summary, KEY, run_id)
     return run_id, run.model_dump()
 
@@ -140,7 +145,7 @@ def test_run_suite_evaluates_a_registered_version_from_the_command_line(home, tm
     assert both.code == 2 and both.err.startswith("error: --suite: names the suite")
 
 
-def test_a_custom_suite_is_left_out_of_the_tick_on_a_machine_without_a_sandbox(registered, home, tmp_path: Path, monkeypatch) -> None:
+def test_a_custom_suite_on_a_machine_without_a_sandbox_fails_its_own_run_before_the_agent(registered, home, tmp_path: Path, monkeypatch) -> None:
     from kindgi_eval.defs.definitions import defs
 
     source = "def grade(case, reply):\n    return {'pass': True, 'reason': 'ok'}\n"
@@ -148,6 +153,43 @@ def test_a_custom_suite_is_left_out_of_the_tick_on_a_machine_without_a_sandbox(r
                       spec={"handler": {"modulePath": "h.py", "entrypointPath": "grade", "source": source}, "cases": lines("cases.jsonl")[:2]})
     registered.publish("alpha", registered.issue_token("alpha", "test").id, suite)
     monkeypatch.setenv("PATH", str(tmp_path))  # neither bubblewrap nor prlimit
-    context = dg.build_schedule_context(instance=open_instance(home.root), scheduled_execution_time=NIGHT)
-    data = defs.resolve_schedule_def("nightly_suites").evaluate_tick(context)
-    assert data.run_requests == [] and "custom handler: bwrap and prlimit not found on PATH" in data.skip_message
+    instance = open_instance(home.root)
+    context = dg.build_schedule_context(instance=instance, repository_def=defs.get_repository_def(), scheduled_execution_time=NIGHT)
+    (request,) = defs.resolve_schedule_def("nightly_suites").evaluate_tick(context).run_requests  # the tick asks the machine nothing
+    with pytest.raises(RunFailed, match="custom handler: bwrap and prlimit not found on PATH") as failed:
+        run_chain(instance, home.root, pinned_settings(request.tags), KEY, "custom", tags=unpinned(request.tags))
+    assert "suite" in str(failed.value)  # its first step: the agent was asked nothing
+
+
+def test_a_stored_version_that_fails_its_check_costs_the_tick_nothing_and_fails_its_own_run(registered, home, tmp_path, monkeypatch) -> None:
+    from kindgi_eval.defs.definitions import defs
+    from kindgi_eval.defs.schedules import suite_changes
+
+    cases = lines("cases.jsonl")[:3]
+    cases[1] = {**cases[1], "must_contains": ["a typo the check refuses"]}  # stored as a version no longer passing its check
+    publish(registered, "1.0.0", cases)
+    tenant_tree(tmp_path, "beta")  # and a tenant whose suite is fine, in the same tick
+    path = write_tenants(tmp_path / "tenants.toml", entry("alpha", suites=None, registry="alpha.pricing"), entry("beta"))
+    monkeypatch.setenv(TENANTS_ENV, str(path))
+    instance = open_instance(home.root)
+    context = dg.build_schedule_context(instance=instance, repository_def=defs.get_repository_def(), scheduled_execution_time=NIGHT)
+    requests = defs.resolve_schedule_def("nightly_suites").evaluate_tick(context).run_requests
+    assert [r.partition_key for r in requests] == [KEY, "beta.golden"]
+    assert requests[0].tags["kindgi/registered"] == "alpha.pricing@1.0.0"
+    assert not (runtime_home() / "registry-suites").exists()  # the tick wrote nothing out, so checked nothing
+    assert [r.partition_key for r in suite_changes(dg.build_sensor_context(instance=instance)).run_requests] == [KEY, "beta.golden"]
+    with pytest.raises(RunFailed, match=r"cases\[1\].*must_contains.*no longer passes the conversation kind's check"):
+        run_chain(instance, home.root, pinned_settings(requests[0].tags), KEY, "conversation", tags=unpinned(requests[0].tags))
+
+
+def test_a_registry_that_cannot_be_reached_costs_its_suites_the_tick_and_the_others_run(registered, home, tmp_path, monkeypatch) -> None:
+    from kindgi_eval.defs.definitions import defs
+
+    tenant_tree(tmp_path, "beta")
+    path = write_tenants(tmp_path / "tenants.toml", entry("alpha", suites=None, registry="alpha.pricing"), entry("beta"))
+    monkeypatch.setenv(TENANTS_ENV, str(path))
+    monkeypatch.setenv("KINDGI_REGISTRY_URL", "http://127.0.0.1:9")  # the discard port: nothing answers
+    monkeypatch.setenv("KINDGI_REGISTRY_TOKEN", "kindgi_not-a-token")
+    context = dg.build_schedule_context(instance=open_instance(home.root), repository_def=defs.get_repository_def(),
+                                        scheduled_execution_time=NIGHT)
+    assert [r.partition_key for r in defs.resolve_schedule_def("nightly_suites").evaluate_tick(context).run_requests] == ["beta.golden"]

@@ -73,13 +73,64 @@ def test_schedule_tick_evaluates_as_the_daemon_does(home, tenants: Path) -> None
     assert all(list(r.asset_selection) == own for r in data.run_requests) and dg.AssetKey("accuracy") not in own
 
 
-def test_a_bad_tenants_file_fails_the_tick_with_its_problems(home, tenants: Path) -> None:
-    (tenants / "tenants.toml").write_text(
-        (tenants / "tenants.toml").read_text().replace('suites = ["evals/golden"]', 'suites = ["../alpha/evals/golden"]')
-    )
+def test_a_tenants_file_that_cannot_be_read_as_a_whole_fails_the_tick_with_its_problems(home, tenants: Path) -> None:
+    (tenants / "tenants.toml").write_text((tenants / "tenants.toml").read_text() + "\n[[tenat]]\nname = 'gamma'\n")
     context = dg.build_schedule_context(instance=open_instance(home.root), scheduled_execution_time=NIGHT)
-    with pytest.raises(InputError, match="outside the tenant's home"):
+    with pytest.raises(InputError, match="tenat: unknown key"):  # an entry misspelt as a whole belongs to no tenant
         list(nightly_schedule("UTC")(context))
+
+
+@pytest.mark.parametrize(
+    ("written", "says"),
+    [
+        ('judge_model = "openai:gpt-4o"', "tenant[0].judge_modle"),  # a typo in one key
+        ('suites = ["evals/golden", "evals/pricing"]', "outside the tenant's home"),  # a folder out of its home
+    ],
+)
+def test_an_entry_with_a_problem_costs_its_own_tenant_the_night_and_the_others_run(home, tenants: Path, written, says, capfd) -> None:
+    from kindgi_eval.defs.definitions import defs
+
+    wrong = {'judge_model = "openai:gpt-4o"': 'judge_modle = "openai:gpt-4o"',
+             'suites = ["evals/golden", "evals/pricing"]': 'suites = ["../beta/evals/golden"]'}[written]
+    path = tenants / "tenants.toml"
+    path.write_text(path.read_text().replace(written, wrong))
+    instance = open_instance(home.root)
+    context = dg.build_schedule_context(instance=instance, repository_def=defs.get_repository_def(), scheduled_execution_time=NIGHT)
+    data = defs.resolve_schedule_def("nightly_suites").evaluate_tick(context)
+    assert [r.partition_key for r in data.run_requests] == ["beta.golden"]
+    logged = capfd.readouterr()  # the tick's log, which the daemon keeps in the tick's history, goes to the console too
+    (warning,) = [line for line in (logged.out + logged.err).splitlines() if "not run" in line]
+    assert "not run: alpha: " in warning and says in warning  # it names the tenant and the fix
+    assert instance.get_dynamic_partitions("suites") == ["beta.golden"]
+
+
+def test_a_tick_whose_every_entry_has_a_problem_is_skipped_naming_each(home, tenants: Path) -> None:
+    from kindgi_eval.defs.definitions import defs
+
+    path = tenants / "tenants.toml"
+    path.write_text(path.read_text().replace("agent_model", "agent_modle"))
+    context = dg.build_schedule_context(instance=open_instance(home.root), repository_def=defs.get_repository_def(), scheduled_execution_time=NIGHT)
+    data = defs.resolve_schedule_def("nightly_suites").evaluate_tick(context)
+    assert data.run_requests == []
+    assert "alpha: " in data.skip_message and "beta: " in data.skip_message and "tenant[1].agent_modle" in data.skip_message
+
+
+def test_a_suite_the_tick_does_not_check_gets_its_run_and_that_run_fails_with_its_problems(home, tenants: Path) -> None:
+    from kindgi_eval.defs.definitions import defs
+
+    cases = tenants / "alpha" / "evals" / "pricing" / "cases.jsonl"
+    cases.write_text(cases.read_text().replace('"must_contain"', '"must_contains"', 1))  # parses as JSON; fails its check
+    instance = open_instance(home.root)
+    context = dg.build_schedule_context(instance=instance, repository_def=defs.get_repository_def(), scheduled_execution_time=NIGHT)
+    data = defs.resolve_schedule_def("nightly_suites").evaluate_tick(context)
+    assert [r.partition_key for r in data.run_requests] == ["alpha.golden", "alpha.pricing", "beta.golden"]
+    request = data.run_requests[1]
+    run = defs.resolve_job_def("evaluate_suite").execute_in_process(
+        instance=instance, partition_key="alpha.pricing", tags=request.tags, asset_selection=list(request.asset_selection),
+        raise_on_error=False)
+    assert not run.success
+    (failure,) = [e for e in run.all_events if e.is_step_failure]
+    assert failure.step_key == "suite" and "must_contains" in failure.step_failure_data.user_failure_data.description
 
 
 def test_the_schedules_timezone_is_configurable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -129,6 +180,9 @@ def test_sensor_fires_on_a_changed_suite_and_not_on_an_unchanged_one(home, tenan
     assert [r.partition_key for r in changed.run_requests] == ["beta.golden"]
     assert changed.run_requests[0].run_key != never_run.run_requests[0].run_key
 
-    cases.write_text(cases.read_text() + "{not json\n")  # half-edited: wait for the fix rather than run a failure
+    cases.write_text(cases.read_text() + "{not json\n")  # nothing is parsed at the tick: the run says what is wrong
     broken = evaluate()
-    assert broken.run_requests == [] and "not run: beta.golden" in broken.skip_reason.skip_message
+    assert [r.partition_key for r in broken.run_requests] == ["beta.golden"]
+    cases.unlink()  # what cannot even be hashed is left out, named
+    gone = evaluate()
+    assert gone.run_requests == [] and "not run: beta.golden" in gone.skip_reason.skip_message

@@ -116,6 +116,36 @@ def test_an_undeclared_suite_is_refused_naming_the_file(two_tenants: Path) -> No
     )
 
 
+def test_a_partial_read_leaves_out_each_entry_with_a_problem_and_keeps_the_others(tmp_path: Path) -> None:
+    for name in ("alpha", "beta", "gamma"):
+        tenant_tree(tmp_path, name)
+    path = write_tenants(
+        tmp_path / "tenants.toml",
+        entry("alpha", judge_modle="openai:gpt-4o"),  # a typo in a key
+        entry("beta"),
+        {**entry("gamma"), "name": 7},  # no name to go by: named by its place
+        entry("delta"),  # a home that does not exist
+    )
+    tenants = load_tenants(path, partial=True)
+    assert tenants.keys == ["beta.golden"]
+    assert [(s.tenant, [p.field for p in s.problems]) for s in tenants.skipped] == [
+        ("alpha", ["tenant[0].judge_modle"]),
+        ("tenant[2]", ["tenant[2].name"]),
+        ("delta", ["tenant[3].home"]),
+    ]
+    assert tenants.skipped[0].reason() == f"{path}:7: field tenant[0].judge_modle: unknown field (a typo? unknown fields are refused so they never pass silently)"
+    with pytest.raises(InputError) as strict:  # read whole (the default), the same file is every problem at once
+        load_tenants(path)
+    assert [p.field for p in strict.value.problems] == ["tenant[0].judge_modle", "tenant[2].name", "tenant[3].home"]
+
+
+def test_a_left_out_tenants_run_fails_with_its_entrys_problems_and_the_others_start(two_tenants: Path) -> None:
+    two_tenants.write_text(two_tenants.read_text().replace("concurrency = 3", "concurency = 3"))
+    with pytest.raises(InputError, match=r"tenant\[0\]\.concurency: "):
+        EvalSettings().for_partition("alpha.golden")
+    assert EvalSettings().for_partition("beta.golden").agent_url == "https://agent.beta.example/turn"
+
+
 def test_without_a_tenants_file_the_demo_golden_suite_is_declared(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(TENANTS_ENV, raising=False)
     monkeypatch.chdir(REPO)

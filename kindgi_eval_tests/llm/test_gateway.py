@@ -218,3 +218,15 @@ def test_without_a_gateway_a_run_names_the_missing_provider_key(home, tmp_path, 
     (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "c", "text": "hi", "expect": {"escalate": False}}) + "\n")
     result = run_cli("run", "--eval-dir", str(tmp_path), "--agent-model", "openai:gpt-4o-mini")
     assert result.code == 2 and "OPENAI_API_KEY" in result.err
+
+
+def test_on_the_command_line_the_flags_gateway_is_the_deployments_and_gets_the_key(home, tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "c", "text": "how much?", "expect": {"escalate": False}}) + "\n")
+    with FakeProvider(scripted(QUOTE)) as flagged, FakeProvider(scripted(QUOTE)) as configured:
+        env = {"KINDGI_GATEWAY_URL": configured.base_url.removesuffix("/v1"), "KINDGI_GATEWAY_KEY": KEY}
+        result = run_cli("run", "--eval-dir", str(tmp_path), "--agent-model", "openai:gpt-4o-mini",
+                         "--gateway-url", flagged.base_url.removesuffix("/v1"), env=env)
+    assert result.code == 0, result.err
+    assert len(flagged.requests) == 1 and configured.requests == []  # the user's own flag overrides its variable
+    assert flagged.headers[0]["Authorization"] == f"Bearer {KEY}"
