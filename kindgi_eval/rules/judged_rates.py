@@ -78,12 +78,19 @@ def corrected_rate(fails: int, graded: int, error: JudgeError) -> CorrectedRate:
     if se + sp <= 1:
         return CorrectedRate(None, None, None, f"No correction exists: the judge's sensitivity ({se:.2f}) plus specificity "
                                                f"({sp:.2f}) is at most 1, no better than a coin on the labels.")
+    observed = fails / graded
     false_fails = (error.pass_labels - error.cleared) / error.pass_labels  # 1 - sp, exactly 0 for a judge that passed every pass label
-    estimate = _clipped((fails / graded - false_fails) / (se - false_fails))
+    estimate = _clipped((observed - false_fails) / (se - false_fails))
     low, high = fieller(fails, graded, error)
-    return CorrectedRate(estimate, min(low, estimate), max(high, estimate), "Corrected for the judge's sensitivity "
-                         f"{se:.2f} ({error.caught:g} of {error.fail_labels:g} fail labels) and specificity {sp:.2f} "
-                         f"({error.cleared:g} of {error.pass_labels:g} pass labels).")
+    note = (f"Corrected for the judge's sensitivity {se:.2f} ({error.caught:g} of {error.fail_labels:g} fail labels) and "
+            f"specificity {sp:.2f} ({error.cleared:g} of {error.pass_labels:g} pass labels).")
+    if observed < false_fails:
+        note += (f" The observed rate ({observed:.2f}) is below the share of passing replies this judge fails "
+                 f"({false_fails:.2f}), so the correction stops at 0.")
+    elif observed > se:
+        note += (f" The observed rate ({observed:.2f}) is above the share of failing replies this judge fails ({se:.2f}), "
+                 "so the correction stops at 1.")
+    return CorrectedRate(estimate, min(low, estimate), max(high, estimate), note)
 
 
 def fieller(fails: float, graded: float, error: JudgeError, z: float = Z95) -> tuple[float, float]:

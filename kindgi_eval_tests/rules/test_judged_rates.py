@@ -172,6 +172,25 @@ def test_how_many_more_labels_halve_the_interval(fails: int, graded: int, error:
                            "the corrected interval, at today's rates.")
 
 
+@pytest.mark.parametrize(
+    ("fails", "note"),
+    [
+        # none of 500 replies failed, by a judge measured to fail 10% of passing replies: the correction stops at 0
+        (0, " The observed rate (0.00) is below the share of passing replies this judge fails (0.10), so the correction "
+            "stops at 0."),
+        # all of them failed, by a judge measured to fail 90% of failing replies: it stops at 1
+        (500, " The observed rate (1.00) is above the share of failing replies this judge fails (0.90), so the correction "
+              "stops at 1."),
+    ],
+)
+def test_a_rate_the_measured_judge_cannot_have_seen_says_where_the_correction_stops(fails: int, note: str) -> None:
+    error = JudgeError(90, 100, 90, 100)
+    rate = corrected_rate(fails, 500, error)
+    assert rate.estimate == rate.low == rate.high == fails / 500
+    assert rate.note.endswith(note)
+    assert labels_to_halve(fails, 500, error) == (0, 0, "The interval is a single point; more labels cannot narrow it.")
+
+
 def test_labels_alone_cannot_halve_an_interval_the_graded_replies_keep_wide() -> None:
     advice = labels_to_halve(3, 30, JudgeError(9, 10, 19, 20))
     assert advice == (None, None, "More labels alone cannot halve it: its 30 graded replies keep it wider; only more graded "
