@@ -46,6 +46,8 @@ def test_pytest_is_blocked() -> None:
         ("whole_run.py", ("--quick",), ("promptfoo arm: skipped", "| N = 2, C = 2 |", "run, gateway ")),
         # the registry's server under a tenth of each attack
         ("registry_attacks.py", ("--quick",), ()),
+        # a few configurations of the corrected interval's coverage, 200 runs each
+        ("judged_rates.py", ("--quick",), ("fieller (the product's): worst coverage",)),
     ],
 )
 @pytest.mark.long
