@@ -137,8 +137,9 @@ def labels_to_halve(fails: int, graded: int, error: JudgeError) -> LabelsNeeded 
     def width(more_pass: float, more_fail: float) -> float:
         more = JudgeError(se * (error.fail_labels + more_fail), error.fail_labels + more_fail,
                           sp * (error.pass_labels + more_pass), error.pass_labels + more_pass)
-        low, high = fieller(fails, graded, more)
-        return high - low
+        shown = corrected_rate(fails, graded, more)  # as it would be shown: the estimate always inside
+        assert shown.low is not None and shown.high is not None  # today's sensitivity and specificity admit a correction
+        return shown.high - shown.low
 
     if width(1e9, 1e9) > target:
         return LabelsNeeded(None, None, f"More labels alone cannot halve it: its {graded} graded replies keep it wider; "
