@@ -48,6 +48,8 @@ def test_pytest_is_blocked() -> None:
         ("registry_attacks.py", ("--quick",), ()),
         # a tick over three tenants, one of them a registry suite of two costly patterns, and that version's check
         ("tick.py", ("--tenants", "2", "--patterns", "2", "--repeat", "1"), ("3 run requests",)),
+        # a few configurations of the corrected interval's coverage, 200 runs each
+        ("judged_rates.py", ("--quick",), ("fieller (the product's): worst coverage",)),
     ],
 )
 @pytest.mark.long

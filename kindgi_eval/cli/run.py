@@ -326,7 +326,7 @@ def _report(home: Path, key: str, run_id: str, outputs: Outputs, made: Mapping[s
     (`made`, by asset) are taken as it made them, not read back; the store's DuckDB database is written meanwhile."""
     from kindgi_eval.kinds import cases_of, kind_named, own_rows, result_of, store_views, stored_result
     from kindgi_eval.reports import case_marks, junit_xml, render, summary_json
-    from kindgi_eval.store import SHARED, export_database, read_rows, store_root
+    from kindgi_eval.store import SHARED, export_database, read_rows, rows_if_stored, store_root
 
     root = store_root(home)
     exporting = ThreadPoolExecutor(1, thread_name_prefix="export")  # DuckDB's work lets go of the interpreter lock
@@ -344,16 +344,17 @@ def _report(home: Path, key: str, run_id: str, outputs: Outputs, made: Mapping[s
     run = result.run
     statuses = rows(SHARED.statuses)
     calibration = rows(SHARED.calibration)
+    metrics = made.get(SHARED.run_metrics.asset) or rows_if_stored(root, SHARED.run_metrics, key, run_id)
     # a replay judged its source's suite, which it did not make
     suite = made.get(SHARED.suite.asset)
     cases = cases_of(suite if suite is not None else read_rows(root, SHARED.suite, key, run.replies_from))
     stage = kind_named(run.suite_kind).stage
     own = made.get(stage.stored.asset) if stage is not None else None
     marks = case_marks(run.suite_kind, own if own is not None else own_rows(root, key, run_id, run.suite_kind))
-    click.echo(render(result, statuses, calibration, key, cases, marks), nl=False)
+    click.echo(render(result, statuses, calibration, key, cases, marks, metrics), nl=False)
     click.echo(f"run {run_id} stored under {root}", err=True)
     if outputs.json:
-        document = json.dumps(summary_json(run_id, result, statuses, calibration), indent=2, ensure_ascii=False)
+        document = json.dumps(summary_json(run_id, result, statuses, calibration, metrics), indent=2, ensure_ascii=False)
         write_text_atomically(Path(outputs.json), document + "\n")
     if outputs.junit:
         write_bytes_atomically(Path(outputs.junit), junit_xml(run_id, key, run, statuses))

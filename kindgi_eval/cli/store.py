@@ -155,7 +155,7 @@ def _latest_two(root: StorePath, suite: str):
 def _stored_run(root: StorePath, ref):
     """Everything a diff compares of one stored run, `ref` being its `store.RunKey`."""
     from kindgi_eval.reports import StoredRun
-    from kindgi_eval.store import SHARED, read_rows
+    from kindgi_eval.store import SHARED, read_rows, rows_if_stored
 
     run_id, key = ref.run_id, ref.partition
     (run,) = read_rows(root, SHARED.run_summary, key, run_id)
@@ -165,6 +165,7 @@ def _stored_run(root: StorePath, ref):
         statuses=read_rows(root, SHARED.statuses, key, run_id),
         calibration=read_rows(root, SHARED.calibration, key, run_id),
         replies=read_rows(root, SHARED.agent_replies, key, run.replies_from),
+        metrics=rows_if_stored(root, SHARED.run_metrics, key, run_id),
     )
 
 
@@ -185,7 +186,7 @@ def report(run_id: str, html_path: str) -> None:
     """
     from kindgi_eval.kinds import cases_of, own_rows, stored_result
     from kindgi_eval.reports import RunPage, render_html
-    from kindgi_eval.store import SHARED, earlier_runs, read_rows, store_root
+    from kindgi_eval.store import SHARED, earlier_runs, read_rows, rows_if_stored, store_root
 
     check_output_path(html_path, "--html")
     root = store_root()
@@ -204,6 +205,7 @@ def report(run_id: str, html_path: str) -> None:
         history=[*((i, summary) for i, summary, _ in earlier), (run_id, run)],
         cases=cases_of(read_rows(root, SHARED.suite, key, run.replies_from)),
         own=own_rows(root, key, run_id, run.suite_kind),
+        metrics=rows_if_stored(root, SHARED.run_metrics, key, run_id),
     )
     write_text_atomically(Path(html_path), render_html(page, key))
     click.echo(f"wrote {html_path}: {len(page.statuses)} cases, {len(page.history)} runs in the chart", err=True)

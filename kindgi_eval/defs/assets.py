@@ -52,6 +52,7 @@ from kindgi_eval.steps import (
     ask_agent,
     calibration_rows,
     code_version,
+    judged_rate_rows,
     outcome_rows,
     run_row,
     sample_judge,
@@ -265,7 +266,8 @@ def statuses(
         cases_of(suite), agent_replies, outcomes, judge_samples, calibration, judged=settings.judge_model is not None
     )
     context.instance.add_run_tags(context.run.run_id, result_tags(rows, suite[0].tenant, context.partition_key))
-    yield dg.Output(rows, metadata=statuses_metadata(rows, agent_replies, judge_samples, cases_of(suite), context.run.run_id))
+    metadata = statuses_metadata(rows, agent_replies, judge_samples, cases_of(suite), context.run.run_id, judged_rate_rows(rows, calibration))
+    yield dg.Output(rows, metadata=metadata)
     yield statuses_result(rows)
 
 
@@ -313,17 +315,24 @@ KIND_STAGES = [kind_stage(kind) for kind in STAGED]
 
 @dg.asset(**chain_asset("run_metrics"), ins={kind.stage.table: dg.AssetIn(kind.stage.table, dagster_type=dg.Nothing) for kind in STAGED})
 def run_metrics(
-    context: dg.AssetExecutionContext, suite: list[SuiteRow], agent_replies: list[ReplyRow], io_manager: dg.ResourceParam[ParquetStore]
+    context: dg.AssetExecutionContext,
+    suite: list[SuiteRow],
+    agent_replies: list[ReplyRow],
+    statuses: list[StatusRow],
+    calibration: list[CalibrationRow],
+    io_manager: dg.ResourceParam[ParquetStore],
 ) -> list[MetricRow]:
-    """Every figure of the run's kind, one row each in one shape (name, value, interval, method): an accuracy and its
-    interval, a regression's moves, a pairwise win rate, ...; none for a conversation suite.
+    """Every figure of the run, one row each in one shape (name, value, interval, method): its kind's (an accuracy and
+    its interval, a regression's moves, a pairwise win rate, ...), then in a judged run each group's and criterion's
+    judged-fail rate, observed and corrected for the judge's measured error, and the corrected pass rate.
 
     Query a kind's figures under their own names through its view:
-    `kindgi-eval sql "SELECT run_id, accuracy, accuracy_low, accuracy_high FROM accuracy_runs"`.
+    `kindgi-eval sql "SELECT run_id, accuracy, accuracy_low, accuracy_high FROM accuracy_runs"`; the judged rates:
+    `kindgi-eval sql "SELECT calibration_group, criterion, name, value, low, high, note FROM run_metrics WHERE name LIKE 'judged%'"`.
     """
     kind = kind_named(suite[0].suite_kind)
     own = io_manager.upstream(context, kind.stage.table) if kind.stage else ()  # a run of one kind starts no other's stage
-    return kind.metrics(KindRows(suite, agent_replies, own))
+    return [*kind.metrics(KindRows(suite, agent_replies, own)), *judged_rate_rows(statuses, calibration)]
 
 
 @dg.asset(**chain_asset("run_summary"))

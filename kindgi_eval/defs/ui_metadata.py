@@ -1,14 +1,16 @@
 """What the Dagster UI shows of a materialisation: numbers it plots, reports to read, and tables narrow enough for its
 metadata column (long text is clipped there, and stands whole in the reports and in `kindgi-eval sql`)."""
 
+from collections.abc import Sequence
+
 import dagster as dg
 from pydantic import BaseModel
 
 from kindgi_eval.inputs import TAG_RESULT, TAG_SUITE, TAG_TENANT
 from kindgi_eval.kinds import KindResult
-from kindgi_eval.reports import escape_md, kind_lines, pass_rate, run_result, verdicts_markdown
+from kindgi_eval.reports import escape_md, group_rates, judge_error_text, kind_lines, pass_rate, pass_rate_corrected, run_result, summary_rate_lines, verdicts_markdown
 from kindgi_eval.rules import FAILING, STATUSES, Case, clip, judge_was_down
-from kindgi_eval.store import CalibrationRow, ReplyRow, RunRow, SampleRow, StatusRow, arrow_schema
+from kindgi_eval.store import CalibrationRow, MetricRow, ReplyRow, RunRow, SampleRow, StatusRow, arrow_schema
 
 CELL_CHARS = 60
 """Where a table cell's text is clipped, so that no column of a table is squeezed to a word a line."""
@@ -42,6 +44,8 @@ CALIBRATION_COLUMNS = dg.TableSchema(
         dg.TableColumn("group", "string"),
         dg.TableColumn("items", "int"),
         dg.TableColumn("agreement", "float", description="Empty when the group has no items; its lower bound is in `notes`."),
+        dg.TableColumn("sensitivity", "float", description="The share of graded fail labels the judge failed; empty without one."),
+        dg.TableColumn("specificity", "float", description="The share of graded pass labels the judge passed; empty without one."),
         dg.TableColumn("calibrated", "bool"),
     ]
 )
@@ -79,11 +83,13 @@ def result_tags(rows: list[StatusRow], tenant: str, suite: str) -> dict[str, str
 
 
 def statuses_metadata(
-    rows: list[StatusRow], replies: list[ReplyRow], samples: list[SampleRow], cases: list[Case], run_id: str
+    rows: list[StatusRow], replies: list[ReplyRow], samples: list[SampleRow], cases: list[Case], run_id: str,
+    rates: Sequence[MetricRow] = (),
 ) -> dict[str, object]:
     """What the UI shows of a `statuses` materialisation: its counts and costs (plotted by partition, each suite's
     latest run beside the others'), a report of the judged-fail and split verdicts and the failed cases, and two
-    narrow tables of them."""
+    narrow tables of them; in a judged run, each group's judged-fail rate observed and corrected for the judge's error
+    (as numbers, and in words), and the corrected pass rate (`rates`, the run's judged `run_metrics` rows)."""
     verdicts = verdict_records(rows)
     failed = failed_records(rows)
     metadata: dict[str, object] = {status: int(sum(r.status == status for r in rows)) for status in STATUSES}
@@ -99,7 +105,28 @@ def statuses_metadata(
             "failed_cases": dg.MetadataValue.table(failed, schema=FAILED_COLUMNS),
         }
     )
-    return metadata
+    return metadata | judged_rates_metadata(rates)
+
+
+def judged_rates_metadata(rates: Sequence[MetricRow]) -> dict[str, object]:
+    """Each group's judged-fail rate, observed and corrected with its interval, and the corrected pass rate, as numbers
+    (a figure that does not exist is left out, never shown as a number), and the summary's lines of them."""
+    numbers: dict[str, object] = {}
+    for rate in group_rates(rates):
+        for key, row in ((f"judged_fail_rate/{rate.group}", rate.observed), (f"judged_fail_rate_corrected/{rate.group}", rate.corrected)):
+            numbers |= _with_interval(key, row)
+    passes = pass_rate_corrected(rates)
+    if passes is not None:
+        numbers |= _with_interval("pass_rate_corrected", passes)
+    said = summary_rate_lines(rates)
+    return numbers | ({"judged_rates": dg.MetadataValue.md("\n\n".join(escape_md(line.strip()) for line in said))} if said else {})
+
+
+def _with_interval(key: str, row: MetricRow) -> dict[str, float]:
+    """A figure and its bounds under `key`, `key/low` and `key/high`; nothing when it has no value."""
+    if row.value is None:
+        return {}
+    return {key: float(row.value)} | {f"{key}/{part}": float(v) for part, v in (("low", row.low), ("high", row.high)) if v is not None}
 
 
 def calibration_metadata(rows: list[CalibrationRow]) -> dict[str, object]:
@@ -108,6 +135,8 @@ def calibration_metadata(rows: list[CalibrationRow]) -> dict[str, object]:
     metadata: dict[str, object] = {
         f"agreement/{r.group}": float(r.agreement) for r in rows if r.agreement is not None
     }
+    metadata |= {f"sensitivity/{r.group}": float(r.sensitivity) for r in rows if r.sensitivity is not None}
+    metadata |= {f"specificity/{r.group}": float(r.specificity) for r in rows if r.specificity is not None}
     metadata["calibrated_groups"] = int(sum(r.calibrated for r in rows))
     metadata["judge_down"] = judge_was_down(rows)  # no calibration sample was valid: the judge was never heard from
     metadata["groups"] = dg.MetadataValue.table(
@@ -117,6 +146,8 @@ def calibration_metadata(rows: list[CalibrationRow]) -> dict[str, object]:
                     "group": r.group,
                     "items": int(r.items),
                     "agreement": None if r.agreement is None else round(float(r.agreement), 3),
+                    "sensitivity": None if r.sensitivity is None else round(float(r.sensitivity), 3),
+                    "specificity": None if r.specificity is None else round(float(r.specificity), 3),
                     "calibrated": bool(r.calibrated),
                 }
             )
@@ -128,7 +159,7 @@ def calibration_metadata(rows: list[CalibrationRow]) -> dict[str, object]:
         "\n\n".join(
             f"**{escape_md(r.group)}**: {r.items} items ({r.pass_labels} labelled pass, {r.fail_labels} fail); agreement "
             f"{_figure(r.agreement)} (95% lower bound {_figure(r.agreement_low)}), kappa {_figure(r.kappa)}; "
-            f"{r.invalid_samples} invalid samples. {escape_md(r.note)}"
+            f"{r.invalid_samples} invalid samples; the judge's {judge_error_text(r)}. {escape_md(r.note)}"
             for r in rows
         )
     )

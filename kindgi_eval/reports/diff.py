@@ -7,8 +7,9 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
+from kindgi_eval.reports.judged import group_rates, pass_rate_corrected
 from kindgi_eval.rules import ACCURACY_GROUP, FAILING, GROUPS, Status, safe
-from kindgi_eval.store import CalibrationRow, ReplyRow, RunRow, StatusRow
+from kindgi_eval.store import CalibrationRow, MetricRow, ReplyRow, RunRow, StatusRow
 
 
 class StoredRun(BaseModel):
@@ -21,6 +22,8 @@ class StoredRun(BaseModel):
     statuses: list[StatusRow]
     calibration: list[CalibrationRow]
     replies: list[ReplyRow]
+    metrics: list[MetricRow] = []
+    """Its `run_metrics` rows, whose corrected judged rates are compared; none for a run stored before them."""
 
 
 class StatusChange(BaseModel):
@@ -65,6 +68,48 @@ class GroupSide(BaseModel):
     calibrated_b: bool | None
 
 
+class RateSide(BaseModel):
+    """A corrected judged rate in both runs (a group's judged-fail rate, or the pass rate), with its intervals."""
+
+    figure: str
+    """`judged_fail_rate_corrected` or `pass_rate_corrected`."""
+    group: str | None
+    """The calibration group of a judged-fail rate; None for the pass rate."""
+    a: float | None
+    """The corrected rate in run A; None where A has none (no judge, nothing graded, no correction)."""
+    a_low: float | None
+    a_high: float | None
+    b: float | None
+    b_low: float | None
+    b_high: float | None
+
+    @computed_field  # in --json too
+    @property
+    def changed(self) -> bool:
+        """Whether the rate changed: only when both runs have it and their 95% intervals do not overlap, since within
+        the overlap the judge's measured error and the samples' size can explain the move."""
+        if None in (self.a_low, self.a_high, self.b_low, self.b_high):
+            return False
+        return self.a_high < self.b_low or self.b_high < self.a_low  # type: ignore[operator]
+
+
+def rate_sides(a: list[MetricRow], b: list[MetricRow]) -> list[RateSide]:
+    """Every corrected judged rate either run has, each group's in order, then the pass rate."""
+    rates_a = {r.group: r.corrected for r in group_rates(a)}
+    rates_b = {r.group: r.corrected for r in group_rates(b)}
+    pairs: list[tuple[str, str | None, MetricRow | None, MetricRow | None]] = [
+        ("judged_fail_rate_corrected", g, rates_a.get(g), rates_b.get(g)) for g in dict.fromkeys([*rates_a, *rates_b])
+    ]
+    passes_a, passes_b = pass_rate_corrected(a), pass_rate_corrected(b)
+    if passes_a is not None or passes_b is not None:
+        pairs.append(("pass_rate_corrected", None, passes_a, passes_b))
+    return [
+        RateSide(figure=name, group=group, a=ra.value if ra else None, a_low=ra.low if ra else None, a_high=ra.high if ra else None,
+                 b=rb.value if rb else None, b_low=rb.low if rb else None, b_high=rb.high if rb else None)
+        for name, group, ra, rb in pairs
+    ]
+
+
 class RunDiff(BaseModel):
     """The whole difference between run A and run B."""
 
@@ -79,6 +124,8 @@ class RunDiff(BaseModel):
     criteria: list[CriterionChange]
     calibration: list[GroupSide]
     cost: dict[str, dict[str, float]]
+    judged_rates: list[RateSide] = []
+    """The corrected judged rates of both runs; a move counts as a change only where the intervals do not overlap."""
 
 
 def _reply_key(r: ReplyRow) -> tuple:
@@ -135,7 +182,8 @@ def diff_runs(a: StoredRun, b: StoredRun) -> RunDiff:
         "judge_usd": {"a": a.run.judge_usd, "b": b.run.judge_usd},
     }
     return RunDiff(
-        run_a=a.run_id, run_b=b.run_id, same_suite=a.run.suite_hash == b.run.suite_hash, same_replies=same, statuses=statuses, criteria=criteria, calibration=calibration, cost=cost
+        run_a=a.run_id, run_b=b.run_id, same_suite=a.run.suite_hash == b.run.suite_hash, same_replies=same, statuses=statuses, criteria=criteria, calibration=calibration, cost=cost,
+        judged_rates=rate_sides(a.metrics, b.metrics),
     )
 
 
@@ -218,6 +266,10 @@ def render_diff(d: RunDiff, a: RunRow, b: RunRow) -> str:
         lines.append("Calibration agreement (A -> B):")
         for g in d.calibration:
             lines.append(f"  {g.group}: {_figure(g.a, g.calibrated_a)} -> {_figure(g.b, g.calibrated_b)}")
+    if d.judged_rates:
+        lines.append("Corrected judged rates (A -> B; a change only where the 95% intervals do not overlap):")
+        lines += [f"  {r.group or 'pass rate'}: {_rate(r.a, r.a_low, r.a_high)} -> {_rate(r.b, r.b_low, r.b_high)}: {_moved(r)}"
+                  for r in d.judged_rates]
     cost = f"Cost: agent ${d.cost['agent_usd']['a']:.4f} -> ${d.cost['agent_usd']['b']:.4f}"
     if judged:
         cost += f", judge ${d.cost['judge_usd']['a']:.4f} -> ${d.cost['judge_usd']['b']:.4f}"
@@ -247,6 +299,21 @@ def _replies_line(d: RunDiff, judged: bool) -> str:
     if not d.same_suite or not judged:
         return "Replies: the same, so no change below is the agent's"
     return "Replies: the same, so every change below is the judge's, not the agent's"
+
+
+def _rate(value: float | None, low: float | None, high: float | None) -> str:
+    if value is None or low is None or high is None:
+        return "none"
+    return f"{value:.2f} ({low:.2f} to {high:.2f})"
+
+
+def _moved(r: RateSide) -> str:
+    """Whether a corrected rate changed, in words."""
+    if r.changed:
+        return "changed"
+    if r.a is None or r.b is None:
+        return "not comparable"
+    return "no change" if r.a == r.b else "intervals overlap, no change called"
 
 
 def _figure(agreement: float | None, calibrated: bool | None) -> str:

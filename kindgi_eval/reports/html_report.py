@@ -18,10 +18,11 @@ from typing import NamedTuple
 from pydantic import BaseModel
 
 from kindgi_eval.kinds import KindResult, KindRows, kind_named
+from kindgi_eval.reports.judged import figure, group_rates, interval, judge_error_text, labels_advice, pass_rate_corrected, pass_rate_line
 from kindgi_eval.reports.reading import NUDGE_NOTE, SPEAKER, pass_rate, run_result, shown_history, shown_message
 from kindgi_eval.reports.run_report import kind_lines
 from kindgi_eval.rules import FAILING, STATUSES, Case
-from kindgi_eval.store import CalibrationRow, OutcomeRow, RunRow, SampleRow, StatusRow
+from kindgi_eval.store import CalibrationRow, MetricRow, OutcomeRow, RunRow, SampleRow, StatusRow
 
 CHART_WIDTH, CHART_HEIGHT = 640, 220
 """The pass-rate chart's size in CSS pixels."""
@@ -54,6 +55,8 @@ class RunPage(NamedTuple):
     own: Sequence[BaseModel] = ()
     """The rows of the run's kind's own stage (an accuracy suite's grades, a regression suite's moves, ...); empty for
     a kind without one."""
+    metrics: Sequence[MetricRow] = ()
+    """The run's `run_metrics` rows, whose judged rates the page shows."""
 
     @property
     def run(self) -> RunRow:
@@ -82,6 +85,7 @@ def render_html(page: RunPage, suite: str) -> str:
         _chart(page.history, page.run_id),
         "<h2>Calibration</h2>",
         _calibration_table(page.calibration),
+        _judged_rates(page),
         "<h2>Cases</h2>",
         '<p class="filters"><label><input type="checkbox" id="failures-only"> failures only '
         "(failed, judged-fail)</label></p>",
@@ -194,13 +198,37 @@ def _calibration_table(rows: Sequence[CalibrationRow]) -> str:
     body = "".join(
         f"<tr><td>{escape(r.group)}</td><td>{'' if r.agreement is None else f'{r.agreement:.2f} (lower bound {r.agreement_low:.2f})'}</td>"
         f"<td>{'' if r.kappa is None else f'{r.kappa:.2f}'}</td><td>{r.items} ({r.pass_labels} pass, {r.fail_labels} fail)</td>"
+        f"<td>{figure(r.sensitivity)} ({r.caught} of {r.fails_graded})</td><td>{figure(r.specificity)} ({r.cleared} of {r.passes_graded})</td>"
         f"<td>{'yes' if r.calibrated else 'no'}</td><td>{_text(r.note)}</td></tr>"
         for r in rows
     )
     return (
         '<table class="calibration"><tr><th>group</th><th>agreement</th><th>kappa</th><th>items</th>'
-        f"<th>calibrated</th><th>note</th></tr>{body}</table>"
+        f"<th>sensitivity</th><th>specificity</th><th>calibrated</th><th>note</th></tr>{body}</table>"
     )
+
+
+def _judged_rates(page: RunPage) -> str:
+    """Each group's judged-fail rate, observed and corrected for the judge's measured error with its interval, how many
+    more labels would halve that interval, and the corrected pass rate; nothing for a run without a judge."""
+    rates = group_rates(page.metrics)
+    passes = pass_rate_corrected(page.metrics)
+    if not rates and passes is None:
+        return ""
+    calibration = {c.group: c for c in page.calibration}
+    body = "".join(
+        f'<tr data-group="{escape(r.group)}"><td>{escape(r.group)}</td><td>{r.observed.count} of {r.observed.out_of}</td>'
+        f"<td>{figure(r.observed.value)}</td><td>{escape(interval(r.corrected))}</td>"
+        f"<td>{escape(judge_error_text(calibration[r.group]) if r.group in calibration else '')}</td>"
+        f"<td>{escape((labels_advice(calibration[r.group], page.metrics) if r.group in calibration else None) or '')}</td></tr>"
+        for r in rates
+    )
+    table = ('<table class="judged-rates"><tr><th>group</th><th>judged fail</th><th>observed</th><th>corrected</th>'
+             f"<th>judge's error</th><th>to halve the interval</th></tr>{body}</table>") if rates else ""
+    said = f'<p id="pass-rate-corrected">{escape(pass_rate_line(passes))}</p>' if passes is not None else ""
+    return ("<h2>Judged rates, corrected for the judge's error</h2><p>A judged rate as the judge saw it, and corrected "
+            "for how often it missed a fail label and failed a pass label, with a 95% interval that counts both the "
+            f"graded replies and the labels.</p>{table}{said}")
 
 
 def _chart(history: Sequence[tuple[str, RunRow]], current: str) -> str:

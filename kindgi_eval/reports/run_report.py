@@ -7,9 +7,10 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel
 
 from kindgi_eval.kinds import KindResult, KindRows, kind_named
+from kindgi_eval.reports.judged import group_rates, judge_error_text, labels_advice, pass_rate_corrected, rate_json, summary_rate_lines
 from kindgi_eval.reports.reading import NUDGE_NOTE, shown_history, shown_message
 from kindgi_eval.rules import FAILING, STATUSES, THRESHOLD, Case, counted, judge_was_down, safe
-from kindgi_eval.store import CalibrationRow, RunRow, StatusRow
+from kindgi_eval.store import CalibrationRow, MetricRow, RunRow, StatusRow
 
 
 RECAP_AFTER = 10
@@ -23,9 +24,11 @@ def render(
     key: str,
     cases: Sequence[Case],
     marks: Mapping[str, str],
+    metrics: Sequence[MetricRow] = (),
 ) -> str:
     """The printed report: every case's conversation and reply, review criteria beneath it, every failure, then the
-    summary. `marks` holds the line a kind adds to a case (see `case_marks`)."""
+    summary. `marks` holds the line a kind adds to a case (see `case_marks`); `metrics` are the run's `run_metrics`
+    rows, whose judged rates the summary shows."""
     run = result.run
     judged = run.judge is not None
     by_id = {c.id: c for c in cases}
@@ -38,7 +41,7 @@ def render(
     for s in statuses:
         lines += _case_lines(s, judged, by_id.get(s.case_id), marks.get(s.case_id))
     lines.append("")
-    lines += summary_lines(result, calibration)
+    lines += summary_lines(result, calibration, metrics)
     lines += recap_lines(statuses)
     return "\n".join(lines) + "\n"
 
@@ -82,8 +85,9 @@ def _case_lines(s: StatusRow, judged: bool, case: Case | None, mark: str | None)
     return out
 
 
-def summary_lines(result: KindResult, calibration: Sequence[CalibrationRow]) -> list[str]:
-    """Counts (spec 009's three without a judge, spec 016's five with one), the kind's lines, calibration, cost, coverage."""
+def summary_lines(result: KindResult, calibration: Sequence[CalibrationRow], metrics: Sequence[MetricRow] = ()) -> list[str]:
+    """Counts (spec 009's three without a judge, spec 016's five with one), the kind's lines, calibration with the
+    judge's error and how many labels would halve each group's corrected interval, the judged rates, cost, coverage."""
     run = result.run
     if run.judge is None:
         counts = f"{run.passed} passed, {run.failed} failed, {run.reviewed} reviewed"
@@ -103,10 +107,13 @@ def summary_lines(result: KindResult, calibration: Sequence[CalibrationRow]) -> 
             low = "" if c.agreement_low is None else f" (95% lower bound {c.agreement_low:.2f})"
             kappa = "n/a" if c.kappa is None else f"{c.kappa:.2f}"
             state = "calibrated" if c.calibrated else "not calibrated"
+            advice = labels_advice(c, metrics)
             lines.append(
                 f"  {c.group}: agreement {agreement}{low}, kappa {kappa}, {c.items} items "
-                f"({c.pass_labels} pass, {c.fail_labels} fail); {state}: {c.note}"
+                f"({c.pass_labels} pass, {c.fail_labels} fail); {state}: {c.note} "
+                f"The judge's {judge_error_text(c)}." + (f" {advice}" if advice else "")
             )
+        lines += summary_rate_lines(metrics)
     cost = f"Cost: agent ${run.agent_usd:.4f}"
     if run.judge is not None:
         cost += f", judge ${run.judge_usd:.4f}"
@@ -152,11 +159,15 @@ def kind_lines(result: KindResult) -> list[str]:
 
 
 def summary_json(
-    run_id: str, result: KindResult, statuses: Sequence[StatusRow], calibration: Sequence[CalibrationRow]
+    run_id: str, result: KindResult, statuses: Sequence[StatusRow], calibration: Sequence[CalibrationRow],
+    metrics: Sequence[MetricRow] = (),
 ) -> dict:
-    """The `--json` document of DESIGN.md, and the key of the run's kind."""
+    """The `--json` document of DESIGN.md, and the key of the run's kind; a judged run's calibration groups carry the
+    judge's sensitivity and specificity with their counts, and the group's judged-fail rate, observed and corrected."""
     run = result.run
     by_group = {c.group: c for c in calibration}
+    rates = {r.group: r for r in group_rates(metrics)}
+    passes = pass_rate_corrected(metrics)
     return {
         "run_id": run_id,
         "suite": {"eval_dir": run.eval_dir, "hash": run.suite_hash},
@@ -173,11 +184,22 @@ def summary_json(
                 "labels": {"pass": c.pass_labels, "fail": c.fail_labels},
                 "calibrated": c.calibrated,
                 "note": c.note,
+                "sensitivity": c.sensitivity,
+                "caught": c.caught,
+                "fails_graded": c.fails_graded,
+                "specificity": c.specificity,
+                "cleared": c.cleared,
+                "passes_graded": c.passes_graded,
+                "judged_fail_rate": rate_json(rates.get(g)),
+                "labels_to_halve": labels_advice(c, metrics),
             }
             for g in kind_named(run.suite_kind).groups
             if (c := by_group.get(g))
         },
         "cost": {"agent_usd": run.agent_usd, "judge_usd": run.judge_usd},
+        **({} if passes is None else {"pass_rate": {
+            "passed": passes.count, "cases": passes.out_of, "corrected": passes.value, "low": passes.low,
+            "high": passes.high, "method": passes.method, "note": passes.note}}),
         "coverage": {"stages": run.stages, "uncovered": run.uncovered},
         **kind_named(run.suite_kind).summary(result),
         "cases": [

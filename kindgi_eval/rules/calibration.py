@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kindgi_eval.rules.cases import Label
 from kindgi_eval.rules.criteria import GROUPS, Group
 from kindgi_eval.rules.intervals import wilson
+from kindgi_eval.rules.judged_rates import JudgeError
 from kindgi_eval.rules.verdicts import FinalVerdict, counted, invalid_cause
 
 CalibrationFile = Literal["absent", "empty", "items"]
@@ -50,6 +51,26 @@ class GroupAgreement(BaseModel):
     """Of those, the invalid ones (an error, unparseable, an unquoted failure)."""
     invalid_causes: list[str] = Field(default_factory=list)
     """Each invalid sample's cause (`invalid_cause`): `missing credentials`, `unparseable`, ..."""
+    sensitivity: float | None = None
+    """Of the items labelled fail that the judge graded, the share its majority failed (`caught / fails_graded`); None
+    without one. An item left ungraded counts in neither this nor `specificity`, as an ungraded reply counts in no
+    judged rate."""
+    caught: int = Field(default=0, ge=0)
+    """Items labelled fail whose majority verdict was fail."""
+    fails_graded: int = Field(default=0, ge=0)
+    """Items labelled fail that the judge graded, pass or fail."""
+    specificity: float | None = None
+    """Of the items labelled pass that the judge graded, the share its majority passed (`cleared / passes_graded`); None
+    without one."""
+    cleared: int = Field(default=0, ge=0)
+    """Items labelled pass whose majority verdict was pass."""
+    passes_graded: int = Field(default=0, ge=0)
+    """Items labelled pass that the judge graded, pass or fail."""
+
+    @property
+    def judge_error(self) -> JudgeError:
+        """The judge's majority against the labels, as the correction of a judged rate reads it."""
+        return JudgeError(self.caught, self.fails_graded, self.cleared, self.passes_graded)
 
 
 class Graded(NamedTuple):
@@ -120,7 +141,19 @@ def _agree(group: Group, items: list[Graded], threshold: float, calibration_file
             f"{'meeting' if calibrated else 'below'} the threshold of {threshold:.2f}."
         ) + _missed(items)
     interval = wilson(agreed, len(items))
+    error = JudgeError(
+        caught=sum(i.label == i.verdict == "fail" for i in items),
+        fail_labels=sum(i.label == "fail" and i.verdict != "ungraded" for i in items),
+        cleared=sum(i.label == i.verdict == "pass" for i in items),
+        pass_labels=sum(i.label == "pass" and i.verdict != "ungraded" for i in items),
+    )
     return GroupAgreement(
+        sensitivity=error.sensitivity,
+        caught=error.caught,
+        fails_graded=error.fail_labels,
+        specificity=error.specificity,
+        cleared=error.cleared,
+        passes_graded=error.pass_labels,
         group=group,
         agreement=agreed / len(items) if items else None,
         agreement_low=interval.low if interval else None,

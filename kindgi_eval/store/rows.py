@@ -364,3 +364,15 @@ class MetricRow(StoredRow):
     """The upper bound of its interval."""
     method: str | None = None
     """How the value or its interval was computed, e.g. `wilson 95%`, `bootstrap 95%`, `mcnemar exact`; None for a count."""
+    group: str | None = None
+    """The calibration group a judged rate is of (`judged_fail_rate`, `judged_fail_rate_corrected`); None for a figure of
+    the whole run."""
+    criterion: str | None = None
+    """The criterion a judged rate is of; None for a figure of a whole group or of the whole run."""
+    count: int | None = None
+    """Of a rate: what was counted (the replies the judge failed; of `pass_rate_corrected`, the cases passed or
+    judged-pass)."""
+    out_of: int | None = None
+    """Of a rate: out of how many (the replies the judge graded; of `pass_rate_corrected`, every case)."""
+    note: str | None = None
+    """What the figure rests on, or why it has no value (nothing graded, a correction that does not exist)."""

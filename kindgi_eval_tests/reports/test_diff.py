@@ -17,7 +17,7 @@ from kindgi_eval.reports.diff import (
     render_diff,
 )
 from kindgi_eval.rules.statuses import FAILING, STATUSES
-from kindgi_eval.store.rows import RunRow, StatusRow
+from kindgi_eval.store.rows import MetricRow, RunRow, StatusRow
 
 GREEN = ("passed", "judged-pass", "reviewed")
 RED = ("failed", "judged-fail")
@@ -192,3 +192,42 @@ def test_diff_keeps_grading_changes_apart_from_changes_of_verdict() -> None:
         "  ungraded -> pass: 3\n"  # counted, not named: the many a newly calibrated judge gives
     )
     assert '"grading":true' in d.model_dump_json().replace(" ", "")
+
+
+def rate(value: float | None, low: float | None, high: float | None, group: str | None = "implicit_concession") -> MetricRow:
+    name = "pass_rate_corrected" if group is None else "judged_fail_rate_corrected"
+    return MetricRow(name=name, value=value, low=low, high=high, method="rogan-gladen, fieller 95%", group=group, count=1, out_of=10)
+
+
+def with_rates(run_id: str, *rates: MetricRow) -> StoredRun:
+    observed = [r.model_copy(update={"name": "judged_fail_rate"}) for r in rates if r.group is not None]
+    return stored(run_id, {}).model_copy(update={"metrics": [*observed, *rates]})
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "changed", "said"),
+    [
+        # the intervals overlap: the move is within what the judge's error and the samples' size explain
+        ((0.10, 0.00, 0.40), (0.30, 0.10, 0.60), False, "intervals overlap, no change called"),
+        # they do not: a change
+        ((0.05, 0.00, 0.15), (0.40, 0.20, 0.60), True, "changed"),
+        # touching at one point is an overlap
+        ((0.05, 0.00, 0.20), (0.40, 0.20, 0.60), False, "intervals overlap, no change called"),
+        ((0.10, 0.00, 0.40), (0.10, 0.00, 0.40), False, "no change"),
+        # a run with no corrected rate (nothing graded, no correction) is compared with nothing
+        ((0.10, 0.00, 0.40), (None, None, None), False, "not comparable"),
+    ],
+)
+def test_a_corrected_rate_changes_only_where_the_intervals_do_not_overlap(a, b, changed: bool, said: str) -> None:
+    d = diff_runs(with_rates("a", rate(*a), rate(*a, group=None)), with_rates("b", rate(*b), rate(*b, group=None)))
+    assert [(r.figure, r.group, r.changed) for r in d.judged_rates] == [
+        ("judged_fail_rate_corrected", "implicit_concession", changed), ("pass_rate_corrected", None, changed)]
+    text = render_diff(d, run_row("x", "x"), run_row("y", "y")).splitlines()
+    assert text[text.index("Corrected judged rates (A -> B; a change only where the 95% intervals do not overlap):") + 1].endswith(f": {said}")
+    assert d.model_dump()["judged_rates"][0]["changed"] is changed  # --json says it too
+
+
+def test_runs_without_judged_rates_show_none() -> None:
+    d = diff_runs(stored("a", {}), stored("b", {}))
+    assert d.judged_rates == []
+    assert "Corrected judged rates" not in render_diff(d, run_row("x", "x"), run_row("y", "y"))

@@ -252,3 +252,32 @@ def test_a_note_names_the_items_the_judge_missed_and_what_it_said() -> None:
     many = [Graded("free_text", "pass", "fail", f"i{n:02d}") for n in range(13)] + [Graded("free_text", "fail", "fail", "f")]
     (row,) = agree_by_group(many, groups=("free_text",)).values()
     assert row.note.endswith("i09 (fail, labelled pass), and 3 more.")
+
+
+@pytest.mark.parametrize(
+    ("pairs", "sensitivity", "specificity", "counts"),
+    [
+        # every label agreed with
+        ("pp pp ff ff", 1.0, 1.0, (2, 2, 2, 2)),
+        # a fail label passed: one fail caught of two
+        ("pp pp ff fp", 0.5, 1.0, (1, 2, 2, 2)),
+        # a pass label failed: one pass cleared of three
+        ("pp pf pf ff", 1.0, 1 / 3, (1, 1, 1, 3)),
+        # an ungraded item counts in neither: the fail label left ungraded is out of both
+        ("pp ff fu", 1.0, 1.0, (1, 1, 1, 1)),
+        # every pass label left ungraded: no specificity
+        ("pu ff", 1.0, None, (1, 1, 0, 0)),
+    ],
+)
+def test_sensitivity_and_specificity_count_the_graded_labels(
+    pairs: str, sensitivity: float, specificity: float | None, counts: tuple[int, int, int, int]
+) -> None:
+    row = agree_by_group(graded("implicit_concession", pairs))["implicit_concession"]
+    assert (row.sensitivity, row.specificity) == (sensitivity, specificity)
+    assert (row.caught, row.fails_graded, row.cleared, row.passes_graded) == counts
+    assert tuple(row.judge_error) == counts
+
+
+def test_a_group_without_items_has_no_sensitivity_or_specificity() -> None:
+    row = agree_by_group([])["free_text"]
+    assert (row.sensitivity, row.specificity, row.caught, row.fails_graded, row.cleared, row.passes_graded) == (None, None, 0, 0, 0, 0)
