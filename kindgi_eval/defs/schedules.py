@@ -8,7 +8,6 @@ from typing import NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import dagster as dg
-from dagster._utils.schedules import is_valid_cron_string
 
 from kindgi_eval.defs.assets import SUITES
 from kindgi_eval.defs.jobs import EVALUATE, evaluate_suite, kind_selection
@@ -43,9 +42,11 @@ def schedule_timezone(environ: dict[str, str] | None = None) -> str:
 def schedule_cron(environ: dict[str, str] | None = None) -> str:
     """The schedule's cron expression from KINDGI_SCHEDULE_CRON, default 02:00 daily; InputError when it is not one."""
     text = (os.environ if environ is None else environ).get(CRON_ENV) or NIGHTLY_CRON
-    if not is_valid_cron_string(text):
+    try:
+        dg.ScheduleDefinition(name="cron_check", cron_schedule=text, job=evaluate_suite)  # Dagster's own reading
+    except dg.DagsterInvalidDefinitionError:
         raise InputError([Problem(CRON_ENV, None, None, f"{text!r} is not a cron expression. Use five fields, such as "
-                                  f"'{NIGHTLY_CRON}' (02:00 daily) or '*/5 * * * *' (every five minutes).")])
+                                  f"'{NIGHTLY_CRON}' (02:00 daily) or '*/5 * * * *' (every five minutes).")]) from None
     return text
 
 
