@@ -12,6 +12,7 @@ from kindgi_eval.registry.documents import SUITE_DOCUMENT, ShippedCatalogue, che
 from kindgi_eval.registry.errors import ErrorCode, RegistryError
 from kindgi_eval.registry.model import (
     KINDS,
+    SUITE_ID_PATTERN,
     EvalSuite,
     Kind,
     SuitePage,
@@ -44,4 +45,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'kindgi_eval.registry' has no attribute {name!r}")
 
 
-__all__ = ["Catalogue", "CatalogueEntry", "EntryInfo", "listing", "SCOPES", "Scope", "lifetime", "SUITE_DOCUMENT", "ShippedCatalogue", "checked_suite", "handler_of_file", "pulled_files", "read_document", "CONVERSATION", "CONVERSATION_KEYS", "Consumers", "checked_consumers", "client_from_env", "etag", "jsonl", "problem_line", "materialize", "registered_suite_folder", "resolve_version", "Consumer", "FolderContent", "RegistryClient", "RegistryUnreachable", "TOKEN_ENV", "URL_ENV", "DEFAULT_HOST", "DEFAULT_PORT", "ErrorCode", "EvalSuite", "IssuedToken", "KINDS", "Kind", "MAX_BODY", "REGISTRY_DB_ENV", "RegistryError", "RegistryStore", "RunningServer", "SemVer", "StoredVersion", "SuitePage", "SuiteSummary", "SuiteVersion", "TokenInfo", "VersionInfo", "accepted_kinds", "canonical_json", "content_hash", "database_url", "is_semver", "open_store", "parse_semver", "read_conversation", "spec_of_files", "suite_files", "running_server", "semver_key", "serve", "suite_document", "suite_json_schema"]
+__all__ = ["Catalogue", "CatalogueEntry", "EntryInfo", "listing", "SCOPES", "Scope", "lifetime", "SUITE_DOCUMENT", "ShippedCatalogue", "checked_suite", "handler_of_file", "pulled_files", "read_document", "CONVERSATION", "CONVERSATION_KEYS", "Consumers", "checked_consumers", "client_from_env", "etag", "jsonl", "problem_line", "materialize", "registered_suite_folder", "resolve_version", "Consumer", "FolderContent", "RegistryClient", "RegistryUnreachable", "TOKEN_ENV", "URL_ENV", "DEFAULT_HOST", "DEFAULT_PORT", "ErrorCode", "EvalSuite", "IssuedToken", "KINDS", "SUITE_ID_PATTERN", "Kind", "MAX_BODY", "REGISTRY_DB_ENV", "RegistryError", "RegistryStore", "RunningServer", "SemVer", "StoredVersion", "SuitePage", "SuiteSummary", "SuiteVersion", "TokenInfo", "VersionInfo", "accepted_kinds", "canonical_json", "content_hash", "database_url", "is_semver", "open_store", "parse_semver", "read_conversation", "spec_of_files", "suite_files", "running_server", "semver_key", "serve", "suite_document", "suite_json_schema"]

@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 
-from kindgi_eval.registry.catalogue import CatalogueEntry, CataloguePage
+from kindgi_eval.registry.catalogue import ENTRY_NAME_PATTERN, CatalogueEntry, CataloguePage
 from kindgi_eval.registry.errors import STATUS_OF, ErrorCode, RegistryError
 from kindgi_eval.registry.model import (
     SUITE_ID_PATTERN,
@@ -47,6 +47,7 @@ DRAIN_AT_MOST = 16 * MAX_BODY
 """An oversized body declared by Content-Length is read and dropped up to this size before the 413, so the client
 can read the answer instead of meeting a reset connection; beyond it the connection is closed unread."""
 _SUITE_ID = re.compile(SUITE_ID_PATTERN)
+_ENTRY_NAME = re.compile(ENTRY_NAME_PATTERN)
 _CODE_OF_STATUS: dict[int, ErrorCode] = {status: code for code, status in STATUS_OF.items()}
 
 
@@ -261,7 +262,9 @@ def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads 
              tags=["catalogue"], responses=_errors(401, 404))
     async def catalogue_entry(token: Caller, owner: str, name: str, version: str) -> CatalogueEntry:
         """One entry of the catalogue, with its files."""
-        found = await run_in_threadpool(store.catalogue_entry, f"{owner}/{name}", version)
+        # checked like the suite routes' segments: a name or version no entry can have (a NUL, a slash) is never looked up
+        valid = _ENTRY_NAME.fullmatch(f"{owner}/{name}") is not None and is_semver(version)
+        found = await run_in_threadpool(store.catalogue_entry, f"{owner}/{name}", version) if valid else None
         if found is None:
             raise RegistryError("not_found", f"catalogue entry {_shown(f'{owner}/{name}')} {_shown(version)}: the catalogue "
                                 "holds no such entry. List it with GET /v1/catalogue.")
