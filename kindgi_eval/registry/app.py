@@ -35,7 +35,8 @@ from kindgi_eval.registry.model import (
     VersionList,
 )
 from kindgi_eval.registry.consumers import Consumers, checked_consumers
-from kindgi_eval.registry.publishing import MAX_BODY, NewEntry, read_entry, read_files, read_suite
+from kindgi_eval.registry.checking import PublishChecks
+from kindgi_eval.registry.publishing import MAX_BODY, NewEntry, read_entry, read_files
 from kindgi_eval.registry.semver import is_semver
 from kindgi_eval.registry.storage import Answer, Idempotency, RegistryStore, StoredVersion
 from kindgi_eval.registry.tokens import TokenInfo, is_token_shaped
@@ -137,15 +138,23 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The OpenAPI answers of the refusals a route can give, all of the one error shape."""
     words = {401: "missing, malformed, unknown, revoked or expired token", 403: "tenantId is not the caller's tenant, or the token's scope may not do this",
              404: "no such suite or version of the caller's", 409: "other content under that version, or a version not greater than the latest",
-             412: "If-Match does not hold for the latest version", 413: "body over 1 MiB", 422: "invalid request"}
+             412: "If-Match does not hold for the latest version", 413: "body over 1 MiB", 422: "invalid request",
+             503: "the publish could not be checked in time (other publishes were being checked): retry it"}
     return {status: {"model": ErrorBody, "description": words[status]} for status in statuses}
 
 
 @asynccontextmanager
 async def _serving(app: FastAPI) -> AsyncIterator[None]:
-    """The app's life on one event loop: what the store opened on that loop is closed on it at shutdown."""
-    yield
-    await app.state.store.aclose()
+    """The app's life on one event loop: the workers that check publishes start with it, and what the store opened
+    on that loop is closed on it at shutdown."""
+    store: RegistryStore = app.state.store
+    app.state.checks = PublishChecks(store.engine.url.render_as_string(hide_password=False), app.state.consumers)
+    app.state.checks.start()
+    try:
+        yield
+    finally:
+        await run_in_threadpool(app.state.checks.close)
+        await store.aclose()
 
 
 def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads run on the event loop, writes in the thread pool
@@ -163,6 +172,7 @@ def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads 
         lifespan=_serving,
     )
     app.state.store = store
+    app.state.consumers = consumers
     app.state.aborted_uploads = 0
     """Publishes whose client disconnected before sending the whole body: ended quietly, counted here."""
     _handle_errors(app)
@@ -175,7 +185,7 @@ def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads 
         responses={201: {"description": "a new version, stored", "links": _READS_OF_THE_VERSION},
                    200: {"model": SuiteVersion, "description": "that content is already stored under that version",
                          "links": _READS_OF_THE_VERSION},
-                   **_errors(401, 403, 409, 412, 413, 422)},
+                   **_errors(401, 403, 409, 412, 413, 422, 503)},
         openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/EvalSuite"}}}}},
     )
     async def publish(
@@ -192,7 +202,7 @@ def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads 
             replayed = await run_in_threadpool(store.idempotent_answer, token.tenant, idempotency)
             if replayed is not None:
                 return _answer(replayed)
-        suite = await run_in_threadpool(read_suite, body, token.tenant, consumers, store)  # a 1 MiB suite's checks would stall the loop
+        suite = await request.app.state.checks.suite(body, token.tenant)  # in a worker process: RE2 holds the GIL
         answer = await run_in_threadpool(lambda: store.publish(token.tenant, token.id, suite, if_match=if_match, idempotency=idempotency))
         return _answer(answer)
 
@@ -370,6 +380,8 @@ def _handle_errors(app: FastAPI) -> None:
     @app.exception_handler(RegistryError)
     async def registry_error(_: Request, e: RegistryError) -> JSONResponse:
         headers = {"WWW-Authenticate": 'Bearer realm="kindgi-eval registry"'} if e.code == "unauthorized" else None
+        if e.code == "busy":
+            headers = {"Retry-After": "5"}
         return error(e.code, e.message, e.status, headers)
 
     @app.exception_handler(RequestValidationError)

@@ -27,7 +27,7 @@ from kindgi_eval.rules import (
     Problem,
     Turn,
     accuracy_criterion,
-    pattern_problem,
+    PatternBudget,
     problems_from_validation,
 )
 
@@ -80,12 +80,13 @@ def read_accuracy(spec: Mapping[str, Any]) -> tuple[list[AccuracyCase], list[Cal
     """The accuracy items and calibration items of `spec`, and every problem, each naming its path in `spec`."""
     problems = [Problem("spec", None, key, f"unknown field. An accuracy suite's spec holds only {', '.join(SPEC_KEYS)}.")
                 for key in sorted(set(spec) - set(SPEC_KEYS))]
-    grader = _grader(spec.get("grader"), problems)
+    budget = PatternBudget()
+    grader = _grader(spec.get("grader"), problems, budget)
     cases = _items(spec, "cases", Item, problems, required=True)
     pairs = _items(spec, "calibration", CalibrationPair, problems, required=False)
     if grader is not None and grader.adapter == "regex" and grader.pattern is None:
         for index, item in cases:
-            reason = pattern_problem(item.expectedOutput, grader.flags)
+            reason = budget.problem(item.expectedOutput, grader.flags)
             if reason:
                 problems.append(Problem("spec", None, f"cases[{index}].expectedOutput", f"{reason} Without grader.config.pattern each expectedOutput is its item's pattern."))
     if pairs and (grader is None or grader.adapter != "judge"):
@@ -119,7 +120,7 @@ def accuracy_folder(spec: Mapping[str, Any], catalogue: Catalogue) -> FolderCont
     return FolderContent(files, {})
 
 
-def _grader(value: object, problems: list[Problem]) -> Grader | None:
+def _grader(value: object, problems: list[Problem], budget: PatternBudget) -> Grader | None:
     if value is None:
         return Grader()
     try:
@@ -146,7 +147,7 @@ def _grader(value: object, problems: list[Problem]) -> Grader | None:
         problems.extend(under("grader.config", p) for p in problems_from_validation(e, "spec", None))
         return None
     if grader.pattern is not None:
-        reason = pattern_problem(grader.pattern, grader.flags)
+        reason = budget.problem(grader.pattern, grader.flags)
         if reason:
             problems.append(Problem("spec", None, "grader.config.pattern", reason))
     return grader
