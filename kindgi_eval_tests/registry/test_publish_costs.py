@@ -1,0 +1,118 @@
+"""What one publish may cost the server, through real HTTP on both backends: a suite over a bound of its patterns is
+refused 422 naming the field, its check runs in a process apart from the server's, and a tenant flooding publishes
+does not starve another tenant's reads."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import threading
+import time
+from contextlib import contextmanager
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from kindgi_eval.kinds import consumers
+from kindgi_eval.registry import Consumer, FolderContent, running_server
+from kindgi_eval.rules.accuracy import MAX_PATTERNS, MAX_PROGRAM
+from kindgi_eval_tests.registry.conftest import refused, suite, unchanged
+
+
+def accuracy(tenant: str, suite_id: str, outputs: list[str], version: str = "1.0.0") -> dict:
+    """An accuracy suite whose regex grader has no pattern of its own: each item's expected output is its pattern."""
+    spec = {"cases": [{"input": f"question {n}", "expectedOutput": output} for n, output in enumerate(outputs)],
+            "grader": {"adapterId": "regex"}}
+    return suite(tenant, suite_id, version, kind="accuracy", spec=spec)
+
+
+@pytest.mark.parametrize(
+    ("outputs", "said"),
+    [
+        # one pattern of some 400,000 instructions (170 ms to compile, and accepted, before): its own field is named
+        (["\\$450", "Tuesdays", "x", r"[\pL\pN]{300}"], "spec.cases[3].expectedOutput: is not a regular expression RE2 accepts (pattern too large"),
+        (["a" * (MAX_PROGRAM + 100)], f"spec.cases[0].expectedOutput: compiles to {MAX_PROGRAM + 104:,} RE2 instructions, more than the {MAX_PROGRAM:,}"),
+        # 9,004 instructions each: the 56th brings the suite past 500,000
+        (["a" * 9_000] * 60, "spec.cases[55].expectedOutput: brings the suite's patterns to 504,224 RE2 instructions, more than the 500,000"),
+        ([f"answer {n}" for n in range(MAX_PATTERNS + 2)], f"spec.cases[{MAX_PATTERNS}].expectedOutput: is pattern {MAX_PATTERNS + 1:,} of the suite, which may hold {MAX_PATTERNS:,}"),
+    ],
+    ids=["pattern-too-large", "pattern-over-program-bound", "patterns-over-total", "too-many-patterns"],
+)
+def test_a_publish_over_a_bound_of_its_patterns_is_refused_422_naming_the_field(registry, caller, outputs, said) -> None:
+    me = caller()
+    with unchanged(registry.store):
+        message = refused(me.http.post("/v1/eval-suites", json=accuracy(me.tenant, f"{me.tenant}.re", outputs)), 422, "invalid")
+    assert said in message
+    assert message.count("expectedOutput") <= 2  # the first pattern over a suite-wide bound is named once, the rest unchecked
+
+
+def _pid_check(spec, _) -> list[str]:  # module-level: a server's consumers are handed to the process that checks publishes
+    return [f"spec: checked by process {os.getpid()}"]
+
+
+def _no_folder(spec, _) -> FolderContent:
+    return FolderContent({}, {})
+
+
+def test_a_publish_is_checked_in_a_process_apart_from_the_server(registry, caller) -> None:
+    # the server runs in a thread of this process: a check here would hold its GIL (RE2 compiles holding it)
+    me = caller()
+    table = {"conversation": consumers()["conversation"], "pairwise": Consumer("pairwise", _pid_check, "a test", _no_folder)}
+    with running_server(registry.store, table) as server:
+        answer = httpx.post(f"{server.url}/v1/eval-suites", json=suite(me.tenant, kind="pairwise", spec={}),
+                            headers={"Authorization": f"Bearer {me.secret}"}, timeout=60)
+    message = refused(answer, 422, "invalid")
+    checker = int(message.rsplit("checked by process ", 1)[1])
+    assert checker != os.getpid()
+
+
+@contextmanager
+def reading(url: str, secret: str, suite_id: str) -> Iterator[list[float]]:
+    """Another tenant reading its suite's latest version back to back, each read's latency in ms, until the block ends."""
+    latencies: list[float] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {secret}"}, timeout=30) as http:
+            while not stop.is_set():
+                started = time.perf_counter()
+                assert http.get(f"/v1/eval-suites/{suite_id}").status_code == 200
+                latencies.append((time.perf_counter() - started) * 1000)
+                time.sleep(0.01)
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    try:
+        yield latencies
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+
+
+def test_a_tenant_flooding_publishes_does_not_starve_another_tenants_reads(registry, caller) -> None:
+    flooder, reader = caller(), caller()
+    assert reader.http.post("/v1/eval-suites", json=suite(reader.tenant, f"{reader.tenant}.golden")).status_code == 201
+    with reading(registry.url, reader.secret, f"{reader.tenant}.golden") as idle:
+        time.sleep(1.0)
+    # each publish: 50 patterns of some 9,400 instructions, near the suite's bound, a few hundred ms of RE2 holding the GIL
+    heavy = [r"[\pL\pN]{7}" + str(n) for n in range(50)]
+    answers: list[int] = []
+
+    def flood(worker: int) -> None:
+        with httpx.Client(base_url=registry.url, headers={"Authorization": f"Bearer {flooder.secret}"}, timeout=60) as http:
+            for n in range(3):
+                document = accuracy(flooder.tenant, f"{flooder.tenant}.flood{worker}", heavy, f"1.0.{n}")
+                answers.append(http.post("/v1/eval-suites", json=document).status_code)
+
+    with reading(registry.url, reader.secret, f"{reader.tenant}.golden") as busy:
+        flooders = [threading.Thread(target=flood, args=(w,)) for w in range(4)]
+        for thread in flooders:
+            thread.start()
+        for thread in flooders:
+            thread.join(timeout=120)
+    assert sorted(set(answers)) == [201] and len(answers) == 12
+    # generous, not a timing test: before, such a flood took the reads from 3 ms to 359 ms (p50) and 2.3 s at worst
+    assert len(busy) >= 20
+    assert statistics.median(busy) <= statistics.median(idle) + 100, (statistics.median(idle), statistics.median(busy))
+    assert max(busy) < 2000
