@@ -49,6 +49,8 @@ MAX_PATTERNS = 5_000
 """Patterns one suite may hold (with the regex grader and no pattern of its own, each item's expected output is one)."""
 MAX_PROGRAMS = 500_000
 """RE2 instructions all of one suite's patterns may compile to together."""
+MAX_REFUSED = 50
+"""Refused patterns after which a suite's others are not compiled: it is refused already, and a refusal lists 50."""
 COMPILE_BUDGET_S = 5.0
 """Seconds all of one suite's patterns may take to compile while it is checked, however busy the machine: the
 instruction bounds keep a suite well under it, and this is the backstop that keeps each check short whatever RE2 does."""
@@ -130,8 +132,10 @@ class PatternBudget:
         """RE2 instructions of the patterns compiled so far."""
         self.seconds = 0.0
         """Seconds spent compiling so far."""
+        self.refused = 0
+        """Patterns refused so far."""
         self.spent = False
-        """Whether a suite-wide bound was passed: nothing more is compiled."""
+        """Whether a suite-wide bound was passed, or `MAX_REFUSED` patterns were refused: nothing more is compiled."""
 
     def problem(self, pattern: str, flags: str) -> str | None:
         """Why `pattern` cannot grade, or why the suite's patterns may not grow by it, in a sentence; None when RE2
@@ -144,16 +148,21 @@ class PatternBudget:
                                "or grade with exact or contains where no pattern is needed.")
         started = time.perf_counter()
         try:
-            compiled = compile_pattern(pattern, flags, CHECK_MEMORY)
+            compiled, refused = compile_pattern(pattern, flags, CHECK_MEMORY), None
         except re2.error as e:
-            return (f"is not a regular expression RE2 accepts ({_said(e)}). Tenant patterns are matched in linear time, so "
-                    "backreferences and lookaround are refused, and a pattern must compile to at most "
-                    f"{MAX_PROGRAM:,} instructions; write it without them, or with smaller counted repeats and classes.")
-        finally:
-            self.seconds += time.perf_counter() - started
-        if compiled.programsize > MAX_PROGRAM:
-            return (f"compiles to {compiled.programsize:,} RE2 instructions, more than the {MAX_PROGRAM:,} a pattern may "
-                    "have. Write it with smaller counted repeats and classes (`\\pL` alone is some 1,300).")
+            compiled, refused = None, (f"is not a regular expression RE2 accepts ({_said(e)}). Tenant patterns are matched in "
+                                       "linear time, so backreferences and lookaround are refused, and a pattern must compile "
+                                       f"to at most {MAX_PROGRAM:,} instructions; write it without them, or with smaller "
+                                       "counted repeats and classes.")
+        self.seconds += time.perf_counter() - started
+        if compiled is not None and compiled.programsize > MAX_PROGRAM:
+            refused = (f"compiles to {compiled.programsize:,} RE2 instructions, more than the {MAX_PROGRAM:,} a pattern may "
+                       "have. Write it with smaller counted repeats and classes (`\\pL` alone is some 1,300).")
+        if refused is not None:
+            self.refused += 1
+            self.spent = self.refused >= MAX_REFUSED  # the suite is refused already; its other patterns need no compiling
+            return refused
+        assert compiled is not None
         self.programs += compiled.programsize
         if self.programs > MAX_PROGRAMS:
             return self._spend(f"brings the suite's patterns to {self.programs:,} RE2 instructions, more than the "

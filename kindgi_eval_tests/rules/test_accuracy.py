@@ -14,7 +14,7 @@ from kindgi_eval.rules import (
     PatternBudget,
     pattern_problem,
 )
-from kindgi_eval.rules.accuracy import MAX_PATTERNS, MAX_PROGRAM, MAX_PROGRAMS
+from kindgi_eval.rules.accuracy import MAX_PATTERNS, MAX_PROGRAM, MAX_PROGRAMS, MAX_REFUSED
 
 
 def item(expected: str = "$450", **grader: object) -> AccuracyCase:
@@ -176,3 +176,12 @@ def test_a_deterministic_grader_gives_the_judge_nothing_and_no_rubric():
 )
 def test_item_grade_counts_only_what_was_graded(assertions, judged, grade):
     assert item_grade(assertions, judged) == grade
+
+
+def test_after_so_many_refused_patterns_the_rest_are_not_compiled():
+    # 72 KB of patterns each too large for RE2 took three publishes 195 s: each is refused in a millisecond or two,
+    # and past MAX_REFUSED of them the suite is refused already, so nothing more is compiled
+    budget = PatternBudget()
+    said = [budget.problem(r"[\pL\pN]{300}", "") for _ in range(MAX_REFUSED + 20)]
+    assert all("pattern too large" in reason for reason in said[:MAX_REFUSED])
+    assert said[MAX_REFUSED:] == [None] * 20 and budget.patterns == MAX_REFUSED
