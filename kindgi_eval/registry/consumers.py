@@ -25,6 +25,23 @@ class FolderContent(NamedTuple):
     a text or a list of texts: `registry.json` keeps them for the kind to read back (`RegisteredAs.param`)."""
 
 
+MAX_GROWTH = 8
+"""How many times the size of its version's `spec` (as canonical JSON) a suite folder written from it may be, beyond
+`GROWTH_ALLOWANCE`: what a kind writes a version out as is checked against this at publish, so a tick or a run that
+writes it never meets a folder gigabytes large."""
+GROWTH_ALLOWANCE = 8 << 20
+"""Bytes a suite folder may hold beyond `MAX_GROWTH` times its version, so that no small suite is refused by the ratio."""
+
+
+def written_too_large(written: int, version: int) -> str | None:
+    """Why a folder of `written` bytes may not be written out of a version whose spec is `version` bytes; None when it may."""
+    bound = MAX_GROWTH * version + GROWTH_ALLOWANCE
+    if written <= bound:
+        return None
+    return (f"would write {written / 1e6:,.1f} MB, more than {MAX_GROWTH} times the suite's own {version / 1e6:,.2f} MB "
+            f"(and {GROWTH_ALLOWANCE >> 20} MiB more)")
+
+
 def jsonl(items: Iterable[object]) -> bytes:
     """JSON values one per line, as a suite file holds them."""
     return "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in items).encode("utf-8")
