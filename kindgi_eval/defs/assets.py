@@ -39,6 +39,7 @@ from kindgi_eval.kinds import (
     figures_of,
     grade_replies,
     handler_of,
+    hold_budget,
     kind_named,
     kinds,
     models_of,
@@ -110,6 +111,7 @@ def suite(
     tags = context.run.tags
     pinning = Pinning(io_manager.root(), loaded.tenant, parsed, settings, pinned_by(tags), mock=None)
     kind = kind_named(parsed.kind)
+    _inputs(lambda: hold_budget(kind, parsed, judged=settings.judge_model is not None))  # before the agent is asked anything
     pins = _inputs(lambda: kind.pins(pinning))
     resolved = resolved_tags(pins)
     if any(tags.get(tag) != value for tag, value in resolved.items()):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
@@ -40,7 +40,7 @@ from kindgi_eval.registry.publishing import MAX_BODY, NewEntry, read_entry, read
 from kindgi_eval.registry.semver import is_semver
 from kindgi_eval.registry.storage import Answer, Idempotency, RegistryStore, StoredVersion
 from kindgi_eval.registry.tokens import TokenInfo, is_token_shaped
-from kindgi_eval.rules import unicode_text
+from kindgi_eval.rules import SuiteLimits, unicode_text
 
 API_VERSION = "1.0.0"
 DEFAULT_LIMIT, MAX_LIMIT = 50, 100
@@ -148,7 +148,7 @@ async def _serving(app: FastAPI) -> AsyncIterator[None]:
     """The app's life on one event loop: the workers that check publishes start with it, and what the store opened
     on that loop is closed on it at shutdown."""
     store: RegistryStore = app.state.store
-    app.state.checks = PublishChecks(store.engine.url.render_as_string(hide_password=False), app.state.consumers)
+    app.state.checks = PublishChecks(store.engine.url.render_as_string(hide_password=False), app.state.consumers, app.state.limits)
     app.state.checks.start()
     try:
         yield
@@ -157,8 +157,9 @@ async def _serving(app: FastAPI) -> AsyncIterator[None]:
         await store.aclose()
 
 
-def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads run on the event loop, writes in the thread pool
-    """The registry's ASGI application over `store`, accepting the kinds `consumers` run."""
+def create_app(store: RegistryStore, consumers: Consumers, limits: Mapping[str, SuiteLimits] | None = None) -> FastAPI:  # reads run on the event loop, writes in the thread pool
+    """The registry's ASGI application over `store`, accepting the kinds `consumers` run, each tenant's suites held to
+    its `limits` (the defaults for a tenant not named)."""
     consumers = checked_consumers(consumers)
     app = FastAPI(
         title="kindgi-eval suite registry",
@@ -173,6 +174,7 @@ def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads 
     )
     app.state.store = store
     app.state.consumers = consumers
+    app.state.limits = dict(limits or {})
     app.state.aborted_uploads = 0
     """Publishes whose client disconnected before sending the whole body: ended quietly, counted here."""
     _handle_errors(app)

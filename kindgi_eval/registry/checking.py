@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -21,6 +22,7 @@ from kindgi_eval.registry.consumers import Consumers
 from kindgi_eval.registry.errors import RegistryError
 from kindgi_eval.registry.model import EvalSuite
 from kindgi_eval.registry.publishing import read_suite
+from kindgi_eval.rules import DEFAULT_LIMITS, SuiteLimits
 
 CHECK_WORKERS = 1
 """Worker processes that check publishes: one, so that a flood of publishes leaves the other core to the server."""
@@ -28,23 +30,24 @@ WAIT_S = 20.0
 """Seconds a publish may wait for its check to start (behind its own tenant's earlier publishes, then behind the
 checks of others) before it is answered 503 `busy`: with a check's own bound, every publish is answered in 30 s."""
 
-_worker: tuple[Consumers, Catalogue] | None = None
-"""In a worker process: the consumers and the catalogue its checks use, set once as it starts."""
+_worker: tuple[Consumers, Catalogue, Mapping[str, SuiteLimits]] | None = None
+"""In a worker process: the consumers, the catalogue and the tenants' raised limits its checks use, set as it starts."""
 
 
-def _start_worker(database_url: str, consumers: Consumers) -> None:
+def _start_worker(database_url: str, consumers: Consumers, limits: Mapping[str, SuiteLimits]) -> None:
     """A worker process's start: its own connection to the registry's database, where its checks find the catalogue."""
     from kindgi_eval.registry.storage import open_store  # the worker's own import: SQLAlchemy, in that process only
 
     global _worker
-    _worker = (consumers, open_store(database_url))
+    _worker = (consumers, open_store(database_url), limits)
 
 
 def _checked(body: bytes, tenant: str) -> EvalSuite:
-    """In a worker: the suite the body holds, checked as `read_suite` checks it; RegistryError as it says."""
+    """In a worker: the suite the body holds, checked as `read_suite` checks it against the tenant's limits;
+    RegistryError as it says."""
     assert _worker is not None, "a worker checks only once started"
-    consumers, catalogue = _worker
-    return read_suite(body, tenant, consumers, catalogue)
+    consumers, catalogue, limits = _worker
+    return read_suite(body, tenant, consumers, catalogue, limits.get(tenant, DEFAULT_LIMITS))
 
 
 def _ready() -> None:
@@ -54,8 +57,8 @@ def _ready() -> None:
 class PublishChecks:
     """The worker processes that check publishes for one server, started with it and stopped with it."""
 
-    def __init__(self, database_url: str, consumers: Consumers) -> None:
-        self._database_url, self._consumers = database_url, consumers
+    def __init__(self, database_url: str, consumers: Consumers, limits: Mapping[str, SuiteLimits]) -> None:
+        self._database_url, self._consumers, self._limits = database_url, consumers, limits
         self._pool: ProcessPoolExecutor | None = None
         self._places: asyncio.Semaphore | None = None
         self._turns: dict[str, tuple[asyncio.Lock, int]] = {}
@@ -68,7 +71,7 @@ class PublishChecks:
 
     def _new_pool(self) -> ProcessPoolExecutor:
         pool = ProcessPoolExecutor(CHECK_WORKERS, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker,
-                                   initargs=(self._database_url, self._consumers))
+                                   initargs=(self._database_url, self._consumers, self._limits))
         pool.submit(_ready)
         return pool
 

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from kindgi_eval.registry.catalogue import Catalogue
 from kindgi_eval.registry.model import KINDS, Kind
+from kindgi_eval.rules import Case
 
 
 class FolderContent(NamedTuple):
@@ -66,6 +67,10 @@ class Consumer:
     edit_files: Callable[[Mapping[str, Any]], dict[str, bytes]] | None = None
     """A `spec` as the files a person edits it in, by path inside a folder (`suites pull` writes them beside the
     document); None for a kind whose document is all there is to edit."""
+    cases: Callable[[Mapping[str, Any]], list[tuple[str, Case]]] | None = None
+    """Each case a run of a `spec` that passed `check` evaluates, with where the spec gives it (`spec.cases[3]`): what
+    the tenant's suite limits are held to at publish. None for a kind whose cases are not the tenant's (a catalogue
+    entry's)."""
 
 
 Consumers = Mapping[str, Consumer]

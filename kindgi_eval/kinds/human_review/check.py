@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from kindgi_eval.registry import Catalogue, Consumer, FolderContent, SemVer, canonical_json, etag, jsonl, parse_semver, problem_line, read_conversation, written_too_large
-from kindgi_eval.rules import Problem, meant_dimension
+from kindgi_eval.rules import Case, Problem, meant_dimension
 
 KIND = "human-review"
 SPEC_KEYS = ("rubric", "reviewerRole", "cases", "calibration")
@@ -136,5 +136,13 @@ def promotion(latest: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> 
     return Promotion(document, etag(latest["hash"]), tuple(i["id"] for i in added), present)
 
 
-CONSUMER = Consumer(KIND, human_review_problems, "kindgi-eval run", human_review_folder)
+def human_review_cases(spec: Mapping[str, Any]) -> list[tuple[str, Case]]:
+    """A checked human-review spec's cases as the run reads them, each with the rubric among its review entries, with
+    its place (`spec.cases[3]`)."""
+    rubric = tuple(spec["rubric"])
+    return [(f"spec.cases[{index}]", case) for index, case in
+            enumerate(read_conversation({"cases": [reviewed_case(case, rubric) for case in spec["cases"]]}).cases)]
+
+
+CONSUMER = Consumer(KIND, human_review_problems, "kindgi-eval run", human_review_folder, cases=human_review_cases)
 """What the registry checks a published `spec` of this kind with, and the suite folder it writes it out as."""

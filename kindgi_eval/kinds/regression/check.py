@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kindgi_eval.registry import CONVERSATION_KEYS, SUITE_ID_PATTERN, Catalogue, Consumer, FolderContent, is_semver, problem_line, read_conversation, suite_files
-from kindgi_eval.rules import Problem, problems_from_validation
+from kindgi_eval.registry import CONVERSATION_KEYS, SUITE_ID_PATTERN, Catalogue, Consumer, FolderContent, conversation_cases, is_semver, problem_line, read_conversation, suite_files
+from kindgi_eval.rules import Case, Problem, problems_from_validation
 
 
 RUN_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -90,5 +90,10 @@ def regression_folder(spec: Mapping[str, Any], catalogue: Catalogue) -> FolderCo
     return FolderContent(suite_files({k: spec[k] for k in CONVERSATION_KEYS if k in spec}), params)
 
 
-CONSUMER = Consumer("regression", regression_problems, "kindgi-eval run", regression_folder)
+def regression_cases(spec: Mapping[str, Any]) -> list[tuple[str, Case]]:
+    """A checked regression spec's cases, each with its place (`spec.cases[3]`)."""
+    return conversation_cases({k: spec[k] for k in CONVERSATION_KEYS if k in spec})
+
+
+CONSUMER = Consumer("regression", regression_problems, "kindgi-eval run", regression_folder, cases=regression_cases)
 """What the registry checks a published `spec` of this kind with, and the suite folder it writes it out as."""
