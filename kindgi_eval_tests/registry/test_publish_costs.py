@@ -16,6 +16,7 @@ import pytest
 
 from kindgi_eval.kinds import consumers
 from kindgi_eval.registry import Consumer, FolderContent, running_server
+from kindgi_eval.rules import SuiteLimits
 from kindgi_eval.rules.accuracy import MAX_PATTERNS, MAX_PROGRAM
 from kindgi_eval_tests.registry.conftest import refused, suite, unchanged
 
@@ -116,3 +117,47 @@ def test_a_tenant_flooding_publishes_does_not_starve_another_tenants_reads(regis
     assert len(busy) >= 20
     assert statistics.median(busy) <= statistics.median(idle) + 100, (statistics.median(idle), statistics.median(busy))
     assert max(busy) < 2000
+
+
+def conversation_cases(count: int, review: list[str] | None = None) -> list[dict]:
+    return [{"id": f"c{n}", "text": "How much?", "expect": {"escalate": False}, **({"review": review} if review else {})}
+            for n in range(count)]
+
+
+PAIRWISE_VARIANTS = {"variantA": {"agentId": "champion", "version": "1"}, "variantB": {"agentId": "challenger", "version": "2"}}
+
+
+@pytest.mark.parametrize(
+    ("kind", "spec", "said"),
+    [
+        ("conversation", {"cases": conversation_cases(5_001)}, "spec.cases[5000]: is case 5,001 of the suite, which may hold 5,000"),
+        ("conversation", {"cases": conversation_cases(1, [f"criterion {n}" for n in range(51)])},
+         "spec.cases[0]: gives the judge 51 criteria, more than the 50 a case may"),
+        ("conversation", {"cases": conversation_cases(1, ["x" * 2_001])}, "spec.cases[0]: has a criterion of 2,001 characters"),
+        # a prompt is two cases, one per variant: 2,501 prompts are 5,002
+        ("pairwise", {"prompts": [f"question {n}" for n in range(2_501)], **PAIRWISE_VARIANTS},
+         "spec.prompts[2500]: is case 5,001 of the suite, which may hold 5,000"),
+        # the rubric is copied into every case for the judge: 51 items are 51 criteria of each
+        ("human-review", {"rubric": [f"item {n}" for n in range(51)], "reviewerRole": "lead", "cases": conversation_cases(2)},
+         "spec.cases[0]: gives the judge 51 criteria"),
+        ("accuracy", {"cases": [{"input": "q", "expectedOutput": "x" * 2_100}], "grader": {"adapterId": "judge"}},
+         "spec.cases[0]: has a criterion of 2,"),
+    ],
+    ids=["cases", "criteria-per-case", "criterion-length", "pairwise-prompts", "human-review-rubric", "accuracy-judged-output"],
+)
+def test_a_publish_over_the_tenants_suite_limits_is_refused_422_naming_the_field(registry, caller, kind, spec, said) -> None:
+    me = caller()
+    with unchanged(registry.store):
+        message = refused(me.http.post("/v1/eval-suites", json=suite(me.tenant, f"{me.tenant}.big", kind=kind, spec=spec)), 422, "invalid")
+    assert said in message and "[tenant.limits]" in message
+
+
+def test_the_operator_raises_a_tenants_limits_and_no_other_tenants(registry, caller) -> None:
+    raised, other = caller(), caller()
+    with running_server(registry.store, consumers(), limits={raised.tenant: SuiteLimits(cases=6_000)}) as server:
+        def publish(me) -> httpx.Response:
+            document = suite(me.tenant, f"{me.tenant}.big", spec={"cases": conversation_cases(5_001)})
+            return httpx.post(f"{server.url}/v1/eval-suites", json=document, headers={"Authorization": f"Bearer {me.secret}"}, timeout=60)
+
+        assert publish(raised).status_code == 201
+        assert "is case 5,001 of the suite" in refused(publish(other), 422, "invalid")
