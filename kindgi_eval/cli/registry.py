@@ -275,7 +275,8 @@ def serve(host: str, port: int) -> None:
 
     Storage is KINDGI_REGISTRY_DB, a SQLAlchemy URL (postgresql://user:password@host/dbname in production), else
     the SQLite file registry.sqlite in the runtime folder (KINDGI_HOME, default ./.kindgi); it is created and
-    migrated on first use. The OpenAPI description is at /openapi.json; /healthz needs no token.
+    migrated on first use. The OpenAPI description is at /openapi.json; /healthz needs no token. Each tenant's suites
+    are held to the limits the tenants file (KINDGI_TENANTS) raises for it, else the defaults.
 
     \b
     Example:

@@ -153,7 +153,7 @@ async def _serving(app: FastAPI) -> AsyncIterator[None]:
     try:
         yield
     finally:
-        await run_in_threadpool(app.state.checks.close)
+        app.state.checks.close()
         await store.aclose()
 
 

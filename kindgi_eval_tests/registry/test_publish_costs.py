@@ -161,3 +161,22 @@ def test_the_operator_raises_a_tenants_limits_and_no_other_tenants(registry, cal
 
         assert publish(raised).status_code == 201
         assert "is case 5,001 of the suite" in refused(publish(other), 422, "invalid")
+
+
+def _endless_check(spec, _) -> list[str]:  # a check that never ends, as no bounded kind's can
+    time.sleep(600)
+    return []
+
+
+def test_a_check_past_its_time_is_stopped_answered_503_and_the_next_publish_checked(registry, caller) -> None:
+    me = caller()
+    table = {"conversation": consumers()["conversation"], "pairwise": Consumer("pairwise", _endless_check, "a test", _no_folder)}
+    with running_server(registry.store, table) as server, \
+            httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {me.secret}"}, timeout=300) as http:
+        assert http.post("/v1/eval-suites", json=suite(me.tenant, "warm")).status_code == 201  # the worker has started
+        started = time.monotonic()
+        answer = http.post("/v1/eval-suites", json=suite(me.tenant, kind="pairwise", spec={}))
+        assert time.monotonic() - started < 30
+        assert "its check ran past 10 s and was stopped" in refused(answer, 503, "busy")
+        assert answer.headers["Retry-After"] == "5"
+        assert http.post("/v1/eval-suites", json=suite(me.tenant, "after")).status_code == 201  # a new worker checks it
