@@ -145,8 +145,8 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 @asynccontextmanager
 async def _serving(app: FastAPI) -> AsyncIterator[None]:
-    """The app's life on one event loop: the workers that check publishes start with it, and what the store opened
-    on that loop is closed on it at shutdown."""
+    """The app's life on one event loop: the worker that checks publishes starts and stops with it, and what the
+    store opened on that loop is closed on it at shutdown."""
     store: RegistryStore = app.state.store
     app.state.checks = PublishChecks(store.engine.url.render_as_string(hide_password=False), app.state.consumers, app.state.limits)
     app.state.checks.start()
