@@ -98,13 +98,15 @@ def test_a_tenant_flooding_publishes_does_not_starve_another_tenants_reads(regis
         time.sleep(1.0)
     # each publish: 50 patterns of some 9,400 instructions, near the suite's bound, a few hundred ms of RE2 holding the GIL
     heavy = [r"[\pL\pN]{7}" + str(n) for n in range(50)]
-    answers: list[int] = []
+    answers: list[tuple[int, float]] = []
 
     def flood(worker: int) -> None:
-        with httpx.Client(base_url=registry.url, headers={"Authorization": f"Bearer {flooder.secret}"}, timeout=60) as http:
+        with httpx.Client(base_url=registry.url, headers={"Authorization": f"Bearer {flooder.secret}"}, timeout=120) as http:
             for n in range(3):
                 document = accuracy(flooder.tenant, f"{flooder.tenant}.flood{worker}", heavy, f"1.0.{n}")
-                answers.append(http.post("/v1/eval-suites", json=document).status_code)
+                started = time.monotonic()
+                status = http.post("/v1/eval-suites", json=document).status_code
+                answers.append((status, time.monotonic() - started))
 
     with reading(registry.url, reader.secret, f"{reader.tenant}.golden") as busy:
         flooders = [threading.Thread(target=flood, args=(w,)) for w in range(4)]
@@ -112,7 +114,10 @@ def test_a_tenant_flooding_publishes_does_not_starve_another_tenants_reads(regis
             thread.start()
         for thread in flooders:
             thread.join(timeout=120)
-    assert sorted(set(answers)) == [201] and len(answers) == 12
+    # each answered: stored, or on a machine too slow to check them all in time, told to retry (never left waiting)
+    assert len(answers) == 12 and {status for status, _ in answers} <= {201, 503}
+    assert any(status == 201 for status, _ in answers)
+    assert max(seconds for _, seconds in answers) < 60
     # generous, not a timing test: before, such a flood took the reads from 3 ms to 359 ms (p50) and 2.3 s at worst
     assert len(busy) >= 20
     assert statistics.median(busy) <= statistics.median(idle) + 100, (statistics.median(idle), statistics.median(busy))
