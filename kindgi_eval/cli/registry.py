@@ -275,21 +275,24 @@ def serve(host: str, port: int) -> None:
 
     Storage is KINDGI_REGISTRY_DB, a SQLAlchemy URL (postgresql://user:password@host/dbname in production), else
     the SQLite file registry.sqlite in the runtime folder (KINDGI_HOME, default ./.kindgi); it is created and
-    migrated on first use. The OpenAPI description is at /openapi.json; /healthz needs no token.
+    migrated on first use. The OpenAPI description is at /openapi.json; /healthz needs no token. Each tenant's suites
+    are held to the limits the tenants file (KINDGI_TENANTS) raises for it, else the defaults.
 
     \b
     Example:
       kindgi-eval tokens issue --tenant acme --name ci
       kindgi-eval serve --port 8765
     """
+    from kindgi_eval.inputs import tenants_limits
     from kindgi_eval.kinds import consumers
     from kindgi_eval.registry import accepted_kinds
     from kindgi_eval.registry import serve as serve_registry
 
+    limits = tenants_limits()  # a tenant the tenants file (KINDGI_TENANTS) raises limits for; the others have the defaults
     store = _registry_store()
     table = consumers()
     click.echo(f"suite registry on http://{host}:{port} (database {store.url}; kinds: {', '.join(accepted_kinds(table))})", err=True)
-    serve_registry(store, table, host, port)
+    serve_registry(store, table, host, port, limits)
 
 
 @click.group(short_help="Issue, list and revoke the suite registry's bearer tokens.")

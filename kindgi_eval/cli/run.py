@@ -126,11 +126,12 @@ def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str |
                                          client_from_env())
         settings = settings.model_copy(update={"eval_dir": str(folder)})
     suite = load_checked_suite(settings.eval_dir, loaded, models_of=kind_models)
-    from kindgi_eval.kinds import Pinning, Pins, kind_named
+    from kindgi_eval.kinds import Pinning, Pins, hold_budget, kind_named
     from kindgi_eval.store import store_root
 
     kind = kind_named(suite.kind)
     kind.needs(suite, settings)  # a machine that lacks what the kind needs (a custom handler's sandbox) is exit 2 here
+    hold_budget(kind, suite, judged=settings.judge_model is not None)  # over the tenant's call budget: exit 2, nothing called
     pins = kind.pins(Pinning(store_root(), loaded.tenant, suite, settings, Pins(), mock=mock))
     variants = pins.variants
     if pins.note:

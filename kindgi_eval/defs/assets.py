@@ -40,6 +40,7 @@ from kindgi_eval.kinds import (
     figures_of,
     grade_replies,
     handler_of,
+    hold_budget,
     kind_named,
     kinds,
     models_of,
@@ -117,6 +118,7 @@ def suite(
     pinning = Pinning(io_manager.root(), loaded.tenant, parsed, settings, pinned_by(tags), mock=None)
     kind = kind_named(parsed.kind)
     _inputs(lambda: kind.needs(parsed, settings))  # a custom suite's handler runs only in a sandbox this machine can build
+    _inputs(lambda: hold_budget(kind, parsed, judged=settings.judge_model is not None))  # before the agent is asked anything
     pins = _inputs(lambda: kind.pins(pinning))
     resolved = resolved_tags(pins)
     if any(tags.get(tag) != value for tag, value in resolved.items()):

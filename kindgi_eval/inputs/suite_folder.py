@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from kindgi_eval.inputs.file_limits import SUITE_FILE_LIMIT, FileTooLarge, read_limited
 from kindgi_eval.inputs.tenant_file import LoadedTenant
-from kindgi_eval.rules import CalibrationItem, Case, InputError, Problem, problems_from_validation
+from kindgi_eval.inputs.tenant_limits import limits_of
+from kindgi_eval.rules import DEFAULT_LIMITS, CalibrationItem, Case, InputError, Problem, SuiteLimits, case_problems, problems_from_validation
 
 CASES_FILE = "cases.jsonl"
 CALIBRATION_FILE = "calibration.jsonl"
@@ -168,6 +169,8 @@ class Suite(NamedTuple):
     """The registry version the folder holds, when it was written from one."""
     kind_files: tuple[KindFile, ...] = ()
     """What the suite's kind read from its own files beside the cases (a custom suite's handler, as published)."""
+    limits: SuiteLimits = DEFAULT_LIMITS
+    """The tenant's suite limits its cases were held to, and a run of it is (`SuiteLimits.model_calls`)."""
 
     @property
     def kind(self) -> str:
@@ -175,9 +178,9 @@ class Suite(NamedTuple):
         return self.registered.kind if self.registered else FOLDER_KIND
 
 
-def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None, *, models_of: ModelsOf) -> Suite:
+def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None, *, models_of: ModelsOf, limits: SuiteLimits | None = None) -> Suite:
     """Parse `<eval_dir>/cases.jsonl` and, if present, `calibration.jsonl`, each item as its kind's model says;
-    InputError lists every problem.
+    InputError lists every problem. With `limits`, the cases are held to them (each case over one named at its line).
 
     With `tenant`, every case that parses is also checked against its funnel stages and courses in the
     same pass, so one run reports schema and tenant problems together, in line order per file.
@@ -201,6 +204,9 @@ def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None, *, model
     )
     if cases_bytes is not None and not cases and not problems:
         problems.append(Problem(str(cases_path), None, None, "holds no cases. Write one JSON object per line."))
+    if limits is not None:
+        problems += [Problem(str(cases_path), cases[o.index].line if o.index < len(cases) else None, None, o.message)
+                     for o in case_problems(limits, [c.item for c in cases])]
     if problems:
         raise InputError(problems)
     return Suite(
@@ -212,6 +218,7 @@ def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None, *, model
         hash=registered.registry_hash if registered else folder_hash({CASES_FILE: cases_bytes, CALIBRATION_FILE: calibration_bytes}),
         registered=registered,
         kind_files=kind_files,
+        limits=limits or DEFAULT_LIMITS,
     )
 
 
@@ -473,9 +480,9 @@ def has_calibration_file(eval_dir: str | Path) -> bool:
 
 
 def load_checked_suite(eval_dir: str | Path, loaded: LoadedTenant, *, models_of: ModelsOf) -> Suite:
-    """The suite, parsed and checked against the tenant it runs for in one pass; InputError lists every problem,
-    schema and tenant alike, in line order per file."""
-    return load_suite(eval_dir, tenant_names(loaded), models_of=models_of)
+    """The suite, parsed and checked against the tenant it runs for in one pass, its cases held to the tenant's suite
+    limits; InputError lists every problem, schema, tenant and limits alike, in line order per file."""
+    return load_suite(eval_dir, tenant_names(loaded), models_of=models_of, limits=limits_of(loaded.tenant.tenant))
 
 
 def tenant_names(loaded: LoadedTenant) -> TenantNames:

@@ -10,6 +10,9 @@ agent_model = "mock:agent"         # or agent_url = "https://..."; one of the tw
 judge_model = "openai:gpt-4o"      # optional; unset means no judge
 concurrency = 4                    # optional: also max_latency_ms, model_timeout_s
 
+[tenant.limits]                    # optional: what one suite may ask of the models, raised over the defaults
+cases = 20000                      # also criteria_per_case, criterion_chars, model_calls
+
 [tenant.agents.champion]           # optional: agents a pairwise suite of this tenant may compare, by id
 agent_model = "openai:gpt-4o-mini" # or agent_url
 version = "2026-11"                # the label a suite names the variant by
@@ -42,16 +45,17 @@ from kindgi_eval.inputs.settings import (
 )
 from kindgi_eval.inputs.suite_folder import registered_name, registry_key, suite_key
 from kindgi_eval.inputs.tenant_file import field_lines
+from kindgi_eval.inputs.tenant_limits import TENANTS_ENV
 from kindgi_eval.rules import (
+    DEFAULT_LIMITS,
     InputError,
     Problem,
     Slug,
+    SuiteLimits,
     parse_model,
     problems_from_validation,
 )
 
-TENANTS_ENV = "KINDGI_TENANTS"
-"""The environment variable naming the tenants file."""
 DEMO_TENANT = "demo-academy"
 """The fictional demo tenant, whose configuration ships inside the package."""
 TUNING = ("max_latency_ms", "concurrency", "model_timeout_s")
@@ -124,6 +128,8 @@ class TenantEntry(BaseModel):
     """Seconds one model call may take, retries included; unset: EVAL_MODEL_TIMEOUT_S, else the default."""
     agents: dict[str, DeclaredAgent] = Field(default_factory=dict)
     """Agents a pairwise suite of this tenant may compare, by id."""
+    limits: SuiteLimits = DEFAULT_LIMITS
+    """What one suite of this tenant may ask of the models (`[tenant.limits]`): the defaults, or what the operator raised."""
 
 
 class TenantSuite(NamedTuple):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 
-from kindgi_eval.registry.catalogue import CatalogueEntry, CataloguePage
+from kindgi_eval.registry.catalogue import ENTRY_NAME_PATTERN, CatalogueEntry, CataloguePage
 from kindgi_eval.registry.errors import STATUS_OF, ErrorCode, RegistryError
 from kindgi_eval.registry.model import (
     SUITE_ID_PATTERN,
@@ -35,11 +35,12 @@ from kindgi_eval.registry.model import (
     VersionList,
 )
 from kindgi_eval.registry.consumers import Consumers, checked_consumers
-from kindgi_eval.registry.publishing import MAX_BODY, NewEntry, read_entry, read_files, read_suite
+from kindgi_eval.registry.checking import PublishChecks
+from kindgi_eval.registry.publishing import MAX_BODY, NewEntry, read_entry, read_files
 from kindgi_eval.registry.semver import is_semver
 from kindgi_eval.registry.storage import Answer, Idempotency, RegistryStore, StoredVersion
 from kindgi_eval.registry.tokens import TokenInfo, is_token_shaped
-from kindgi_eval.rules import unicode_text
+from kindgi_eval.rules import SuiteLimits, unicode_text
 
 API_VERSION = "1.0.0"
 DEFAULT_LIMIT, MAX_LIMIT = 50, 100
@@ -47,6 +48,7 @@ DRAIN_AT_MOST = 16 * MAX_BODY
 """An oversized body declared by Content-Length is read and dropped up to this size before the 413, so the client
 can read the answer instead of meeting a reset connection; beyond it the connection is closed unread."""
 _SUITE_ID = re.compile(SUITE_ID_PATTERN)
+_ENTRY_NAME = re.compile(ENTRY_NAME_PATTERN)
 _CODE_OF_STATUS: dict[int, ErrorCode] = {status: code for code, status in STATUS_OF.items()}
 
 
@@ -152,19 +154,28 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The OpenAPI answers of the refusals a route can give, all of the one error shape."""
     words = {401: "missing, malformed, unknown, revoked or expired token", 403: "tenantId is not the caller's tenant, or the token's scope may not do this",
              404: "no such suite or version of the caller's", 409: "other content under that version, or a version not greater than the latest",
-             412: "If-Match does not hold for the latest version", 413: "body over 1 MiB", 422: "invalid request"}
+             412: "If-Match does not hold for the latest version", 413: "body over 1 MiB", 422: "invalid request",
+             503: "the publish could not be checked in time (other publishes were being checked): retry it"}
     return {status: {"model": ErrorBody, "description": words[status]} for status in statuses}
 
 
 @asynccontextmanager
 async def _serving(app: FastAPI) -> AsyncIterator[None]:
-    """The app's life on one event loop: what the store opened on that loop is closed on it at shutdown."""
-    yield
-    await app.state.store.aclose()
+    """The app's life on one event loop: the worker that checks publishes starts and stops with it, and what the
+    store opened on that loop is closed on it at shutdown."""
+    store: RegistryStore = app.state.store
+    app.state.checks = PublishChecks(store.engine.url.render_as_string(hide_password=False), app.state.consumers, app.state.limits)
+    app.state.checks.start()
+    try:
+        yield
+    finally:
+        app.state.checks.close()
+        await store.aclose()
 
 
-def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads run on the event loop, writes in the thread pool
-    """The registry's ASGI application over `store`, accepting the kinds `consumers` run."""
+def create_app(store: RegistryStore, consumers: Consumers, limits: Mapping[str, SuiteLimits] | None = None) -> FastAPI:  # reads run on the event loop, writes in the thread pool
+    """The registry's ASGI application over `store`, accepting the kinds `consumers` run, each tenant's suites held to
+    its `limits` (the defaults for a tenant not named)."""
     consumers = checked_consumers(consumers)
     app = FastAPI(
         title="kindgi-eval suite registry",
@@ -178,6 +189,8 @@ def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads 
         lifespan=_serving,
     )
     app.state.store = store
+    app.state.consumers = consumers
+    app.state.limits = dict(limits or {})
     app.state.aborted_uploads = 0
     """Publishes whose client disconnected before sending the whole body: ended quietly, counted here."""
     _handle_errors(app)
@@ -190,7 +203,7 @@ def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads 
         responses={201: {"description": "a new version, stored", "links": _READS_OF_THE_VERSION},
                    200: {"model": SuiteVersion, "description": "that content is already stored under that version",
                          "links": _READS_OF_THE_VERSION},
-                   **_errors(401, 403, 409, 412, 413, 422)},
+                   **_errors(401, 403, 409, 412, 413, 422, 503)},
         openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/EvalSuite"}}}}},
     )
     async def publish(
@@ -207,7 +220,7 @@ def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads 
             replayed = await run_in_threadpool(store.idempotent_answer, token.tenant, idempotency)
             if replayed is not None:
                 return _answer(replayed)
-        suite = await run_in_threadpool(read_suite, body, token.tenant, consumers, store)  # a 1 MiB suite's checks would stall the loop
+        suite = await request.app.state.checks.suite(body, token.tenant)  # in a worker process: RE2 holds the GIL
         answer = await run_in_threadpool(lambda: store.publish(token.tenant, token.id, suite, if_match=if_match, idempotency=idempotency))
         return _answer(answer)
 
@@ -288,7 +301,9 @@ def create_app(store: RegistryStore, consumers: Consumers) -> FastAPI:  # reads 
              tags=["catalogue"], responses=_errors(401, 404))
     async def catalogue_entry(token: Caller, owner: str, name: str, version: str) -> CatalogueEntry:
         """One entry of the catalogue, with its files."""
-        found = await run_in_threadpool(store.catalogue_entry, f"{owner}/{name}", version)
+        # checked like the suite routes' segments: a name or version no entry can have (a NUL, a slash) is never looked up
+        valid = _ENTRY_NAME.fullmatch(f"{owner}/{name}") is not None and is_semver(version)
+        found = await run_in_threadpool(store.catalogue_entry, f"{owner}/{name}", version) if valid else None
         if found is None:
             raise RegistryError("not_found", f"catalogue entry {_shown(f'{owner}/{name}')} {_shown(version)}: the catalogue "
                                 "holds no such entry. List it with GET /v1/catalogue.")
@@ -394,6 +409,8 @@ def _handle_errors(app: FastAPI) -> None:
     @app.exception_handler(RegistryError)
     async def registry_error(_: Request, e: RegistryError) -> JSONResponse:
         headers = {"WWW-Authenticate": 'Bearer realm="kindgi-eval registry"'} if e.code == "unauthorized" else None
+        if e.code == "busy":
+            headers = {"Retry-After": "5"}
         return error(e.code, e.message, e.status, headers)
 
     @app.exception_handler(RequestValidationError)

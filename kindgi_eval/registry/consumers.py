@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from kindgi_eval.registry.catalogue import Catalogue
 from kindgi_eval.registry.model import KINDS, Kind
+from kindgi_eval.rules import Case
 
 
 class FolderContent(NamedTuple):
@@ -23,6 +24,23 @@ class FolderContent(NamedTuple):
     params: dict[str, str | list[str]]
     """What the kind names of the suite beyond its files (a regression's baseline, a benchmark's catalogue entry), each
     a text or a list of texts: `registry.json` keeps them for the kind to read back (`RegisteredAs.param`)."""
+
+
+MAX_GROWTH = 8
+"""How many times the size of its version's `spec` (as canonical JSON) a suite folder written from it may be, beyond
+`GROWTH_ALLOWANCE`: what a kind writes a version out as is checked against this at publish, so a tick or a run that
+writes it never meets a folder gigabytes large."""
+GROWTH_ALLOWANCE = 8 << 20
+"""Bytes a suite folder may hold beyond `MAX_GROWTH` times its version, so that no small suite is refused by the ratio."""
+
+
+def written_too_large(written: int, version: int) -> str | None:
+    """Why a folder of `written` bytes may not be written out of a version whose spec is `version` bytes; None when it may."""
+    bound = MAX_GROWTH * version + GROWTH_ALLOWANCE
+    if written <= bound:
+        return None
+    return (f"would write {written / 1e6:,.1f} MB, more than {MAX_GROWTH} times the suite's own {version / 1e6:,.2f} MB "
+            f"(and {GROWTH_ALLOWANCE >> 20} MiB more)")
 
 
 def jsonl(items: Iterable[object]) -> bytes:
@@ -49,6 +67,10 @@ class Consumer:
     edit_files: Callable[[Mapping[str, Any]], dict[str, bytes]] | None = None
     """A `spec` as the files a person edits it in, by path inside a folder (`suites pull` writes them beside the
     document); None for a kind whose document is all there is to edit."""
+    cases: Callable[[Mapping[str, Any]], list[tuple[str, Case]]] | None = None
+    """Each case a run of a `spec` that passed `check` evaluates, with where the spec gives it (`spec.cases[3]`): what
+    the tenant's suite limits are held to at publish. None for a kind whose cases are not the tenant's (a catalogue
+    entry's)."""
 
 
 Consumers = Mapping[str, Consumer]

@@ -14,7 +14,7 @@ from typing import Any
 from kindgi_eval.inputs import CALIBRATION_FILE, CASES_FILE, SuiteItems, check_suite_items
 from kindgi_eval.registry.catalogue import Catalogue
 from kindgi_eval.registry.consumers import Consumer, FolderContent, jsonl
-from kindgi_eval.rules import Problem
+from kindgi_eval.rules import Case, Problem
 
 SPEC_KEYS = ("cases", "calibration")
 _ITEM = {"cases": "case", "calibration": "calibration item"}
@@ -106,5 +106,11 @@ def conversation_folder(spec: Mapping[str, Any], catalogue: Catalogue) -> Folder
     return FolderContent(suite_files(spec), {})
 
 
-CONVERSATION = Consumer("conversation", conversation_problems, "kindgi-eval run", conversation_folder, spec_of_files, suite_files)
+def conversation_cases(spec: Mapping[str, Any]) -> list[tuple[str, Case]]:
+    """A checked conversation spec's cases, each with its place (`spec.cases[3]`)."""
+    return [(f"spec.cases[{index}]", case) for index, case in enumerate(read_conversation(spec).cases)]
+
+
+CONVERSATION = Consumer("conversation", conversation_problems, "kindgi-eval run", conversation_folder, spec_of_files, suite_files,
+                        cases=conversation_cases)
 """The consumer of conversation suites, whose folder format the other kinds write theirs in."""

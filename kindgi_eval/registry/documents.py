@@ -60,10 +60,10 @@ def handler_of_file(given: str, base: Path) -> dict[str, str]:
 def checked_suite(document: Mapping[str, Any], where: str, consumers: Consumers, catalogue: Catalogue) -> EvalSuite:
     """The suite `document` holds, checked as the server checks a publish of it (its shape, its kind, that kind's
     check of `spec` against the server's `catalogue`); InputError naming `where` with the server's words otherwise. The
-    tenant is checked by the server."""
+    tenant, and the tenant's suite limits (which the operator may raise), are checked by the server."""
     try:
         body = json.dumps(document, ensure_ascii=False, allow_nan=False).encode("utf-8")
-        return read_suite(body, str(document.get("tenantId")), consumers, catalogue)
+        return read_suite(body, str(document.get("tenantId")), consumers, catalogue, None)
     except ValueError as e:
         raise InputError([Problem(where, None, None, f"cannot be sent as JSON ({e}).")]) from None
     except RegistryError as e:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-ErrorCode = Literal["conflict", "not_found", "unauthorized", "forbidden", "invalid", "too_large", "precondition_failed"]
+ErrorCode = Literal["conflict", "not_found", "unauthorized", "forbidden", "invalid", "too_large", "precondition_failed", "busy"]
 """The `error.code` of every refusal; clients branch on it, so a code never changes meaning."""
 
 STATUS_OF: dict[ErrorCode, int] = {
@@ -15,6 +15,7 @@ STATUS_OF: dict[ErrorCode, int] = {
     "invalid": 422,
     "too_large": 413,
     "precondition_failed": 412,
+    "busy": 503,
 }
 """The HTTP status each code is answered with."""
 
@@ -26,6 +27,9 @@ class RegistryError(Exception):
         self.code: ErrorCode = code
         self.message = message
         super().__init__(f"{code}: {message}")
+
+    def __reduce__(self) -> tuple:
+        return (RegistryError, (self.code, self.message))  # raised in a worker process, answered by the server
 
     @property
     def status(self) -> int:

@@ -18,7 +18,7 @@ from kindgi_eval.registry.consumers import Consumers, accepted_kinds
 from kindgi_eval.registry.errors import RegistryError
 from kindgi_eval.registry.model import KINDS, EvalSuite, SuiteFiles, canonical_json, differing_keys, suite_document
 from kindgi_eval.registry.semver import is_semver
-from kindgi_eval.rules import problems_from_validation
+from kindgi_eval.rules import SuiteLimits, case_problems, problems_from_validation
 
 MAX_BODY = 1024 * 1024
 """The largest publish body, in bytes (1 MiB); a larger one is refused with 413 before it is parsed."""
@@ -27,10 +27,10 @@ MAX_PROBLEMS = 50
 _ENTRY_NAME = re.compile(ENTRY_NAME_PATTERN)
 
 
-def read_suite(body: bytes, tenant: str, consumers: Consumers, catalogue: Catalogue) -> EvalSuite:
+def read_suite(body: bytes, tenant: str, consumers: Consumers, catalogue: Catalogue, limits: SuiteLimits | None) -> EvalSuite:
     """The suite a publish body holds, checked in the order a client fixes things: JSON (422), the suite's shape
     (422), its tenant (403), its kind (422 unless one of `consumers` runs it), that consumer's check of `spec` against
-    `catalogue` (422)."""
+    `catalogue` (422), then its cases against the tenant's `limits` (422; None where they are not known, on a client)."""
     data = _json_object(body)
     try:
         suite = EvalSuite.model_validate(data)
@@ -46,6 +46,12 @@ def read_suite(body: bytes, tenant: str, consumers: Consumers, catalogue: Catalo
     problems = consumer.check(suite.spec, catalogue)
     if problems:
         raise RegistryError("invalid", _joined(problems, f"spec: not {'an' if suite.kind[0] in 'aeiou' else 'a'} {suite.kind} suite {consumer.runs} can run"))
+    if limits is not None and consumer.cases is not None:
+        placed = consumer.cases(suite.spec)
+        over = [f"{placed[o.index][0] if o.index < len(placed) else 'spec'}: {o.message}"
+                for o in case_problems(limits, [case for _, case in placed])]
+        if over:
+            raise RegistryError("invalid", _joined(over, f"spec: over the limits of tenant {tenant}'s suites"))
     try:
         canonical_json(suite_document(suite))
     except (ValueError, UnicodeEncodeError) as e:

@@ -7,7 +7,7 @@ import functools
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 import uvicorn
@@ -16,7 +16,7 @@ from kindgi_eval.registry.app import create_app
 from kindgi_eval.registry.consumers import Consumers
 from kindgi_eval.registry.http_limits import KEEP_ALIVE_S, BoundedHttpTools, ConnectionGate, connection_bound, raised_open_files
 from kindgi_eval.registry.storage import RegistryStore
-from kindgi_eval.rules import InputError, Problem
+from kindgi_eval.rules import InputError, Problem, SuiteLimits
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
 
@@ -36,21 +36,24 @@ def _gate() -> ConnectionGate:
     return ConnectionGate(connection_bound(raised_open_files()))
 
 
-def _server(store: RegistryStore, consumers: Consumers, gate: ConnectionGate, *, quiet: bool) -> uvicorn.Server:
+def _server(store: RegistryStore, consumers: Consumers, gate: ConnectionGate, *, quiet: bool,
+            limits: Mapping[str, SuiteLimits] | None = None) -> uvicorn.Server:
     # no `limit_concurrency`: uvicorn counts every open connection in it, so sockets that send nothing would make every
     # request 503; the protocol bounds the requests in progress, and the gate the connections (http_limits.py)
-    config = uvicorn.Config(create_app(store, consumers), lifespan="on", log_level="warning" if quiet else "info",
+    config = uvicorn.Config(create_app(store, consumers, limits), lifespan="on", log_level="warning" if quiet else "info",
                             log_config=None if quiet else uvicorn.config.LOGGING_CONFIG, access_log=not quiet,
                             http=functools.partial(BoundedHttpTools, gate=gate), timeout_keep_alive=KEEP_ALIVE_S)
     return uvicorn.Server(config)
 
 
-def serve(store: RegistryStore, consumers: Consumers, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
-    """Serve the registry on host:port until interrupted; Ctrl-C returns after a graceful shutdown (SIGTERM, once
-    shut down, ends the process by that signal, as uvicorn does)."""
+def serve(store: RegistryStore, consumers: Consumers, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+          limits: Mapping[str, SuiteLimits] | None = None) -> None:
+    """Serve the registry on host:port until interrupted, each tenant's suites held to its `limits` (the defaults for a
+    tenant not named); Ctrl-C returns after a graceful shutdown (SIGTERM, once shut down, ends the process by that
+    signal, as uvicorn does)."""
     sock = bind(host, port)
     try:
-        _server(store, consumers, _gate(), quiet=False).run(sockets=[sock])
+        _server(store, consumers, _gate(), quiet=False, limits=limits).run(sockets=[sock])
     except KeyboardInterrupt:  # uvicorn raises the captured SIGINT again once it has shut down
         pass
     finally:
@@ -70,11 +73,13 @@ class RunningServer:
 
 
 @contextmanager
-def running_server(store: RegistryStore, consumers: Consumers, host: str = DEFAULT_HOST, port: int = 0) -> Iterator[RunningServer]:
-    """The registry served on host:port (a free port by default) for the duration of the block."""
+def running_server(store: RegistryStore, consumers: Consumers, host: str = DEFAULT_HOST, port: int = 0,
+                   limits: Mapping[str, SuiteLimits] | None = None) -> Iterator[RunningServer]:
+    """The registry served on host:port (a free port by default) for the duration of the block, each tenant's suites
+    held to its `limits`."""
     sock = bind(host, port)
     gate = _gate()
-    server = _server(store, consumers, gate, quiet=True)
+    server = _server(store, consumers, gate, quiet=True, limits=limits)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="kindgi-registry", daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

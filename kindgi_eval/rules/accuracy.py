@@ -13,6 +13,7 @@ lookaround) is refused at publish. No compiled pattern is kept in a process-wide
 
 from __future__ import annotations
 
+import time
 from typing import Literal
 
 import re2
@@ -38,6 +39,21 @@ UNGRADABLE = "grader_error"
 PATTERN_MEMORY = 8 << 20
 """Bytes RE2 may hold for one compiled pattern (its programs, and the DFA's cache when it searches): a pattern that
 needs more is refused (`(?:x{1000}){1000}` needs about a million instructions)."""
+MAX_PROGRAM = 10_000
+"""RE2 instructions one pattern may compile to (`[\\pL\\pN]{7}` is about 9,400, a 30-character phrase about 35): a
+pattern's compile time grows with its program, and every suite's patterns are compiled at publish and as a run starts."""
+CHECK_MEMORY = 256 << 10
+"""Bytes RE2 may use to compile one pattern while it is checked: a little over `MAX_PROGRAM` instructions, so that
+RE2 gives up on a larger pattern after a millisecond or two instead of building all of it first."""
+MAX_PATTERNS = 5_000
+"""Patterns one suite may hold (with the regex grader and no pattern of its own, each item's expected output is one)."""
+MAX_PROGRAMS = 500_000
+"""RE2 instructions all of one suite's patterns may compile to together."""
+MAX_REFUSED = 50
+"""Refused patterns after which a suite's others are not compiled: it is refused already, and a refusal lists 50."""
+COMPILE_BUDGET_S = 5.0
+"""Seconds all of one suite's patterns may take to compile while it is checked, however busy the machine: the
+instruction bounds keep a suite well under it, and this is the backstop that keeps each check short whatever RE2 does."""
 FLAGS = {"i": "ignore case", "m": "multiline", "s": "dot matches newline"}
 """The regex grader's flags, by their letters. RE2 has no verbose mode (`x`)."""
 
@@ -87,12 +103,12 @@ class AccuracyCase(Case):
         return self.grader.adapter == "judge"
 
 
-def compile_pattern(pattern: str, flags: str):
-    """The regex grader's pattern, compiled by RE2 within `PATTERN_MEMORY`; `re2.error` says what is wrong with it.
+def compile_pattern(pattern: str, flags: str, memory: int = PATTERN_MEMORY):
+    """The regex grader's pattern, compiled by RE2 within `memory` bytes; `re2.error` says what is wrong with it.
 
     Built apart from `re2.compile`, whose process-wide cache would keep every tenant's compiled pattern."""
     options = re2.Options()
-    options.max_mem = PATTERN_MEMORY
+    options.max_mem = memory
     options.case_sensitive = "i" not in flags
     options.dot_nl = "s" in flags
     options.log_errors = False
@@ -100,14 +116,65 @@ def compile_pattern(pattern: str, flags: str):
 
 
 def pattern_problem(pattern: str, flags: str) -> str | None:
-    """Why `pattern` cannot grade, in a sentence; None when RE2 compiles it."""
-    try:
-        compile_pattern(pattern, flags)
-    except re2.error as e:
-        return (f"is not a regular expression RE2 accepts ({_said(e)}). Tenant patterns are matched in linear time, so "
-                "backreferences and lookaround are refused, and a pattern must compile within "
-                f"{PATTERN_MEMORY >> 20} MiB; write it without them, or with smaller counted repeats.")
-    return None
+    """Why `pattern` cannot grade, in a sentence; None when RE2 compiles it within `MAX_PROGRAM` instructions."""
+    return PatternBudget().problem(pattern, flags)
+
+
+class PatternBudget:
+    """What checking one suite's patterns may cost: `MAX_PATTERNS` patterns, each of at most `MAX_PROGRAM` RE2
+    instructions, `MAX_PROGRAMS` in all, compiled within `COMPILE_BUDGET_S` seconds. Once it is spent, every further
+    pattern is refused uncompiled, so a check never costs more than the budget whatever the suite holds."""
+
+    def __init__(self) -> None:
+        self.patterns = 0
+        """Patterns offered so far."""
+        self.programs = 0
+        """RE2 instructions of the patterns compiled so far."""
+        self.seconds = 0.0
+        """Seconds spent compiling so far."""
+        self.refused = 0
+        """Patterns refused so far."""
+        self.spent = False
+        """Whether a suite-wide bound was passed, or `MAX_REFUSED` patterns were refused: nothing more is compiled."""
+
+    def problem(self, pattern: str, flags: str) -> str | None:
+        """Why `pattern` cannot grade, or why the suite's patterns may not grow by it, in a sentence; None when RE2
+        compiles it and the suite's budget holds it."""
+        if self.spent:
+            return None  # the pattern that spent the budget was named; the rest are not compiled, nor each named again
+        self.patterns += 1
+        if self.patterns > MAX_PATTERNS:
+            return self._spend(f"is pattern {self.patterns:,} of the suite, which may hold {MAX_PATTERNS:,}. Split the suite, "
+                               "or grade with exact or contains where no pattern is needed.")
+        started = time.perf_counter()
+        try:
+            compiled, refused = compile_pattern(pattern, flags, CHECK_MEMORY), None
+        except re2.error as e:
+            compiled, refused = None, (f"is not a regular expression RE2 accepts ({_said(e)}). Tenant patterns are matched in "
+                                       "linear time, so backreferences and lookaround are refused, and a pattern must compile "
+                                       f"to at most {MAX_PROGRAM:,} instructions; write it without them, or with smaller "
+                                       "counted repeats and classes.")
+        self.seconds += time.perf_counter() - started
+        if compiled is not None and compiled.programsize > MAX_PROGRAM:
+            refused = (f"compiles to {compiled.programsize:,} RE2 instructions, more than the {MAX_PROGRAM:,} a pattern may "
+                       "have. Write it with smaller counted repeats and classes (`\\pL` alone is some 1,300).")
+        if refused is not None:
+            self.refused += 1
+            self.spent = self.refused >= MAX_REFUSED  # the suite is refused already; its other patterns need no compiling
+            return refused
+        assert compiled is not None
+        self.programs += compiled.programsize
+        if self.programs > MAX_PROGRAMS:
+            return self._spend(f"brings the suite's patterns to {self.programs:,} RE2 instructions, more than the "
+                               f"{MAX_PROGRAMS:,} one suite's may have in all. Split the suite, or write smaller patterns.")
+        if self.seconds > COMPILE_BUDGET_S:
+            return self._spend(f"brings the time the suite's patterns took to compile past {COMPILE_BUDGET_S:g} s, the "
+                               "budget of one suite. Split the suite, or write smaller patterns.")
+        return None
+
+    def _spend(self, reason: str) -> str:
+        self.spent = True
+        return reason
 
 
 def _said(error: re2.error) -> str:

@@ -331,11 +331,18 @@ def test_a_kind_without_a_consumer_is_refused_422_naming_the_accepted_kinds(regi
     assert "'pairwise'" in message and f"accepts {', '.join(accepted_kinds(without_pairwise))}" in message and "pairwise," not in message
 
 
+def _toy_check(spec, _) -> list[str]:  # module-level: a server's consumers are handed to the process that checks publishes
+    return [] if "prompts" in spec else ["spec.prompts: required."]
+
+
+def _toy_folder(spec, _) -> FolderContent:
+    return FolderContent({}, {})
+
+
 def test_a_kind_is_accepted_by_a_server_given_its_consumer(registry, caller) -> None:
     me = caller()
     pairwise = suite(me.tenant, "acme.pairwise", kind="pairwise", spec={"prompts": ["2+2"]})
-    toy = Consumer("pairwise", lambda spec, _: [] if "prompts" in spec else ["spec.prompts: required."], "a test",
-                   lambda spec, _: FolderContent({}, {}))
+    toy = Consumer("pairwise", _toy_check, "a test", _toy_folder)
     with served(registry, {"conversation": consumers()["conversation"], "pairwise": toy}) as url:
         assert post(url, me, pairwise).status_code == 201
         message = refused(post(url, me, {**pairwise, "version": "2.0.0", "spec": {}}), 422, "invalid")

@@ -175,3 +175,25 @@ def test_a_message_names_the_versions_of_the_name_asked_for_else_at_most_ten_ent
     said = listing(many, "ops/none")
     assert said.startswith("ops/s00 1.0.0, ops/s01 1.0.0") and said.endswith(", and 17 more (kindgi-eval catalogue list)")
     assert said.count(" 1.") == 10 and listing([], "ops/none") == "nothing"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/catalogue/kindgi%00/golden/versions/1.0.0",  # PostgreSQL refuses a NUL in text: this was a 500 there
+        "/v1/catalogue/kindgi/gol%00den/versions/1.0.0",
+        "/v1/catalogue/kindgi/golden/versions/1.0.0%00",
+        "/v1/catalogue/kindgi/golden/versions/%ff%fe",  # not UTF-8
+        "/v1/catalogue/KINDGI/golden/versions/1.0.0",  # no entry name has capitals: never looked up
+        "/v1/catalogue/kindgi/golden/versions/" + "9" * 5000 + ".0.0",
+        "/v1/eval-suites/acme%00.golden",
+        "/v1/eval-suites/acme%00.golden/versions",
+        "/v1/eval-suites/acme.golden/versions/1.0.0%00",
+        "/v1/eval-suites/acme%00.golden/versions/1.0.0/files",
+    ],
+    ids=["nul-owner", "nul-name", "nul-version", "not-utf8", "capitals", "long-version", "nul-suite", "nul-versions",
+         "nul-suite-version", "nul-files"],
+)
+def test_a_path_no_entry_or_suite_can_have_is_404_on_every_backend(registry, caller, path: str) -> None:
+    reader = caller()
+    refused(reader.http.get(path), 404, "not_found")

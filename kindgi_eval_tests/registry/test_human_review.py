@@ -10,6 +10,8 @@ import pytest
 
 from kindgi_eval.kinds import consumers, promotion
 from kindgi_eval.kinds.human_review.check import next_minor
+from kindgi_eval.registry import MAX_GROWTH, StoredVersion, canonical_json, content_hash, materialize, written_too_large
+from kindgi_eval.rules import InputError
 from kindgi_eval_tests.registry.conftest import EmptyCatalogue, golden_spec, refused, suite, unchanged
 
 CASES = golden_spec()["cases"][:2]
@@ -90,3 +92,53 @@ def test_a_promotion_planned_before_another_publish_is_refused_412_and_stores_no
     with unchanged(registry.store):
         refused(me.http.post("/v1/eval-suites", json=plan.document, headers={"If-Match": plan.if_match}), 412, "precondition_failed")
     assert me.http.get(f"/v1/eval-suites/{suite_id}").json()["suite"]["spec"]["rubric"] == ["Is warm"]  # theirs stands
+
+
+def rubric_of(items: int) -> list[str]:
+    return [f"Rubric item {n}: the reply does something a person checks by reading it" for n in range(items)]
+
+
+def many_cases(count: int) -> list[dict]:
+    return [{"id": f"c{n}", "text": "How much is it?", "expect": {"escalate": False}} for n in range(count)]
+
+
+def test_a_version_whose_folder_would_copy_its_rubric_past_the_bound_is_refused_422(registry, caller) -> None:
+    # 2,000 rubric items (150 KB) copied into each of 400 cases: 63.6 MB written out of a 0.18 MB version (a 793 KB
+    # version wrote 2 GiB at every tick)
+    me = caller()
+    spec = {"rubric": rubric_of(2_000), "reviewerRole": "lead", "cases": many_cases(400)}
+    with unchanged(registry.store):
+        message = refused(me.http.post("/v1/eval-suites", json=suite(me.tenant, f"{me.tenant}.review", kind="human-review", spec=spec)),
+                          422, "invalid")
+    assert "spec.rubric: its 2,000 items, copied into each of the 400 cases" in message
+    assert f"more than {MAX_GROWTH} times the suite's own 0.18 MB" in message
+
+
+@pytest.mark.parametrize(("items", "cases"), [(1, 2), (20, 200), (60, 300), (300, 40), (100, 1_000)])
+def test_a_folder_the_check_accepts_is_within_the_bound_of_its_version(items: int, cases: int) -> None:
+    spec = {"rubric": rubric_of(items), "reviewerRole": "lead", "cases": many_cases(cases)}
+    consumer = consumers()["human-review"]
+    assert consumer.check(spec, EmptyCatalogue()) == []
+    written = sum(len(data) for data in consumer.folder(spec, EmptyCatalogue()).files.values())
+    assert written_too_large(written, len(canonical_json(spec))) is None
+
+
+@pytest.mark.parametrize(("items", "cases"), [(500, 400), (2_000, 100)])
+def test_the_check_refuses_each_version_whose_folder_is_past_the_bound(items: int, cases: int) -> None:
+    spec = {"rubric": rubric_of(items), "reviewerRole": "lead", "cases": many_cases(cases)}
+    consumer = consumers()["human-review"]
+    (problem,) = consumer.check(spec, EmptyCatalogue())
+    assert problem.startswith("spec.rubric:")
+    written = sum(len(data) for data in consumer.folder(spec, EmptyCatalogue()).files.values())
+    assert written_too_large(written, len(canonical_json(spec))) is not None  # what it would write is past it indeed
+
+
+def test_a_stored_version_past_the_bound_is_never_written_out(tmp_path) -> None:
+    # a version stored before the bound: the run that reads it stops before writing anything
+    spec = {"rubric": rubric_of(2_000), "reviewerRole": "lead", "cases": many_cases(400)}
+    document = suite("acme", "acme.review", kind="human-review", spec=spec)
+    stored = StoredVersion("acme.review", "1.0.0", "human-review", content_hash(document), canonical_json(document).decode(),
+                           "2026-12-01T00:00:00.000000Z", "tok_1")
+    with pytest.raises(InputError, match="spec.rubric: its 2,000 items"):
+        materialize(stored, "acme", tmp_path, consumers(), EmptyCatalogue())
+    assert not any(path.is_file() for path in tmp_path.rglob("*"))

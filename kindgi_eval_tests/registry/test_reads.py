@@ -67,7 +67,9 @@ def test_a_get_after_the_database_dropped_every_connection_is_answered(postgres_
     store = open_store(postgres_url)
     token = store.issue_token(f"t-{uuid.uuid4().hex[:10]}", "test")
     try:
-        with running_server(store, consumers()) as server, httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {token.secret}"}) as http:
+        # a publish is checked in a worker that starts with the server: on a busy machine its first check waits for it
+        with running_server(store, consumers()) as server, httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {token.secret}"},
+                                                                        timeout=60) as http:
             assert http.post("/v1/eval-suites", json=suite(token.tenant)).status_code == 201
             assert http.get("/v1/eval-suites/acme.pricing").status_code == 200  # the server's pools now hold connections
             with store.engine.connect() as connection:  # as a restart does: every other session of the database ends

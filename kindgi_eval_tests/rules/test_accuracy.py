@@ -11,8 +11,10 @@ from kindgi_eval.rules import (
     accuracy_criterion,
     check_accuracy,
     item_grade,
+    PatternBudget,
     pattern_problem,
 )
+from kindgi_eval.rules.accuracy import MAX_PATTERNS, MAX_PROGRAM, MAX_PROGRAMS, MAX_REFUSED
 
 
 def item(expected: str = "$450", **grader: object) -> AccuracyCase:
@@ -83,6 +85,44 @@ def test_a_pattern_re2_cannot_take_within_its_budget_is_refused_with_why(pattern
     assert problem is not None and said in problem and "backreferences and lookaround are refused" in problem
 
 
+@pytest.mark.parametrize(
+    ("pattern", "said"),
+    [
+        # 170 ms to compile, once accepted: some 400,000 instructions, refused after RE2 gives up at its check memory
+        (r"[\pL\pN]{300}", "pattern too large"),
+        (r"[\pL\pN]{12}", "more than the 10,000 a pattern may have"),  # about 16,000: compiles, and is refused by its size
+        ("a" * 12_000, "more than the 10,000 a pattern may have"),  # a literal is an instruction a character
+    ],
+)
+def test_a_pattern_over_the_program_bound_is_refused(pattern: str, said: str):
+    problem = pattern_problem(pattern, "")
+    assert problem is not None and said in problem
+
+
+def test_a_pattern_just_under_the_program_bound_is_accepted():
+    assert pattern_problem(r"[\pL\pN]{7}", "") is None  # about 9,400 instructions
+    assert pattern_problem("a" * (MAX_PROGRAM - 10), "") is None
+
+
+def test_a_suite_may_hold_so_many_patterns_and_no_more():
+    budget = PatternBudget()
+    said = [budget.problem(f"price {n}", "") for n in range(MAX_PATTERNS + 3)]
+    assert said[:MAX_PATTERNS] == [None] * MAX_PATTERNS
+    assert f"is pattern {MAX_PATTERNS + 1:,} of the suite, which may hold {MAX_PATTERNS:,}" in said[MAX_PATTERNS]
+    assert said[MAX_PATTERNS + 1:] == [None, None]  # the budget is spent: named once, nothing more compiled
+    assert budget.spent and budget.patterns == MAX_PATTERNS + 1
+
+
+def test_a_suites_patterns_may_compile_to_so_many_instructions_in_all():
+    budget = PatternBudget()
+    each = "a" * 9_000  # 9,004 instructions each: 55 of them are 495,220, the 56th passes 500,000
+    said = [budget.problem(each, "") for _ in range(60)]
+    first = next(i for i, reason in enumerate(said) if reason)
+    assert first == MAX_PROGRAMS // 9_004
+    assert f"more than the {MAX_PROGRAMS:,} one suite's may have in all" in said[first]
+    assert said[first + 1:] == [None] * (59 - first) and budget.spent
+
+
 def test_no_tenant_pattern_is_kept_in_a_process_wide_cache():
     cached = re2._Regexp._make.cache_info().currsize
     for n in range(50):
@@ -136,3 +176,12 @@ def test_a_deterministic_grader_gives_the_judge_nothing_and_no_rubric():
 )
 def test_item_grade_counts_only_what_was_graded(assertions, judged, grade):
     assert item_grade(assertions, judged) == grade
+
+
+def test_after_so_many_refused_patterns_the_rest_are_not_compiled():
+    # 72 KB of patterns each too large for RE2 took three publishes 195 s: each is refused in a millisecond or two,
+    # and past MAX_REFUSED of them the suite is refused already, so nothing more is compiled
+    budget = PatternBudget()
+    said = [budget.problem(r"[\pL\pN]{300}", "") for _ in range(MAX_REFUSED + 20)]
+    assert all("pattern too large" in reason for reason in said[:MAX_REFUSED])
+    assert said[MAX_REFUSED:] == [None] * 20 and budget.patterns == MAX_REFUSED

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kindgi_eval.registry import Catalogue, Consumer, FolderContent, jsonl, problem_line
 from kindgi_eval.rules import (
+    Case,
     GRADERS,
     AccuracyCase,
     CalibrationItem,
@@ -27,7 +28,7 @@ from kindgi_eval.rules import (
     Problem,
     Turn,
     accuracy_criterion,
-    pattern_problem,
+    PatternBudget,
     problems_from_validation,
 )
 
@@ -76,16 +77,18 @@ class RegexConfig(_Strict):
 SPEC_KEYS = ("cases", "grader", "calibration")
 
 
-def read_accuracy(spec: Mapping[str, Any]) -> tuple[list[AccuracyCase], list[CalibrationItem], list[Problem]]:
-    """The accuracy items and calibration items of `spec`, and every problem, each naming its path in `spec`."""
+def read_accuracy(spec: Mapping[str, Any], *, patterns: bool = True) -> tuple[list[AccuracyCase], list[CalibrationItem], list[Problem]]:
+    """The accuracy items and calibration items of `spec`, and every problem, each naming its path in `spec`; without
+    `patterns`, no pattern is compiled (a spec that passed the check once)."""
     problems = [Problem("spec", None, key, f"unknown field. An accuracy suite's spec holds only {', '.join(SPEC_KEYS)}.")
                 for key in sorted(set(spec) - set(SPEC_KEYS))]
-    grader = _grader(spec.get("grader"), problems)
+    budget = PatternBudget() if patterns else None
+    grader = _grader(spec.get("grader"), problems, budget)
     cases = _items(spec, "cases", Item, problems, required=True)
     pairs = _items(spec, "calibration", CalibrationPair, problems, required=False)
-    if grader is not None and grader.adapter == "regex" and grader.pattern is None:
+    if budget is not None and grader is not None and grader.adapter == "regex" and grader.pattern is None:
         for index, item in cases:
-            reason = pattern_problem(item.expectedOutput, grader.flags)
+            reason = budget.problem(item.expectedOutput, grader.flags)
             if reason:
                 problems.append(Problem("spec", None, f"cases[{index}].expectedOutput", f"{reason} Without grader.config.pattern each expectedOutput is its item's pattern."))
     if pairs and (grader is None or grader.adapter != "judge"):
@@ -112,14 +115,14 @@ def accuracy_problems(spec: Mapping[str, Any], catalogue: Catalogue) -> list[str
 
 def accuracy_folder(spec: Mapping[str, Any], catalogue: Catalogue) -> FolderContent:
     """An accuracy suite as a folder: cases.jsonl of accuracy items and, for the judge, its calibration.jsonl."""
-    cases, calibration, _ = read_accuracy(spec)
+    cases, calibration, _ = read_accuracy(spec, patterns=False)
     files = {"cases.jsonl": jsonl(c.model_dump(mode="json", exclude_defaults=True) for c in cases)}
     if "calibration" in spec:
         files["calibration.jsonl"] = jsonl(i.model_dump(mode="json", exclude_defaults=True) for i in calibration)
     return FolderContent(files, {})
 
 
-def _grader(value: object, problems: list[Problem]) -> Grader | None:
+def _grader(value: object, problems: list[Problem], budget: PatternBudget | None) -> Grader | None:
     if value is None:
         return Grader()
     try:
@@ -145,8 +148,8 @@ def _grader(value: object, problems: list[Problem]) -> Grader | None:
     except ValidationError as e:
         problems.extend(under("grader.config", p) for p in problems_from_validation(e, "spec", None))
         return None
-    if grader.pattern is not None:
-        reason = pattern_problem(grader.pattern, grader.flags)
+    if budget is not None and grader.pattern is not None:
+        reason = budget.problem(grader.pattern, grader.flags)
         if reason:
             problems.append(Problem("spec", None, "grader.config.pattern", reason))
     return grader
@@ -219,5 +222,10 @@ def under(prefix: str, problem: Problem) -> Problem:
     return Problem(problem.file, problem.line, field, problem.message)
 
 
-CONSUMER = Consumer("accuracy", accuracy_problems, "kindgi-eval run", accuracy_folder)
+def accuracy_cases(spec: Mapping[str, Any]) -> list[tuple[str, Case]]:
+    """A checked accuracy spec's items as the run reads them, each with its place (`spec.cases[3]`)."""
+    return [(f"spec.cases[{index}]", case) for index, case in enumerate(read_accuracy(spec, patterns=False)[0])]
+
+
+CONSUMER = Consumer("accuracy", accuracy_problems, "kindgi-eval run", accuracy_folder, cases=accuracy_cases)
 """What the registry checks a published `spec` of this kind with, and the suite folder it writes it out as."""

@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kindgi_eval.registry import CONVERSATION_KEYS, Catalogue, Consumer, FolderContent, problem_line, read_conversation, suite_files
-from kindgi_eval.rules import Handler, Problem, problems_from_validation
+from kindgi_eval.registry import CONVERSATION_KEYS, Catalogue, Consumer, FolderContent, conversation_cases, problem_line, read_conversation, suite_files
+from kindgi_eval.rules import Case, Handler, Problem, problems_from_validation
 
 HANDLER_FILE = "handler.json"
 """A custom suite's handler (`spec.Handler`: module path, entrypoint, source), beside its cases in the folder the
@@ -71,5 +71,10 @@ def custom_files(spec: Mapping[str, Any]) -> dict[str, bytes]:
     return {**suite_files({k: spec[k] for k in CONVERSATION_KEYS if k in spec}), handler.modulePath: handler.source.encode("utf-8")}
 
 
-CONSUMER = Consumer("custom", custom_problems, "kindgi-eval run", custom_folder, edit_files=custom_files)
+def custom_cases(spec: Mapping[str, Any]) -> list[tuple[str, Case]]:
+    """A checked custom spec's cases, each with its place (`spec.cases[3]`)."""
+    return conversation_cases({k: spec[k] for k in CONVERSATION_KEYS if k in spec})
+
+
+CONSUMER = Consumer("custom", custom_problems, "kindgi-eval run", custom_folder, edit_files=custom_files, cases=custom_cases)
 """What the registry checks a published `spec` of this kind with, and the suite folder it writes it out as."""

@@ -11,11 +11,12 @@ next minor version, conditional on the latest ETag. Pure: reads no file.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from kindgi_eval.registry import Catalogue, Consumer, FolderContent, SemVer, etag, jsonl, parse_semver, problem_line, read_conversation
-from kindgi_eval.rules import Problem, meant_dimension
+from kindgi_eval.registry import Catalogue, Consumer, FolderContent, SemVer, canonical_json, etag, jsonl, parse_semver, problem_line, read_conversation, written_too_large
+from kindgi_eval.rules import Case, Problem, meant_dimension
 
 KIND = "human-review"
 SPEC_KEYS = ("rubric", "reviewerRole", "cases", "calibration")
@@ -62,7 +63,24 @@ def human_review_problems(spec: Mapping[str, Any], catalogue: Catalogue) -> list
                 for key in sorted(set(spec) - set(SPEC_KEYS))]
     problems += rubric_problems(spec)
     problems += read_conversation({k: spec[k] for k in ("cases", "calibration") if k in spec}).problems
+    if not problems:
+        problems += folder_size_problems(spec)
     return [problem_line(p) for p in problems]
+
+
+def folder_size_problems(spec: Mapping[str, Any]) -> list[Problem]:
+    """The suite folder copies the rubric into every case (the judge grades each case's own review entries), so its
+    size is about the cases' plus the rubric's times the cases: refused (naming `spec.rubric`) when that is more than
+    a folder may grow its version by. Measured without writing it."""
+    cases, rubric = spec["cases"], spec["rubric"]
+    each = len(json.dumps(rubric, ensure_ascii=False).encode("utf-8")) + len(', "review": ')
+    written = sum(len(json.dumps(case, ensure_ascii=False).encode("utf-8")) + 1 for case in cases) + len(cases) * each
+    reason = written_too_large(written, len(canonical_json(spec)))
+    if reason is None:
+        return []
+    return [Problem("spec", None, "rubric", f"its {len(rubric):,} items, copied into each of the {len(cases):,} cases as the "
+                    f"suite folder a run reads holds them, {reason}. Give fewer or shorter rubric items, or split the cases "
+                    "over several suites.")]
 
 
 def reviewed_case(case: Mapping[str, Any], rubric: Sequence[str]) -> dict[str, Any]:
@@ -118,5 +136,13 @@ def promotion(latest: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> 
     return Promotion(document, etag(latest["hash"]), tuple(i["id"] for i in added), present)
 
 
-CONSUMER = Consumer(KIND, human_review_problems, "kindgi-eval run", human_review_folder)
+def human_review_cases(spec: Mapping[str, Any]) -> list[tuple[str, Case]]:
+    """A checked human-review spec's cases as the run reads them, each with the rubric among its review entries, with
+    its place (`spec.cases[3]`)."""
+    rubric = tuple(spec["rubric"])
+    return [(f"spec.cases[{index}]", case) for index, case in
+            enumerate(read_conversation({"cases": [reviewed_case(case, rubric) for case in spec["cases"]]}).cases)]
+
+
+CONSUMER = Consumer(KIND, human_review_problems, "kindgi-eval run", human_review_folder, cases=human_review_cases)
 """What the registry checks a published `spec` of this kind with, and the suite folder it writes it out as."""

@@ -19,6 +19,7 @@ from kindgi_eval.inputs import RegisteredAs
 from kindgi_eval.kinds.accuracy.check import input_turn, under, unique
 from kindgi_eval.registry import Catalogue, Consumer, FolderContent, jsonl, problem_line
 from kindgi_eval.rules import (
+    Case,
     PairwiseCalibration,
     PairwiseCase,
     Preference,
@@ -150,5 +151,12 @@ def _labelled(values: object, problems: list[Problem]) -> list[PairwiseCalibrati
     return items
 
 
-CONSUMER = Consumer("pairwise", pairwise_problems, "kindgi-eval run", pairwise_folder)
+def pairwise_cases(spec: Mapping[str, Any]) -> list[tuple[str, Case]]:
+    """A checked pairwise spec's cases, two per prompt (one per variant), each with its prompt's place (`spec.prompts[3]`)."""
+    read, _ = read_pairwise(spec)
+    assert read is not None, "checked at publish time"
+    return [(f"spec.prompts[{index // 2}]", case) for index, case in enumerate(read.prompts)]
+
+
+CONSUMER = Consumer("pairwise", pairwise_problems, "kindgi-eval run", pairwise_folder, cases=pairwise_cases)
 """What the registry checks a published `spec` of this kind with, and the suite folder it writes it out as."""

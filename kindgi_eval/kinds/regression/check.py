@@ -14,12 +14,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kindgi_eval.registry import CONVERSATION_KEYS, Catalogue, Consumer, FolderContent, is_semver, problem_line, read_conversation, suite_files
-from kindgi_eval.rules import Problem, problems_from_validation
+from kindgi_eval.registry import CONVERSATION_KEYS, SUITE_ID_PATTERN, Catalogue, Consumer, FolderContent, conversation_cases, is_semver, problem_line, read_conversation, suite_files
+from kindgi_eval.rules import Case, Problem, problems_from_validation
 
 
 RUN_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 """A whole run id, as Dagster makes them (a UUID in lower case); never a prefix."""
+_SUITE_ID = re.compile(SUITE_ID_PATTERN)
 
 
 class RunBaseline(BaseModel):
@@ -36,6 +37,7 @@ class VersionBaseline(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     suiteId: str = Field(min_length=1)
+    """The suite whose run is the baseline: a suite id as the registry takes one, since it names a stored partition."""
     version: str
 
 
@@ -48,6 +50,9 @@ def read_baseline(value: object) -> tuple[RunBaseline | VersionBaseline | None, 
         baseline = model.model_validate(value)
     except ValidationError as e:
         return None, [Problem("spec", None, f"baseline.{p.field}" if p.field else "baseline", p.message) for p in problems_from_validation(e, "spec", None)]
+    if isinstance(baseline, VersionBaseline) and not _SUITE_ID.fullmatch(baseline.suiteId):
+        return None, [Problem("spec", None, "baseline.suiteId", f"{baseline.suiteId[:80]!r} is not a suite id: up to 128 letters, "
+                              "digits, dots, hyphens and underscores, starting with a letter or a digit, e.g. acme.golden.")]
     if isinstance(baseline, VersionBaseline) and not is_semver(baseline.version):
         return None, [Problem("spec", None, "baseline.version", f"{baseline.version!r} is not a semantic version (MAJOR.MINOR.PATCH).")]
     if isinstance(baseline, RunBaseline) and not RUN_ID.fullmatch(baseline.runId):
@@ -85,5 +90,10 @@ def regression_folder(spec: Mapping[str, Any], catalogue: Catalogue) -> FolderCo
     return FolderContent(suite_files({k: spec[k] for k in CONVERSATION_KEYS if k in spec}), params)
 
 
-CONSUMER = Consumer("regression", regression_problems, "kindgi-eval run", regression_folder)
+def regression_cases(spec: Mapping[str, Any]) -> list[tuple[str, Case]]:
+    """A checked regression spec's cases, each with its place (`spec.cases[3]`)."""
+    return conversation_cases({k: spec[k] for k in CONVERSATION_KEYS if k in spec})
+
+
+CONSUMER = Consumer("regression", regression_problems, "kindgi-eval run", regression_folder, cases=regression_cases)
 """What the registry checks a published `spec` of this kind with, and the suite folder it writes it out as."""
