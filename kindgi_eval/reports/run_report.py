@@ -110,8 +110,8 @@ def summary_lines(result: KindResult, calibration: Sequence[CalibrationRow], met
             advice = labels_advice(c, metrics)
             lines.append(
                 f"  {c.group}: agreement {agreement}{low}, kappa {kappa}, {c.items} items "
-                f"({c.pass_labels} pass, {c.fail_labels} fail); {state}: {c.note} "
-                f"The judge's {judge_error_text(c)}." + (f" {advice}" if advice else "")
+                f"({c.pass_labels} pass, {c.fail_labels} fail); {state}: {c.note}"
+                + (f" The judge's {judge_error_text(c)}." if c.items else "") + (f" {advice}" if advice else "")
             )
         lines += summary_rate_lines(metrics)
     cost = f"Cost: agent ${run.agent_usd:.4f}"
