@@ -215,7 +215,7 @@ class RegistryStore:
         if scope in TENANTLESS and tenant is not None:
             does = ("publishes to the catalogue every tenant reads" if scope == "operator" else
                     "reads every tenant's suites for the nightly runs")
-            raise InputError([Problem("tenant", None, None, f"is not given to a {scope} token: it acts for no tenant, and "
+            raise InputError([Problem("tenant", None, None, f"is not given to {'an' if scope == 'operator' else 'a'} {scope} token: it acts for no tenant, and "
                                       f"{does}. Leave it out.")])
         problem = tenant_problem(tenant) if tenant is not None else ("is required: a token of scope read or publish acts for "
                                                                       "one tenant." if scope not in TENANTLESS else None)
