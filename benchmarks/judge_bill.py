@@ -38,8 +38,9 @@ from kindgi_eval.agents.mock import MockAgent  # noqa: E402
 from kindgi_eval.inputs.suite_folder import load_suite  # noqa: E402
 from kindgi_eval.inputs.tenant_file import load_tenant  # noqa: E402
 from kindgi_eval.kinds import models_of  # noqa: E402
+from kindgi_eval.llm.calls import with_breakpoints  # noqa: E402
 from kindgi_eval.prompts import unfence  # noqa: E402
-from kindgi_eval.rules import Completion, Course, Tenant  # noqa: E402
+from kindgi_eval.rules import Completion, Course, Tenant, parse_model  # noqa: E402
 from kindgi_eval.steps.agent_replies import turn_of  # noqa: E402
 from kindgi_eval.steps.judge_samples import case_subjects, judge_suite  # noqa: E402
 
@@ -218,10 +219,6 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="end with one line of JSON: the prices")
     args = parser.parse_args()
 
-    try:
-        from kindgi_eval.llm.calls import with_breakpoints
-    except ImportError:
-        with_breakpoints = lambda provider, messages: messages  # noqa: E731
 
     golden = load_suite(REPO / "evals/golden", models_of=models_of)
     tenant = large_tenant(load_tenant(None).tenant)
@@ -244,8 +241,8 @@ def main() -> None:
         split: Counter[str] = Counter()
         for messages, _ in judge.sent:
             split.update(parts(messages, model))
-        provider = model.split("/", 1)[0]
-        marked = [with_breakpoints(provider, messages) for messages, _ in judge.sent]
+        ref = parse_model(model.replace("/", ":", 1))
+        marked = [with_breakpoints(ref, messages) for messages, _ in judge.sent]
         billed = bill(judge.sent, model, marked, args.concurrency)
         prompt, cached = sum(r.prompt for r in billed), sum(r.cached for r in billed)
         written, completion = sum(r.written for r in billed), sum(r.completion for r in billed)

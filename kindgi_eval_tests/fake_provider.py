@@ -1,4 +1,5 @@
-"""An OpenAI-compatible chat server on 127.0.0.1, scripted per request, that records what it was asked.
+"""An OpenAI-compatible chat server on 127.0.0.1, scripted per request, that records what it was asked; it also
+answers Anthropic's messages API (`/v1/messages`), and caches repeated prompt prefixes as the two providers do (`Cache`).
 
 It imports no pytest, so the benchmarks can use it from the plain install (`pip install -e .`); its pytest
 fixture, `provider_env`, lives in conftest.py."""
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import sys
 import threading
 import time
@@ -33,8 +35,61 @@ class Answer:
 Script = Callable[[dict[str, Any]], Answer]
 
 
-def chat_body(content: str, model: str = "fake") -> bytes:
-    """A chat.completion body carrying `content`."""
+TOKEN_CHARS = 4
+"""How many characters the fake counts as one token."""
+CACHE_MIN_TOKENS, CACHE_STEP_TOKENS = 1024, 128
+"""OpenAI's rule: a repeated prefix is read from the cache once it is this long, in steps of this many tokens."""
+
+
+def request_text(body: dict[str, Any]) -> str:
+    """A chat or messages request as the text a provider reads: the system prompt, then each message's content."""
+    parts = [_text(body.get("system", ""))] + [_text(m.get("content", "")) for m in body.get("messages", [])]
+    return "\x00".join(parts)
+
+
+def _text(content: Any) -> str:
+    return content if isinstance(content, str) else "".join(block.get("text", "") for block in content)
+
+
+def breakpoint_prefixes(body: dict[str, Any]) -> list[str]:
+    """The prefixes of an Anthropic request that end at a block marked `cache_control`, shortest first."""
+    ends, text = [], ""
+    pieces = [body.get("system", "")] + [m.get("content", "") for m in body.get("messages", [])]
+    for n, content in enumerate(pieces):
+        for block in [{"text": content}] if isinstance(content, str) else content:
+            text += block.get("text", "")
+            if "cache_control" in block:
+                ends.append(text)
+        text += "\x00" if n < len(pieces) - 1 else ""
+    return ends
+
+
+class Cache:
+    """What the fake provider has cached: OpenAI's automatic prefixes, Anthropic's marked ones."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.marked: set[str] = set()
+
+    def openai(self, body: dict[str, Any]) -> int:
+        """Tokens of the longest prefix this request shares with an earlier one, from 1,024 tokens in steps of 128."""
+        text = request_text(body)
+        shared = max((len(os.path.commonprefix([text, seen])) for seen in self.texts), default=0) // TOKEN_CHARS
+        self.texts.append(text)
+        return shared // CACHE_STEP_TOKENS * CACHE_STEP_TOKENS if shared >= CACHE_MIN_TOKENS else 0
+
+    def anthropic(self, body: dict[str, Any]) -> tuple[int, int]:
+        """(read, written) tokens: the longest marked prefix an earlier request wrote is read, the rest up to the last
+        mark is written."""
+        prefixes = breakpoint_prefixes(body)
+        read = max((len(p) for p in prefixes if p in self.marked), default=0) // TOKEN_CHARS
+        written = max(0, len(prefixes[-1]) // TOKEN_CHARS - read) if prefixes else 0
+        self.marked.update(prefixes)
+        return read, written
+
+
+def chat_body(content: str, model: str = "fake", usage: dict[str, Any] | None = None) -> bytes:
+    """A chat.completion body carrying `content` (and `usage`, else 100 tokens in and 20 out)."""
     return json.dumps(
         {
             "id": "chatcmpl-fake",
@@ -42,7 +97,19 @@ def chat_body(content: str, model: str = "fake") -> bytes:
             "created": 0,
             "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+            "usage": usage or {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+        }
+    ).encode()
+
+
+def anthropic_body(content: str, model: str, read: int, written: int, fresh: int) -> bytes:
+    """An Anthropic messages body carrying `content`, with its cache reads and writes and its other input tokens."""
+    return json.dumps(
+        {
+            "id": "msg_fake", "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": content}], "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": fresh, "output_tokens": 20, "cache_read_input_tokens": read,
+                      "cache_creation_input_tokens": written},
         }
     ).encode()
 
@@ -58,9 +125,11 @@ class _QuietServer(ThreadingHTTPServer):
 class FakeProvider:
     """Serve `script` at http://127.0.0.1:<port>/v1; `requests` holds every request body, in arrival order."""
 
-    def __init__(self, script: Script, port: int = 0):
-        """A server answering by `script`, on `port` of 127.0.0.1 (a free one by default)."""
+    def __init__(self, script: Script, port: int = 0, *, caching: bool = False):
+        """A server answering by `script`, on `port` of 127.0.0.1 (a free one by default); with `caching`, its chat
+        answers count tokens (`TOKEN_CHARS` characters each) and report the cached ones as the provider would."""
         self.script = script
+        self.cache = Cache() if caching else None
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.in_flight = 0
@@ -100,7 +169,7 @@ class FakeProvider:
                 try:
                     answer = provider.script(body)
                     time.sleep(answer.delay_s)
-                    payload = answer.raw_body if answer.raw_body is not None else chat_body(answer.content or "")
+                    payload = answer.raw_body if answer.raw_body is not None else provider.body(self.path, body, answer)
                     self.send_response(answer.status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(payload)))
@@ -121,6 +190,22 @@ class FakeProvider:
         self.server.daemon_threads = True
         self.server.request_queue_size = 256
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def body(self, path: str, request: dict[str, Any], answer: Answer) -> bytes:
+        """The answer's body: Anthropic's for `/v1/messages`, else a chat completion; with a cache, tokens counted."""
+        if path.endswith("/messages"):
+            with self._lock:
+                read, written = self.cache.anthropic(request) if self.cache else (0, 0)
+            fresh = len(request_text(request)) // TOKEN_CHARS - read - written
+            return anthropic_body(answer.content or "", request.get("model", "fake"), read, written, fresh)
+        if self.cache is None:
+            return chat_body(answer.content or "")
+        with self._lock:
+            cached = self.cache.openai(request)
+        prompt = len(request_text(request)) // TOKEN_CHARS
+        usage = {"prompt_tokens": prompt, "completion_tokens": 20, "total_tokens": prompt + 20,
+                 "prompt_tokens_details": {"cached_tokens": cached}}
+        return chat_body(answer.content or "", request.get("model", "fake"), usage)
 
     @property
     def base_url(self) -> str:
@@ -152,8 +237,8 @@ class FakeProvider:
 
 
 def user_text(request: dict[str, Any]) -> str:
-    """The last user message of a chat request."""
-    return next(m["content"] for m in reversed(request["messages"]) if m["role"] == "user")
+    """The last user message of a chat request (its text blocks joined, where it has them)."""
+    return _text(next(m["content"] for m in reversed(request["messages"]) if m["role"] == "user"))
 
 
 def fenced(request: dict[str, Any], kind: str) -> str:
@@ -166,7 +251,7 @@ def fenced(request: dict[str, Any], kind: str) -> str:
 
 def criterion_of(request: dict[str, Any]) -> str:
     """The criterion a judge request names."""
-    return user_text(request).split("Criterion to grade:\n", 1)[1].split("\n", 1)[0]
+    return user_text(request).rsplit("Criterion to grade:\n", 1)[1].split("\n", 1)[0]
 
 
 def scripted(*answers: Answer) -> Script:

@@ -72,7 +72,7 @@ class LitellmJudge:
         if prepared:  # the import's seconds are paid here, never inside a sample's timeout
             prepare()
 
-    async def grade(self, messages: list[dict[str, str]], *, timeout_s: float, schema: dict | None = None) -> Completion:
+    async def grade(self, messages: list[dict[str, Any]], *, timeout_s: float, schema: dict | None = None) -> Completion:
         """One answer to one judge request, retried and timed as every model call is; `schema` is sent as the
         response format where litellm says the model supports response schemas, and the prompt alone asks otherwise."""
         return await complete(

@@ -7,7 +7,7 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from itertools import product
-from typing import Literal, NamedTuple, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 from kindgi_eval.kinds import cases_of, kind_named
 from kindgi_eval.llm import ModelCallError
@@ -125,7 +125,7 @@ class _Sampling:
         count[0] += sum(_key_of(subject, n) in self.done for n in range(1, SAMPLES + 1))
         return [asyncio.ensure_future(self._one(subject, n, messages, counted)) for n in range(1, SAMPLES + 1)]
 
-    async def _one(self, subject: Subject, number: int, messages: list[dict[str, str]], counted: str) -> SampleRow:
+    async def _one(self, subject: Subject, number: int, messages: list[dict[str, Any]], counted: str) -> SampleRow:
         if (recorded := self.done.get(_key_of(subject, number))) is not None:
             return recorded
         async with self.slots:
@@ -140,7 +140,7 @@ class _Sampling:
 
 
 async def _sample(
-    judge: Judge, subject: Subject, number: int, messages: list[dict[str, str]], timeout_s: float
+    judge: Judge, subject: Subject, number: int, messages: list[dict[str, Any]], timeout_s: float
 ) -> SampleRow:
     """One sample; an error or a bad answer is an invalid sample, never a pass (C6)."""
     reply_text = joined_reply(subject.reply)
@@ -168,6 +168,7 @@ async def _sample(
         latency_ms=latency_ms,
         prompt_tokens=usage.prompt_tokens if usage else 0,
         completion_tokens=usage.completion_tokens if usage else 0,
+        cached_tokens=usage.cached_tokens if usage else 0,
         cost_usd=usage.cost_usd if usage else 0.0,
         cost_known=usage.cost_known if usage else True,
     )
