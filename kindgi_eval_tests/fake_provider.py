@@ -1,11 +1,13 @@
 """An OpenAI-compatible chat server on 127.0.0.1, scripted per request, that records what it was asked; it also
-answers Anthropic's messages API (`/v1/messages`), and caches repeated prompt prefixes as the two providers do (`Cache`).
+answers Anthropic's messages API (`/v1/messages`), caches repeated prompt prefixes as the two providers do (`Cache`),
+and serves OpenAI's files and batches endpoints (`Batches`), answering each line of a batch by the same script.
 
 It imports no pytest, so the benchmarks can use it from the plain install (`pip install -e .`); its pytest
 fixture, `provider_env`, lives in conftest.py."""
 
 from __future__ import annotations
 
+import email.policy
 import json
 import multiprocessing
 import os
@@ -13,7 +15,9 @@ import sys
 import threading
 import time
 import urllib.request
+from collections import Counter
 from collections.abc import Callable
+from email.parser import BytesParser
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -125,11 +129,21 @@ class _QuietServer(ThreadingHTTPServer):
 class FakeProvider:
     """Serve `script` at http://127.0.0.1:<port>/v1; `requests` holds every request body, in arrival order."""
 
-    def __init__(self, script: Script, port: int = 0, *, caching: bool = False):
+    def __init__(self, script: Script, port: int = 0, *, caching: bool = False, batch_end: str = "completed",
+                 looks_before_done: int = 1):
         """A server answering by `script`, on `port` of 127.0.0.1 (a free one by default); with `caching`, its chat
         answers count tokens (`TOKEN_CHARS` characters each) and report the cached ones as the provider would."""
         self.script = script
         self.cache = Cache() if caching else None
+        self.files: dict[str, bytes] = {}
+        """Every uploaded file, and every batch output and error file, by id."""
+        self.batches: dict[str, dict[str, Any]] = {}
+        """Every batch created, by id, as the batches endpoint shows it."""
+        self.batch_end = batch_end
+        """How a batch ends: completed, or expired (only its first half answered), or failed (nothing answered)."""
+        self.looks_before_done = looks_before_done
+        """How many looks at a batch find it in progress before it has ended."""
+        self.looks: Counter[str] = Counter()
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.in_flight = 0
@@ -142,7 +156,11 @@ class FakeProvider:
             disable_nagle_algorithm = True  # else the body waits for the client to acknowledge the headers
 
             def do_GET(self) -> None:  # noqa: N802 - the http.server API
-                """`/stats`: what the server saw, for a client in another process; `/requests`: every body, in order."""
+                """`/stats`: what the server saw, for a client in another process; `/requests`: every body, in order;
+                and the batches API's reads of a batch and of a file's content."""
+                if self.path.startswith("/v1/batches/") or self.path.startswith("/v1/files/"):
+                    self._send(200, provider.batch_read(self.path))
+                    return
                 with provider._lock:
                     if self.path == "/requests":
                         payload = json.dumps(provider.requests).encode()
@@ -154,11 +172,24 @@ class FakeProvider:
                 self.end_headers()
                 self.wfile.write(payload)
 
+            def _send(self, status: int, payload: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
             def do_POST(self) -> None:  # noqa: N802 - the http.server API
                 length = int(self.headers.get("Content-Length", 0))
                 raw = self.rfile.read(length)
                 if len(raw) < length:  # the client died mid-request (a killed run): nothing was asked
                     self.close_connection = True
+                    return
+                if self.path.endswith("/files"):
+                    self._send(200, provider.upload(self.headers.get("Content-Type", ""), raw))
+                    return
+                if self.path.endswith("/batches"):
+                    self._send(200, provider.create_batch(json.loads(raw)))
                     return
                 body = json.loads(raw or b"{}")
                 with provider._lock:
@@ -206,6 +237,57 @@ class FakeProvider:
         usage = {"prompt_tokens": prompt, "completion_tokens": 20, "total_tokens": prompt + 20,
                  "prompt_tokens_details": {"cached_tokens": cached}}
         return chat_body(answer.content or "", request.get("model", "fake"), usage)
+
+    def upload(self, content_type: str, raw: bytes) -> bytes:
+        """`POST /v1/files`: the multipart form's file kept under a new id."""
+        form = BytesParser(policy=email.policy.HTTP).parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode() + raw)
+        data = next(part.get_payload(decode=True) for part in form.iter_parts() if part.get_filename())
+        with self._lock:
+            file_id = f"file-{len(self.files) + 1}"
+            self.files[file_id] = data
+        return json.dumps({"id": file_id, "object": "file", "bytes": len(data), "created_at": 0, "filename": "requests.jsonl",
+                           "purpose": "batch", "status": "processed"}).encode()
+
+    def create_batch(self, request: dict[str, Any]) -> bytes:
+        """`POST /v1/batches`: every line of the input file answered by the script now, shown once it has ended."""
+        lines = [json.loads(line) for line in self.files[request["input_file_id"]].decode().splitlines() if line.strip()]
+        answered = lines if self.batch_end == "completed" else lines[: len(lines) // 2] if self.batch_end == "expired" else []
+        output, errors = [], []
+        for line in answered:
+            answer = self.script(line["body"])
+            if answer.status == 200:
+                body = json.loads(self.body("/v1/chat/completions", line["body"], answer))
+                output.append({"id": "req", "custom_id": line["custom_id"], "response": {"status_code": 200, "body": body}, "error": None})
+            else:
+                error = {"error": {"message": answer.content or "refused", "type": "invalid_request_error"}}
+                errors.append({"id": "req", "custom_id": line["custom_id"], "response": {"status_code": answer.status, "body": error}, "error": None})
+        with self._lock:
+            self.requests.extend(line["body"] for line in answered)
+            batch_id = f"batch_{len(self.batches) + 1}"
+            ids = {}
+            for name, rows in (("output_file_id", output), ("error_file_id", errors)):
+                if rows:
+                    ids[name] = f"file-{batch_id}-{name}"
+                    self.files[ids[name]] = "".join(json.dumps(row) + "\n" for row in rows).encode()
+            self.batches[batch_id] = {
+                "id": batch_id, "object": "batch", "endpoint": request["endpoint"], "input_file_id": request["input_file_id"],
+                "completion_window": request["completion_window"], "status": self.batch_end, "created_at": 0,
+                "output_file_id": ids.get("output_file_id"), "error_file_id": ids.get("error_file_id"),
+                "request_counts": {"total": len(lines), "completed": len(output), "failed": len(errors)},
+                "errors": {"object": "list", "data": [{"code": "invalid", "message": "the batch failed"}]} if self.batch_end == "failed" else None,
+            }
+        return json.dumps({**self.batches[batch_id], "status": "validating", "output_file_id": None, "error_file_id": None}).encode()
+
+    def batch_read(self, path: str) -> bytes:
+        """`GET /v1/batches/{id}`, in progress for its first looks; `GET /v1/files/{id}/content`."""
+        if path.startswith("/v1/files/"):
+            return self.files[path.removeprefix("/v1/files/").removesuffix("/content")]
+        batch_id = path.removeprefix("/v1/batches/")
+        with self._lock:
+            self.looks[batch_id] += 1
+            if self.looks[batch_id] <= self.looks_before_done:
+                return json.dumps({**self.batches[batch_id], "status": "in_progress", "output_file_id": None, "error_file_id": None}).encode()
+        return json.dumps(self.batches[batch_id]).encode()
 
     @property
     def base_url(self) -> str:

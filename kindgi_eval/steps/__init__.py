@@ -2,10 +2,10 @@
 
 from kindgi_eval.steps.agent_replies import ask_agent
 from kindgi_eval.steps.calibration import calibration_rows
-from kindgi_eval.steps.judge_samples import sample_judge, sample_key
+from kindgi_eval.steps.judge_samples import BatchSetup, sample_judge, sample_key
 from kindgi_eval.steps.outcomes import outcome_rows
 from kindgi_eval.steps.run_summary import code_version, run_row
 from kindgi_eval.steps.statuses import status_rows
 from kindgi_eval.steps.suite import suite_rows
 
-__all__ = ["ask_agent", "calibration_rows", "code_version", "outcome_rows", "run_row", "sample_judge", "sample_key", "status_rows", "suite_rows"]
+__all__ = ["BatchSetup", "ask_agent", "calibration_rows", "code_version", "outcome_rows", "run_row", "sample_judge", "sample_key", "status_rows", "suite_rows"]

@@ -1,0 +1,202 @@
+"""A stage's model requests as one batch through a provider's batch API, at its batch price: the requests written as
+one JSONL file, uploaded, a batch created over it, its status polled (sleeping between polls, so a run waiting on its
+batch holds no core), and its output and error files read back, one answer or one error per request.
+
+Through litellm's files and batches API (`acreate_file`, `acreate_batch`, `aretrieve_batch`, `afile_content`), or,
+where the run names a gateway, the gateway's OpenAI-compatible `/v1/files` and `/v1/batches` over httpx. A request the
+batch answers with an error, or leaves unanswered (the batch failed, expired or was cancelled), comes back as an
+error, never as an answer. The batch's id is handed to `remember` as soon as it exists, and a batch id given as `sent`
+is polled instead of creating another: a run killed while its batch is out picks the same batch up again and pays
+for it once. The pure parts (the file's lines, reading the output) sit above the line that says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+from kindgi_eval.llm.call_error import ModelCallError
+from kindgi_eval.llm.calls import _litellm, knows_cached_price, read_fault, supports_schema, with_breakpoints
+from kindgi_eval.llm.gateway import Gateway
+from kindgi_eval.rules import Completion, ModelRef, Usage, clip, unicode_text
+
+POLL_S = 30.0
+"""How long a run sleeps between two looks at its batch's status."""
+ENDPOINT = "/v1/chat/completions"
+FINISHED = frozenset({"completed", "failed", "expired", "cancelled"})
+"""The statuses after which a batch answers nothing more."""
+
+Answers = dict[str, Completion | str]
+"""Each request's answer by its id, or the error that stands in for it."""
+
+
+class BatchState(NamedTuple):
+    """What a look at a batch found."""
+
+    status: str
+    """The provider's word: validating, in_progress, finalizing, completed, failed, expired, cancelling, cancelled."""
+    output_file_id: str | None
+    """The file of its answers, once there is one."""
+    error_file_id: str | None
+    """The file of its failed requests, where there are any."""
+    errors: str
+    """Why the batch as a whole failed, where it says."""
+
+
+def batch_lines(model: str, requests: Mapping[str, list[dict[str, Any]]], params: Mapping[str, Any]) -> bytes:
+    """The batch's input file: one chat completion request a line, its id the request's."""
+    lines = [
+        json.dumps({"custom_id": key, "method": "POST", "url": ENDPOINT, "body": {"model": model, "messages": messages, **params}})
+        for key, messages in requests.items()
+    ]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def read_lines(text: str, price: Callable[[dict[str, Any]], Usage]) -> Answers:
+    """The answers an output or error file holds, by request id: a 2xx line's content and usage (priced by `price`),
+    any other line the error it reports. A line that cannot be read is skipped (its request counts as unanswered)."""
+    answers: Answers = {}
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+            key = str(entry["custom_id"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        response = entry.get("response") or {}
+        body = response.get("body") or {}
+        status = response.get("status_code")
+        error = entry.get("error") or (body.get("error") if isinstance(body, dict) else None)
+        if status is not None and 200 <= int(status) < 300 and not error:
+            try:
+                content = body["choices"][0]["message"]["content"]
+            except (KeyError, IndexError, TypeError):
+                answers[key] = "the batch's answer is not a chat completion"
+                continue
+            answers[key] = Completion(unicode_text(content) if content is not None else None, price(body.get("usage") or {}), 0.0)
+        else:
+            message = error.get("message", "") if isinstance(error, dict) else str(error or "")
+            answers[key] = f"the batch reports the request failed (HTTP {status}): {clip(message, 200)}"
+    return answers
+
+
+def unanswered(state: BatchState) -> str:
+    """The error of a request the batch ended without answering."""
+    why = f": {clip(state.errors, 200)}" if state.errors else ""
+    return f"the batch ended {state.status} without answering this request{why}"
+
+
+# ---- I/O: litellm or the gateway --------------------------------------------------------------------------------
+
+
+class _Litellm:
+    """The files and batches API through litellm, for the provider `ref` names."""
+
+    def __init__(self, ref: ModelRef):
+        self.ref = ref
+        self.litellm = _litellm()
+
+    async def upload(self, data: bytes) -> str:
+        made = await self.litellm.acreate_file(file=("requests.jsonl", data), purpose="batch", custom_llm_provider=self.ref.provider)
+        return made.id
+
+    async def create(self, file_id: str) -> str:
+        made = await self.litellm.acreate_batch(completion_window="24h", endpoint=ENDPOINT, input_file_id=file_id,
+                                                custom_llm_provider=self.ref.provider)
+        return made.id
+
+    async def look(self, batch_id: str) -> BatchState:
+        batch = await self.litellm.aretrieve_batch(batch_id=batch_id, custom_llm_provider=self.ref.provider)
+        errors = getattr(getattr(batch, "errors", None), "data", None) or []
+        return BatchState(batch.status, batch.output_file_id, batch.error_file_id, "; ".join(str(getattr(e, "message", e)) for e in errors))
+
+    async def content(self, file_id: str) -> str:
+        return (await self.litellm.afile_content(file_id=file_id, custom_llm_provider=self.ref.provider)).text
+
+    def price(self, usage: dict[str, Any]) -> Usage:
+        """A batch answer's tokens at the model's batch price in litellm's cost map; flagged where it has none."""
+        from litellm.cost_calculator import batch_cost_calculator  # litellm's own batch pricing, no top-level name
+
+        counted = self.litellm.Usage(**{k: v for k, v in usage.items() if v is not None})
+        cached = int(getattr(counted.prompt_tokens_details, "cached_tokens", 0) or 0)
+        try:
+            info = self.litellm.get_model_info(model=self.ref.litellm_name)
+        except Exception:  # noqa: BLE001 - a model litellm cannot place has no price
+            info = None
+        cost = sum(batch_cost_calculator(counted, self.ref.litellm_name)) if info else 0.0
+        return Usage(prompt_tokens=counted.prompt_tokens or 0, completion_tokens=counted.completion_tokens or 0, cached_tokens=cached,
+                     cost_usd=cost, cost_known=info is not None and (not cached or knows_cached_price(self.ref.litellm_name)))
+
+
+class _Gateway:
+    """The files and batches API of a LiteLLM gateway, over its OpenAI-compatible endpoints."""
+
+    def __init__(self, gateway: Gateway, ref: ModelRef):
+        self.gateway, self.ref = gateway, ref
+
+    async def _call(self, method: str, path: str, **options: Any) -> Any:
+        import httpx
+
+        headers = {"Authorization": f"Bearer {self.gateway.key}"} if self.gateway.key else {}
+        async with httpx.AsyncClient(timeout=60) as client:
+            response = await client.request(method, f"{self.gateway.url.rstrip('/')}{path}", headers=headers, **options)
+        response.raise_for_status()
+        return response
+
+    async def upload(self, data: bytes) -> str:
+        form = {"purpose": "batch", "custom_llm_provider": self.ref.provider}
+        return (await self._call("POST", "/v1/files", data=form, files={"file": ("requests.jsonl", data)})).json()["id"]
+
+    async def create(self, file_id: str) -> str:
+        body = {"input_file_id": file_id, "endpoint": ENDPOINT, "completion_window": "24h", "custom_llm_provider": self.ref.provider}
+        return (await self._call("POST", "/v1/batches", json=body)).json()["id"]
+
+    async def look(self, batch_id: str) -> BatchState:
+        batch = (await self._call("GET", f"/v1/batches/{batch_id}")).json()
+        errors = (batch.get("errors") or {}).get("data") or []
+        return BatchState(batch["status"], batch.get("output_file_id"), batch.get("error_file_id"),
+                          "; ".join(str(e.get("message", e)) for e in errors))
+
+    async def content(self, file_id: str) -> str:
+        return (await self._call("GET", f"/v1/files/{file_id}/content")).text
+
+    def price(self, usage: dict[str, Any]) -> Usage:
+        """Tokens as counted; the gateway prices no batch answer, so the cost is flagged as not known."""
+        cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+        return Usage(prompt_tokens=int(usage.get("prompt_tokens") or 0), completion_tokens=int(usage.get("completion_tokens") or 0),
+                     cached_tokens=cached, cost_usd=0.0, cost_known=False)
+
+
+async def run_batch(
+    ref: ModelRef,
+    requests: Mapping[str, list[dict[str, Any]]],
+    *,
+    gateway: Gateway | None,
+    schema: dict[str, Any] | None,
+    sent: str | None,
+    remember: Callable[[str], None],
+    poll_s: float = POLL_S,
+) -> Answers:
+    """Every request's answer, or the error that stands in for it, by its id: through the batch `sent` where a killed
+    attempt created one, else through a new batch whose id goes to `remember` at once. ModelCallError when the batch
+    cannot be created or looked at (every request then has no answer)."""
+    api = _Gateway(gateway, ref) if gateway is not None else _Litellm(ref)
+    try:
+        batch_id = sent
+        if batch_id is None:
+            params = {"response_format": {"type": "json_schema", "json_schema": schema}} if schema and (gateway or supports_schema(ref.litellm_name)) else {}
+            shaped = {key: with_breakpoints(ref, messages) for key, messages in requests.items()}
+            model = ref.litellm_name if gateway is not None else ref.model
+            batch_id = await api.create(await api.upload(batch_lines(model, shaped, params)))
+            remember(batch_id)
+        while (state := await api.look(batch_id)).status not in FINISHED:
+            await asyncio.sleep(poll_s)
+        answers: Answers = {}
+        for file_id in (state.output_file_id, state.error_file_id):
+            if file_id:
+                answers.update(read_lines(await api.content(file_id), api.price))
+    except Exception as e:  # every provider fault is classified, as a call's is; nothing raw leaves this module
+        fault = read_fault(e)
+        raise ModelCallError(f"{ref}: the batch API failed: {fault.detail}", fault=fault.cause, attempts=1) from None
+    return {key: answers.get(key, unanswered(state)) for key in requests}
