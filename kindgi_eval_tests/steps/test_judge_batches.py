@@ -147,3 +147,19 @@ def test_the_wait_for_a_batch_sleeps_between_looks(serve) -> None:
     # each batch was looked at 4 times, the three in progress each followed by a sleep of 0.2 s
     assert sorted(server.looks.values()) == [4, 4]
     assert time.monotonic() - started >= 2 * 3 * 0.2
+
+
+def test_through_a_gateway_the_batch_goes_to_its_files_and_batches_endpoints(serve) -> None:
+    from kindgi_eval.llm import Gateway
+
+    server = serve(demo_script())
+    ids, batch = remembered()
+    gateway = LitellmJudge(JUDGE, gateway=Gateway(server.base_url.removesuffix("/v1"), "sk-gateway-test-key"), prepared=False)
+    rows = asyncio.run(judge_suite_in_batches(gateway, SUITE.calibration, case_subjects(CASES, REPLIES),
+                                              catalogue=TENANT.catalogue_text(), batch=batch))
+    serve(demo_script())
+    direct = in_batches(remembered()[1])
+    assert verdicts(rows) == verdicts(direct)
+    assert sorted(ids) == ["calibration", "cases"]
+    assert {r["model"] for r in server.requests} == {"openai/gpt-4o-mini"}  # named as the gateway routes it
+    assert all(r.prompt_tokens and not r.cost_known for r in rows)  # the gateway prices no batch answer
