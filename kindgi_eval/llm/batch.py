@@ -22,6 +22,9 @@ from kindgi_eval.llm.calls import _litellm, knows_cached_price, read_fault, supp
 from kindgi_eval.llm.gateway import Gateway
 from kindgi_eval.rules import Completion, ModelRef, Usage, clip, unicode_text
 
+BATCH_PROVIDERS = frozenset({"openai", "azure", "hosted_vllm", "litellm_proxy", "mistral", "xai"})
+"""The providers litellm creates a batch for from the OpenAI batch file itself, with no storage bucket of the run's
+own. Anthropic is not one: litellm reads its batches but does not create them. Through a gateway the gateway decides."""
 POLL_S = 30.0
 """How long a run sleeps between two looks at its batch's status."""
 ENDPOINT = "/v1/chat/completions"

@@ -163,3 +163,28 @@ def test_through_a_gateway_the_batch_goes_to_its_files_and_batches_endpoints(ser
     assert sorted(ids) == ["calibration", "cases"]
     assert {r["model"] for r in server.requests} == {"openai/gpt-4o-mini"}  # named as the gateway routes it
     assert all(r.prompt_tokens and not r.cost_known for r in rows)  # the gateway prices no batch answer
+
+
+@pytest.mark.parametrize(
+    ("judge", "gateway", "refused"),
+    [
+        ("openai:gpt-4o-mini", None, False),
+        ("anthropic:claude-sonnet-4-5", None, True),  # litellm reads Anthropic's batches but does not create them
+        ("anthropic:claude-sonnet-4-5", "http://127.0.0.1:9", False),  # a gateway's batches are its own to route
+        ("mock:demo-judge", None, False),  # an offline judge has no batch API and is asked call by call
+    ],
+)
+def test_a_judge_whose_batches_cannot_be_sent_is_refused_before_the_run(monkeypatch, judge, gateway, refused) -> None:
+    from kindgi_eval.agents.factory import make_judge
+    from kindgi_eval.inputs import RunSettings
+    from kindgi_eval.rules import InputError
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
+    settings = RunSettings(agent_model="mock:agent", judge_model=judge, judge_batch=True, gateway_url=gateway)
+    if refused:
+        with pytest.raises(InputError) as e:
+            make_judge(settings, check_only=True)
+        assert e.value.problems[0].file == "EVAL_JUDGE_BATCH" and "no batch API" in e.value.problems[0].message
+    else:
+        assert make_judge(settings, check_only=True) is not None
