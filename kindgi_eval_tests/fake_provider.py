@@ -158,6 +158,9 @@ class FakeProvider:
             def do_GET(self) -> None:  # noqa: N802 - the http.server API
                 """`/stats`: what the server saw, for a client in another process; `/requests`: every body, in order;
                 and the batches API's reads of a batch and of a file's content."""
+                if self.path.startswith("/v1/messages/batches/"):
+                    self._send(200, provider.message_batch_read(self.path))
+                    return
                 if self.path.startswith("/v1/batches/") or self.path.startswith("/v1/files/"):
                     self._send(200, provider.batch_read(self.path))
                     return
@@ -184,6 +187,9 @@ class FakeProvider:
                 raw = self.rfile.read(length)
                 if len(raw) < length:  # the client died mid-request (a killed run): nothing was asked
                     self.close_connection = True
+                    return
+                if self.path.endswith("/messages/batches"):
+                    self._send(200, provider.create_message_batch(json.loads(raw)))
                     return
                 if self.path.endswith("/files"):
                     self._send(200, provider.upload(self.headers.get("Content-Type", ""), raw))
@@ -277,6 +283,42 @@ class FakeProvider:
                 "errors": {"object": "list", "data": [{"code": "invalid", "message": "the batch failed"}]} if self.batch_end == "failed" else None,
             }
         return json.dumps({**self.batches[batch_id], "status": "validating", "output_file_id": None, "error_file_id": None}).encode()
+
+    def create_message_batch(self, request: dict[str, Any]) -> bytes:
+        """Anthropic's `POST /v1/messages/batches`: every request answered by the script now, its usage counted as
+        `/v1/messages` counts it; expired requests (`batch_end`) unanswered."""
+        entries = request["requests"]
+        answered = entries if self.batch_end == "completed" else entries[: len(entries) // 2] if self.batch_end == "expired" else []
+        results = []
+        for entry in entries:
+            if entry not in answered:
+                results.append({"custom_id": entry["custom_id"], "result": {"type": "expired"}})
+                continue
+            answer = self.script(entry["params"])
+            if answer.status != 200:
+                error = {"type": "error", "error": {"type": "invalid_request_error", "message": answer.content or "refused"}}
+                results.append({"custom_id": entry["custom_id"], "result": {"type": "errored", "error": error}})
+                continue
+            message = json.loads(self.body("/v1/messages", entry["params"], answer))
+            results.append({"custom_id": entry["custom_id"], "result": {"type": "succeeded", "message": message}})
+        with self._lock:
+            self.requests.extend(entry["params"] for entry in answered)
+            batch_id = f"msgbatch_{len(self.batches) + 1}"
+            self.files[batch_id] = "".join(json.dumps(row) + "\n" for row in results).encode()
+            self.batches[batch_id] = {"id": batch_id, "type": "message_batch", "processing_status": "ended",
+                                      "results_url": f"{self.base_url.removesuffix('/v1')}/v1/messages/batches/{batch_id}/results"}
+        return json.dumps({**self.batches[batch_id], "processing_status": "in_progress", "results_url": None}).encode()
+
+    def message_batch_read(self, path: str) -> bytes:
+        """Anthropic's `GET /v1/messages/batches/{id}`, in progress for its first looks, and `.../results`."""
+        batch_id = path.removeprefix("/v1/messages/batches/")
+        if batch_id.endswith("/results"):
+            return self.files[batch_id.removesuffix("/results")]
+        with self._lock:
+            self.looks[batch_id] += 1
+            if self.looks[batch_id] <= self.looks_before_done:
+                return json.dumps({**self.batches[batch_id], "processing_status": "in_progress", "results_url": None}).encode()
+        return json.dumps(self.batches[batch_id]).encode()
 
     def batch_read(self, path: str) -> bytes:
         """`GET /v1/batches/{id}`, in progress for its first looks; `GET /v1/files/{id}/content`."""

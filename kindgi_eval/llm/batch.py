@@ -2,8 +2,9 @@
 one JSONL file, uploaded, a batch created over it, its status polled (sleeping between polls, so a run waiting on its
 batch holds no core), and its output and error files read back, one answer or one error per request.
 
-Through litellm's files and batches API (`acreate_file`, `acreate_batch`, `aretrieve_batch`, `afile_content`), or,
-where the run names a gateway, the gateway's OpenAI-compatible `/v1/files` and `/v1/batches` over httpx. A request the
+Through litellm's files and batches API (`acreate_file`, `acreate_batch`, `aretrieve_batch`, `afile_content`); for
+Anthropic, whose batches litellm reads but does not create, its Message Batches API over httpx; or, where the run
+names a gateway, the gateway's OpenAI-compatible `/v1/files` and `/v1/batches` over httpx. A request the
 batch answers with an error, or leaves unanswered (the batch failed, expired or was cancelled), comes back as an
 error, never as an answer. The batch's id is handed to `remember` as soon as it exists, and a batch id given as `sent`
 is polled instead of creating another: a run killed while its batch is out picks the same batch up again and pays
@@ -22,9 +23,15 @@ from kindgi_eval.llm.calls import _litellm, knows_cached_price, read_fault, supp
 from kindgi_eval.llm.gateway import Gateway
 from kindgi_eval.rules import Completion, ModelRef, Usage, clip, unicode_text
 
-BATCH_PROVIDERS = frozenset({"openai", "azure", "hosted_vllm", "litellm_proxy", "mistral", "xai"})
+LITELLM_BATCH_PROVIDERS = frozenset({"openai", "azure", "hosted_vllm", "litellm_proxy", "mistral", "xai"})
 """The providers litellm creates a batch for from the OpenAI batch file itself, with no storage bucket of the run's
-own. Anthropic is not one: litellm reads its batches but does not create them. Through a gateway the gateway decides."""
+own."""
+BATCH_PROVIDERS = LITELLM_BATCH_PROVIDERS | {"anthropic"}
+"""Every provider a run sends its judge's batches to without a gateway (Anthropic's through its own API); through a
+gateway the gateway decides."""
+ANTHROPIC_VERSION = "2023-06-01"
+ANTHROPIC_MAX_TOKENS = 4096
+"""The longest answer an Anthropic batch request asks for (its API needs one); a verdict takes a hundred tokens."""
 POLL_S = 30.0
 """How long a run sleeps between two looks at its batch's status."""
 ENDPOINT = "/v1/chat/completions"
@@ -93,12 +100,53 @@ def unanswered(state: BatchState) -> str:
 # ---- I/O: litellm or the gateway --------------------------------------------------------------------------------
 
 
+def read_anthropic(text: str, price: Callable[[dict[str, Any]], Usage]) -> Answers:
+    """The answers an Anthropic batch's results hold, by request id: a succeeded message's text and usage (priced by
+    `price`), an errored, expired or canceled one the error it stands for. A line that cannot be read is skipped."""
+    answers: Answers = {}
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+            key, result = str(entry["custom_id"]), entry["result"]
+            kind = result["type"]
+        except (ValueError, KeyError, TypeError):
+            continue
+        if kind == "succeeded":
+            message = result.get("message") or {}
+            texts = [block.get("text", "") for block in message.get("content") or [] if block.get("type") == "text"]
+            answers[key] = Completion(unicode_text("".join(texts)), price(message.get("usage") or {}), 0.0)
+        else:
+            error = ((result.get("error") or {}).get("error") or {}).get("message", "")
+            answers[key] = f"the batch reports the request {kind}{': ' + clip(error, 200) if error else ''}"
+    return answers
+
+
+def anthropic_usage(usage: dict[str, Any]) -> dict[str, Any]:
+    """Anthropic's usage as litellm counts it: the cache's reads and writes among the prompt tokens."""
+    read, written = int(usage.get("cache_read_input_tokens") or 0), int(usage.get("cache_creation_input_tokens") or 0)
+    prompt = int(usage.get("input_tokens") or 0) + read + written
+    return {"prompt_tokens": prompt, "completion_tokens": int(usage.get("output_tokens") or 0),
+            "total_tokens": prompt + int(usage.get("output_tokens") or 0),
+            "prompt_tokens_details": {"cached_tokens": read, "cache_creation_tokens": written},
+            "cache_read_input_tokens": read, "cache_creation_input_tokens": written}
+
+
 class _Litellm:
     """The files and batches API through litellm, for the provider `ref` names."""
 
     def __init__(self, ref: ModelRef):
         self.ref = ref
         self.litellm = _litellm()
+
+    async def send(self, requests: Mapping[str, list[dict[str, Any]]], params: Mapping[str, Any]) -> str:
+        return await self.create(await self.upload(batch_lines(self.ref.model, requests, params)))
+
+    async def answers(self, state: BatchState) -> Answers:
+        found: Answers = {}
+        for file_id in (state.output_file_id, state.error_file_id):
+            if file_id:
+                found.update(read_lines(await self.content(file_id), self.price))
+        return found
 
     async def upload(self, data: bytes) -> str:
         made = await self.litellm.acreate_file(file=("requests.jsonl", data), purpose="batch", custom_llm_provider=self.ref.provider)
@@ -138,6 +186,11 @@ class _Gateway:
     def __init__(self, gateway: Gateway, ref: ModelRef):
         self.gateway, self.ref = gateway, ref
 
+    async def send(self, requests: Mapping[str, list[dict[str, Any]]], params: Mapping[str, Any]) -> str:
+        return await self.create(await self.upload(batch_lines(self.ref.litellm_name, requests, params)))
+
+    answers = _Litellm.answers
+
     async def _call(self, method: str, path: str, **options: Any) -> Any:
         import httpx
 
@@ -171,6 +224,49 @@ class _Gateway:
                      cached_tokens=cached, cost_usd=0.0, cost_known=False)
 
 
+class _Anthropic:
+    """Anthropic's Message Batches API over httpx, with the key and base URL litellm reads (`ANTHROPIC_API_KEY`,
+    `ANTHROPIC_API_BASE` or `ANTHROPIC_BASE_URL`), priced by litellm's cost map as `_Litellm` prices."""
+
+    def __init__(self, ref: ModelRef):
+        import os
+
+        self.ref = ref
+        self.base = (os.environ.get("ANTHROPIC_API_BASE") or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com").rstrip("/")
+        self.headers = {"x-api-key": os.environ.get("ANTHROPIC_API_KEY", ""), "anthropic-version": ANTHROPIC_VERSION}
+        self.litellm = _litellm()
+
+    async def _call(self, method: str, url: str, **options: Any) -> Any:
+        import httpx
+
+        async with httpx.AsyncClient(timeout=60) as client:
+            response = await client.request(method, url, headers=self.headers, **options)
+        response.raise_for_status()
+        return response
+
+    async def send(self, requests: Mapping[str, list[dict[str, Any]]], params: Mapping[str, Any]) -> str:
+        batch = [
+            {"custom_id": key, "params": {"model": self.ref.model, "max_tokens": ANTHROPIC_MAX_TOKENS,
+                                          "system": "".join(m["content"] for m in messages if m["role"] == "system"),
+                                          "messages": [m for m in messages if m["role"] != "system"]}}
+            for key, messages in requests.items()
+        ]
+        return (await self._call("POST", f"{self.base}/v1/messages/batches", json={"requests": batch})).json()["id"]
+
+    async def look(self, batch_id: str) -> BatchState:
+        batch = (await self._call("GET", f"{self.base}/v1/messages/batches/{batch_id}")).json()
+        status = "completed" if batch["processing_status"] == "ended" else "in_progress"
+        return BatchState(status, batch.get("results_url"), None, "")
+
+    async def answers(self, state: BatchState) -> Answers:
+        if not state.output_file_id:
+            return {}
+        return read_anthropic((await self._call("GET", state.output_file_id)).text, self.price)
+
+    def price(self, usage: dict[str, Any]) -> Usage:
+        return _Litellm.price(self, anthropic_usage(usage))  # type: ignore[arg-type]
+
+
 async def run_batch(
     ref: ModelRef,
     requests: Mapping[str, list[dict[str, Any]]],
@@ -184,21 +280,18 @@ async def run_batch(
     """Every request's answer, or the error that stands in for it, by its id: through the batch `sent` where a killed
     attempt created one, else through a new batch whose id goes to `remember` at once. ModelCallError when the batch
     cannot be created or looked at (every request then has no answer)."""
-    api = _Gateway(gateway, ref) if gateway is not None else _Litellm(ref)
+    api = _Gateway(gateway, ref) if gateway is not None else _Anthropic(ref) if ref.provider == "anthropic" else _Litellm(ref)
     try:
         batch_id = sent
         if batch_id is None:
-            params = {"response_format": {"type": "json_schema", "json_schema": schema}} if schema and (gateway or supports_schema(ref.litellm_name)) else {}
+            asks_schema = schema and ref.provider != "anthropic" and (gateway or supports_schema(ref.litellm_name))
+            params = {"response_format": {"type": "json_schema", "json_schema": schema}} if asks_schema else {}
             shaped = {key: with_breakpoints(ref, messages) for key, messages in requests.items()}
-            model = ref.litellm_name if gateway is not None else ref.model
-            batch_id = await api.create(await api.upload(batch_lines(model, shaped, params)))
+            batch_id = await api.send(shaped, params)
             remember(batch_id)
         while (state := await api.look(batch_id)).status not in FINISHED:
             await asyncio.sleep(poll_s)
-        answers: Answers = {}
-        for file_id in (state.output_file_id, state.error_file_id):
-            if file_id:
-                answers.update(read_lines(await api.content(file_id), api.price))
+        answers = await api.answers(state)
     except Exception as e:  # every provider fault is classified, as a call's is; nothing raw leaves this module
         fault = read_fault(e)
         raise ModelCallError(f"{ref}: the batch API failed: {fault.detail}", fault=fault.cause, attempts=1) from None

@@ -169,8 +169,9 @@ def test_through_a_gateway_the_batch_goes_to_its_files_and_batches_endpoints(ser
     ("judge", "gateway", "refused"),
     [
         ("openai:gpt-4o-mini", None, False),
-        ("anthropic:claude-sonnet-4-5", None, True),  # litellm reads Anthropic's batches but does not create them
-        ("anthropic:claude-sonnet-4-5", "http://127.0.0.1:9", False),  # a gateway's batches are its own to route
+        ("anthropic:claude-sonnet-4-5", None, False),  # through Anthropic's own batch API
+        ("groq:llama3-70b-8192", None, True),  # litellm creates no batch for Groq
+        ("groq:llama3-70b-8192", "http://127.0.0.1:9", False),  # a gateway's batches are its own to route
         ("mock:demo-judge", None, False),  # an offline judge has no batch API and is asked call by call
     ],
 )
@@ -181,6 +182,7 @@ def test_a_judge_whose_batches_cannot_be_sent_is_refused_before_the_run(monkeypa
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
+    monkeypatch.setenv("GROQ_API_KEY", "gsk-test-not-a-real-key")
     settings = RunSettings(agent_model="mock:agent", judge_model=judge, judge_batch=True, gateway_url=gateway)
     if refused:
         with pytest.raises(InputError) as e:
@@ -188,3 +190,28 @@ def test_a_judge_whose_batches_cannot_be_sent_is_refused_before_the_run(monkeypa
         assert e.value.problems[0].file == "EVAL_JUDGE_BATCH" and "no batch API" in e.value.problems[0].message
     else:
         assert make_judge(settings, check_only=True) is not None
+
+
+def test_an_anthropic_judge_s_batch_goes_through_its_message_batches_api_with_its_breakpoints(serve, monkeypatch) -> None:
+    from litellm.cost_calculator import batch_cost_calculator
+
+    from kindgi_eval.llm.calls import BREAKPOINT, _litellm
+
+    server = serve(demo_script(), caching=True)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
+    monkeypatch.setenv("ANTHROPIC_API_BASE", server.base_url.removesuffix("/v1"))
+    ids, batch = remembered()
+    rows = asyncio.run(judge_suite_in_batches(LitellmJudge(parse_model("anthropic:claude-sonnet-4-5"), prepared=False), SUITE.calibration,
+                                              case_subjects(CASES, REPLIES), catalogue=TENANT.catalogue_text(), batch=batch))
+    serve(demo_script())
+    assert verdicts(rows) == verdicts(in_batches(remembered()[1]))  # the same answers, the same samples
+    assert sorted(ids) == ["calibration", "cases"] and all(i.startswith("msgbatch_") for i in ids.values())
+    user = server.requests[0]["messages"][0]
+    assert [block.get("cache_control") for block in user["content"]] == [BREAKPOINT, BREAKPOINT, None]
+    assert sum(r.cached_tokens for r in rows) > 0  # the later requests read the marked prefixes
+    litellm = _litellm()
+    one = next(r for r in rows if r.cached_tokens)
+    usage = litellm.Usage(prompt_tokens=one.prompt_tokens, completion_tokens=one.completion_tokens,
+                          prompt_tokens_details={"cached_tokens": one.cached_tokens}, cache_read_input_tokens=one.cached_tokens)
+    assert one.cost_usd == pytest.approx(sum(batch_cost_calculator(usage, "anthropic/claude-sonnet-4-5")))
+    assert one.cost_known
