@@ -130,7 +130,7 @@ def batches_sent(context: dg.AssetExecutionContext, root: StorePath, asset: str)
 
     def remember(phase: str, batch_id: str) -> None:
         write_sent(own, asset, phase, batch_id)
-        context.log.info(f"{asset}: the {phase} requests went as batch {batch_id}; a resume of this run reads it back")
+        context.log.info(f"the {phase} requests went as batch {batch_id}; a resume of this run reads it back")
 
     return BatchSetup(sent, remember)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -131,6 +132,32 @@ def anthropic_usage(usage: dict[str, Any]) -> dict[str, Any]:
             "cache_read_input_tokens": read, "cache_creation_input_tokens": written}
 
 
+def batch_price(ref: ModelRef, usage: dict[str, Any]) -> Usage:
+    """A batch answer's tokens (as litellm counts them) at the model's batch price in litellm's cost map; a model it
+    cannot price costs 0 and is flagged, and so is one whose cached price it does not know, for cached tokens."""
+    from litellm.cost_calculator import batch_cost_calculator  # litellm's own batch pricing, which has no top-level name
+
+    litellm = _litellm()
+    counted = litellm.Usage(**{k: v for k, v in usage.items() if v is not None})
+    cached = int(getattr(counted.prompt_tokens_details, "cached_tokens", 0) or 0)
+    try:
+        info = litellm.get_model_info(model=ref.litellm_name)
+    except Exception:  # noqa: BLE001 - a model litellm cannot place has no price
+        info = None
+    cost = sum(batch_cost_calculator(counted, ref.litellm_name)) if info else 0.0
+    return Usage(prompt_tokens=counted.prompt_tokens or 0, completion_tokens=counted.completion_tokens or 0, cached_tokens=cached,
+                 cost_usd=cost, cost_known=info is not None and (not cached or knows_cached_price(ref.litellm_name)))
+
+
+async def _read_files(api: _Litellm | _Gateway, state: BatchState) -> Answers:
+    """The answers in a finished OpenAI-style batch's output and error files."""
+    found: Answers = {}
+    for file_id in (state.output_file_id, state.error_file_id):
+        if file_id:
+            found.update(read_lines(await api.content(file_id), api.price))
+    return found
+
+
 class _Litellm:
     """The files and batches API through litellm, for the provider `ref` names."""
 
@@ -142,11 +169,7 @@ class _Litellm:
         return await self.create(await self.upload(batch_lines(self.ref.model, requests, params)))
 
     async def answers(self, state: BatchState) -> Answers:
-        found: Answers = {}
-        for file_id in (state.output_file_id, state.error_file_id):
-            if file_id:
-                found.update(read_lines(await self.content(file_id), self.price))
-        return found
+        return await _read_files(self, state)
 
     async def upload(self, data: bytes) -> str:
         made = await self.litellm.acreate_file(file=("requests.jsonl", data), purpose="batch", custom_llm_provider=self.ref.provider)
@@ -166,18 +189,7 @@ class _Litellm:
         return (await self.litellm.afile_content(file_id=file_id, custom_llm_provider=self.ref.provider)).text
 
     def price(self, usage: dict[str, Any]) -> Usage:
-        """A batch answer's tokens at the model's batch price in litellm's cost map; flagged where it has none."""
-        from litellm.cost_calculator import batch_cost_calculator  # litellm's own batch pricing, no top-level name
-
-        counted = self.litellm.Usage(**{k: v for k, v in usage.items() if v is not None})
-        cached = int(getattr(counted.prompt_tokens_details, "cached_tokens", 0) or 0)
-        try:
-            info = self.litellm.get_model_info(model=self.ref.litellm_name)
-        except Exception:  # noqa: BLE001 - a model litellm cannot place has no price
-            info = None
-        cost = sum(batch_cost_calculator(counted, self.ref.litellm_name)) if info else 0.0
-        return Usage(prompt_tokens=counted.prompt_tokens or 0, completion_tokens=counted.completion_tokens or 0, cached_tokens=cached,
-                     cost_usd=cost, cost_known=info is not None and (not cached or knows_cached_price(self.ref.litellm_name)))
+        return batch_price(self.ref, usage)
 
 
 class _Gateway:
@@ -189,7 +201,8 @@ class _Gateway:
     async def send(self, requests: Mapping[str, list[dict[str, Any]]], params: Mapping[str, Any]) -> str:
         return await self.create(await self.upload(batch_lines(self.ref.litellm_name, requests, params)))
 
-    answers = _Litellm.answers
+    async def answers(self, state: BatchState) -> Answers:
+        return await _read_files(self, state)
 
     async def _call(self, method: str, path: str, **options: Any) -> Any:
         import httpx
@@ -229,12 +242,9 @@ class _Anthropic:
     `ANTHROPIC_API_BASE` or `ANTHROPIC_BASE_URL`), priced by litellm's cost map as `_Litellm` prices."""
 
     def __init__(self, ref: ModelRef):
-        import os
-
         self.ref = ref
         self.base = (os.environ.get("ANTHROPIC_API_BASE") or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com").rstrip("/")
         self.headers = {"x-api-key": os.environ.get("ANTHROPIC_API_KEY", ""), "anthropic-version": ANTHROPIC_VERSION}
-        self.litellm = _litellm()
 
     async def _call(self, method: str, url: str, **options: Any) -> Any:
         import httpx
@@ -264,7 +274,7 @@ class _Anthropic:
         return read_anthropic((await self._call("GET", state.output_file_id)).text, self.price)
 
     def price(self, usage: dict[str, Any]) -> Usage:
-        return _Litellm.price(self, anthropic_usage(usage))  # type: ignore[arg-type]
+        return batch_price(self.ref, anthropic_usage(usage))
 
 
 async def run_batch(
