@@ -144,6 +144,8 @@ class FakeProvider:
         self.looks_before_done = looks_before_done
         """How many looks at a batch find it in progress before it has ended."""
         self.looks: Counter[str] = Counter()
+        self.failed_looks = 0
+        """How many looks at a batch, from now, answer 503 before the next is answered."""
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.in_flight = 0
@@ -160,6 +162,10 @@ class FakeProvider:
                 and the batches API's reads of a batch and of a file's content."""
                 if self.path.startswith("/v1/messages/batches/"):
                     self._send(200, provider.message_batch_read(self.path))
+                    return
+                if self.path.startswith("/v1/batches/") and provider.failed_looks > 0:
+                    provider.failed_looks -= 1
+                    self._send(503, b'{"error": {"message": "busy, try again"}}')
                     return
                 if self.path.startswith("/v1/batches/") or self.path.startswith("/v1/files/"):
                     self._send(200, provider.batch_read(self.path))

@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from kindgi_eval.llm.call_error import ModelCallError
-from kindgi_eval.llm.calls import _litellm, knows_cached_price, read_fault, supports_schema, with_breakpoints
-from kindgi_eval.llm.gateway import Gateway
+from kindgi_eval.llm.calls import _litellm, is_retryable, knows_cached_price, read_fault, supports_schema, with_breakpoints
+from kindgi_eval.llm.gateway import Gateway, GatewayRefusal
 from kindgi_eval.rules import Completion, ModelRef, Usage, clip, unicode_text
 
 LITELLM_BATCH_PROVIDERS = frozenset({"openai", "azure", "hosted_vllm", "litellm_proxy", "mistral", "xai"})
@@ -149,6 +149,21 @@ def batch_price(ref: ModelRef, usage: dict[str, Any]) -> Usage:
                  cost_usd=cost, cost_known=info is not None and (not cached or knows_cached_price(ref.litellm_name)))
 
 
+async def _http(method: str, url: str, headers: Mapping[str, str], **options: Any) -> Any:
+    """One request of a batch API over httpx; a reply that is not a 2xx, or a broken connection (a 500), is raised as a
+    GatewayRefusal, which `calls.read_fault` classifies as it classifies a call's."""
+    import httpx  # only a run that sends batches over HTTP needs it
+
+    try:
+        async with httpx.AsyncClient(timeout=60) as client:
+            response = await client.request(method, url, headers=dict(headers), **options)
+    except httpx.TransportError as e:
+        raise GatewayRefusal(f"{url} could not be reached: {type(e).__name__}: {e}", 500) from None
+    if not response.is_success:
+        raise GatewayRefusal(f"{url} answered HTTP {response.status_code}: {response.text[:300]}", response.status_code, response)
+    return response
+
+
 async def _read_files(api: _Litellm | _Gateway, state: BatchState) -> Answers:
     """The answers in a finished OpenAI-style batch's output and error files."""
     found: Answers = {}
@@ -205,13 +220,8 @@ class _Gateway:
         return await _read_files(self, state)
 
     async def _call(self, method: str, path: str, **options: Any) -> Any:
-        import httpx
-
         headers = {"Authorization": f"Bearer {self.gateway.key}"} if self.gateway.key else {}
-        async with httpx.AsyncClient(timeout=60) as client:
-            response = await client.request(method, f"{self.gateway.url.rstrip('/')}{path}", headers=headers, **options)
-        response.raise_for_status()
-        return response
+        return await _http(method, f"{self.gateway.url.rstrip('/')}{path}", headers, **options)
 
     async def upload(self, data: bytes) -> str:
         form = {"purpose": "batch", "custom_llm_provider": self.ref.provider}
@@ -247,12 +257,7 @@ class _Anthropic:
         self.headers = {"x-api-key": os.environ.get("ANTHROPIC_API_KEY", ""), "anthropic-version": ANTHROPIC_VERSION}
 
     async def _call(self, method: str, url: str, **options: Any) -> Any:
-        import httpx
-
-        async with httpx.AsyncClient(timeout=60) as client:
-            response = await client.request(method, url, headers=self.headers, **options)
-        response.raise_for_status()
-        return response
+        return await _http(method, url, self.headers, **options)
 
     async def send(self, requests: Mapping[str, list[dict[str, Any]]], params: Mapping[str, Any]) -> str:
         batch = [
@@ -277,6 +282,21 @@ class _Anthropic:
         return batch_price(self.ref, anthropic_usage(usage))
 
 
+async def _finished(api: _Litellm | _Gateway | _Anthropic, batch_id: str, poll_s: float) -> BatchState:
+    """The batch once it has ended, looked at every `poll_s` seconds and asleep in between. A look that meets a rate
+    limit or a server error is tried again at the next poll: the batch is out and paid for, and a blip must not lose it."""
+    while True:
+        try:
+            state = await api.look(batch_id)
+        except Exception as e:  # classified as a call's fault; only a passing one is waited out
+            if not is_retryable(read_fault(e)):
+                raise
+        else:
+            if state.status in FINISHED:
+                return state
+        await asyncio.sleep(poll_s)
+
+
 async def run_batch(
     ref: ModelRef,
     requests: Mapping[str, list[dict[str, Any]]],
@@ -299,8 +319,7 @@ async def run_batch(
             shaped = {key: with_breakpoints(ref, messages) for key, messages in requests.items()}
             batch_id = await api.send(shaped, params)
             remember(batch_id)
-        while (state := await api.look(batch_id)).status not in FINISHED:
-            await asyncio.sleep(poll_s)
+        state = await _finished(api, batch_id, poll_s)
         answers = await api.answers(state)
     except Exception as e:  # every provider fault is classified, as a call's is; nothing raw leaves this module
         fault = read_fault(e)

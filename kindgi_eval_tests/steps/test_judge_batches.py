@@ -215,3 +215,15 @@ def test_an_anthropic_judge_s_batch_goes_through_its_message_batches_api_with_it
                           prompt_tokens_details={"cached_tokens": one.cached_tokens}, cache_read_input_tokens=one.cached_tokens)
     assert one.cost_usd == pytest.approx(sum(batch_cost_calculator(usage, "anthropic/claude-sonnet-4-5")))
     assert one.cost_known
+
+
+def test_a_look_at_the_batch_that_meets_a_server_error_is_tried_again_at_the_next_poll(serve) -> None:
+    from kindgi_eval.llm import Gateway
+
+    server = serve(demo_script(), looks_before_done=1)
+    server.failed_looks = 2  # a gateway restarting while the batch is out: the batch is paid for, and must not be lost
+    gateway = LitellmJudge(JUDGE, gateway=Gateway(server.base_url.removesuffix("/v1"), None), prepared=False)
+    rows = asyncio.run(judge_suite_in_batches(gateway, SUITE.calibration, case_subjects(CASES, REPLIES),
+                                              catalogue=TENANT.catalogue_text(), batch=remembered()[1]))
+    assert server.failed_looks == 0 and {r.vote for r in rows} >= {"pass", "fail"}
+    assert not any(r.invalid_reason and "batch" in r.invalid_reason for r in rows)
