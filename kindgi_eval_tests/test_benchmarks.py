@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -71,3 +72,15 @@ def test_the_nightly_benchmark_loads_without_pytest() -> None:
     done = run_without_pytest("nightly.py", "--help")
     assert done.returncode == 0, done.stderr
     assert "usage:" in done.stdout and "--tenants" in done.stdout
+
+
+def test_the_judge_bill_benchmark_prices_a_small_suite_without_pytest() -> None:
+    done = run_without_pytest("judge_bill.py", "--cases", "4", "--models", "openai/gpt-4o-mini", "anthropic/claude-sonnet-4-5", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "4 cases" in done.stdout and "batch and cache save" in done.stdout
+    prices = json.loads(done.stdout.splitlines()[-1])
+    for model in ("openai/gpt-4o-mini", "anthropic/claude-sonnet-4-5"):
+        # a batch request costs half a call's in litellm's cost map; the cache only takes from that
+        assert prices[model]["batch"] == pytest.approx(prices[model]["neither"] / 2)
+        assert prices[model]["batch and cache"] <= prices[model]["batch"]
+    assert prices["anthropic/claude-sonnet-4-5"]["cache"] < prices["anthropic/claude-sonnet-4-5"]["neither"]  # the breakpoints pay

@@ -14,7 +14,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kindgi_eval.prompts import criterion_named, unfence
 from kindgi_eval.rules import Completion, Usage
@@ -167,7 +167,7 @@ class DemoJudge:
     def __init__(self) -> None:
         self._seen: Counter[str] = Counter()
 
-    async def grade(self, messages: list[dict[str, str]], *, timeout_s: float, schema: dict | None = None) -> Completion:
+    async def grade(self, messages: list[dict[str, Any]], *, timeout_s: float, schema: dict | None = None) -> Completion:
         """One answer, as JSON text, for the last user message of the request."""
         request = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
         answer = verdict(request, self._seen[request])

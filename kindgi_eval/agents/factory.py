@@ -62,7 +62,8 @@ def checked_variants(settings: RunSettings, tenant: Tenant, declared: tuple[str,
 
 def make_judge(settings: RunSettings, *, check_only: bool = False, named_as: str | None = None) -> Judge | None:
     """The judge the settings name, checked exactly as the agent's model is; None when there is no judge.
-    `check_only` and `named_as` as for `make_agent`."""
+    `check_only` and `named_as` as for `make_agent`. With `judge_batch`, a judge whose provider litellm sends no batch
+    to (`llm.BATCH_PROVIDERS`), and no gateway, is an InputError: its samples would all be invalid."""
     if settings.judge_model is None:
         return None
     ref = model_ref(settings.judge_model, "judge", named_as, gateway=settings.gateway_url is not None)
@@ -71,6 +72,13 @@ def make_judge(settings: RunSettings, *, check_only: bool = False, named_as: str
     from kindgi_eval.agents.litellm import LitellmJudge
 
     gateway = gateway_of(settings)
+    if settings.judge_batch and gateway is None:
+        from kindgi_eval.llm import BATCH_PROVIDERS
+
+        if ref.provider not in BATCH_PROVIDERS:
+            raise InputError([Problem(SETTING["judge_batch"].var, None, None,
+                                      f"{ref} has no batch API that litellm sends batches to (it does for {', '.join(sorted(BATCH_PROVIDERS))}). "
+                                      "Turn the judge's batch off for this judge, or send the run's calls through a gateway (KINDGI_GATEWAY_URL).")])
     return LitellmJudge(ref, gateway=gateway, prepared=not check_only and gateway is None)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kindgi_eval.agents.guardrails import escalation_reply, triggered_escalation
 from kindgi_eval.rules import AgentAnswer, AgentReply, AgentTurn, Completion, Course, Prohibition, Tenant, Turn, Usage
@@ -319,6 +319,6 @@ class MockJudge:
 
     name = "mock:judge"
 
-    async def grade(self, messages: list[dict[str, str]], *, timeout_s: float, schema: dict | None = None) -> Completion:
+    async def grade(self, messages: list[dict[str, Any]], *, timeout_s: float, schema: dict | None = None) -> Completion:
         """The same passing verdict for every request, at no cost."""
         return Completion(MOCK_JUDGE_ANSWER, Usage(), 0.0)

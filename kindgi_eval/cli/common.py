@@ -67,6 +67,7 @@ def _setting_option(field: str, default_shown: str | None = None) -> Callable:
         "folder": click.Path(file_okay=False),
         "model": str,
         "url": str,
+        "bool": click.BOOL,
     }
     metavars = {"model": "PROVIDER:MODEL", "url": "URL"}
     default = "unset" if s.default is None else f"{s.default:g}" if isinstance(s.default, float) else str(s.default)

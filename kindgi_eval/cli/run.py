@@ -45,10 +45,10 @@ from kindgi_eval.rules import InputError, Problem, parse_model, run_failed
 # be needed: seconds of start-up that `--help` and `validate` would otherwise pay.
 
 RUN_SETTINGS = (
-    "eval_dir", "config_dir", "agent_model", "agent_url", "gateway_url", "judge_model", "max_latency_ms", "concurrency", "model_timeout_s",
-    "handler_timeout_s", "handler_run_s", "handler_memory_mib",
+    "eval_dir", "config_dir", "agent_model", "agent_url", "gateway_url", "judge_model", "judge_batch", "max_latency_ms", "concurrency",
+    "model_timeout_s", "handler_timeout_s", "handler_run_s", "handler_memory_mib",
 )
-REPLAY_SETTINGS = ("eval_dir", "config_dir", "gateway_url", "judge_model", "concurrency", "model_timeout_s")
+REPLAY_SETTINGS = ("eval_dir", "config_dir", "gateway_url", "judge_model", "judge_batch", "concurrency", "model_timeout_s")
 
 
 class Outputs(NamedTuple):

@@ -21,7 +21,7 @@ from kindgi_eval.defs.asset_checks import calibration_checks, check_specs, statu
 from kindgi_eval.defs.io_manager import ParquetStore
 from kindgi_eval.defs.lineage import input_run, pinned_by, resolved_tags
 from kindgi_eval.defs.registered import write_pinned_version
-from kindgi_eval.defs.resume import manifest_now, recording, resume_summary
+from kindgi_eval.defs.resume import batches_sent, manifest_now, recording, resume_summary
 from kindgi_eval.defs.resources import EvalSettings, RunClients
 from kindgi_eval.defs.ui_metadata import NIGHTS, column_schema, calibration_metadata, history_metadata, result_tags, statuses_metadata
 from kindgi_eval.inputs import (
@@ -218,7 +218,9 @@ def judge_samples(
     judge = _inputs(lambda: clients.judge(settings))
     if judge is None:
         return []
-    rows = _judged(context, settings, clients, io_manager, "judge_samples", sample_judge, judge, suite, agent_replies, outcomes)
+    batch = batches_sent(context, io_manager.root(), "judge_samples") if settings.judge_batch else None
+    rows = _judged(context, settings, clients, io_manager, "judge_samples", sample_judge, judge, suite, agent_replies, outcomes,
+                   batch=batch)
     context.add_output_metadata(
         {
             "judge": settings.judge_model,
@@ -391,11 +393,13 @@ def _settings(context: dg.AssetExecutionContext, eval_settings: EvalSettings) ->
 
 
 def _judged(
-    context: dg.AssetExecutionContext, settings: RunSettings, clients: RunClients, io_manager: ParquetStore, asset: str, step, *inputs
+    context: dg.AssetExecutionContext, settings: RunSettings, clients: RunClients, io_manager: ParquetStore, asset: str, step, *inputs,
+    **options,
 ):
     """`step(*inputs, calibration, ...)`, a stage that pays the judge: given the suite folder's calibration items as
     they are now (so a replay is graded on today's labels), the tenant's catalogue and the run's limits, what the
-    killed runs this run finishes recorded of `asset`, and where to record each new row as it arrives."""
+    killed runs this run finishes recorded of `asset`, and where to record each new row as it arrives; `options` go
+    to `step` as they are (the judge stage's `batch`)."""
     with recording(context, io_manager.root(), asset, _manifest(context, settings, clients)) as (done, record):
         return step(
             *inputs,
@@ -406,6 +410,7 @@ def _judged(
             progress=_progress_logger(context),
             done=done,
             record=record,
+            **options,
         )
 
 

@@ -35,6 +35,8 @@ class EvalSettings(dg.ConfigurableResource):
     """An agent over HTTP, instead of the tenant's (AGENT_URL)."""
     judge_model: str | None = None
     """The judge as provider:model (EVAL_JUDGE_MODEL); a replay sets it to re-judge with another model."""
+    judge_batch: bool | None = None
+    """Whether the judge's requests go as one batch per stage through the provider's batch API (EVAL_JUDGE_BATCH)."""
     max_latency_ms: float | None = None
     """The agent's deadline per case (EVAL_MAX_LATENCY_MS)."""
     concurrency: int | None = None

@@ -24,7 +24,7 @@ from kindgi_eval.inputs import (
 )
 from kindgi_eval.kinds import Stage, kinds, models_of, table_named
 from kindgi_eval.rules import InputError
-from kindgi_eval.steps import sample_key
+from kindgi_eval.steps import BatchSetup, sample_key
 from kindgi_eval.store import (
     BatchWriter,
     Manifest,
@@ -35,9 +35,11 @@ from kindgi_eval.store import (
     from_table,
     read_batches,
     read_manifest,
+    read_sent,
     read_table,
     run_area,
     write_manifest,
+    write_sent,
 )
 
 KEY_OF: dict[str, Callable[[Any], object]] = {
@@ -114,6 +116,23 @@ def recording(context: dg.AssetExecutionContext, root: StorePath, asset: str, no
         context.log.info(f"{asset}: {len(done)} rows recorded by run {', '.join(ids[1:]) or 'this run'} are reused, not asked again")
     with BatchWriter(own / asset, table_named(asset).row) as writer:
         yield done, writer.add
+
+
+def batches_sent(context: dg.AssetExecutionContext, root: StorePath, asset: str) -> BatchSetup:
+    """Where `asset`'s stage records each provider batch it sends (this run's area), and the batches the killed runs
+    this run finishes had sent, the nearest run's for a phase they both sent, so that none is sent again."""
+    partition = context.partition_key
+    sent: dict[str, str] = {}
+    for run_id in reversed(lineage(context.instance, context.run)):
+        if (area := area_of(root, partition, run_id)) is not None:
+            sent.update(read_sent(area, asset))
+    own = run_area(root, partition, run_day(context.instance, context.run.run_id), context.run.run_id)
+
+    def remember(phase: str, batch_id: str) -> None:
+        write_sent(own, asset, phase, batch_id)
+        context.log.info(f"the {phase} requests went as batch {batch_id}; a resume of this run reads it back")
+
+    return BatchSetup(sent, remember)
 
 
 def resume_summary(

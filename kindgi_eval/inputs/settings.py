@@ -33,7 +33,7 @@ GATEWAY_KEY = "KINDGI_GATEWAY_KEY"
 """The variable of the key a run gives its gateway: a credential, like a provider's key, so no setting (a setting is
 recorded with its run) and never a flag (a command line is visible to every user of the machine)."""
 
-ValueType = Literal["folder", "model", "url", "float", "int"]
+ValueType = Literal["folder", "model", "url", "float", "int", "bool"]
 
 
 class Setting(NamedTuple):
@@ -44,7 +44,7 @@ class Setting(NamedTuple):
     var: str
     """The environment variable, as DESIGN.md names it."""
     value_type: ValueType
-    """What a value must be: a folder, a `provider:model` name, an http(s) URL, or a number."""
+    """What a value must be: a folder, a `provider:model` name, an http(s) URL, a number, or true or false."""
     default: str | float | int | None
     """The value when neither flag nor variable gives one; None means unset."""
     help: str
@@ -77,6 +77,9 @@ SETTINGS: tuple[Setting, ...] = (
             "A LiteLLM gateway every model call goes to, its key in KINDGI_GATEWAY_KEY; unset: litellm in this run."),
     Setting("judge_model", "EVAL_JUDGE_MODEL", "model", None,
             "The judge as provider:model; offline: mock:judge passes everything, mock:demo-judge grades the demo set by rule; unset: no judge.", per_tenant=True),
+    Setting("judge_batch", "EVAL_JUDGE_BATCH", "bool", False,
+            "Send the judge's requests as one batch per stage through the provider's batch API, at its batch price.",
+            per_tenant=True),
     Setting("max_latency_ms", "EVAL_MAX_LATENCY_MS", "float", DEFAULT_MAX_LATENCY_MS,
             "The agent's deadline per case, in milliseconds; over it the case fails.", low=0, low_open=True,
             per_tenant=True),
@@ -117,6 +120,9 @@ class RunSettings(BaseModel):
     `GATEWAY_KEY`); None means litellm in the run's own processes."""
     judge_model: str | None = None
     """The judge as provider:model; None means no judge."""
+    judge_batch: bool = False
+    """Whether the judge's requests go as one batch per stage through the provider's batch API (`llm.batch`), at its
+    batch price, instead of one call each."""
     max_latency_ms: float = DEFAULT_MAX_LATENCY_MS
     """The agent's deadline per case."""
     concurrency: int = DEFAULT_CONCURRENCY
@@ -180,6 +186,19 @@ def resolve_settings(
     return RunSettings(**values)
 
 
+_BOOLEANS = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False}
+
+
+def _boolean(value: object) -> bool:
+    """`value` as true or false: a bool, or one of the words `_BOOLEANS` holds, in any case; ValueError else."""
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word not in _BOOLEANS:
+        raise ValueError(f"{value!r} must be true or false")
+    return _BOOLEANS[word]
+
+
 def check_value(setting: Setting, value: object) -> object:
     """`value` as the setting's type, within its range; ValueError saying what is wrong."""
     if setting.value_type == "model":
@@ -191,6 +210,8 @@ def check_value(setting: Setting, value: object) -> object:
         return str(value)
     if setting.value_type == "folder":
         return str(value)
+    if setting.value_type == "bool":
+        return _boolean(value)
     whole = setting.value_type == "int"
     try:
         number = int(value) if whole else float(value)  # type: ignore[arg-type]

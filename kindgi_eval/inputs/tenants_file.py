@@ -58,7 +58,7 @@ from kindgi_eval.rules import (
 
 DEMO_TENANT = "demo-academy"
 """The fictional demo tenant, whose configuration ships inside the package."""
-TUNING = ("max_latency_ms", "concurrency", "model_timeout_s")
+TUNING = ("max_latency_ms", "concurrency", "model_timeout_s", "judge_batch")
 """Settings a tenant may set for itself, falling back to their environment variables, then the defaults."""
 DEPLOYMENT = ("gateway_url",)
 """Settings of the deployment, not of a tenant: read from its environment for every tenant's run."""
@@ -67,6 +67,9 @@ TAG_TENANT = "kindgi/tenant"
 TAG_SUITE = "kindgi/suite"
 TAG_AGENT_PROVIDER = "kindgi/agent_provider"
 TAG_JUDGE_PROVIDER = "kindgi/judge_provider"
+TAG_JUDGE_BATCH = "kindgi/judge_batch"
+"""On a run whose judge's requests go through a batch API: such a run waits on its batch for minutes, so the run
+queue may give these runs slots of their own (`docs/running.md#the-judge-through-a-batch-api`)."""
 TAG_RESULT = "kindgi/result"
 """Run tags: kindgi_eval/dagster.yaml limits concurrent runs per tenant and per provider by these (the production
 instance, whose calls the gateway paces, per tenant only)."""
@@ -120,6 +123,9 @@ class TenantEntry(BaseModel):
     """An agent served over HTTP."""
     judge_model: str | None = None
     """The judge as provider:model; unset means no judge."""
+    judge_batch: bool | None = None
+    """Whether its judge's requests go as one batch per stage through the provider's batch API; unset:
+    EVAL_JUDGE_BATCH, else off."""
     max_latency_ms: float | None = None
     """The agent's deadline per case; unset: EVAL_MAX_LATENCY_MS, else the default."""
     concurrency: int | None = None
@@ -166,6 +172,8 @@ class TenantSuite(NamedTuple):
         tags = {TAG_TENANT: self.tenant, TAG_SUITE: self.key, TAG_AGENT_PROVIDER: provider_of(self.entry.agent_url or self.entry.agent_model)}
         if self.entry.judge_model:
             tags[TAG_JUDGE_PROVIDER] = provider_of(self.entry.judge_model)
+        if self.entry.judge_batch:
+            tags[TAG_JUDGE_BATCH] = "true"
         return tags
 
 

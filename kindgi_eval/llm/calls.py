@@ -26,14 +26,14 @@ import random
 import re
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from email.utils import parsedate_to_datetime
 from typing import Any, NamedTuple
 
 from kindgi_eval.llm.call_error import FaultCause, ModelCallError
 from kindgi_eval.llm.gateway import Gateway, gateway_attempt
 from kindgi_eval.llm.worker import running
-from kindgi_eval.rules import NO_CREDENTIALS, REFUSED_CREDENTIALS, Completion, ModelRef, Role, Usage, clip, unicode_text
+from kindgi_eval.rules import CACHE_BREAKS, NO_CREDENTIALS, REFUSED_CREDENTIALS, Completion, ModelRef, Role, Usage, clip, unicode_text
 
 log = logging.getLogger(__name__)
 
@@ -213,6 +213,39 @@ class Circuit:
 
 
 
+BREAKPOINT = {"type": "ephemeral"}
+"""The mark that ends a prefix a provider caches only where it is told to (Anthropic's `cache_control`, which litellm
+passes on to Anthropic and Bedrock)."""
+
+
+def takes_breakpoints(ref: ModelRef) -> bool:
+    """Whether `ref`'s provider caches a repeated prefix only up to a marked breakpoint: Anthropic, and Bedrock's
+    Claude and Nova models (its other models take no mark). OpenAI and the rest cache on their own, or not at all."""
+    if ref.provider == "anthropic":
+        return True
+    return ref.provider == "bedrock" and any(name in ref.model.lower() for name in ("anthropic.", "claude", "nova"))
+
+
+def with_breakpoints(ref: ModelRef, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """`messages` as sent to `ref`'s provider: a message listing `CACHE_BREAKS` is split there into text blocks, each
+    but the last marked as a breakpoint, for a provider that `takes_breakpoints`; for any other it is the same message
+    without the key, its content one string."""
+    shaped = []
+    for message in messages:
+        breaks = message.get(CACHE_BREAKS)
+        plain = {key: value for key, value in message.items() if key != CACHE_BREAKS}
+        if breaks and takes_breakpoints(ref):
+            text = plain["content"]
+            ends = [*breaks, len(text)]
+            starts = [0, *breaks]
+            plain["content"] = [
+                {"type": "text", "text": text[start:end], **({"cache_control": BREAKPOINT} if end != len(text) else {})}
+                for start, end in zip(starts, ends)
+            ]
+        shaped.append(plain)
+    return shaped
+
+
 def _clean(message: str) -> str:
     """litellm's message without its repeated class-name prefixes."""
     return re.sub(r"^(?:litellm\.)?\w+(?:Error|Timeout|Exception):\s*", "", re.sub(r"^litellm\.\w+:\s*", "", message))
@@ -337,7 +370,7 @@ def read_fault(error: BaseException) -> Fault:
 
 async def complete(
     ref: ModelRef,
-    messages: list[dict[str, str]],
+    messages: list[dict[str, Any]],
     *,
     timeout_s: float,
     role: Role = "judge",
@@ -353,7 +386,9 @@ async def complete(
     otherwise; `params` go to litellm as they are (e.g. `response_format`). With a `gateway`, the call is sent there
     over HTTP (`llm.gateway`) and litellm is never imported: the schema is always sent, the gateway's litellm
     dropping it for a model that takes none. Else, with a worker started (`llm.worker`), the call is made there.
+    A message's `CACHE_BREAKS` become the provider's breakpoints where it takes them (`with_breakpoints`).
     """
+    messages = with_breakpoints(ref, messages)
     if gateway is not None:
         if schema is not None:
             params = {**params, "response_format": {"type": "json_schema", "json_schema": schema}}
@@ -371,7 +406,7 @@ async def complete(
             response = await litellm.acompletion(
                 model=ref.litellm_name, messages=messages, timeout=timeout_s, num_retries=0, max_retries=0, **params
             )
-        return response.choices[0].message.content, _usage(response)
+        return response.choices[0].message.content, _usage(response, ref.litellm_name)
 
     return await _attempts(ref, role, policy, timeout_s, attempt)
 
@@ -446,13 +481,28 @@ def _log_call(role: Role, ref: ModelRef, attempts: int, started: float, usage: U
     )
 
 
-def _usage(response) -> Usage:
-    """Tokens and price as litellm reports them; a model it cannot price costs 0 and is flagged."""
+def _usage(response, model: str) -> Usage:
+    """Tokens and price as litellm reports them; a model it cannot price costs 0 and is flagged. Tokens read from the
+    provider's cache are litellm's `prompt_tokens_details.cached_tokens` (Anthropic's `cache_read_input_tokens`, as
+    litellm reports them); where the cost map holds no cached price for the model, litellm prices them at the full
+    input price, and the cost is flagged as not known."""
     usage = getattr(response, "usage", None)
     cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) or getattr(usage, "cache_read_input_tokens", None) or 0
     return Usage(
         prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
         completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+        cached_tokens=cached,
         cost_usd=float(cost) if cost is not None else 0.0,
-        cost_known=cost is not None,
+        cost_known=cost is not None and (not cached or knows_cached_price(model)),
     )
+
+
+@functools.cache
+def knows_cached_price(model: str) -> bool:
+    """Whether litellm's cost map holds a price for `model`'s cached input tokens (its litellm name)."""
+    try:
+        return _litellm().get_model_info(model=model).get("cache_read_input_token_cost") is not None
+    except Exception:  # noqa: BLE001 - litellm raises on a model it cannot place, whose price is flagged already
+        return False

@@ -47,7 +47,7 @@ class GatewayRefusal(Exception):
 
 
 async def gateway_attempt(
-    gateway: Gateway, model: str, messages: list[dict[str, str]], params: dict[str, Any], remaining_s: float, _first: bool
+    gateway: Gateway, model: str, messages: list[dict[str, Any]], params: dict[str, Any], remaining_s: float, _first: bool
 ) -> tuple[str | None, Usage]:
     """One chat completion request within `remaining_s` (every attempt alike, so `_first` is not read): its content
     and usage; TimeoutError, or GatewayRefusal."""
@@ -94,7 +94,8 @@ def _tls() -> Any:
 
 
 def _usage(usage: dict[str, Any], cost: str | None) -> Usage:
-    """Tokens as the reply counts them, and the price the gateway put in its header; without one it is flagged unknown."""
+    """Tokens as the reply counts them (those read from the provider's cache in `prompt_tokens_details.cached_tokens`),
+    and the price the gateway put in its header; without one it is flagged unknown."""
     try:
         price = float(cost) if cost is not None else None
     except ValueError:
@@ -102,6 +103,7 @@ def _usage(usage: dict[str, Any], cost: str | None) -> Usage:
     return Usage(
         prompt_tokens=int(usage.get("prompt_tokens") or 0),
         completion_tokens=int(usage.get("completion_tokens") or 0),
+        cached_tokens=int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0),
         cost_usd=price if price is not None else 0.0,
         cost_known=price is not None,
     )

@@ -67,7 +67,7 @@ class Worker:
         done.wait()
         return _unwrap(answer[0])
 
-    async def complete(self, ref: ModelRef, messages: list[dict[str, str]], **options: Any) -> Completion:
+    async def complete(self, ref: ModelRef, messages: list[dict[str, Any]], **options: Any) -> Completion:
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         call = next(self._ids)
@@ -140,7 +140,7 @@ class Workers:
         """One request answered by the first worker."""
         return self.first.ask(*request)
 
-    async def complete(self, ref: ModelRef, messages: list[dict[str, str]], **options: Any) -> Completion:
+    async def complete(self, ref: ModelRef, messages: list[dict[str, Any]], **options: Any) -> Completion:
         return await min(self.ready, key=lambda w: w.in_flight).complete(ref, messages, **options)
 
     def stop(self) -> int:

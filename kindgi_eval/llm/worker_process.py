@@ -26,7 +26,7 @@ def _serve(requests: Connection, replies: Connection) -> None:
         tasks.pop(call, None)
         replies.send((call, outcome))
 
-    async def one(call: int, ref: ModelRef, messages: list[dict[str, str]], options: dict[str, Any]) -> None:
+    async def one(call: int, ref: ModelRef, messages: list[dict[str, Any]], options: dict[str, Any]) -> None:
         try:
             outcome = ("ok", await complete(ref, messages, **options))
         except ModelCallError as e:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -41,6 +41,12 @@ class AgentReply(BaseModel):
     """The escalation reason, when escalating."""
 
 
+CACHE_BREAKS = "cache_breaks"
+"""The key of a request's message under which a prompt lists the offsets in its content where a prefix ends that the
+run's other requests repeat (the catalogue, a conversation): where a provider that caches only at a marked breakpoint
+gets one. It is never sent as it is: the model call turns it into the provider's own marks, or drops it."""
+
+
 class Usage(BaseModel):
     """What a model call cost: tokens and dollars; cost is 0 and flagged when the price is unknown."""
 
@@ -50,10 +56,13 @@ class Usage(BaseModel):
     """Tokens sent."""
     completion_tokens: int = 0
     """Tokens received."""
+    cached_tokens: int = 0
+    """Of the tokens sent, those the provider read from its cache of a repeated prefix (billed at its cached price)."""
     cost_usd: float = 0.0
     """Dollars, as litellm prices the model; 0 when unknown."""
     cost_known: bool = True
-    """False when the model's price is not known, so the cost shown is not the cost paid."""
+    """False when the model's price is not known, so the cost shown is not the cost paid; also when tokens were read
+    from the cache of a model whose cached price is not known, which are then priced at its full input price."""
 
 
 class AgentAnswer(BaseModel):
@@ -95,7 +104,7 @@ class Judge(Protocol):
     name: str
     """How runs record this judge: `provider:model`."""
 
-    async def grade(self, messages: list[dict[str, str]], *, timeout_s: float, schema: dict | None = None) -> Completion:
+    async def grade(self, messages: list[dict[str, Any]], *, timeout_s: float, schema: dict | None = None) -> Completion:
         """One answer to one judge request; raise on failure, and the caller records an invalid sample. `schema` is
         the shape the answer must have (a response schema, `VERDICT_SCHEMA`), for a judge that can ask for it."""
         ...

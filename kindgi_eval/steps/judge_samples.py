@@ -1,16 +1,19 @@
 """Sampling the judge: three samples per criterion, a group's calibration items before its cases, all under one
-concurrency bound."""
+concurrency bound; or, with the judge's batch API, the calibration items' samples as one batch and then those of the
+cases of every group they calibrated as another."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from itertools import product
-from typing import Literal, NamedTuple, get_args
+from typing import Any, Literal, NamedTuple, Protocol, get_args
 
 from kindgi_eval.kinds import cases_of, kind_named
-from kindgi_eval.llm import ModelCallError
+from kindgi_eval.llm import POLL_S, ModelCallError
 from kindgi_eval.prompts import judge_messages
 from kindgi_eval.rules import (
     DIMENSION_RULES,
@@ -19,6 +22,7 @@ from kindgi_eval.rules import (
     VERDICT_SCHEMA,
     CalibrationItem,
     Case,
+    Completion,
     Criterion,
     Graded,
     Judge,
@@ -33,6 +37,28 @@ from kindgi_eval.rules import (
     read_sample,
 )
 from kindgi_eval.store import OutcomeRow, ReplyRow, SampleRow, SuiteRow
+
+class BatchSetup(NamedTuple):
+    """How a judge stage sends its requests through the judge's batch API, and what a killed attempt sent."""
+
+    sent: Mapping[str, str]
+    """The batch a killed attempt of this run created for each phase (`calibration`, `cases`), by phase."""
+    remember: Callable[[str, str], None]
+    """Where the id of a batch created now goes, with its phase, the moment it exists."""
+    poll_s: float = POLL_S
+    """How long to sleep between two looks at a batch."""
+
+
+class BatchJudge(Protocol):
+    """A judge that also answers a whole batch of requests through its provider's batch API."""
+
+    name: str
+
+    async def grade_batch(self, requests: Mapping[str, list[dict[str, Any]]], *, schema: dict | None, sent: str | None,
+                          remember: Callable[[str], None], poll_s: float) -> Mapping[str, Completion | str]:
+        """Each request's answer, or the error that stands in for it, by its id."""
+        ...
+
 
 Record = Callable[[SampleRow], None]
 """Where each sample goes as soon as it is drawn (the run's batch writer)."""
@@ -125,7 +151,7 @@ class _Sampling:
         count[0] += sum(_key_of(subject, n) in self.done for n in range(1, SAMPLES + 1))
         return [asyncio.ensure_future(self._one(subject, n, messages, counted)) for n in range(1, SAMPLES + 1)]
 
-    async def _one(self, subject: Subject, number: int, messages: list[dict[str, str]], counted: str) -> SampleRow:
+    async def _one(self, subject: Subject, number: int, messages: list[dict[str, Any]], counted: str) -> SampleRow:
         if (recorded := self.done.get(_key_of(subject, number))) is not None:
             return recorded
         async with self.slots:
@@ -140,17 +166,24 @@ class _Sampling:
 
 
 async def _sample(
-    judge: Judge, subject: Subject, number: int, messages: list[dict[str, str]], timeout_s: float
+    judge: Judge, subject: Subject, number: int, messages: list[dict[str, Any]], timeout_s: float
 ) -> SampleRow:
     """One sample; an error or a bad answer is an invalid sample, never a pass (C6)."""
-    reply_text = joined_reply(subject.reply)
-    content, error, usage, latency_ms = None, None, None, 0.0
     try:
-        completion = await judge.grade(messages, timeout_s=timeout_s, schema=VERDICT_SCHEMA)
-        content, usage, latency_ms = completion
+        answer: Completion | str = await judge.grade(messages, timeout_s=timeout_s, schema=VERDICT_SCHEMA)
     except ModelCallError as e:  # a provider fault is an invalid sample and the run goes on; anything else is a bug
-        error = f"{type(e).__name__}: {e}"
-    sample = read_sample(content, reply_text, error)
+        answer = f"{type(e).__name__}: {e}"
+    return _sample_row(judge.name, subject, number, answer)
+
+
+def _sample_row(judge: str, subject: Subject, number: int, answer: Completion | str) -> SampleRow:
+    """The sample an answer makes, or the error that stands in for one: invalid, never a pass (C6)."""
+    content, error, usage, latency_ms = None, None, None, 0.0
+    if isinstance(answer, str):
+        error = answer
+    else:
+        content, usage, latency_ms = answer
+    sample = read_sample(content, joined_reply(subject.reply), error)
     return SampleRow(
         subject=subject.row_type,
         subject_id=subject.id,
@@ -164,10 +197,11 @@ async def _sample(
         reason=sample.reason,
         invalid_reason=sample.invalid_reason,
         raw=content,
-        judge=judge.name,
+        judge=judge,
         latency_ms=latency_ms,
         prompt_tokens=usage.prompt_tokens if usage else 0,
         completion_tokens=usage.completion_tokens if usage else 0,
+        cached_tokens=usage.cached_tokens if usage else 0,
         cost_usd=usage.cost_usd if usage else 0.0,
         cost_known=usage.cost_known if usage else True,
     )
@@ -238,6 +272,73 @@ async def judge_suite(
     return calibration_rows + [await task for n in sorted(case_samples) for task in case_samples[n]]
 
 
+PHASE_COUNTS = {"calibration": "calibration samples drawn", "cases": "case samples drawn"}
+"""The count each phase's progress line shows, as `judge_suite` shows it."""
+
+
+def batch_id_of(key: SampleKey) -> str:
+    """A sample's request id in a batch: the same for the same sample in every attempt of the run."""
+    return "sample-" + hashlib.sha256(json.dumps(key).encode()).hexdigest()[:32]
+
+
+async def _batch_phase(
+    judge: BatchJudge, subjects: Sequence[Subject], phase: str, *, catalogue: str, batch: BatchSetup,
+    done: Mapping[SampleKey, SampleRow], record: Record | None, progress: Progress | None,
+) -> list[SampleRow]:
+    """Every sample of `subjects`, in their order: those in `done` reused, the others' requests sent as one batch (or
+    read back from the batch a killed attempt sent for this phase), each new row recorded."""
+    requests: dict[str, list[dict[str, Any]]] = {}
+    for subject in subjects:
+        missing = [n for n in range(1, SAMPLES + 1) if _key_of(subject, n) not in done]
+        if missing:
+            messages = judge_messages(source=subject.criterion.source, criterion=subject.criterion.criterion, catalogue=catalogue,
+                                      history=subject.history, text=subject.text, reply=subject.reply, nudge=subject.nudge)
+            requests.update((batch_id_of(_key_of(subject, n)), messages) for n in missing)
+    answers: Mapping[str, Completion | str] = {}
+    if requests:
+        try:
+            answers = await judge.grade_batch(requests, schema=VERDICT_SCHEMA, sent=batch.sent.get(phase),
+                                              remember=lambda batch_id: batch.remember(phase, batch_id), poll_s=batch.poll_s)
+        except ModelCallError as e:  # no batch: every sample it was to draw is invalid, and the run goes on
+            answers = dict.fromkeys(requests, f"{type(e).__name__}: {e}")
+    rows = []
+    for subject in subjects:
+        for number in range(1, SAMPLES + 1):
+            key = _key_of(subject, number)
+            if (row := done.get(key)) is None:
+                row = _sample_row(judge.name, subject, number, answers[batch_id_of(key)])
+                if record:
+                    record(row)
+            rows.append(row)
+    if progress and subjects:
+        progress(PHASE_COUNTS[phase], len(rows), len(rows))
+    return rows
+
+
+async def judge_suite_in_batches(
+    judge: BatchJudge,
+    calibration: Sequence[CalibrationItem],
+    cases: Sequence[Subject],
+    *,
+    catalogue: str,
+    batch: BatchSetup,
+    progress: Progress | None = None,
+    done: Mapping[SampleKey, SampleRow] | None = None,
+    record: Record | None = None,
+    groups: Sequence[Group] = GROUPS,
+    item_group: Callable[[str], Group] = group_of,
+) -> list[SampleRow]:
+    """`judge_suite` through the judge's batch API: the calibration items' samples as one batch, then the samples of the
+    case criteria of every group that batch calibrated as a second. The rows, the verdicts and the calibration are
+    those `judge_suite` reaches on the same answers."""
+    done = done or {}
+    items = calibration_subjects(calibration, item_group)
+    item_rows = await _batch_phase(judge, items, "calibration", catalogue=catalogue, batch=batch, done=done, record=record, progress=progress)
+    agreement = agree_by_group(graded_items(item_rows), groups=tuple(groups))
+    earned = [subject for subject in cases if (group := agreement.get(subject.criterion.group)) is not None and group.calibrated]
+    return item_rows + await _batch_phase(judge, earned, "cases", catalogue=catalogue, batch=batch, done=done, record=record, progress=progress)
+
+
 def sample_judge(
     judge: Judge | None,
     suite: Sequence[SuiteRow],
@@ -251,9 +352,12 @@ def sample_judge(
     progress: Progress | None = None,
     done: Sequence[SampleRow] = (),
     record: Record | None = None,
+    batch: BatchSetup | None = None,
 ) -> list[SampleRow]:
     """The `judge_samples` stage: no rows without a judge; else the calibration items' samples, then those of
-    every case whose assertions held (an asserted failure never reaches the judge).
+    every case whose assertions held (an asserted failure never reaches the judge). With `batch`, and a judge that
+    has a batch API, they go as two batches (`judge_suite_in_batches`); an offline judge has none, and is asked as
+    without.
 
     `done` holds the samples a killed attempt of this run recorded: they are not drawn again. Each new sample goes
     to `record` as it arrives, so that a run killed now keeps it."""
@@ -263,6 +367,21 @@ def sample_judge(
     failed = {o.case_id for o in outcomes if not o.held}
     held = [c for c in cases_of(suite) if c.id not in failed]
     messages = {r.case_id: r.messages for r in replies}
+    if batch is not None and hasattr(judge, "grade_batch"):
+        return asyncio.run(
+            judge_suite_in_batches(
+                judge,  # type: ignore[arg-type]
+                calibration,
+                case_subjects(held, messages),
+                catalogue=catalogue,
+                batch=batch,
+                progress=progress,
+                done={sample_key(s): s for s in done},
+                record=record,
+                groups=kind.groups,
+                item_group=kind.item_group,
+            )
+        )
     return asyncio.run(
         judge_suite(
             judge,

@@ -6,6 +6,8 @@ compaction or prune glob reaches (they read `<asset>/.../data.parquet` only). It
   configuration's hashes), which a resume must find unchanged;
 - `agent_replies/`, `judge_samples/`, `pairwise/`: the rows of the paid stages, in small batches written as they arrive, each
   batch one Parquet file written whole or not at all (a hidden temporary file, flushed to disk, renamed);
+- `<asset>.sent.json`: the provider batches a stage sent through a batch API, by phase, so a resumed run reads their
+  answers instead of paying for them twice;
 - `lock`: held by the process recording into the area, so a run still alive is never resumed.
 The area is removed when the run has stored its summary. Touches files (locally or through fsspec).
 """
@@ -104,6 +106,18 @@ def read_manifest(area: StorePath) -> Manifest | None:
     if not path.exists():
         return None
     return Manifest.model_validate(json.loads(path.read_bytes()))
+
+
+def read_sent(area: StorePath, asset: str) -> dict[str, str]:
+    """The provider batches `asset`'s stage sent in this area's run, by phase; empty when it sent none."""
+    path = area / f"{asset}.sent.json"
+    return dict(json.loads(path.read_bytes())) if path.exists() else {}
+
+
+def write_sent(area: StorePath, asset: str, phase: str, batch_id: str) -> None:
+    """Record, durably, that `asset`'s stage sent the provider batch `batch_id` for `phase` in this area's run."""
+    sent = {**read_sent(area, asset), phase: batch_id}
+    put_durably((json.dumps(sent, indent=2) + "\n").encode(), area / f"{asset}.sent.json")
 
 
 def put_durably(data: bytes, path: StorePath) -> None:

@@ -121,6 +121,9 @@ class ReplyRow(StoredRow):
     """Why there is no usable reply; such a case fails (an error never counts as a pass)."""
     raw: str | None
     """The agent's raw output when it could not be read as a reply."""
+    cached_tokens: int = 0
+    """Of the tokens sent, those the provider read from its cache of a repeated prefix, billed at its cached price; 0
+    in runs recorded before it was kept."""
 
 
 class HandlerRow(StoredRow):
@@ -192,7 +195,10 @@ class SampleRow(StoredRow):
     cost_usd: float
     """Dollars; 0 when unknown."""
     cost_known: bool
-    """False when the judge's price is unknown."""
+    """False when the judge's price is unknown (or its cached price, for a sample with cached tokens)."""
+    cached_tokens: int = 0
+    """Of the tokens sent, those the provider read from its cache of a repeated prefix (the catalogue, the
+    conversation), billed at its cached price; 0 in runs recorded before it was kept."""
 
 
 class CalibrationRow(GroupAgreement):

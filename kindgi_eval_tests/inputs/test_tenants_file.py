@@ -276,3 +276,25 @@ def test_every_tenants_run_reads_the_deployments_gateway_from_its_environment(mo
     suite = load_tenants().suite("demo-academy.golden")
     assert suite.settings(environ={"KINDGI_GATEWAY_URL": "http://kindgi-gateway:4000"}).gateway_url == "http://kindgi-gateway:4000"
     assert suite.settings(environ={}).gateway_url is None
+
+
+@pytest.mark.parametrize(("declared", "environ", "batch", "tagged"), [
+    (None, {}, False, False),  # off by default
+    (None, {"EVAL_JUDGE_BATCH": "true"}, True, False),  # the deployment's variable turns it on, and tags no run
+    (True, {}, True, True),  # a tenant's own `judge_batch` turns it on and tags its runs for the run queue
+    (False, {"EVAL_JUDGE_BATCH": "true"}, False, False),  # the tenant's word wins over the variable
+])
+def test_a_tenant_s_judge_batch_is_its_runs_setting_and_tag(tmp_path: Path, declared, environ, batch, tagged) -> None:
+    tenant_tree(tmp_path, "alpha")
+    path = write_tenants(tmp_path / "tenants.toml", entry("alpha", judge_model="openai:gpt-4o-mini", judge_batch=declared))
+    suite = load_tenants(path).suite("alpha.golden")
+    assert suite.settings(environ=environ).judge_batch is batch
+    assert ("kindgi/judge_batch" in suite.tags()) is tagged
+
+
+def test_a_judge_batch_that_is_not_true_or_false_is_refused(tmp_path: Path) -> None:
+    tenant_tree(tmp_path, "alpha")
+    path = write_tenants(tmp_path / "tenants.toml", entry("alpha", judge_model="openai:gpt-4o-mini"))
+    with pytest.raises(InputError) as e:
+        load_tenants(path).suite("alpha.golden").settings(environ={"EVAL_JUDGE_BATCH": "maybe"})
+    assert "'maybe' must be true or false" in str(e.value.problems[0].message)
