@@ -183,6 +183,8 @@ def test_a_judge_whose_batches_cannot_be_sent_is_refused_before_the_run(monkeypa
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
     monkeypatch.setenv("GROQ_API_KEY", "gsk-test-not-a-real-key")
+    if gateway:
+        monkeypatch.setenv("KINDGI_GATEWAY_URL", gateway)  # the deployment's gateway, the only one a run may name
     settings = RunSettings(agent_model="mock:agent", judge_model=judge, judge_batch=True, gateway_url=gateway)
     if refused:
         with pytest.raises(InputError) as e:
