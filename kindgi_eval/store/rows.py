@@ -364,3 +364,18 @@ class MetricRow(StoredRow):
     """The upper bound of its interval."""
     method: str | None = None
     """How the value or its interval was computed, e.g. `wilson 95%`, `bootstrap 95%`, `mcnemar exact`; None for a count."""
+
+
+class RunEndRow(StoredRow):
+    """A run that failed or was stopped before it stored its summary: the row `runs` shows for it, with how it ended."""
+
+    tenant: str
+    """The tenant, as the suite partition names it."""
+    state: Literal["failed", "stopped"]
+    """`failed` (a step raised, or its process died) or `stopped` (someone stopped it)."""
+    error: str | None
+    """What failed it, in its own words; None when nothing said."""
+    started_at: str
+    """When it started (UTC, ISO 8601)."""
+    finished_at: str
+    """When it ended (UTC, ISO 8601)."""
