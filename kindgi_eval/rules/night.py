@@ -80,7 +80,7 @@ def suite_findings(suite: str, latest: RunFacts | None, before: RunFacts | None,
         return [Finding(kind="missing_run", suite=suite, detail=f"no run of {suite}{when}.",
                         command=f"kindgi-eval runs --suite {suite}")]
     if latest.state != "succeeded":
-        said = f": {latest.error}" if latest.error else ""
+        said = f": {' '.join(latest.error.split())}" if latest.error else ""  # one line, however many its error has
         return [Finding(kind="run_failed", suite=suite, detail=f"run {latest.run_id} {latest.state}{said}",
                         command=f"kindgi-eval sql \"SELECT state, error FROM runs WHERE run_id = '{latest.run_id}'\"")]
     found = []
