@@ -29,6 +29,7 @@ from kindgi_eval.inputs import (
     CASES_FILE,
     SETTING,
     changes_since,
+    check_tenants,
     default_eval_dir,
     is_packaged_golden,
     load_checked_suite,
@@ -353,8 +354,10 @@ def _report(home: Path, key: str, run_id: str, outputs: Outputs, made: Mapping[s
 @click.command(short_help="Check suites and calibration sets; run nothing.")
 @click.argument("dirs", nargs=-1, metavar="[PATH]...")
 @settings_options("config_dir")
+@click.option("--tenants", "tenants_file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Check this tenants file whole instead: every entry, its folders, its tenant.toml and its suites.")
 @input_errors
-def validate(dirs: tuple[str, ...], config_dir: str | None) -> None:
+def validate(dirs: tuple[str, ...], config_dir: str | None, tenants_file: str | None) -> None:
     """Parse suites and calibration sets, and check cases against the tenant; report every problem, exit 2 if any.
 
     A PATH is a suite folder, or a suite document (a JSON file, or a folder holding suite.json and no cases.jsonl, as
@@ -363,10 +366,20 @@ def validate(dirs: tuple[str, ...], config_dir: str | None) -> None:
     With no DIRS, the suite folder of EVAL_DIR is checked (default evals/golden, else the golden set this package
     ships).
 
+    With --tenants FILE, the tenants file is checked whole, as the nightly schedule will read it: every entry, its
+    folders, its tenant.toml (which must name the same tenant) and every suite folder it declares.
+
     \b
-    Example:
+    Examples:
       kindgi-eval validate evals/golden ../acme/evals/pricing --config-dir ../acme/config
+      kindgi-eval validate --tenants tenants.toml
     """
+    if tenants_file is not None:
+        if dirs or config_dir:
+            raise click.UsageError("give either --tenants FILE or suite folders (with --config-dir), not both.")
+        for line in check_tenants(tenants_file, kind_models):
+            click.echo(line)
+        return
     settings = resolve_settings({"config_dir": config_dir}, defaults={"eval_dir": default_eval_dir()})
     loaded = load_tenant(settings.config_dir)
     folders = dirs or (settings.eval_dir,)
