@@ -91,8 +91,9 @@ def runs(suite: str | None, limit: int, fmt: str) -> None:
 @click.option(
     "--exit-code",
     is_flag=True,
-    help="Exit 1 when a case got worse (passed, judged-pass or reviewed in A; failed or judged-fail in B), "
-    "else 0. A case that is not in A never counts as worse, even when it fails in B.",
+    help="Exit 1 when a case got worse (passed, judged-pass or reviewed in A; failed or judged-fail in B; or "
+    "judged-pass in A and reviewed in B, its evidence lost), else 0. A case that is not in A never counts as worse, "
+    "even when it fails in B.",
 )
 @input_errors
 def diff(run_a: str | None, run_b: str | None, suite: str | None, as_json: bool, exit_code: bool) -> None:
