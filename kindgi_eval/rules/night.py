@@ -133,9 +133,9 @@ def pass_rate_drop(before: Mapping[str, Status], latest: Mapping[str, Status], s
                    change=change.estimate, low=change.low, high=change.high)
 
 
-NO_DROP_GATE = 0.05
+NO_DROP_GATE = 0.035
 """Above this exact chance of a resample without a drop, the bootstrap (10,000 resamples, which must put under 2.5%
-there for its interval to lie below zero) is not drawn: it would put 5% there, give or take 0.2%."""
+there for its interval to lie below zero) is not drawn: it would put 3.5% there, give or take 0.2%."""
 
 
 def resampled_no_drop(up: int, down: int, cases: int) -> float:
