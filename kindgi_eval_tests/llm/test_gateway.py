@@ -218,3 +218,14 @@ def test_without_a_gateway_a_run_names_the_missing_provider_key(home, tmp_path, 
     (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "c", "text": "hi", "expect": {"escalate": False}}) + "\n")
     result = run_cli("run", "--eval-dir", str(tmp_path), "--agent-model", "openai:gpt-4o-mini")
     assert result.code == 2 and "OPENAI_API_KEY" in result.err
+
+
+@pytest.mark.parametrize(
+    "given",
+    ["http://127.0.0.1:4000", "http://127.0.0.1:4000/", "http://127.0.0.1:4000/v1", "http://127.0.0.1:4000/v1/"],
+)
+def test_a_gateway_url_is_taken_with_or_without_its_v1(given: str) -> None:
+    from kindgi_eval.llm.gateway import completions_url
+
+    # with /v1, as OPENAI_BASE_URL wants it, calls went to /v1/v1/chat/completions and every judge call was a 404
+    assert completions_url(given) == "http://127.0.0.1:4000/v1/chat/completions"
