@@ -314,7 +314,7 @@ def _report(home: Path, key: str, run_id: str, outputs: Outputs, made: Mapping[s
     """Print the run and write its JSON; the exit status its statuses call for. The tables the run made in this process
     (`made`, by asset) are taken as it made them, not read back; the store's DuckDB database is written meanwhile."""
     from kindgi_eval.kinds import cases_of, kind_named, own_rows, result_of, store_views, stored_result
-    from kindgi_eval.reports import case_marks, junit_xml, render, summary_json
+    from kindgi_eval.reports import case_marks, first_error_lines, junit_xml, render, summary_json
     from kindgi_eval.store import SHARED, export_database, read_rows, store_root
 
     root = store_root(home)
@@ -340,6 +340,8 @@ def _report(home: Path, key: str, run_id: str, outputs: Outputs, made: Mapping[s
     own = made.get(stage.stored.asset) if stage is not None else None
     marks = case_marks(run.suite_kind, own if own is not None else own_rows(root, key, run_id, run.suite_kind))
     click.echo(render(result, statuses, calibration, key, cases, marks), nl=False)
+    for line in first_error_lines(made.get(SHARED.agent_replies.asset, []), made.get(SHARED.judge_samples.asset, [])):
+        click.echo(line)
     click.echo(f"run {run_id} stored under {root}", err=True)
     if outputs.json:
         document = json.dumps(summary_json(run_id, result, statuses, calibration), indent=2, ensure_ascii=False)
