@@ -252,3 +252,15 @@ def test_a_note_names_the_items_the_judge_missed_and_what_it_said() -> None:
     many = [Graded("free_text", "pass", "fail", f"i{n:02d}") for n in range(13)] + [Graded("free_text", "fail", "fail", "f")]
     (row,) = agree_by_group(many, groups=("free_text",)).values()
     assert row.note.endswith("i09 (fail, labelled pass), and 3 more.")
+
+
+def test_a_calibration_item_decided_2_1_is_named_in_its_groups_note() -> None:
+    items = [
+        Graded("free_text", "pass", "pass", "good", split=True),  # agreed with its label, but only 2-1
+        Graded("free_text", "fail", "fail", "bad"),
+        Graded("free_text", "fail", "pass", "sly", split=True),  # missed, and 2-1 too
+    ]
+    note = agree_by_group(items, threshold=0.5)["free_text"].note
+    assert note.endswith(" Missed: sly (pass, labelled fail). Split 2-1: good (pass, labelled pass), sly (pass, labelled fail).")
+    unanimous = agree_by_group([i._replace(split=False) for i in items], threshold=0.5)["free_text"].note
+    assert "Split" not in unanimous
