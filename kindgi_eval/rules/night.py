@@ -7,9 +7,7 @@ The findings are named as the outside contract names them: `new_failures`, `fixe
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
@@ -120,9 +118,7 @@ def pass_rate_drop(before: Mapping[str, Status], latest: Mapping[str, Status], s
     down = [c for c in shared if before[c] in PASSING and latest[c] not in PASSING]
     if len(down) <= len(up):  # the rate did not fall: the interval's upper end is at or above the estimate, not below 0
         return None
-    if resampled_no_drop(len(up), len(down), len(shared)) > NO_DROP_GATE:
-        return None  # the bootstrap's draws would keep well over 2.5% at or above zero: its interval reaches zero
-    change = _paired_change(len(up), len(down), len(shared)).change
+    change = paired_change(len(up), len(down), len(shared)).change
     if change.high >= 0:
         return None
     rate_before = sum(before[c] in PASSING for c in shared) / len(shared)
@@ -131,42 +127,6 @@ def pass_rate_drop(before: Mapping[str, Status], latest: Mapping[str, Status], s
               f"(change {change.estimate:+.1%}, 95% interval {change.low:+.1%} to {change.high:+.1%}); stopped passing: {', '.join(down)}")
     return Finding(kind="pass_rate_drop", suite="", case_ids=down, detail=detail, command="",
                    change=change.estimate, low=change.low, high=change.high)
-
-
-NO_DROP_GATE = 0.035
-"""Above this exact chance of a resample without a drop, the bootstrap (10,000 resamples, which must put under 2.5%
-there for its interval to lie below zero) is not drawn: it would put 3.5% there, give or take 0.2%."""
-
-
-def resampled_no_drop(up: int, down: int, cases: int) -> float:
-    """The exact chance that a resample of the cases (with replacement, as the paired bootstrap draws them) has at
-    least as many improved as regressed: the mass the bootstrap's interval needs under 2.5% to lie below zero.
-
-    The improved U of a resample is binomial (cases, up/cases); given U = u, the regressed D is binomial
-    (cases - u, down / (cases - up)); the chance is the sum over u of P(U = u) P(D <= u | u)."""
-    p_up = up / cases
-    q = down / (cases - up) if cases > up else 0.0
-    total, mass = 0.0, 0.0
-    for u in range(cases + 1):
-        weight = _binomial(cases, u, p_up)
-        mass += weight
-        if weight:
-            total += weight * sum(_binomial(cases - u, d, q) for d in range(min(u, cases - u) + 1))
-        if mass > 1 - 1e-12 or (u > cases * p_up and weight < 1e-15):
-            break
-    return min(total, 1.0)
-
-
-def _binomial(n: int, k: int, p: float) -> float:
-    """P(X = k) for X binomial (n, p)."""
-    if p <= 0.0 or p >= 1.0:
-        return 1.0 if k == (0 if p <= 0.0 else n) else 0.0
-    return math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * math.log(p) + (n - k) * math.log1p(-p))
-
-
-_paired_change = lru_cache(maxsize=4096)(paired_change)
-"""The paired bootstrap, seeded, so equal counts give equal intervals: a night's suites share the ones they have in
-common (a few flips of the same number of cases) instead of drawing them again."""
 
 
 def _judge(suite: str, latest: RunFacts) -> list[Finding]:

@@ -124,25 +124,3 @@ def test_alert_on_narrows_what_is_sent_and_fixed_is_never_sent() -> None:
     assert [f.kind for f in alerted(found, ["new_failures", "missing_run", "fixed"])] == ["new_failures", "missing_run"]
     assert [f.kind for f in alerted(found, ["missing_run"])] == ["missing_run"]
 
-
-@pytest.mark.parametrize("cases", [20, 60])
-def test_the_exact_gate_never_hides_a_drop_the_bootstrap_would_name(cases: int) -> None:
-    from kindgi_eval.rules import paired_change
-    from kindgi_eval.rules.night import NO_DROP_GATE, resampled_no_drop
-
-    for up in range(0, 4):
-        for down in range(up + 1, up + 9):
-            chance = resampled_no_drop(up, down, cases)
-            below = paired_change(up, down, cases, resamples=2000).change.high < 0
-            # the bootstrap names a drop only where the exact chance of no drop is under 2.5%, give or take its draws
-            assert not (below and chance > NO_DROP_GATE), (up, down, cases, chance)
-            if chance < 0.01:
-                assert below, (up, down, cases, chance)
-
-
-def test_the_exact_chance_of_no_drop_by_hand() -> None:
-    from kindgi_eval.rules.night import resampled_no_drop
-
-    # no improved: no drop only when no regressed case is drawn, (1 - 4/200)^200
-    assert resampled_no_drop(0, 4, 200) == pytest.approx((1 - 4 / 200) ** 200)
-    assert resampled_no_drop(0, 10, 10) == 0.0  # every case regressed: every resample drops
