@@ -85,8 +85,7 @@ def night(day: str | None, tenant: str | None, json_path: str | None, send: bool
 def _send(found, declared, day: str | None) -> None:
     """Send each tenant with webhooks its block, once per tenant and night: the night is `--date`, else the UTC day of
     the tenant's latest run. What was done goes to standard error, each webhook named by its variable."""
-    from kindgi_eval.defs import open_instance
-    from kindgi_eval.defs.alerts import deliver
+    from kindgi_eval.defs import deliver, open_instance
     from kindgi_eval.rules import alerted
     from kindgi_eval.store import runtime_home
 
