@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -101,7 +102,7 @@ def main() -> None:
             read.append(time.perf_counter() - t0)
         told = sum(t.worse for t in found.tenants)
         print(f"night read in this process: median {statistics.median(read):.2f} s of {args.repeat} "
-              f"({told} of {len(found.tenants)} tenants got worse)")
+              f"({told} of {len(found.tenants)} tenants got worse); peak memory {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
         tenants = folder / "tenants.toml"
         homes = []
         for tenant, _ in declared:

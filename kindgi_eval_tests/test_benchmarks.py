@@ -46,6 +46,9 @@ def test_pytest_is_blocked() -> None:
         ("whole_run.py", ("--quick",), ("promptfoo arm: skipped", "| N = 2, C = 2 |", "run, gateway ")),
         # the registry's server under a tenth of each attack
         ("registry_attacks.py", ("--quick",), ()),
+        # a night of 3 suites over 2 nights, one dropping, the command run once
+        ("night.py", ("--suites", "3", "--nights", "2", "--cases", "20", "--dropped", "1", "--repeat", "1"),
+         ("(1 of 3 tenants got worse)", "kindgi-eval night, the whole process: median ")),
     ],
 )
 @pytest.mark.long
