@@ -67,7 +67,7 @@ def view_sql(table: Table, root: StorePath) -> str:
     else:
         body = " UNION ALL BY NAME ".join(f"SELECT * FROM {source}" for source in sources)
     if table.view == "statuses":
-        body = with_reviewer_verdicts(body, root)
+        body = with_judged_failures(with_reviewer_verdicts(body, root))
     if table.view == "runs":
         body = with_run_ends(body, root)
     aliases = [f'"{name}" AS {alias}' for name, alias in ALIASES.items() if name in table.row.model_fields]
@@ -120,6 +120,13 @@ def with_run_ends(runs: str, root: StorePath) -> str:
     for a run that stored its summary, else `failed` or `stopped` with its `error`."""
     return (f"SELECT * REPLACE (coalesce(state, 'succeeded') AS state) FROM "
             f"(SELECT * FROM ({runs}) UNION ALL BY NAME {run_ends_source(root)})")
+
+
+def with_judged_failures(statuses: str) -> str:
+    """The statuses SELECT with each criterion the judge failed added to the case's `failures`
+    (`judged-fail: [rubric] implicit_concession: <reason>`), after its assertions': a `judged-fail` case names why."""
+    judged = "[format('judged-fail: [{}] {}: {}', c.source, c.criterion, c.reason) FOR c IN criteria IF c.verdict = 'fail']"
+    return f"SELECT * REPLACE (list_concat(failures, coalesce({judged}, [])) AS failures) FROM ({statuses})"
 
 
 def _quoted(path: StorePath) -> str:
