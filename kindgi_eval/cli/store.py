@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -261,6 +261,7 @@ def prune(keep_days: int, dry_run: bool) -> None:
         plan_prune,
         recorded_areas,
         remove_areas,
+        remove_run_ends,
         remove_runs,
         runtime_home,
         store_root,
@@ -276,6 +277,9 @@ def prune(keep_days: int, dry_run: bool) -> None:
     areas = remove_areas(root, plan_areas(recorded_areas(root), plan.removed, keep_days, today), dry_run=dry_run)
     if areas:
         click.echo(f"{verb} the recordings in progress of {len(areas)} runs that were pruned or never finished")
+    ended = remove_run_ends(root, (today - timedelta(days=keep_days)).isoformat(), dry_run=dry_run)
+    if ended:
+        click.echo(f"{verb} {ended} runs that failed or were stopped")
     if dry_run or not plan.removed:
         return
     from kindgi_eval.defs import open_instance

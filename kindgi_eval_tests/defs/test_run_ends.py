@@ -59,3 +59,19 @@ def defs_views():
     from kindgi_eval.kinds import store_views
 
     return store_views()
+
+
+def test_prune_forgets_old_runs_that_failed_as_it_forgets_the_others(home) -> None:
+    from kindgi_eval.store import RunEndRow, record_run_end
+    from kindgi_eval_tests.conftest import run_cli
+
+    old = RunEndRow(tenant="acme", state="failed", error="boom", started_at="2020-01-01T02:00:00+00:00", finished_at="2020-01-01T02:01:00+00:00")
+    recent = old.model_copy(update={"started_at": "2999-01-01T02:00:00+00:00"})
+    assert record_run_end(home.store, "acme.golden", "old-run", old) and record_run_end(home.store, "acme.golden", "new-run", recent)
+    assert not record_run_end(home.store, "acme.golden", "old-run", old)  # kept once
+    dry = run_cli("prune", "--keep-days", "30", "--dry-run")
+    assert "would remove 1 runs that failed or were stopped" in dry.out and len(runs_rows(home.store)) == 2
+    done = run_cli("prune", "--keep-days", "30")
+    assert done.code == 0, done.err
+    assert "removed 1 runs that failed or were stopped" in done.out
+    assert [r[0] for r in runs_rows(home.store)] == ["new-run"]
