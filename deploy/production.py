@@ -400,6 +400,11 @@ def start(profile: Profile, registry_servers: int, tick_after: float | None, max
     if not os.environ.get("LITELLM_MASTER_KEY"):
         refuse("LITELLM_MASTER_KEY is not set: the gateway refuses to start without its key. Set it (e.g. "
                "export LITELLM_MASTER_KEY=sk-$(openssl rand -hex 16)); the profile's runs give it to the gateway.")
+    if os.environ.get("KINDGI_TENANTS"):  # the night would find its problems at the tick: say them now, and start all the same
+        checked = subprocess.run([str(Path(sys.executable).parent / "kindgi-eval"), "validate", "--tenants", os.environ["KINDGI_TENANTS"]],
+                                 capture_output=True, text=True)
+        if checked.returncode != 0:
+            print(f"warning: the tenants file does not validate; the nightly schedule will find:\n{checked.stderr}", file=sys.stderr, end="")
     profile.dir.mkdir(parents=True, exist_ok=True)
     profile.logs.mkdir(exist_ok=True)
     profile.state = {"name": secrets.token_hex(4), "pids": {}}

@@ -51,6 +51,9 @@ def test_pytest_is_blocked() -> None:
         ("tick.py", ("--tenants", "2", "--patterns", "2", "--repeat", "1"), ("3 run requests",)),
         # a few configurations of the corrected interval's coverage, 200 runs each
         ("judged_rates.py", ("--quick",), ("fieller (the product's): worst coverage",)),
+        # a night of 3 suites over 2 nights, one dropping, the command run once
+        ("night.py", ("--suites", "3", "--nights", "2", "--cases", "20", "--dropped", "1", "--repeat", "1"),
+         ("(1 of 3 tenants got worse)", "kindgi-eval night, the whole process: median ")),
     ],
 )
 @pytest.mark.long

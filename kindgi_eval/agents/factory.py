@@ -6,6 +6,7 @@ modules are imported only when named, so the offline path never loads httpx or l
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
@@ -28,6 +29,27 @@ OFFLINE_JUDGES: dict[str, Callable[[], Judge]] = {"mock:judge": MockJudge, "mock
 OFFLINE: dict[Role, list[str]] = {"agent": list(OFFLINE_AGENTS), "judge": list(OFFLINE_JUDGES)}
 
 
+AGENT_HEADERS = "AGENT_HEADERS"
+"""The variable holding the HTTP agent's request headers (credentials, say) as a JSON object of text values."""
+
+
+def agent_headers(url: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The headers `AGENT_HEADERS` gives the HTTP agent at `url`: only when `url` is the `AGENT_URL` of that same
+    environment, so they never go to a URL a run's tags, a launchpad or a tenants file named; InputError naming the
+    variable (never its value) when it is not a JSON object of text values."""
+    environ = os.environ if environ is None else environ
+    text = environ.get(AGENT_HEADERS, "")
+    if not text or environ.get("AGENT_URL") != url:
+        return {}
+    try:
+        headers = json.loads(text)
+    except ValueError:
+        headers = None
+    if not isinstance(headers, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
+        raise InputError([Problem(AGENT_HEADERS, None, None, 'is not a JSON object of text values. Write it as {"Authorization": "Bearer ..."}.')])
+    return headers
+
+
 def make_agent(settings: RunSettings, tenant: Tenant, *, check_only: bool = False, named_as: str | None = None) -> Agent:
     """The agent the settings name: AGENT_URL first, then AGENT_MODEL; InputError when none is named or it is not one.
 
@@ -36,7 +58,7 @@ def make_agent(settings: RunSettings, tenant: Tenant, *, check_only: bool = Fals
     if settings.agent_url:
         from kindgi_eval.agents.http import HttpAgent
 
-        return HttpAgent(settings.agent_url, timeout_s=settings.model_timeout_s)
+        return HttpAgent(settings.agent_url, timeout_s=settings.model_timeout_s, headers=agent_headers(settings.agent_url))
     if settings.agent_model is None:
         raise InputError(
             [Problem("AGENT_MODEL", None, None, "no agent named. Set AGENT_MODEL or AGENT_URL, or pass --mock for the offline demo agent.")]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 from typing import Any, NamedTuple
+from collections.abc import Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -162,11 +163,12 @@ def display_url(url: str) -> str:
 class HttpAgent:
     """A tenant's own agent, asked over HTTP; its cost is not known to us, so it is 0 and flagged."""
 
-    def __init__(self, url: str, *, timeout_s: float = DEFAULT_MODEL_TIMEOUT_S):
+    def __init__(self, url: str, *, timeout_s: float = DEFAULT_MODEL_TIMEOUT_S, headers: Mapping[str, str] | None = None):
         import httpx  # here, not in the first case's latency; and one TLS context, which takes ~100 ms to build
 
         self.url = url
         self.timeout_s = timeout_s
+        self._headers = dict(headers or {})  # credentials, perhaps: sent with every request, never shown
         self.name = display_url(url)
         self._tls = httpx.create_ssl_context()
 
@@ -189,7 +191,7 @@ class HttpAgent:
 
         # Uncompressed, so the bytes counted against the limit are the bytes held: a compressed body can grow a
         # thousandfold as it is decoded.
-        headers = {"Accept-Encoding": "identity"}
+        headers = {**self._headers, "Accept-Encoding": "identity"}
         async with httpx.AsyncClient(timeout=self.timeout_s, verify=self._tls, follow_redirects=False) as client:
             request = client.build_request("POST", self.url, json=request_body(turn), headers=headers)
             try:

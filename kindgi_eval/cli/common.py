@@ -150,7 +150,7 @@ def _newest(root: StorePath, stored: dict) -> list[str]:
 
     if not stored:
         return []
-    return [row[0] for row in newest_runs(root, store_views(), limit=1).rows]
+    return [row[0] for row in newest_runs(root, store_views(), limit=1, completed=True).rows]
 
 
 def kind_models(kind: str) -> SuiteModels:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import click
 
 from kindgi_eval.cli.init import init
+from kindgi_eval.cli.night import night
 from kindgi_eval.cli.registry import catalogue, serve, suites, tokens
 from kindgi_eval.cli.review import review
 from kindgi_eval.cli.run import replay, run, validate
 from kindgi_eval.cli.store import compact, diff, prune, report, runs, sql
 from kindgi_eval.cli.ui import ui
 
-COMMANDS = (init, run, replay, validate, runs, sql, diff, report, suites, catalogue, prune, compact, serve, tokens, review, ui)
+COMMANDS = (init, run, replay, validate, runs, sql, diff, report, night, suites, catalogue, prune, compact, serve, tokens, review, ui)
 """Every top-level command and command group; `--help` lists them by name."""
 
 

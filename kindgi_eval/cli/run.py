@@ -29,6 +29,7 @@ from kindgi_eval.inputs import (
     CASES_FILE,
     SETTING,
     changes_since,
+    check_tenants,
     default_eval_dir,
     is_packaged_golden,
     load_checked_suite,
@@ -326,7 +327,7 @@ def _report(home: Path, key: str, run_id: str, outputs: Outputs, made: Mapping[s
     """Print the run and write its JSON; the exit status its statuses call for. The tables the run made in this process
     (`made`, by asset) are taken as it made them, not read back; the store's DuckDB database is written meanwhile."""
     from kindgi_eval.kinds import cases_of, kind_named, own_rows, result_of, store_views, stored_result
-    from kindgi_eval.reports import case_marks, junit_xml, render, summary_json
+    from kindgi_eval.reports import case_marks, first_error_lines, junit_xml, render, summary_json
     from kindgi_eval.store import SHARED, export_database, read_rows, rows_if_stored, store_root
 
     root = store_root(home)
@@ -353,6 +354,8 @@ def _report(home: Path, key: str, run_id: str, outputs: Outputs, made: Mapping[s
     own = made.get(stage.stored.asset) if stage is not None else None
     marks = case_marks(run.suite_kind, own if own is not None else own_rows(root, key, run_id, run.suite_kind))
     click.echo(render(result, statuses, calibration, key, cases, marks, metrics), nl=False)
+    for line in first_error_lines(made.get(SHARED.agent_replies.asset, []), made.get(SHARED.judge_samples.asset, [])):
+        click.echo(line)
     click.echo(f"run {run_id} stored under {root}", err=True)
     if outputs.json:
         document = json.dumps(summary_json(run_id, result, statuses, calibration, metrics), indent=2, ensure_ascii=False)
@@ -367,8 +370,10 @@ def _report(home: Path, key: str, run_id: str, outputs: Outputs, made: Mapping[s
 @click.command(short_help="Check suites and calibration sets; run nothing.")
 @click.argument("dirs", nargs=-1, metavar="[PATH]...")
 @settings_options("config_dir")
+@click.option("--tenants", "tenants_file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Check this tenants file whole instead: every entry, its folders, its tenant.toml and its suites.")
 @input_errors
-def validate(dirs: tuple[str, ...], config_dir: str | None) -> None:
+def validate(dirs: tuple[str, ...], config_dir: str | None, tenants_file: str | None) -> None:
     """Parse suites and calibration sets, and check cases against the tenant; report every problem, exit 2 if any.
 
     A PATH is a suite folder, or a suite document (a JSON file, or a folder holding suite.json and no cases.jsonl, as
@@ -377,10 +382,20 @@ def validate(dirs: tuple[str, ...], config_dir: str | None) -> None:
     With no DIRS, the suite folder of EVAL_DIR is checked (default evals/golden, else the golden set this package
     ships).
 
+    With --tenants FILE, the tenants file is checked whole, as the nightly schedule will read it: every entry, its
+    folders, its tenant.toml (which must name the same tenant) and every suite folder it declares.
+
     \b
-    Example:
+    Examples:
       kindgi-eval validate evals/golden ../acme/evals/pricing --config-dir ../acme/config
+      kindgi-eval validate --tenants tenants.toml
     """
+    if tenants_file is not None:
+        if dirs or config_dir:
+            raise click.UsageError("give either --tenants FILE or suite folders (with --config-dir), not both.")
+        for line in check_tenants(tenants_file, kind_models):
+            click.echo(line)
+        return
     settings = resolve_settings({"config_dir": config_dir}, defaults={"eval_dir": default_eval_dir()})
     loaded = load_tenant(settings.config_dir)
     folders = dirs or (settings.eval_dir,)

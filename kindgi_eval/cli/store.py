@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -91,8 +91,9 @@ def runs(suite: str | None, limit: int, fmt: str) -> None:
 @click.option(
     "--exit-code",
     is_flag=True,
-    help="Exit 1 when a case got worse (passed, judged-pass or reviewed in A; failed or judged-fail in B), "
-    "else 0. A case that is not in A never counts as worse, even when it fails in B.",
+    help="Exit 1 when a case got worse (passed, judged-pass or reviewed in A; failed or judged-fail in B; or "
+    "judged-pass in A and reviewed in B, its evidence lost), else 0. A case that is not in A never counts as worse, "
+    "even when it fails in B.",
 )
 @input_errors
 def diff(run_a: str | None, run_b: str | None, suite: str | None, as_json: bool, exit_code: bool) -> None:
@@ -128,16 +129,40 @@ def diff(run_a: str | None, run_b: str | None, suite: str | None, as_json: bool,
         sys.exit(EXIT_FAILED)
 
 
-def _latest_two(root: StorePath, suite: str):
-    """The suite's run before its latest and its latest, by start time; InputError when it has fewer than two."""
-    from kindgi_eval.reports import latest_pair
-    from kindgi_eval.store import SHARED, read_rows, run_keys
+def _suite_runs(root: StorePath, suite: str):
+    """The partition `suite` names (a partition, or a registry suite's id) and its stored runs (`store.RunKey`s)."""
+    from kindgi_eval.store import run_keys
 
     keys = run_keys(root, suite)
     if not keys:  # a registry suite named by its id: the one partition of that id (`registry_key`), whatever the tenant
         named = sorted({k.partition for k in run_keys(root) if k.partition.partition("@")[2] == suite.lower()})
         if len(named) == 1:
             suite, keys = named[0], run_keys(root, named[0])
+    return suite, keys
+
+
+def _latest_of(root: StorePath, suite: str):
+    """The suite's latest stored run (its `store.RunKey`), by start time as `diff --suite` orders them; InputError
+    when it has none."""
+    from kindgi_eval.store import SHARED, read_rows, run_keys
+
+    suite, keys = _suite_runs(root, suite)
+    if not keys:
+        known = sorted({k.partition for k in run_keys(root)})
+        also = f" Suites with runs: {', '.join(known)}." if known else ""
+        raise InputError([Problem("--suite", None, None, f"suite {suite!r} has no run in the store at {root}.{also}")])
+    last = max(k.day for k in keys)
+    recent = {k.run_id: k for k in keys if k.day == last}
+    summaries = {i: read_rows(root, SHARED.run_summary, suite, i)[0] for i in recent}
+    return recent[max(summaries, key=lambda i: (summaries[i].started_at, summaries[i].finished_at, i))]
+
+
+def _latest_two(root: StorePath, suite: str):
+    """The suite's run before its latest and its latest, by start time; InputError when it has fewer than two."""
+    from kindgi_eval.reports import latest_pair
+    from kindgi_eval.store import SHARED, read_rows, run_keys
+
+    suite, keys = _suite_runs(root, suite)
     if len(keys) < 2:
         known = sorted({k.partition for k in run_keys(root)}) if not keys else []
         also = f" Suites with runs: {', '.join(known)}." if known else ""
@@ -170,27 +195,33 @@ def _stored_run(root: StorePath, ref):
 
 
 @click.command(short_help="Write one run as a self-contained HTML page.")
-@click.argument("run_id")
+@click.argument("run_id", required=False)
+@click.option("--suite", metavar="KEY", help="Write this suite's latest run instead: a partition (`demo-academy.golden`) "
+              "or a registry suite's id.")
 @click.option("--html", "html_path", required=True, type=click.Path(dir_okay=False), help="Where to write the page.")
 @input_errors
-def report(run_id: str, html_path: str) -> None:
+def report(run_id: str | None, suite: str | None, html_path: str) -> None:
     """Write RUN_ID as one HTML file that opens anywhere, with no network: its result and counts, its kind's figure
     and the items behind it, the suite's recent pass rate, calibration, and the cases (filterable to failures), each
     with the contact's side of the conversation, the reply, assertions and every judge sample.
 
-    RUN_ID may be any unique prefix of a run id.
+    RUN_ID may be any unique prefix of a run id; with --suite instead, the suite's latest run (by start time, so of
+    several suites started in the same second, the one named).
 
     \b
-    Example:
+    Examples:
       kindgi-eval report 3f9c2a1e --html out/report.html
+      kindgi-eval report --suite demo-academy.golden --html out/report.html
     """
     from kindgi_eval.kinds import cases_of, own_rows, stored_result
     from kindgi_eval.reports import RunPage, render_html
     from kindgi_eval.store import SHARED, earlier_runs, read_rows, rows_if_stored, store_root
 
+    if (run_id is None) == (suite is None):
+        raise click.UsageError("give either RUN_ID or --suite KEY.")
     check_output_path(html_path, "--html")
     root = store_root()
-    (ref,) = runs_named(root, {"RUN_ID": run_id})
+    (ref,) = runs_named(root, {"RUN_ID": run_id}) if run_id is not None else (_latest_of(root, suite),)
     key, run_id = ref.partition, ref.run_id
     result = stored_result(root, key, run_id)
     run = result.run
@@ -232,6 +263,7 @@ def prune(keep_days: int, dry_run: bool) -> None:
         plan_prune,
         recorded_areas,
         remove_areas,
+        remove_run_ends,
         remove_runs,
         runtime_home,
         store_root,
@@ -247,6 +279,9 @@ def prune(keep_days: int, dry_run: bool) -> None:
     areas = remove_areas(root, plan_areas(recorded_areas(root), plan.removed, keep_days, today), dry_run=dry_run)
     if areas:
         click.echo(f"{verb} the recordings in progress of {len(areas)} runs that were pruned or never finished")
+    ended = remove_run_ends(root, (today - timedelta(days=keep_days)).isoformat(), dry_run=dry_run)
+    if ended:
+        click.echo(f"{verb} {ended} runs that failed or were stopped")
     if dry_run or not plan.removed:
         return
     from kindgi_eval.defs import open_instance

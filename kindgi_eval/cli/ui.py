@@ -37,6 +37,7 @@ def ui(host: str, port: int) -> None:
     from kindgi_eval.defs import open_instance
     from kindgi_eval.store import runtime_home, store_root
 
+    warn_of_tenants_file()
     home = runtime_home()
     open_instance(home).dispose()  # a new instance gets kindgi-eval's dagster.yaml; DAGSTER_HOME now names it
     dagster_home = os.environ["DAGSTER_HOME"]
@@ -54,3 +55,21 @@ def ui(host: str, port: int) -> None:
     argv = [sys.executable, "-W", "ignore::FutureWarning:click.core", "-m", "dagster", "dev", "-w", workspace,
             "-h", host, "-p", str(port)]
     os.execve(sys.executable, argv, {**os.environ, "KINDGI_HOME": str(home)})
+
+
+def warn_of_tenants_file() -> None:
+    """Say on standard error, before the UI starts, every problem of the tenants file (KINDGI_TENANTS) its schedule will
+    read at the tick; the UI starts all the same."""
+    from kindgi_eval.cli.common import kind_models
+    from kindgi_eval.inputs import check_tenants, tenants_path
+    from kindgi_eval.rules import InputError
+
+    path = tenants_path()
+    if path is None:
+        return
+    try:
+        check_tenants(path, kind_models)
+    except InputError as e:
+        click.echo(f"warning: the tenants file {path} does not validate; the nightly schedule will find:", err=True)
+        for problem in e.problems:
+            click.echo(f"  {problem}", err=True)

@@ -11,6 +11,8 @@ from kindgi_eval.defs.io_manager import ParquetStore
 from kindgi_eval.defs.jobs import JOBS
 from kindgi_eval.defs.resources import EvalSettings, RunClients
 from kindgi_eval.defs.recovery import given_up_runs
+from kindgi_eval.defs.night import night_findings
+from kindgi_eval.defs.run_ends import ended_runs
 from kindgi_eval.defs.schedules import nightly_suites, suite_changes
 
 with warnings.catch_warnings():  # source code references are a beta API in Dagster 1.13
@@ -22,7 +24,7 @@ defs = dg.Definitions(
     assets=LINKED_CHAIN,
     jobs=JOBS,  # the command line's runs too: kindgi_eval.defs.runs executes these
     schedules=[nightly_suites],
-    sensors=[suite_changes, given_up_runs],
+    sensors=[suite_changes, given_up_runs, ended_runs, night_findings],
     # Settings come per partition from the tenants file (KINDGI_TENANTS); the store from KINDGI_STORE, else KINDGI_HOME;
     # the agent, the judge and the sandbox from the clients, for those settings.
     resources={"io_manager": ParquetStore(), "eval_settings": EvalSettings(), "clients": RunClients()},

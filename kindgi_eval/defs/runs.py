@@ -14,7 +14,9 @@ from kindgi_eval.defs.console_log import LOGGER
 from kindgi_eval.defs.jobs import EVALUATE, REPLAY, kind_selection
 from kindgi_eval.defs.lineage import PARTITION_TAG, PINNED_TAGS, RESUMES_TAG, SOURCE_RUN_TAG
 from kindgi_eval.defs.resources import pinned_settings, pinned_tags
+from kindgi_eval.defs.run_ends import failure_cause, record_ended_run
 from kindgi_eval.inputs import RunSettings
+from kindgi_eval.store import store_root
 
 QUIET_LOGS = {"loggers": {LOGGER: {"config": {"log_level": "INFO"}}}}
 HOME_FROM_ENV = "base_dir: {env: DAGSTER_HOME}"
@@ -76,8 +78,12 @@ def run_chain(
         raise_on_error=False,
     )
     if not result.success:
+        try:  # a row of `runs` saying so; the store may be what failed the run, and the run's own failure is the news
+            record_ended_run(instance, store_root(home), instance.get_run_record_by_id(result.run_id))
+        except Exception:  # noqa: BLE001
+            pass
         failures = [e for e in result.all_events if e.is_step_failure]
-        detail = _cause(failures[0]) if failures else "see the Dagster run's logs"
+        detail = failure_cause(failures[0]) if failures else "see the Dagster run's logs"
         raise RunFailed(f"run {result.run_id} did not complete: {detail}")
     if outputs is not None:
         outputs.update({asset.path[-1]: result.asset_value(asset) for asset in selection})  # held by the result as it ran
@@ -105,13 +111,3 @@ def resume_chain(
     pinned = {tag: old.tags[tag] for tag in PINNED_TAGS if old is not None and tag in old.tags}
     tags = {RESUMES_TAG: killed, **pinned, **({SOURCE_RUN_TAG: replies_from} if replies_from else {})}
     return run_chain(instance, home, settings, key, kind, job=REPLAY if replies_from else EVALUATE, tags=tags, outputs=outputs)
-
-
-def _cause(failure: dg.DagsterEvent) -> str:
-    """What failed a step, in its own words: Dagster wraps the step's exception in one of its own ("Error occurred
-    while executing op ..."), which names the step and not the cause; the step is named, then the innermost cause."""
-    error = failure.step_failure_data.error
-    said = error.message.strip()
-    while error.cause is not None:
-        error = error.cause
-    return said if error.message.strip() == said else f"{said} {error.message.strip()}"

@@ -9,6 +9,8 @@ suites = ["evals/golden"]          # suite folders under home; each is the parti
 agent_model = "mock:agent"         # or agent_url = "https://..."; one of the two
 judge_model = "openai:gpt-4o"      # optional; unset means no judge
 concurrency = 4                    # optional: also max_latency_ms, model_timeout_s
+alerts = ["ACME_SLACK_WEBHOOK"]    # optional: variables holding webhook URLs the night's findings go to
+alert_on = ["new_failures"]        # optional: which findings are sent; default every one that got worse
 
 [tenant.limits]                    # optional: what one suite may ask of the models, raised over the defaults
 cases = 20000                      # also criteria_per_case, criterion_chars, model_calls
@@ -16,6 +18,9 @@ cases = 20000                      # also criteria_per_case, criterion_chars, mo
 [tenant.agents.champion]           # optional: agents a pairwise suite of this tenant may compare, by id
 agent_model = "openai:gpt-4o-mini" # or agent_url
 version = "2026-11"                # the label a suite names the variant by
+
+[defaults]                         # optional: what a tenant that does not say otherwise takes
+alerts = ["OPS_WEBHOOK"]
 ```
 
 A relative `home` resolves against the tenants file's folder; `config` and `suites` resolve against `home`,
@@ -27,13 +32,14 @@ with the offline mock agent: what `kindgi-eval run --mock` runs.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import Annotated, Literal, NamedTuple
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from kindgi_eval.inputs.file_limits import CONFIG_FILE_LIMIT, FileTooLarge, read_limited
 from kindgi_eval.inputs.golden import default_eval_dir
@@ -100,6 +106,20 @@ class DeclaredAgent(BaseModel):
         return self.agent_url or self.agent_model or ""
 
 
+def _variable_name(value: str) -> str:
+    if "://" in value:  # never quoted back: it is a secret that should not be in the file
+        raise ValueError("holds a URL; a webhook URL is a secret: put it in an environment variable and name the variable here")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+        raise ValueError(f"{value!r} is not an environment variable's name; name one such as ACME_SLACK_WEBHOOK")
+    return value
+
+
+AlertVariable = Annotated[str, AfterValidator(_variable_name)]
+"""The name of an environment variable holding a webhook URL."""
+AlertKind = Literal["new_failures", "pass_rate_drop", "judge_not_counted", "run_failed", "missing_run"]
+"""A kind of finding a tenant's webhooks may be sent (every one that says something got worse)."""
+
+
 class TenantEntry(BaseModel):
     """One `[[tenant]]` table as written in the tenants file."""
 
@@ -136,6 +156,22 @@ class TenantEntry(BaseModel):
     """Agents a pairwise suite of this tenant may compare, by id."""
     limits: SuiteLimits = DEFAULT_LIMITS
     """What one suite of this tenant may ask of the models (`[tenant.limits]`): the defaults, or what the operator raised."""
+    alerts: list[AlertVariable] | None = None
+    """Environment variables holding the webhook URLs the night's findings are sent to; unset: `[defaults] alerts`."""
+    alert_on: list[AlertKind] | None = None
+    """The findings sent (`new_failures`, `pass_rate_drop`, `judge_not_counted`, `run_failed`, `missing_run`); unset:
+    `[defaults] alert_on`, else all of them."""
+
+
+class Defaults(BaseModel):
+    """The `[defaults]` table: what every tenant that does not say otherwise takes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    alerts: list[AlertVariable] | None = None
+    """Environment variables holding webhook URLs every tenant's findings are sent to."""
+    alert_on: list[AlertKind] | None = None
+    """The findings sent, for every tenant."""
 
 
 class TenantSuite(NamedTuple):
@@ -281,8 +317,15 @@ def parse_tenants(content: bytes, file: Path, *, partial: bool = False) -> Tenan
     except tomllib.TOMLDecodeError as e:
         raise InputError([Problem(name, None, None, f"not valid TOML: {e}. Fix the syntax.")]) from None
     lines = field_lines(text)
-    unknown = sorted(set(data) - {"tenant"})
-    problems = [Problem(name, lines.get(key), key, "unknown key; a tenants file holds only [[tenant]] tables.") for key in unknown]
+    unknown = sorted(set(data) - {"tenant", "defaults"})
+    problems = [Problem(name, lines.get(key), key, "unknown key; a tenants file holds only [[tenant]] tables and [defaults].") for key in unknown]
+    defaults = Defaults()
+    try:
+        defaults = Defaults.model_validate(data.get("defaults", {}))
+    except ValidationError as e:
+        for p in problems_from_validation(e, name, None):
+            field = f"defaults.{p.field}" if p.field else "defaults"
+            problems.append(Problem(name, _line(lines, field), field, p.message))
     raw = data.get("tenant", [])
     if not isinstance(raw, list) or not raw:
         problems.append(Problem(name, None, "tenant", "declares no tenant. Add one [[tenant]] table per tenant."))
@@ -291,7 +334,10 @@ def parse_tenants(content: bytes, file: Path, *, partial: bool = False) -> Tenan
     of_table: dict[int, list[Problem]] = {}
     for index, table in enumerate(raw):
         try:
-            entries.append((index, TenantEntry.model_validate(table)))
+            entry = TenantEntry.model_validate(table)
+            entries.append((index, entry.model_copy(update={
+                "alerts": defaults.alerts if entry.alerts is None else entry.alerts,
+                "alert_on": defaults.alert_on if entry.alert_on is None else entry.alert_on})))
         except ValidationError as e:
             for p in problems_from_validation(e, name, None):
                 field = f"tenant[{index}].{p.field}" if p.field else f"tenant[{index}]"

@@ -2,7 +2,7 @@
 when a run names a gateway (`KINDGI_GATEWAY_URL`), so that the run's process never imports litellm. `calls.complete`
 runs these attempts in the same retry loop, circuit and timeout as litellm's.
 
-The request is `POST {url}/v1/chat/completions` with `Authorization: Bearer {key}` and the model as litellm names it,
+The request is `POST {url}/v1/chat/completions` (`{url}` given with or without its `/v1`) with `Authorization: Bearer {key}` and the model as litellm names it,
 `provider/model` (`openai/gpt-4o-mini` for `openai:gpt-4o-mini`), which the gateway's config routes. A reply that is
 not a 2xx is raised with its status and headers, for `calls.read_fault` to classify as it classifies litellm's; a
 connection that breaks, or a body that is not a chat completion, is a 500, as litellm reports them; the price is the
@@ -61,7 +61,7 @@ async def gateway_attempt(
         timeout = max(deadline - time.monotonic(), 0.001)
         try:
             async with httpx.AsyncClient(timeout=timeout, verify=_tls()) as client:
-                response = await client.post(f"{gateway.url.rstrip('/')}/v1/chat/completions", json=body, headers=headers)
+                response = await client.post(completions_url(gateway.url), json=body, headers=headers)
             break
         except httpx.TimeoutException:
             raise TimeoutError(f"no answer from the gateway within {remaining_s:.1f} s") from None
@@ -85,6 +85,11 @@ async def gateway_attempt(
 
 
 @functools.cache
+def completions_url(base: str) -> str:
+    """The gateway's chat completions endpoint, its URL given with `/v1` (as `OPENAI_BASE_URL` takes it) or without."""
+    return f"{base.rstrip('/').removesuffix('/v1')}/v1/chat/completions"
+
+
 def _tls() -> Any:
     """One TLS context for every call of the process: httpx builds a new one for each client otherwise, some tens of
     milliseconds of a core per call."""

@@ -192,12 +192,13 @@ def _status(row: StatusRow | None) -> Status | None:
 
 
 def is_worse(a: Status | None, b: Status | None) -> bool:
-    """Whether a case got worse from run A to run B: from passed, judged-pass or reviewed to failed or judged-fail.
+    """Whether a case got worse from run A to run B: from passed, judged-pass or reviewed to failed or judged-fail, or
+    from judged-pass to reviewed (the evidence that passed it is lost: a judge that stopped counting).
 
     None is a case absent from that run. A case only in B is never worse, even when it fails: nothing that worked
     broke (its run's own exit status reports it). A case gone from B is not worse either, and a failing case that
     fails another way (failed to judged-fail) was already failing."""
-    return a is not None and a not in FAILING and b in FAILING
+    return a is not None and ((a not in FAILING and b in FAILING) or (a, b) == ("judged-pass", "reviewed"))
 
 
 def got_worse(d: RunDiff) -> list[StatusChange]:

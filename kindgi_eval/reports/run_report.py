@@ -9,8 +9,8 @@ from pydantic import BaseModel
 from kindgi_eval.kinds import KindResult, KindRows, kind_named
 from kindgi_eval.reports.judged import group_rates, judge_error_text, labels_advice, pass_rate_corrected, rate_json, summary_rate_lines
 from kindgi_eval.reports.reading import NUDGE_NOTE, shown_history, shown_message
-from kindgi_eval.rules import FAILING, STATUSES, THRESHOLD, Case, counted, judge_was_down, safe
-from kindgi_eval.store import CalibrationRow, MetricRow, RunRow, StatusRow
+from kindgi_eval.rules import FAILING, STATUSES, THRESHOLD, Case, clip, counted, invalid_cause, judge_was_down, safe
+from kindgi_eval.store import CalibrationRow, MetricRow, ReplyRow, RunRow, SampleRow, StatusRow
 
 
 RECAP_AFTER = 10
@@ -124,6 +124,23 @@ def summary_lines(result: KindResult, calibration: Sequence[CalibrationRow], met
         uncovered = ", ".join(run.uncovered) if run.uncovered else "none"
         lines.append(f"Funnel coverage: {len(run.stages)} stages ({', '.join(run.stages)}); uncovered: {uncovered}")
     return lines + meaning_lines(run)
+
+
+ERROR_SHOWN = 300
+"""The most characters of a provider error the summary quotes."""
+
+
+def first_error_lines(replies: Sequence[ReplyRow], samples: Sequence[SampleRow]) -> list[str]:
+    """The first error of each kind the agent's calls and the judge's met, in its own words, with how many calls met
+    that kind: a judge answering 404 to every call is named, not only counted."""
+    met: dict[tuple[str, str], list[str]] = {}
+    for who, errors in (("agent", [r.error for r in replies if r.error]),
+                        ("judge", [s.invalid_reason.removeprefix("error: ") for s in samples
+                                   if s.invalid_reason and s.invalid_reason.startswith("error: ")])):
+        for error in errors:
+            met.setdefault((who, invalid_cause(f"error: {error}")), []).append(error)
+    return [f"First {who} error ({kind}, {len(errors)} call{'s' if len(errors) > 1 else ''}): {safe(clip(errors[0], ERROR_SHOWN))}"
+            for (who, kind), errors in met.items()]
 
 
 def meaning_lines(run: RunRow) -> list[str]:

@@ -84,6 +84,8 @@ class Graded(NamedTuple):
     """What the judge's three samples decided."""
     item: str = ""
     """The calibration item's id, so a note can name the items the judge missed."""
+    split: bool = False
+    """True when the verdict stands 2-1 against a valid opposing sample: agreement the judge barely reached."""
 
 
 def agree_by_group(
@@ -139,7 +141,7 @@ def _agree(group: Group, items: list[Graded], threshold: float, calibration_file
         note = (
             f"The judge agreed with {agreed} of {len(items)} labels ({agreed / len(items):.2f}), "
             f"{'meeting' if calibrated else 'below'} the threshold of {threshold:.2f}."
-        ) + _missed(items)
+        ) + _missed(items) + _split(items)
     interval = wilson(agreed, len(items))
     error = JudgeError(
         caught=sum(i.label == i.verdict == "fail" for i in items),
@@ -177,6 +179,15 @@ def _missed(items: Sequence[Graded]) -> str:
         return ""
     more = f", and {len(missed) - MISSED_SHOWN} more" if len(missed) > MISSED_SHOWN else ""
     return f" Missed: {', '.join(missed[:MISSED_SHOWN])}{more}."
+
+
+def _split(items: Sequence[Graded]) -> str:
+    """The items whose verdict stood 2-1, by id (` Split 2-1: good (pass, labelled pass).`): a person should look."""
+    split = [f"{i.item} ({i.verdict}, labelled {i.label})" for i in items if i.split and i.item]
+    if not split:
+        return ""
+    more = f", and {len(split) - MISSED_SHOWN} more" if len(split) > MISSED_SHOWN else ""
+    return f" Split 2-1: {', '.join(split[:MISSED_SHOWN])}{more}."
 
 
 def with_samples(agreement: GroupAgreement, invalid_reasons: Sequence[str | None]) -> GroupAgreement:

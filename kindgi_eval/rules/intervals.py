@@ -6,6 +6,7 @@ the same every time it is computed from the same counts.
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 from typing import NamedTuple
@@ -74,8 +75,43 @@ def paired_change(improved: int, regressed: int, cases: int, *, resamples: int =
     estimate = (improved - regressed) / cases
     if improved == regressed == 0:
         return PairedChange(0, 0, cases, Interval(0.0, 0.0, 0.0), 1.0)
-    low, high = bootstrap_mean({1.0: improved, -1.0: regressed, 0.0: cases - improved - regressed}, resamples=resamples, seed=seed)
+    low, high = paired_bootstrap(improved, regressed, cases, resamples=resamples, seed=seed)
     return PairedChange(improved, regressed, cases, Interval(estimate, low, high), mcnemar_exact(improved, regressed))
+
+
+def paired_bootstrap(improved: int, regressed: int, cases: int, *, resamples: int = RESAMPLES, seed: int = SEED) -> tuple[float, float]:
+    """The percentile bootstrap 95% interval of the mean change over `cases` paired cases, `improved` of them +1,
+    `regressed` -1 and the rest 0.
+
+    A resample of the cases with replacement is drawn as its counts: the moved cases K ~ binomial(cases, moved/cases),
+    the improved among them ~ binomial(K, improved/moved), each by inverse transform from its distribution function.
+    That is the distribution drawing every case gives, in a time that does not grow with the cases (a night of
+    fifty suites of hundreds of cases draws its intervals in milliseconds, not a second each)."""
+    moved = improved + regressed
+    draw = random.Random(seed)
+    moved_cdf = _binomial_cdf(cases, moved / cases)
+    up_cdfs: dict[int, list[float]] = {}
+    means = []
+    for _ in range(resamples):
+        k = min(bisect.bisect_left(moved_cdf, draw.random()), cases)
+        if k not in up_cdfs:
+            up_cdfs[k] = _binomial_cdf(k, improved / moved)
+        up = min(bisect.bisect_left(up_cdfs[k], draw.random()), k)
+        means.append((2 * up - k) / cases)
+    means.sort()
+    return _percentile(means, 0.025), _percentile(means, 0.975)
+
+
+def _binomial_cdf(n: int, p: float) -> list[float]:
+    """P(X <= k) for k = 0..n, X binomial (n, p)."""
+    if p <= 0.0 or p >= 1.0:
+        return [0.0] * n + [1.0] if p >= 1.0 else [1.0] * (n + 1)
+    log_p, log_q = math.log(p), math.log1p(-p)
+    total, cdf = 0.0, []
+    for k in range(n + 1):
+        total += math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * log_p + (n - k) * log_q)
+        cdf.append(total)
+    return cdf
 
 
 def bootstrap_mean(counts: dict[float, int], *, resamples: int = RESAMPLES, seed: int = SEED) -> tuple[float, float]:

@@ -216,8 +216,8 @@ def graded_items(samples: Sequence[SampleRow]) -> list[Graded]:
     graded = []
     for item_samples in by_item.values():
         first = item_samples[0]
-        verdict = decide([(s.sample, s.vote) for s in item_samples])[1].verdict
-        graded.append(Graded(first.group, first.label, verdict, first.subject_id))  # type: ignore[arg-type]
+        majority = decide([(s.sample, s.vote) for s in item_samples])[1]
+        graded.append(Graded(first.group, first.label, majority.verdict, first.subject_id, majority.split))  # type: ignore[arg-type]
     return graded
 
 
@@ -229,7 +229,8 @@ async def _settled(item: Subject, samples: Sequence[asyncio.Task[SampleRow]]) ->
         votes.append((await arrived).vote)
         if (verdict := settled_verdict(votes)) is not None:
             break
-    return Graded(item.criterion.group, item.label, verdict or "ungraded", item.id)  # type: ignore[arg-type]
+    split = verdict is not None and any(v not in (verdict, "invalid") for v in votes)  # settled 2-1, not 2-0
+    return Graded(item.criterion.group, item.label, verdict or "ungraded", item.id, split)  # type: ignore[arg-type]
 
 
 async def judge_suite(

@@ -47,6 +47,7 @@ from kindgi_eval.store.rows import (
     OutcomeRow,
     ReplyRow,
     ReviewRow,
+    RunEndRow,
     RunRow,
     SampleRow,
     StatusRow,
@@ -54,7 +55,9 @@ from kindgi_eval.store.rows import (
     SuiteRow,
     params_json,
 )
+from kindgi_eval.store.night_runs import SuiteNight, night_runs
+from kindgi_eval.store.run_ends import record_run_end, remove_run_ends
 from kindgi_eval.store.reviews import labels_in_force, read_reviews, write_reviews
 from kindgi_eval.store.views import Views, connect, export_database, format_rows, view_names
 
-__all__ = ["RUN_COLUMNS", "Listing", "newest_runs", "FigureColumn", "KindView", "MetricRow", "read_stored", "BatchWriter", "CalibrationRow", "CriterionRow", "HandlerRow", "KilledRun", "Manifest", "OutcomeRow", "ReviewRow", "labels_in_force", "read_reviews", "write_reviews", "ReplaySource", "ReplyRow", "RunRow", "SampleRow", "StatusRow", "StorePath", "SuiteRow", "params_json", "area_run_id", "arrow_schema", "claim", "compact", "connect", "discard_area", "earlier_runs", "export_database", "find_run_areas", "find_table", "format_rows", "view_names", "killed_run", "from_table", "plan_areas", "plan_prune", "read_batches", "read_manifest", "read_sent", "write_sent", "read_rows", "read_table", "recorded_areas", "refuse_finished", "remove_areas", "remove_runs", "remove_superseded", "replay_source", "rows_if_stored", "run_area", "run_keys", "run_partition", "runtime_home", "store_root", "stored_runs", "table_path", "to_table", "write_atomically", "write_manifest", "SHARED", "StoredRow", "Table", "Views", "store_tables"]
+__all__ = ["RUN_COLUMNS", "Listing", "newest_runs", "FigureColumn", "KindView", "MetricRow", "read_stored", "BatchWriter", "CalibrationRow", "CriterionRow", "HandlerRow", "KilledRun", "Manifest", "OutcomeRow", "ReviewRow", "labels_in_force", "read_reviews", "write_reviews", "ReplaySource", "ReplyRow", "RunRow", "SampleRow", "StatusRow", "StorePath", "SuiteRow", "params_json", "area_run_id", "arrow_schema", "claim", "compact", "connect", "discard_area", "earlier_runs", "export_database", "find_run_areas", "find_table", "format_rows", "view_names", "killed_run", "from_table", "plan_areas", "plan_prune", "read_batches", "read_manifest", "read_sent", "write_sent", "read_rows", "read_table", "recorded_areas", "refuse_finished", "remove_areas", "remove_runs", "remove_superseded", "replay_source", "rows_if_stored", "run_area", "run_keys", "run_partition", "runtime_home", "store_root", "stored_runs", "table_path", "to_table", "write_atomically", "write_manifest", "SHARED", "StoredRow", "Table", "Views", "store_tables", "remove_run_ends", "SuiteNight", "night_runs", "RunEndRow", "record_run_end"]

@@ -382,3 +382,18 @@ class MetricRow(StoredRow):
     """Of a rate: out of how many (the replies the judge graded; of `pass_rate_corrected`, every case)."""
     note: str | None = None
     """What the figure rests on, or why it has no value (nothing graded, a correction that does not exist)."""
+
+
+class RunEndRow(StoredRow):
+    """A run that failed or was stopped before it stored its summary: the row `runs` shows for it, with how it ended."""
+
+    tenant: str
+    """The tenant, as the suite partition names it."""
+    state: Literal["failed", "stopped"]
+    """`failed` (a step raised, or its process died) or `stopped` (someone stopped it)."""
+    error: str | None
+    """What failed it, in its own words; None when nothing said."""
+    started_at: str
+    """When it started (UTC, ISO 8601)."""
+    finished_at: str
+    """When it ended (UTC, ISO 8601)."""

@@ -24,12 +24,14 @@ from kindgi_eval.store.arrow import arrow_schema
 from kindgi_eval.store.kind_views import KindView, kind_view_sql
 from kindgi_eval.store.layout import HIVE_COLUMNS, MONTH_FILES, RUN_FILES, SHARED, StorePath, Table, runtime_home
 from kindgi_eval.store.reviews import REVIEW_FILES, REVIEWS
-from kindgi_eval.store.rows import ReviewRow
+from kindgi_eval.store.rows import ReviewRow, RunEndRow
 
 if TYPE_CHECKING:
     import duckdb
 
 DATABASE_FILE = "kindgi.duckdb"
+RUN_ENDS = "run_ends"
+"""The store's folder of the runs that failed or were stopped before they stored a summary (`store.run_ends`)."""
 ALIASES = {"group": "calibration_group"}
 """Columns whose stored name SQL makes you quote, and the second name each view also gives them."""
 _SQL_TYPES = {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN"}
@@ -65,7 +67,9 @@ def view_sql(table: Table, root: StorePath) -> str:
     else:
         body = " UNION ALL BY NAME ".join(f"SELECT * FROM {source}" for source in sources)
     if table.view == "statuses":
-        body = with_reviewer_verdicts(body, root)
+        body = with_judged_failures(with_reviewer_verdicts(body, root))
+    if table.view == "runs":
+        body = with_run_ends(body, root)
     aliases = [f'"{name}" AS {alias}' for name, alias in ALIASES.items() if name in table.row.model_fields]
     if aliases:
         body = f"SELECT *, {', '.join(aliases)} FROM ({body})"
@@ -98,6 +102,31 @@ def with_reviewer_verdicts(statuses: str, root: StorePath) -> str:
                f"FROM ({latest}) GROUP BY run_id, case_id")
     return (f"SELECT s.*, r.reviewer_verdict, r.reviewer_labels FROM ({statuses}) AS s "
             f"LEFT JOIN ({by_case}) AS r ON s.run_id = r.run_id AND s.case_id = r.case_id")
+
+
+def run_ends_source(root: StorePath) -> str:
+    """A SELECT of every run that did not complete, with the hive columns; with none, an empty one of the same columns."""
+    folder = root.absolute() / RUN_ENDS
+    if next(folder.glob(RUN_FILES), None) is not None:
+        return (f"SELECT * FROM read_parquet('{_quoted(folder / RUN_FILES)}', hive_partitioning = true, "
+                "hive_types_autocast = false, union_by_name = true)")
+    columns = [f'CAST(NULL AS {sql_type(f.type)}) AS "{f.name}"' for f in arrow_schema(RunEndRow)]
+    columns += [f'CAST(NULL AS VARCHAR) AS "{name}"' for name in HIVE_COLUMNS]
+    return f"SELECT {', '.join(columns)} WHERE false"
+
+
+def with_run_ends(runs: str, root: StorePath) -> str:
+    """The `runs` SELECT with the runs that did not complete beside the others, and `state` on every row: `succeeded`
+    for a run that stored its summary, else `failed` or `stopped` with its `error`."""
+    return (f"SELECT * REPLACE (coalesce(state, 'succeeded') AS state) FROM "
+            f"(SELECT * FROM ({runs}) UNION ALL BY NAME {run_ends_source(root)})")
+
+
+def with_judged_failures(statuses: str) -> str:
+    """The statuses SELECT with each criterion the judge failed added to the case's `failures`
+    (`judged-fail: [rubric] implicit_concession: <reason>`), after its assertions': a `judged-fail` case names why."""
+    judged = "[format('judged-fail: [{}] {}: {}', c.source, c.criterion, c.reason) FOR c IN criteria IF c.verdict = 'fail']"
+    return f"SELECT * REPLACE (list_concat(failures, coalesce({judged}, [])) AS failures) FROM ({statuses})"
 
 
 def _quoted(path: StorePath) -> str:

@@ -215,3 +215,33 @@ def test_a_run_evaluates_an_agent_served_over_http(home, tmp_path: Path) -> None
     assert {k: s.status for k, s in statuses.items()} == {"price": "passed", "refund": "passed", "broken": "failed"}
     assert statuses["broken"].error == "the agent answered HTTP 502: Bad Gateway"
     assert sorted(r["case_id"] for r in server.requests) == ["broken", "price", "refund"]
+
+
+# --- AGENT_HEADERS ----------------------------------------------------------------------------------------------
+
+
+def test_agent_headers_go_only_to_the_agent_url_of_the_same_environment(monkeypatch) -> None:
+    from kindgi_eval.agents.factory import agent_headers
+
+    with FakeProvider(lambda request: body(GOOD)) as server:
+        url = server.base_url + "/reply"
+        monkeypatch.setenv("AGENT_URL", url)
+        monkeypatch.setenv("AGENT_HEADERS", '{"Authorization": "Bearer tenant-secret-7"}')
+        agent = make_agent(RunSettings(agent_url=url), TENANT)
+        (row,) = asyncio.run(collect_replies(agent, [turn()], concurrency=1, deadline_ms=10_000))
+        assert server.headers[-1]["Authorization"] == "Bearer tenant-secret-7" and row.error is None
+        assert "tenant-secret-7" not in row.model_dump_json() and "tenant-secret-7" not in agent.name
+        # a URL the environment did not configure (a run's tags, a tenants file) is sent none
+        other = make_agent(RunSettings(agent_url=server.base_url + "/other"), TENANT)
+        asyncio.run(collect_replies(other, [turn()], concurrency=1, deadline_ms=10_000))
+        assert "Authorization" not in server.headers[-1]
+    assert agent_headers(url, {"AGENT_HEADERS": '{"X": "1"}'}) == {}  # no AGENT_URL beside it
+
+
+@pytest.mark.parametrize("text", ['["Bearer x"]', '{"Authorization": 7}', "Bearer tenant-secret-7"])
+def test_agent_headers_that_are_no_object_of_text_are_an_input_error_that_never_shows_them(text: str) -> None:
+    from kindgi_eval.agents.factory import agent_headers
+
+    with pytest.raises(InputError) as refused:
+        agent_headers("https://agent.example/reply", {"AGENT_URL": "https://agent.example/reply", "AGENT_HEADERS": text})
+    assert str(refused.value).startswith("AGENT_HEADERS: is not a JSON object") and "tenant-secret-7" not in str(refused.value)

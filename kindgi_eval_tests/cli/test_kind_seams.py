@@ -187,6 +187,16 @@ def test_a_judge_refusing_every_call_is_named_down_and_its_groups_say_why(home, 
         assert row["invalid_samples"] == n
         assert summary["calibration"][group]["note"] == f"Not calibrated: {n} of {n} samples invalid: {n} refused credentials."
     assert summary["counts"]["judged-pass"] == 0 and summary["counts"]["judged-fail"] == 0
+    first = next(line for line in done.out.splitlines() if line.startswith("First judge error"))
+    assert first.startswith(f"First judge error (refused credentials, {drawn} calls): ") and "sk-test" not in first
+
+
+def test_a_judge_answering_404_is_named_with_its_first_error(home, tmp_path, provider_env) -> None:
+    provider_env(lambda request: Answer(status=404, raw_body=b'{"error": {"message": "no route /v1/v1/chat/completions"}}'))
+    done, _ = run("--mock", "--judge-model", "openai:judge", tmp_path=tmp_path)
+    assert done.code == 0, done.err
+    (first,) = [line for line in done.out.splitlines() if line.startswith("First ")]  # the agent (the demo) met none
+    assert first.startswith("First judge error (provider error, ") and "404" in first and "/v1/v1/chat/completions" in first
 
 
 def _calibration_rows() -> list[dict]:

@@ -230,3 +230,12 @@ def test_on_the_command_line_the_flags_gateway_is_the_deployments_and_gets_the_k
     assert result.code == 0, result.err
     assert len(flagged.requests) == 1 and configured.requests == []  # the user's own flag overrides its variable
     assert flagged.headers[0]["Authorization"] == f"Bearer {KEY}"
+@pytest.mark.parametrize(
+    "given",
+    ["http://127.0.0.1:4000", "http://127.0.0.1:4000/", "http://127.0.0.1:4000/v1", "http://127.0.0.1:4000/v1/"],
+)
+def test_a_gateway_url_is_taken_with_or_without_its_v1(given: str) -> None:
+    from kindgi_eval.llm.gateway import completions_url
+
+    # with /v1, as OPENAI_BASE_URL wants it, calls went to /v1/v1/chat/completions and every judge call was a 404
+    assert completions_url(given) == "http://127.0.0.1:4000/v1/chat/completions"

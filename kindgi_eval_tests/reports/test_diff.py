@@ -30,8 +30,8 @@ def test_the_green_and_red_statuses_are_every_status() -> None:
 
 @pytest.mark.parametrize(("a", "b"), list(itertools.product((*STATUSES, None), repeat=2)))
 def test_is_worse_over_every_pair_of_statuses(a, b) -> None:
-    # worse exactly when A was green and B is red; None is a case absent from that run
-    expected = a in GREEN and b in RED
+    # worse exactly when A was green and B is red, or a judged pass lost its verdict; None is a case absent from that run
+    expected = (a in GREEN and b in RED) or (a, b) == ("judged-pass", "reviewed")
     assert is_worse(a, b) is expected
 
 
@@ -43,6 +43,8 @@ def test_is_worse_over_every_pair_of_statuses(a, b) -> None:
         ("judged-pass", "failed", True),
         ("failed", "judged-fail", False),  # already failing: failing another way is no new regression
         ("passed", "reviewed", False),  # reviewed is not failing: it only lacks a verdict
+        ("judged-pass", "reviewed", True),  # the verdict that passed it is lost: its evidence is gone
+        ("reviewed", "judged-pass", False),  # better: a verdict now
         (None, "failed", False),  # a case new in B that fails: nothing that worked broke; `run` exits 1 for it
         ("passed", None, False),  # a case gone from B: it cannot fail
         ("failed", "passed", False),  # better

@@ -281,3 +281,13 @@ def test_sensitivity_and_specificity_count_the_graded_labels(
 def test_a_group_without_items_has_no_sensitivity_or_specificity() -> None:
     row = agree_by_group([])["free_text"]
     assert (row.sensitivity, row.specificity, row.caught, row.fails_graded, row.cleared, row.passes_graded) == (None, None, 0, 0, 0, 0)
+def test_a_calibration_item_decided_2_1_is_named_in_its_groups_note() -> None:
+    items = [
+        Graded("free_text", "pass", "pass", "good", split=True),  # agreed with its label, but only 2-1
+        Graded("free_text", "fail", "fail", "bad"),
+        Graded("free_text", "fail", "pass", "sly", split=True),  # missed, and 2-1 too
+    ]
+    note = agree_by_group(items, threshold=0.5)["free_text"].note
+    assert note.endswith(" Missed: sly (pass, labelled fail). Split 2-1: good (pass, labelled pass), sly (pass, labelled fail).")
+    unanimous = agree_by_group([i._replace(split=False) for i in items], threshold=0.5)["free_text"].note
+    assert "Split" not in unanimous
