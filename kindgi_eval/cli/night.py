@@ -55,14 +55,16 @@ def night(day: str | None, tenant: str | None, json_path: str | None, send: bool
 
     day = night_day(day)
     check_output_path(json_path, "--json")
-    declared = load_tenants().suites if tenants_path() is not None else None
+    tenants = load_tenants(partial=True) if tenants_path() is not None else None  # another tenant's typo is named, not fatal
+    declared = tenants.suites if tenants is not None else None
+    skipped = [(s.tenant, s.reason()) for s in (tenants.skipped if tenants is not None else ()) if tenant in (None, s.tenant)]
     if send and not declared:
         raise InputError([Problem("--send", None, None, f"no tenants file names webhooks. Point KINDGI_TENANTS at the tenants "
                                   "file whose tenants name their webhooks with alerts = [\"VARIABLE\"].")])
     if tenant is not None and declared is not None:
         known = sorted({s.tenant for s in declared})
         declared = tuple(s for s in declared if s.tenant == tenant)
-        if not declared:
+        if not declared and not skipped:
             raise InputError([Problem("--tenant", None, None, f"no tenant {tenant!r} in the tenants file (tenants: {', '.join(known)}).")])
     since, until = (day, (date.fromisoformat(day) + timedelta(days=1)).isoformat()) if day else (None, None)
     root = store_root()
@@ -73,7 +75,7 @@ def night(day: str | None, tenant: str | None, json_path: str | None, send: bool
         pairs = [(s.tenant or "", s) for s in suites if tenant is None or s.tenant == tenant]
         if tenant is not None and not pairs:
             raise InputError([Problem("--tenant", None, None, f"no run of tenant {tenant!r} in the store at {root}.")])
-    found = night_of(pairs, day, missing=declared is not None)
+    found = night_of(pairs, day, missing=declared is not None, skipped=skipped)
     click.echo(render_night(found), nl=False)
     if json_path:
         write_text_atomically(Path(json_path), found.model_dump_json(indent=2) + "\n")
@@ -93,7 +95,9 @@ def _send(found, declared, day: str | None) -> None:
     instance = open_instance(runtime_home())
     try:
         for block in found.tenants:
-            entry = entries[block.tenant]
+            entry = entries.get(block.tenant)
+            if entry is None:  # an entry that does not validate names no webhook this can trust
+                continue
             kinds = entry.alert_on or list(WORSE)
             if not entry.alerts or not alerted(block.findings(), kinds):
                 continue

@@ -60,10 +60,19 @@ class Night(BaseModel):
     """One block per tenant, the worst first."""
 
 
-def night_of(suites: Sequence[tuple[str, SuiteNight]], night: str | None, *, missing: bool) -> Night:
+def night_of(
+    suites: Sequence[tuple[str, SuiteNight]], night: str | None, *, missing: bool, skipped: Sequence[tuple[str, str]] = ()
+) -> Night:
     """The night of `suites` (each with its tenant), tenants worst first. A suite without a run of the night is
-    `missing_run` when `missing` (it was declared to run), else left out."""
+    `missing_run` when `missing` (it was declared to run), else left out. Each of `skipped`, a tenants-file entry left
+    out for its problems (its name, and why), is a `missing_run` of its own: one tenant's typo costs it its night, and
+    the night says so."""
     blocks: dict[str, list[SuiteBlock]] = {}
+    for tenant, reason in skipped:
+        label = f"{tenant} (tenants file)"
+        blocks.setdefault(tenant, []).append(SuiteBlock(suite=label, run_id=None, before_run_id=None, started_at=None, findings=[
+            Finding(kind="missing_run", suite=label, detail=f"not run: its tenants-file entry does not validate: {reason}",
+                    command="kindgi-eval validate --tenants $KINDGI_TENANTS")]))
     for tenant, s in suites:
         if s.latest is None and not missing:
             continue

@@ -120,6 +120,11 @@ def test_night_refuses_bad_input_with_exit_2(home, tmp_path: Path) -> None:
     assert run_cli("night", "--send").code == 2  # no tenants file names webhooks
     tenant_tree(tmp_path, "alpha")
     bad = write_tenants(tmp_path / "tenants.toml", entry("alpha", alerts=["https://hooks.slack.com/services/T/B/xyzzy-token"]))
+    (tmp_path / "not-toml.toml").write_text("[[tenant]\n")
+    assert run_cli("night", env={"KINDGI_TENANTS": str(tmp_path / "not-toml.toml")}).code == 2  # no file to read at all
+    # an entry that does not validate costs its tenant its night, which the night names; the URL is never quoted back
     done = run_cli("night", env={"KINDGI_TENANTS": str(bad)})
-    assert done.code == 2 and "tenant[0].alerts[0]" in done.err and "holds a URL" in done.err
-    assert "xyzzy" not in done.err  # the URL is never quoted back
+    assert done.code == 1, done.err
+    assert "    missing_run: not run: its tenants-file entry does not validate: " in done.out
+    assert "tenant[0].alerts[0]" in done.out and "holds a URL" in done.out
+    assert "xyzzy" not in done.out + done.err

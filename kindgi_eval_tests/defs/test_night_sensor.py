@@ -35,7 +35,7 @@ def launch_tick(home, tick: datetime, skip: tuple[str, ...] = (), before_runs=la
     from kindgi_eval.defs.definitions import defs  # noqa: F401  (the code location the runs belong to)
 
     tenants = load_tenants()
-    requests = nightly_requests(tenants.suites, tick_label(CRON, tick)).runs
+    requests = nightly_requests(tenants, tick_label(CRON, tick)).runs
     before_runs()
     instance = open_instance(home.root)
     for request in requests:
