@@ -381,7 +381,8 @@ def validate(dirs: tuple[str, ...], config_dir: str | None) -> None:
         except InputError as e:
             problems += e.problems
             continue
-        click.echo(f"ok: {folder}: {len(suite.cases)} cases, {len(suite.calibration)} calibration items")
+        scenarios = f", {len(suite.scenarios)} scenarios" if suite.scenarios else ""
+        click.echo(f"ok: {folder}: {len(suite.cases)} cases{scenarios}, {len(suite.calibration)} calibration items")
     if problems:
         raise InputError(problems)
 
