@@ -312,7 +312,7 @@ def replay(source: str, json_path: str | None, junit_path: str | None, **flags: 
 def _report(home: Path, key: str, run_id: str, outputs: Outputs, made: Mapping[str, list]) -> int:
     """Print the run and write its JSON; the exit status its statuses call for. The tables the run made in this process
     (`made`, by asset) are taken as it made them, not read back; the store's DuckDB database is written meanwhile."""
-    from kindgi_eval.kinds import cases_of, kind_named, own_rows, result_of, store_views, stored_result
+    from kindgi_eval.kinds import cases_of, kind_named, own_rows, result_of, scenarios_of, store_views, stored_result
     from kindgi_eval.reports import case_marks, junit_xml, render, summary_json
     from kindgi_eval.store import SHARED, export_database, read_rows, store_root
 
@@ -334,7 +334,8 @@ def _report(home: Path, key: str, run_id: str, outputs: Outputs, made: Mapping[s
     calibration = rows(SHARED.calibration)
     # a replay judged its source's suite, which it did not make
     suite = made.get(SHARED.suite.asset)
-    cases = cases_of(suite if suite is not None else read_rows(root, SHARED.suite, key, run.replies_from))
+    suite = suite if suite is not None else read_rows(root, SHARED.suite, key, run.replies_from)
+    cases = [*cases_of(suite), *scenarios_of(suite)]
     stage = kind_named(run.suite_kind).stage
     own = made.get(stage.stored.asset) if stage is not None else None
     marks = case_marks(run.suite_kind, own if own is not None else own_rows(root, key, run_id, run.suite_kind))

@@ -183,7 +183,7 @@ def report(run_id: str, html_path: str) -> None:
     Example:
       kindgi-eval report 3f9c2a1e --html out/report.html
     """
-    from kindgi_eval.kinds import cases_of, own_rows, stored_result
+    from kindgi_eval.kinds import cases_of, own_rows, scenarios_of, stored_result
     from kindgi_eval.reports import RunPage, render_html
     from kindgi_eval.store import SHARED, earlier_runs, read_rows, store_root
 
@@ -194,6 +194,7 @@ def report(run_id: str, html_path: str) -> None:
     result = stored_result(root, key, run_id)
     run = result.run
     earlier = earlier_runs(root, key, run_id, run.started_at, REPORT_HISTORY - 1)
+    suite = read_rows(root, SHARED.suite, key, run.replies_from)
     page = RunPage(
         run_id=run_id,
         result=result,
@@ -202,7 +203,7 @@ def report(run_id: str, html_path: str) -> None:
         samples=read_rows(root, SHARED.judge_samples, key, run_id),
         calibration=read_rows(root, SHARED.calibration, key, run_id),
         history=[*((i, summary) for i, summary, _ in earlier), (run_id, run)],
-        cases=cases_of(read_rows(root, SHARED.suite, key, run.replies_from)),
+        cases=[*cases_of(suite), *scenarios_of(suite)],
         own=own_rows(root, key, run_id, run.suite_kind),
     )
     write_text_atomically(Path(html_path), render_html(page, key))

@@ -43,6 +43,7 @@ from kindgi_eval.kinds import (
     kinds,
     models_of,
     result_of,
+    scenarios_of,
     table_named,
 )
 from kindgi_eval.prompts import template_hash
@@ -180,7 +181,8 @@ def outcomes(
         sandbox = _inputs(lambda: clients.sandbox(settings))
         workers = min(settings.concurrency, os.cpu_count() or 1)  # each sandbox may take a core for its whole time limit
         handled = grade_replies(sandbox.run, handler, cases, agent_replies, concurrency=workers, budget_s=settings.handler_run_s)
-    rows = outcome_rows(cases, agent_replies, settings.max_latency_ms, handled, assertions=kind_named(suite[0].suite_kind).assertions)
+    rows = outcome_rows(cases, agent_replies, settings.max_latency_ms, handled, assertions=kind_named(suite[0].suite_kind).assertions,
+                        scenarios=scenarios_of(suite))
     context.add_output_metadata(
         {"assertions": len(rows), "failed_assertions": sum(not r.held for r in rows)}
         | ({"handler": handler.name, "handler_errors": sum(v.verdict == "error" for v in handled.values())} if handler and handled is not None else {})
@@ -256,10 +258,12 @@ def statuses(
     """
     settings = _settings(context, eval_settings)
     rows = status_rows(
-        cases_of(suite), agent_replies, outcomes, judge_samples, calibration, judged=settings.judge_model is not None
+        cases_of(suite), agent_replies, outcomes, judge_samples, calibration, judged=settings.judge_model is not None,
+        scenarios=scenarios_of(suite),
     )
     context.instance.add_run_tags(context.run.run_id, result_tags(rows, suite[0].tenant, context.partition_key))
-    yield dg.Output(rows, metadata=statuses_metadata(rows, agent_replies, judge_samples, cases_of(suite), context.run.run_id))
+    yield dg.Output(rows, metadata=statuses_metadata(rows, agent_replies, judge_samples, [*cases_of(suite), *scenarios_of(suite)],
+                                                     context.run.run_id))
     yield statuses_result(rows)
 
 

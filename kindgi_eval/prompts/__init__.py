@@ -2,6 +2,6 @@
 
 from kindgi_eval.prompts.agent import UnreadableReply, agent_messages, read_reply, tenant_rules
 from kindgi_eval.prompts.fence import unfence
-from kindgi_eval.prompts.judge import PAIRWISE_SYSTEM, criterion_named, judge_messages, pairwise_messages, template_hash
+from kindgi_eval.prompts.judge import PAIRWISE_SYSTEM, criterion_named, judge_messages, pairwise_messages, template_hash, transcript_messages
 
-__all__ = ["PAIRWISE_SYSTEM", "UnreadableReply", "agent_messages", "criterion_named", "judge_messages", "pairwise_messages", "read_reply", "template_hash", "tenant_rules", "unfence"]
+__all__ = ["PAIRWISE_SYSTEM", "UnreadableReply", "agent_messages", "criterion_named", "judge_messages", "pairwise_messages", "read_reply", "template_hash", "transcript_messages", "tenant_rules", "unfence"]

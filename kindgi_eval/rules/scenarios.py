@@ -13,6 +13,7 @@ from kindgi_eval.rules.agent_protocol import AgentReply
 from kindgi_eval.rules.assertions import AssertionResult, check_case, joined_reply, quote
 from kindgi_eval.rules.cases import Case, Contact, Expect, Turn, json_list_as_tuple, refuse_near_dimensions, review_as_tuple
 from kindgi_eval.rules.criteria import FIXED_DIMENSIONS, Criterion, review_entries
+from kindgi_eval.rules.verdicts import Sample, read_sample
 
 DEFAULT_MAX_TURNS = 6
 """How many contact messages a persona scenario plays when it names no `max_turns`."""
@@ -40,8 +41,8 @@ class Scenario(BaseModel):
     """Who the contact is, in the tenant's language: what a contact model plays."""
     goal: str | None = Field(default=None, min_length=1)
     """What the contact wants from the conversation, in the tenant's language."""
-    max_turns: int = Field(default=DEFAULT_MAX_TURNS, ge=1, le=MOST_TURNS)
-    """The most contact messages a contact model plays."""
+    max_turns: int | None = Field(default=None, ge=1, le=MOST_TURNS)
+    """The most contact messages a contact model plays; absent means DEFAULT_MAX_TURNS."""
     expect: Expect
     """`escalate: true`: the conversation ends in an escalation (with `reason`, when given); `false`: no turn escalates."""
     must_contain: tuple[str, ...] = ()
@@ -70,7 +71,7 @@ class Scenario(BaseModel):
         if improvised and (self.persona is None or self.goal is None):
             _refuse("goal" if self.goal is None else "persona", "a contact model needs both persona and goal; give the "
                     "missing one")
-        if self.moves is not None and "max_turns" in self.model_fields_set:
+        if self.moves is not None and self.max_turns is not None:
             _refuse("max_turns", "max_turns is for a contact model; a script plays all its moves, so drop max_turns")
         return self
 
@@ -89,7 +90,9 @@ class Scenario(BaseModel):
     @property
     def turn_limit(self) -> int:
         """The most contact messages this scenario plays: its moves, or its `max_turns`."""
-        return len(self.moves) if self.moves is not None else self.max_turns
+        if self.moves is not None:
+            return len(self.moves)
+        return self.max_turns if self.max_turns is not None else DEFAULT_MAX_TURNS
 
     def needs_a_verdict(self) -> bool:
         """Whether it is green only on a verdict beyond its assertions: it has review entries."""
@@ -193,11 +196,11 @@ def evidence_turn(evidence: str, turns: Sequence[PlayedTurn]) -> int | None:
     return next((t.turn for t in turns if evidence in joined_reply(t.messages)), None)
 
 
-TURN_SEPARATOR = "\n\x00\n"
-"""What joins the agent turns of a transcript the judge's evidence is looked for in: no real span crosses it."""
-
-
-def agent_turns_text(turns: Sequence[PlayedTurn]) -> str:
-    """Every agent turn's reply, apart, as one text a conversation-level verdict's evidence must be a span of: a span
-    of one turn is found in it, a span across two is not."""
-    return TURN_SEPARATOR.join(joined_reply(t.messages) for t in turns)
+def read_transcript_sample(content: str | None, replies: Sequence[str], error: str | None = None) -> Sample:
+    """A judge's answer on a conversation-level criterion, read as `read_sample` reads one on a reply, but a failure's
+    evidence must be a span of one agent turn's reply (`replies`, each turn's messages joined): a span across two
+    turns is unquoted, and the sample invalid."""
+    sample = read_sample(content, "\n".join(replies), error)
+    if sample.vote == "fail" and not any(sample.evidence in reply for reply in replies):
+        return read_sample(content, "", error)  # held to no text: invalid, as an unquoted failure
+    return sample

@@ -38,7 +38,7 @@ def run_row(
     parameters. The judge's cost adds what a kind's own stage paid it (its `metrics`' JUDGE_USD)."""
     first = suite[0]
     counts = Counter(s.status for s in statuses)
-    entered = {r.funnel_stage for r in suite if r.kind == "case"}
+    entered = {r.funnel_stage for r in suite if r.kind in ("case", "scenario")}
     return RunRow(
         tenant=first.tenant,
         eval_dir=first.eval_dir,

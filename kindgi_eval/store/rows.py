@@ -29,7 +29,8 @@ class SuiteRow(StoredRow):
     """The columns that held a kind's parameters before `params`."""
 
     kind: str
-    """`case` (a case under test), `calibration` (a hand-labelled calibration item), or an item the suite's kind read
+    """`case` (a case under test), `scenario` (a conversation played turn by turn; `text` is its first move, empty for
+    a contact model's), `calibration` (a hand-labelled calibration item), or an item the suite's kind read
     from a file of its own: `handler`, a custom suite's handler (one row; `id` is its `module:entrypoint`, `body` the
     handler with its source)."""
     id: str
@@ -94,8 +95,40 @@ def params_json(params: Mapping[str, Any]) -> str:
     return json.dumps({k: v for k, v in params.items() if v is not None}, sort_keys=True, separators=(",", ":"))
 
 
+class TurnRow(StoredRow):
+    """One turn of a scenario: the contact's message, who wrote it, and what the agent answered."""
+
+    turn: int
+    """Its place in the conversation, from 1."""
+    contact_by: str
+    """Who wrote the contact's message: `script` (a move) or the contact model's name."""
+    contact_text: str
+    """The contact's message, verbatim (a contact model's is untrusted, as any contact's)."""
+    messages: list[str]
+    """The agent's messages; empty when the agent failed."""
+    escalate: bool | None
+    """Whether the agent handed over to a person; None when it failed."""
+    reason: str | None
+    """The escalation reason it gave."""
+    latency_ms: float
+    """Wall time of the agent's answer to this turn."""
+    prompt_tokens: int
+    """Tokens sent to the agent's model."""
+    completion_tokens: int
+    """Tokens the agent's model returned."""
+    cost_usd: float
+    """What the agent's answer cost; 0 when unknown."""
+    cost_known: bool
+    """False when the agent model's price is unknown."""
+    error: str | None
+    """Why the agent gave no usable answer; the conversation ends there."""
+    contact_usd: float = 0.0
+    """What the contact model's message cost (0 for a move, and for a message reused from an earlier run)."""
+
+
 class ReplyRow(StoredRow):
-    """What the agent answered one case, what it cost and how long it took."""
+    """What the agent answered one case, what it cost and how long it took; for a scenario, its last turn's answer
+    (and the sums of its turns' tokens and cost), the turns themselves in `turns`."""
 
     case_id: str
     """The case."""
@@ -121,6 +154,12 @@ class ReplyRow(StoredRow):
     """Why there is no usable reply; such a case fails (an error never counts as a pass)."""
     raw: str | None
     """The agent's raw output when it could not be read as a reply."""
+    turns: list[TurnRow] | None = None
+    """A scenario's turns, in order; None for a case (the `turns` view unnests them)."""
+    ended: str | None = None
+    """Why a scenario's conversation ended: `escalated`, `agent_error`, `moves` (the script ran out), `contact` (the
+    contact model said the contact is done) or `max_turns`; None for a case, and for a conversation a killed run
+    left unfinished."""
 
 
 class HandlerRow(StoredRow):
@@ -171,6 +210,9 @@ class SampleRow(StoredRow):
     """1, 2 or 3."""
     label: Literal["pass", "fail"] | None
     """A calibration item's hand label; None for a case."""
+    turn: int | None = None
+    """The scenario turn whose reply was graded; None for a case, a calibration item, and a scenario's review entry
+    (graded over the whole transcript)."""
     vote: Literal["pass", "fail", "invalid"]
     """The sample's vote; invalid counts toward neither side."""
     evidence: str
@@ -223,6 +265,9 @@ class CriterionRow(StoredRow):
     """The quoted span of a failure."""
     reason: str
     """The judge's reason for the verdict."""
+    turn: int | None = None
+    """In a scenario: the turn graded (a rubric dimension), or the turn the evidence was quoted from (a review entry);
+    None for a case."""
 
 
 class StatusRow(StoredRow):
@@ -248,6 +293,8 @@ class StatusRow(StoredRow):
     """The case's review criteria."""
     criteria: list[CriterionRow]
     """Verdicts on the review entries and rubric dimensions."""
+    turns: list[TurnRow] | None = None
+    """A scenario's transcript, turn by turn; None for a case."""
 
 
 class ReviewRow(StoredRow):

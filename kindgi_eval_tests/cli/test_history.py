@@ -140,7 +140,7 @@ def test_diff_takes_unique_prefixes_and_lists_an_ambiguous_one_and_runs_lists_th
     rows = json.loads(listed.out)
     assert [r["run_id"] for r in rows] == [second, first]  # newest first
     assert rows[0] | {"started_at": None} == {"run_id": second, "suite": KEY, "tenant": "demo-academy", "started_at": None,
-                                              "cases": 36, "passed": 32, "failed": 0, "judged_fail": 0, "judged_pass": 0, "reviewed": 4}
+                                              "cases": 39, "passed": 34, "failed": 0, "judged_fail": 0, "judged_pass": 0, "reviewed": 5}
     assert [r["run_id"] for r in json.loads(run_cli("runs", "--limit", "1", "--format", "json").out)] == [second]
     assert json.loads(run_cli("runs", "--suite", "other.suite", "--format", "json").out) == []
     compared = json.loads(run_cli("diff", first[:8], "latest", "--json").out)  # `latest`: the newest, as runs lists it

@@ -3,12 +3,13 @@ whole where a rule speaks of it, each failure naming its turn."""
 
 from __future__ import annotations
 
+import json
 from typing import NamedTuple
 
 import pytest
 from pydantic import ValidationError
 
-from kindgi_eval.rules import Scenario, check_scenario, evidence_turn, agent_turns_text, is_over, problems_from_validation, transcript
+from kindgi_eval.rules import Scenario, check_scenario, evidence_turn, is_over, problems_from_validation, read_transcript_sample, transcript
 
 
 class Played(NamedTuple):
@@ -63,7 +64,8 @@ def test_a_bad_scenario_names_its_field(fields: dict, field: str, words: str) ->
 
 def test_a_persona_scenario_defaults_to_six_turns() -> None:
     s = scenario(moves=None, persona="a parent", goal="a discount")
-    assert (s.max_turns, s.turn_limit) == (6, 6)
+    assert s.turn_limit == 6
+    assert Scenario.model_validate_json(s.model_dump_json()) == s  # stored and read back as it was
     assert scenario().turn_limit == 3  # a script plays its moves
 
 
@@ -156,5 +158,18 @@ def test_conversation_evidence_is_a_span_of_one_agent_turn() -> None:
     turns = played("It is $450.", "I could knock a bit off.")
     assert evidence_turn("knock a bit off", turns) == 2
     assert evidence_turn("$450. I could", turns) is None  # across two turns: not a span of one
-    assert "$450. I could" not in agent_turns_text(turns)
     assert evidence_turn("", turns) is None
+
+
+@pytest.mark.parametrize(
+    ("evidence", "vote"),
+    [
+        ("knock a bit off", "fail"),  # a span of turn 2
+        ("$450.\nI could", "invalid"),  # across turns 1 and 2, however they are joined
+        ("a discount", "invalid"),  # in no turn
+    ],
+)
+def test_a_conversation_level_failure_must_quote_one_agent_turn(evidence: str, vote: str) -> None:
+    answer = f'{{"verdict": "fail", "evidence": {json.dumps(evidence)}, "reason": "r"}}'
+    assert read_transcript_sample(answer, ["It is $450.", "I could knock a bit off."]).vote == vote
+    assert read_transcript_sample('{"verdict": "pass", "evidence": "", "reason": "r"}', ["a"]).vote == "pass"
