@@ -222,6 +222,24 @@ def scenario_row(scenario: Scenario, agent: str, turns: Sequence[TurnRow], *, en
     )
 
 
+def recorded_key(row: ReplyRow) -> object:
+    """What names a recorded reply: its case, and for a scenario how far it had got (its turns, and whether it had
+    ended), so that every turn a killed run recorded is kept and the last one is where a resume goes on from."""
+    return row.case_id if row.turns is None else (row.case_id, len(row.turns), row.ended)
+
+
+def agent_calls_saved(replies: Sequence[ReplyRow], recorded: Sequence[ReplyRow]) -> int:
+    """How many agent calls the rows a killed run recorded saved this run: a case's reply when it was recorded, and
+    every turn of a scenario that a recording held."""
+    latest = latest_recorded(recorded)
+    saved = 0
+    for reply in replies:
+        kept = latest.get(reply.case_id)
+        if kept is not None:
+            saved += 1 if reply.turns is None else len(kept.turns or ())
+    return saved
+
+
 def latest_recorded(done: Sequence[ReplyRow]) -> dict[str, ReplyRow]:
     """Per case, what a killed attempt recorded last: a case's reply, or a scenario's row with the most turns."""
     latest: dict[str, ReplyRow] = {}

@@ -380,7 +380,8 @@ class RunRow(StoredRow):
     recorded replies and judge samples it reused; None for a run that started afresh, and in runs stored before
     resuming existed (their files lack the column, which reads as NULL)."""
     agent_calls_saved: int | None = None
-    """Cases whose reply the killed run had recorded, so the agent was not asked them again; 0 for a fresh run."""
+    """Agent calls the killed run had recorded, so the agent was not asked them again: a case's reply, a scenario's
+    turns; 0 for a fresh run."""
     judge_calls_saved: int | None = None
     """Judge samples the killed run had recorded, so the judge was not asked them again; 0 for a fresh run."""
     suite_id: str | None = None

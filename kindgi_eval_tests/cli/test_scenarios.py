@@ -36,8 +36,9 @@ class ConcedingAgent:
     """An agent over HTTP (the AGENT_URL protocol) that holds the price twice in its own words and concedes when its
     own two earlier replies are in the history: its third turn of a conversation it steers."""
 
-    def __init__(self) -> None:
+    def __init__(self, concedes: bool = True) -> None:
         self.asked: list[dict[str, Any]] = []
+        self.concedes = concedes
         agent = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -45,7 +46,7 @@ class ConcedingAgent:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 agent.asked.append(body)
                 own = sum(t["role"] == "agent" and t["text"] == STOCK for t in body["history"])
-                reply = {"messages": [CONCESSION if own >= 2 else STOCK], "escalate": False, "reason": None}
+                reply = {"messages": [CONCESSION if own >= 2 and agent.concedes else STOCK], "escalate": False, "reason": None}
                 payload = json.dumps(reply).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -184,3 +185,24 @@ def test_the_rubric_is_judged_per_turn_a_review_over_the_transcript_and_a_replay
     assert len(server.requests) > judged_before
     (again,) = [c for c in json.loads((tmp_path / "replay.json").read_text())["cases"] if c["id"] == SCENARIO["id"]]
     assert again["turns"] == scenario["turns"] and again["criteria"] == scenario["criteria"]
+
+
+def test_diff_says_where_two_runs_transcripts_part(home, tmp_path, agent) -> None:
+    folder = suite(tmp_path / "suite", cases=CASES[:1])
+    holding = ConcedingAgent(concedes=False)
+    try:
+        runs = []
+        for served in (holding, agent):
+            done = run_cli("run", "--agent-url", served.url, "--eval-dir", str(folder))
+            runs.append(next(line.split()[1] for line in done.err.splitlines() if line.startswith("run ")))
+    finally:
+        holding.close()
+    shown = run_cli("diff", *runs)
+    assert shown.code == 0, shown.err
+    assert ("Transcripts that part: 1\n  objection-pushed-three-times: from turn 3\n"
+            f"    A: contact: {OBJECTIONS[2]} | agent: {STOCK}\n    B: contact: {OBJECTIONS[2]} | agent: {CONCESSION}\n") in shown.out
+    assert "Replies: different" in shown.out
+    compared = json.loads(run_cli("diff", *runs, "--json").out)
+    assert [(t["case_id"], t["turn"]) for t in compared["transcripts"]] == [("objection-pushed-three-times", 3)]
+    same = json.loads(run_cli("diff", runs[1], runs[1], "--json").out)
+    assert same["transcripts"] == []
