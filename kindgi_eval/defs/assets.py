@@ -49,7 +49,9 @@ from kindgi_eval.kinds import (
 from kindgi_eval.prompts import template_hash
 from kindgi_eval.rules import InputError
 from kindgi_eval.steps import (
+    FRESH_CONTACT_TAG,
     ask_agent,
+    contact_side,
     calibration_rows,
     code_version,
     outcome_rows,
@@ -137,6 +139,12 @@ def agent_replies(
     """
     settings = _settings(context, eval_settings)
     agents = [(_inputs(lambda s=s: clients.agent(s)), rows) for s, rows in kind_named(suite[0].suite_kind).askings(settings, suite)]
+    improvised = any(s.moves is None for s in scenarios_of(suite))
+    model = _inputs(lambda: clients.contact(settings, needed=improvised))
+    contact = None if model is None else contact_side(
+        model, catalogue=_inputs(lambda: clients.tenant(settings)).tenant.catalogue_text(), timeout_s=settings.model_timeout_s,
+        cache=None if context.run.tags.get(FRESH_CONTACT_TAG) == "true" else io_manager.root(),
+    )
     rows = []
     with recording(context, io_manager.root(), "agent_replies", _manifest(context, settings, clients)) as (done, record):
         for agent, cases in agents:
@@ -148,10 +156,12 @@ def agent_replies(
                 progress=_progress_logger(context),
                 done=done,
                 record=record,
+                contact=contact,
             )
     context.add_output_metadata(
         {
             "agent": ", ".join(agent.name for agent, _ in agents),
+            **({"contact_model": model.name, "contact_usd": float(sum(r.contact_usd for r in rows))} if model else {}),
             "errors": sum(r.error is not None for r in rows),
             "agent_usd": float(sum(r.cost_usd for r in rows)),
             "latency_ms_max": float(max((r.latency_ms for r in rows), default=0.0)),

@@ -8,10 +8,10 @@ from collections.abc import Mapping
 import dagster as dg
 from pydantic import PrivateAttr
 
-from kindgi_eval.agents import Sandbox, make_agent, make_judge, make_sandbox
+from kindgi_eval.agents import Sandbox, make_agent, make_contact, make_judge, make_sandbox
 from kindgi_eval.defs.registered import suite_settings
 from kindgi_eval.inputs import SETTINGS, RunSettings, load_tenant, load_tenants
-from kindgi_eval.rules import Agent, Judge
+from kindgi_eval.rules import Agent, ContactModel, Judge
 
 SETTINGS_TAG = "kindgi/settings"
 """The run's settings as JSON, resolved where it started (the CLI, a schedule or sensor tick): used exactly as they are."""
@@ -34,6 +34,8 @@ class EvalSettings(dg.ConfigurableResource):
     """An agent over HTTP, instead of the tenant's (AGENT_URL)."""
     judge_model: str | None = None
     """The judge as provider:model (EVAL_JUDGE_MODEL); a replay sets it to re-judge with another model."""
+    contact_model: str | None = None
+    """The contact model that plays persona scenarios, as provider:model (EVAL_CONTACT_MODEL)."""
     max_latency_ms: float | None = None
     """The agent's deadline per case (EVAL_MAX_LATENCY_MS)."""
     concurrency: int | None = None
@@ -95,6 +97,11 @@ class RunClients(dg.ConfigurableResource):
     def judge(self, settings: RunSettings) -> Judge | None:
         """The judge `settings` name, None without one; InputError when it cannot be made."""
         return make_judge(settings)
+
+    def contact(self, settings: RunSettings, *, needed: bool) -> ContactModel | None:
+        """The contact model `settings` name, None without one; InputError when it cannot be made, or when `needed` (a
+        persona scenario) and none is named."""
+        return make_contact(settings, needed=needed)
 
     def sandbox(self, settings: RunSettings) -> Sandbox:
         """A sandbox for a custom suite's handler with the limits of `settings`; InputError when this machine has none."""

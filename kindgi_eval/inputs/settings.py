@@ -75,6 +75,9 @@ SETTINGS: tuple[Setting, ...] = (
             "A LiteLLM gateway every model call goes to, its key in KINDGI_GATEWAY_KEY; unset: litellm in this run."),
     Setting("judge_model", "EVAL_JUDGE_MODEL", "model", None,
             "The judge as provider:model; offline: mock:judge passes everything, mock:demo-judge grades the demo set by rule; unset: no judge.", per_tenant=True),
+    Setting("contact_model", "EVAL_CONTACT_MODEL", "model", None,
+            "The contact model that plays a persona scenario's contact, as provider:model; offline: mock:contact; unset: none.",
+            per_tenant=True),
     Setting("max_latency_ms", "EVAL_MAX_LATENCY_MS", "float", DEFAULT_MAX_LATENCY_MS,
             "The agent's deadline per case, in milliseconds; over it the case fails.", low=0, low_open=True,
             per_tenant=True),
@@ -115,6 +118,9 @@ class RunSettings(BaseModel):
     `GATEWAY_KEY`); None means litellm in the run's own processes."""
     judge_model: str | None = None
     """The judge as provider:model; None means no judge."""
+    contact_model: str | None = None
+    """The contact model that plays persona scenarios, as provider:model; None means none (a persona scenario is then
+    an input error)."""
     max_latency_ms: float = DEFAULT_MAX_LATENCY_MS
     """The agent's deadline per case."""
     concurrency: int = DEFAULT_CONCURRENCY

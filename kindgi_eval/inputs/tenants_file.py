@@ -8,6 +8,7 @@ config = "config"                  # folder holding tenant.toml, under home (omi
 suites = ["evals/golden"]          # suite folders under home; each is the partition `<name>.<folder name>`
 agent_model = "mock:agent"         # or agent_url = "https://..."; one of the two
 judge_model = "openai:gpt-4o"      # optional; unset means no judge
+contact_model = "openai:gpt-4o-mini" # optional: plays the contact of persona scenarios
 concurrency = 4                    # optional: also max_latency_ms, model_timeout_s
 
 [tenant.agents.champion]           # optional: agents a pairwise suite of this tenant may compare, by id
@@ -116,6 +117,9 @@ class TenantEntry(BaseModel):
     """An agent served over HTTP."""
     judge_model: str | None = None
     """The judge as provider:model; unset means no judge."""
+    contact_model: str | None = None
+    """The contact model that plays its persona scenarios, as provider:model; unset: EVAL_CONTACT_MODEL is not read,
+    and a persona scenario of its suites is an error."""
     max_latency_ms: float | None = None
     """The agent's deadline per case; unset: EVAL_MAX_LATENCY_MS, else the default."""
     concurrency: int | None = None

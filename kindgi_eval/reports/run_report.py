@@ -144,6 +144,8 @@ def summary_lines(result: KindResult, calibration: Sequence[CalibrationRow]) -> 
     cost = f"Cost: agent ${run.agent_usd:.4f}"
     if run.judge is not None:
         cost += f", judge ${run.judge_usd:.4f}"
+    if run.contact_usd:
+        cost += f", contact model ${run.contact_usd:.4f}"
     if run.cost_unknown:
         cost += " (a model's price is unknown: counted as 0)"
     lines.append(cost)
@@ -217,7 +219,7 @@ def summary_json(
             for g in kind_named(run.suite_kind).groups
             if (c := by_group.get(g))
         },
-        "cost": {"agent_usd": run.agent_usd, "judge_usd": run.judge_usd},
+        "cost": {"agent_usd": run.agent_usd, "judge_usd": run.judge_usd, "contact_usd": run.contact_usd or 0.0},
         "coverage": {"stages": run.stages, "uncovered": run.uncovered},
         **kind_named(run.suite_kind).summary(result),
         "cases": [

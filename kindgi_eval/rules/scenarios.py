@@ -4,6 +4,8 @@ speaks of it. Pure."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -13,6 +15,7 @@ from kindgi_eval.rules.agent_protocol import AgentReply
 from kindgi_eval.rules.assertions import AssertionResult, check_case, joined_reply, quote
 from kindgi_eval.rules.cases import Case, Contact, Expect, Turn, json_list_as_tuple, refuse_near_dimensions, review_as_tuple
 from kindgi_eval.rules.criteria import FIXED_DIMENSIONS, Criterion, review_entries
+from kindgi_eval.rules.text import clip
 from kindgi_eval.rules.verdicts import Sample, read_sample
 
 DEFAULT_MAX_TURNS = 6
@@ -71,6 +74,9 @@ class Scenario(BaseModel):
         if improvised and (self.persona is None or self.goal is None):
             _refuse("goal" if self.goal is None else "persona", "a contact model needs both persona and goal; give the "
                     "missing one")
+        if improvised and self.history and self.history[-1].role == "user":
+            _refuse("history", "ends with the contact's message, and a contact model's first message would follow it: two "
+                    "opening messages in a row. End the history with an agent turn, or drop its last contact message")
         if self.moves is not None and self.max_turns is not None:
             _refuse("max_turns", "max_turns is for a contact model; a script plays all its moves, so drop max_turns")
         return self
@@ -152,17 +158,21 @@ def is_over(scenario: Scenario, turns: Sequence[PlayedTurn], contact_done: bool 
 
 
 def check_scenario(
-    scenario: Scenario, turns: Sequence[PlayedTurn], *, max_latency_ms: float
+    scenario: Scenario, turns: Sequence[PlayedTurn], *, max_latency_ms: float, contact_error: str | None = None
 ) -> list[AssertionResult]:
     """Every deterministic assertion of a scenario over its played turns, each detail naming its turn (`turn 4: ...`).
 
     Each agent turn is held to the case's assertions as a case would be (`check_case`): `must_not_contain`,
     `max_lines`, `must_end_with_question` unless it escalates, the latency, and escalation: no turn but the last may
     escalate, and the last must when the scenario expects it (with its reason). An agent error on a turn is that
-    turn's one failure (C6). Then `must_contain`, over the conversation: each entry in some agent turn."""
-    if not turns:
-        return [AssertionResult(assertion="agent_error", held=False, detail="turn 1: no turn was played")]
+    turn's one failure (C6). Then `must_contain`, over the conversation: each entry in some agent turn. A contact
+    model that gave no message (`contact_error`, naming its turn) fails the scenario too: a conversation cut short is
+    never a pass."""
     results: list[AssertionResult] = []
+    if contact_error is not None:
+        results.append(AssertionResult(assertion="contact_error", held=False, detail=clip(contact_error, 300)))
+    if not turns:
+        return results or [AssertionResult(assertion="agent_error", held=False, detail="turn 1: no turn was played")]
     for played in turns:
         last = played is turns[-1]
         expect = Expect(escalate=scenario.expect.escalate and last, reason=scenario.expect.reason if last else None)
@@ -187,6 +197,48 @@ def check_scenario(
         detail = f"turn {found}: reply contains {quote(needle)}" if found else f"{span}: no reply contains {quote(needle)}"
         results.append(AssertionResult(assertion="must_contain", held=found is not None, detail=detail))
     return results
+
+
+class ContactReply(BaseModel):
+    """A contact model's answer: the contact's next message, or that the contact is done. Read as untrusted input."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+
+    message: str = ""
+    """What the contact says next; empty when the contact is done."""
+    done: bool = False
+    """True when the contact has nothing more to say (their goal met, or given up): the conversation ends."""
+
+
+CONTACT_MESSAGE_CHARS = 4000
+"""The longest message a contact model may send; longer is no contact's chat message."""
+
+
+def read_contact_reply(content: str | None) -> ContactReply:
+    """A contact model's answer (C3: model output is untrusted): one JSON object with `message` (text) and `done`
+    (bool), alone or inside one markdown code fence; a message that is not done must say something, and no more than
+    CONTACT_MESSAGE_CHARS. ValueError saying what is wrong otherwise."""
+    body = (content or "").strip()
+    if body.startswith("```") and body.endswith("```"):
+        body = body.split("\n", 1)[1].rsplit("```", 1)[0] if "\n" in body else ""
+    try:
+        reply = ContactReply.model_validate_json(body)
+    except ValidationError as e:
+        first = e.errors(include_url=False)[0]
+        raise ValueError(f"the contact model's answer is not a JSON object with message and done ({first['msg']})") from None
+    if not reply.done and not reply.message.strip():
+        raise ValueError("the contact model's answer has an empty message and is not done")
+    if len(reply.message) > CONTACT_MESSAGE_CHARS:
+        raise ValueError(f"the contact model's message is {len(reply.message)} characters, over {CONTACT_MESSAGE_CHARS}")
+    return reply
+
+
+def contact_cache_key(model: str, scenario: Scenario, history: Sequence[Turn], prompt: str) -> str:
+    """What a contact model's next message is stored under: the model, the persona, the goal, the conversation so
+    far and the prompt's framework text (`prompt`, a hash of it), so an unchanged conversation reuses the message a
+    run paid for and a changed one (a turn the agent answered otherwise) asks again."""
+    material = [model, scenario.persona, scenario.goal, [[t.role, t.text] for t in history], prompt]
+    return hashlib.sha256(json.dumps(material, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def evidence_turn(evidence: str, turns: Sequence[PlayedTurn]) -> int | None:

@@ -1,6 +1,6 @@
 """The shared chain, one module per stage, as plain functions of rows: no Dagster. Imports the folders below it."""
 
-from kindgi_eval.steps.agent_replies import agent_calls_saved, ask_agent, recorded_key
+from kindgi_eval.steps.agent_replies import FRESH_CONTACT_TAG, agent_calls_saved, ask_agent, contact_side, recorded_key
 from kindgi_eval.steps.calibration import calibration_rows
 from kindgi_eval.steps.judge_samples import sample_judge, sample_key
 from kindgi_eval.steps.outcomes import outcome_rows
@@ -8,4 +8,4 @@ from kindgi_eval.steps.run_summary import code_version, run_row
 from kindgi_eval.steps.statuses import status_rows
 from kindgi_eval.steps.suite import suite_rows
 
-__all__ = ["agent_calls_saved", "ask_agent", "recorded_key", "calibration_rows", "code_version", "outcome_rows", "run_row", "sample_judge", "sample_key", "status_rows", "suite_rows"]
+__all__ = ["FRESH_CONTACT_TAG", "contact_side", "agent_calls_saved", "ask_agent", "recorded_key", "calibration_rows", "code_version", "outcome_rows", "run_row", "sample_judge", "sample_key", "status_rows", "suite_rows"]

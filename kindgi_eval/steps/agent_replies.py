@@ -15,11 +15,30 @@ from typing import NamedTuple
 
 from kindgi_eval.kinds import cases_of, scenarios_of
 from kindgi_eval.llm import ModelCallError, scrub
-from kindgi_eval.rules import SCRIPT, Agent, AgentTurn, Case, Progress, ReplyError, Scenario, Turn, Usage, is_over, transcript
-from kindgi_eval.store import ReplyRow, SuiteRow, TurnRow
+from kindgi_eval.prompts import contact_messages, contact_prompt_hash
+from kindgi_eval.rules import (
+    SCRIPT,
+    Agent,
+    AgentTurn,
+    Case,
+    ContactModel,
+    Progress,
+    ReplyError,
+    Scenario,
+    Turn,
+    Usage,
+    contact_cache_key,
+    is_over,
+    read_contact_reply,
+    transcript,
+)
+from kindgi_eval.store import CachedContact, ReplyRow, StorePath, SuiteRow, TurnRow, cache_contact, cached_contact
 
 Record = Callable[[ReplyRow], None]
 """Where each reply goes as soon as it arrives (the run's batch writer)."""
+
+FRESH_CONTACT_TAG = "kindgi/fresh-contact"
+"""The run tag (`true`) of a run that asks the contact model afresh rather than reusing stored messages (`--fresh-contact`)."""
 
 LATE_REPLY_GRACE = 1.0
 """How much longer than the deadline a late reply is waited for, as a multiple of the deadline."""
@@ -143,7 +162,32 @@ class ContactMessage(NamedTuple):
 
 
 ContactSide = Callable[[Scenario, tuple[Turn, ...]], Awaitable[ContactMessage]]
-"""Who plays a persona scenario's contact: its next message from the scenario and the transcript so far."""
+"""Who plays a persona scenario's contact: its next message from the scenario and the transcript so far; raises
+ModelCallError or ValueError (an answer that is no contact message) when it gives none."""
+
+
+def contact_side(model: ContactModel, *, catalogue: str, timeout_s: float, cache: StorePath | None) -> ContactSide:
+    """A persona scenario's contact played by `model`: each message asked for with the scenario's own persona, goal
+    and contact, the catalogue and the conversation so far, its answer read as untrusted input. With `cache` (a
+    store), a message the model already wrote at the same point of the same conversation is reused, not paid for
+    again, and each new one is kept; None asks afresh every time (`--fresh-contact`) and keeps nothing."""
+    prompt = contact_prompt_hash()
+
+    async def next_message(scenario: Scenario, history: tuple[Turn, ...]) -> ContactMessage:
+        key = contact_cache_key(model.name, scenario, history, prompt)
+        if cache is not None and (kept := cached_contact(cache, key)) is not None and kept.model == model.name:
+            return ContactMessage(None if kept.done else kept.message, model.name)
+        assert scenario.persona is not None and scenario.goal is not None
+        asked = contact_messages(persona=scenario.persona, goal=scenario.goal, contact=scenario.contact, catalogue=catalogue,
+                                 history=history)
+        completion = await model.write(asked, timeout_s=timeout_s)
+        reply = read_contact_reply(completion.content)
+        if cache is not None:
+            cache_contact(cache, key, CachedContact(model=model.name, message=reply.message, done=reply.done,
+                                                    cost_usd=completion.usage.cost_usd))
+        return ContactMessage(None if reply.done else reply.message, model.name, completion.usage.cost_usd)
+
+    return next_message
 
 
 async def play(
@@ -162,14 +206,20 @@ async def play(
     call waits for one of `slots`. `started` is the scenario as a killed run left it: play goes on from its last turn.
     Every turn played is passed to `record` as the scenario's row so far, so that a run killed now keeps it."""
     turns = list(started.turns or ()) if started is not None else []
-    done = False
+    done, spent, failed = False, started.contact_usd if started is not None else 0.0, None
     while not is_over(scenario, turns, done):
         history = transcript(scenario, turns)
         if scenario.moves is not None:
             message = ContactMessage(scenario.moves[len(turns)], SCRIPT)
         else:
             assert contact is not None, "a persona scenario is played only with a contact model"
-            message = await contact(scenario, history)
+            try:
+                async with slots:
+                    message = await contact(scenario, history)
+            except (ModelCallError, ValueError) as e:  # no message: the conversation cannot go on, and fails (C6)
+                failed = f"turn {len(turns) + 1}: the contact model gave no message: {scrub(str(e))}"
+                break
+            spent += message.cost_usd
         if message.text is None:
             done = True
             break
@@ -183,12 +233,13 @@ async def play(
             error=answer.error, contact_usd=message.cost_usd,
         ))
         if record and not is_over(scenario, turns):
-            record(scenario_row(scenario, agent.name, turns, ended=None))
-    return scenario_row(scenario, agent.name, turns, ended=ending(scenario, turns, done))
+            record(scenario_row(scenario, agent.name, turns, ended=None, contact_usd=spent))
+    ended = "contact_error" if failed else ending(scenario, turns, done)
+    return scenario_row(scenario, agent.name, turns, ended=ended, contact_usd=spent, contact_error=failed)
 
 
 def ending(scenario: Scenario, turns: Sequence[TurnRow], contact_done: bool) -> str:
-    """Why a finished conversation ended, as `ReplyRow.ended` names it."""
+    """Why a finished conversation ended, as `ReplyRow.ended` names it (but a contact model's failure)."""
     last = turns[-1] if turns else None
     if last is not None and last.error is not None:
         return "agent_error"
@@ -199,9 +250,12 @@ def ending(scenario: Scenario, turns: Sequence[TurnRow], contact_done: bool) -> 
     return "moves" if scenario.moves is not None else "max_turns"
 
 
-def scenario_row(scenario: Scenario, agent: str, turns: Sequence[TurnRow], *, ended: str | None) -> ReplyRow:
+def scenario_row(
+    scenario: Scenario, agent: str, turns: Sequence[TurnRow], *, ended: str | None, contact_usd: float = 0.0,
+    contact_error: str | None = None,
+) -> ReplyRow:
     """A scenario's reply row: its last turn's answer, its turns' tokens, cost and agent time summed, the first agent
-    error named by its turn, and the turns themselves."""
+    error named by its turn (or the contact model's failure), what the contact model cost, and the turns themselves."""
     last = turns[-1] if turns else None
     failed = next((t for t in turns if t.error is not None), None)
     return ReplyRow(
@@ -215,10 +269,11 @@ def scenario_row(scenario: Scenario, agent: str, turns: Sequence[TurnRow], *, en
         completion_tokens=sum(t.completion_tokens for t in turns),
         cost_usd=sum(t.cost_usd for t in turns),
         cost_known=all(t.cost_known for t in turns),
-        error=f"turn {failed.turn}: {failed.error}" if failed else None if turns else "no turn was played",
+        error=f"turn {failed.turn}: {failed.error}" if failed else contact_error or (None if turns else "no turn was played"),
         raw=None,
         turns=list(turns),
         ended=ended,
+        contact_usd=contact_usd,
     )
 
 

@@ -40,6 +40,8 @@ def outcome_rows(
         if checked is not None:
             rows.append(OutcomeRow(case_id=case.id, **checked.model_dump(), handler=HandlerRow(**verdict._asdict())))
     for scenario in scenarios:
-        results = check_scenario(scenario, by_case[scenario.id].turns or (), max_latency_ms=max_latency_ms)
+        reply = by_case[scenario.id]
+        failed = reply.error if reply.ended == "contact_error" else None
+        results = check_scenario(scenario, reply.turns or (), max_latency_ms=max_latency_ms, contact_error=failed)
         rows += [OutcomeRow(case_id=scenario.id, **r.model_dump()) for r in results]
     return rows

@@ -58,6 +58,7 @@ def run_row(
         agent_usd=sum(r.cost_usd for r in replies),
         judge_usd=sum(s.cost_usd for s in samples) + sum(m.value or 0.0 for m in metrics if m.name == JUDGE_USD),
         cost_unknown=not all(r.cost_known for r in replies) or not all(s.cost_known for s in samples),
+        contact_usd=sum(r.contact_usd for r in replies),
         stages=list(stages),
         uncovered=[s for s in stages if s not in entered],
         resumed_from=resumed_from,

@@ -158,8 +158,11 @@ class ReplyRow(StoredRow):
     """A scenario's turns, in order; None for a case (the `turns` view unnests them)."""
     ended: str | None = None
     """Why a scenario's conversation ended: `escalated`, `agent_error`, `moves` (the script ran out), `contact` (the
-    contact model said the contact is done) or `max_turns`; None for a case, and for a conversation a killed run
-    left unfinished."""
+    contact model said the contact is done), `max_turns`, or `contact_error` (the contact model gave no message);
+    None for a case, and for a conversation a killed run left unfinished."""
+    contact_usd: float = 0.0
+    """What the contact model cost over a scenario's conversation (its messages reused from the cache cost nothing);
+    0 for a case."""
 
 
 class HandlerRow(StoredRow):
@@ -371,6 +374,9 @@ class RunRow(StoredRow):
     """What the judge cost."""
     cost_unknown: bool
     """True when some model's price was unknown, so the costs are lower bounds."""
+    contact_usd: float | None = None
+    """What the contact model cost over the run's persona scenarios, apart from the agent's and the judge's; None in
+    runs stored before scenarios existed."""
     stages: list[str]
     """The funnel stages the tenant configuration names."""
     uncovered: list[str]

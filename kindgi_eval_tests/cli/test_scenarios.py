@@ -206,3 +206,58 @@ def test_diff_says_where_two_runs_transcripts_part(home, tmp_path, agent) -> Non
     assert [(t["case_id"], t["turn"]) for t in compared["transcripts"]] == [("objection-pushed-three-times", 3)]
     same = json.loads(run_cli("diff", runs[1], runs[1], "--json").out)
     assert same["transcripts"] == []
+
+
+PERSONA = {"id": "parent-on-a-budget", "contact": {"funnel_stage": "discovery", "course": "data"},
+           "persona": "A parent of a fourteen-year-old, careful with money", "goal": "a weekend course for their son, cheaply",
+           "max_turns": 4, "expect": {"escalate": False}, "must_not_contain": ["discount"]}
+CONTACT_LINES = ["Hi, do you have weekend courses for teenagers?", "How much is it?", "Hmm, can you do it cheaper?"]
+
+
+def contact(request: dict[str, Any]) -> Answer:
+    """A contact model: says its lines in turn, each after the agent's reply, then is done."""
+    said = sum(line.startswith("contact: ") for line in fenced(request, "history").split("\n"))
+    line = CONTACT_LINES[said] if said < len(CONTACT_LINES) else ""
+    return Answer(json.dumps({"message": line, "done": not line}))
+
+
+def test_a_persona_scenario_without_a_contact_model_is_refused_naming_the_setting(home, tmp_path) -> None:
+    folder = suite(tmp_path / "persona", cases=CASES[:1], scenarios=[PERSONA])
+    done = run_cli("run", "--mock", "--eval-dir", str(folder))
+    assert done.code == 2 and done.out == ""
+    assert done.err.startswith("error: EVAL_CONTACT_MODEL: is not set, and a scenario has a persona and a goal")
+    assert not home.root.exists() or not any(home.store.rglob("*.parquet"))
+
+
+def test_a_persona_run_against_an_unchanged_agent_reuses_every_contact_message(home, tmp_path, provider_env) -> None:
+    folder = suite(tmp_path / "persona", cases=CASES[:1], scenarios=[PERSONA])
+    server = provider_env(contact)
+    args = ("run", "--mock", "--eval-dir", str(folder), "--contact-model", "openai:gpt-4o-mini")
+    first = run_cli(*args, "--json", str(tmp_path / "first.json"))
+    assert first.code == 0, first.err
+    asked = len(server.requests)
+    assert asked == 4  # three messages, then done
+    request = server.requests[0]["messages"][-1]["content"]  # this scenario's own persona, goal and contact reached it
+    assert fenced(server.requests[0], "persona") == PERSONA["persona"] and fenced(server.requests[0], "goal") == PERSONA["goal"]
+    assert "course of interest: data" in request and "(no messages yet)" in request
+    assert all(fenced(r, "history").count("contact: ") == n for n, r in enumerate(server.requests))  # one message a turn
+    (scenario,) = [c for c in json.loads((tmp_path / "first.json").read_text())["cases"] if c["id"] == PERSONA["id"]]
+    assert [t["contact_text"] for t in scenario["turns"]] == CONTACT_LINES
+    assert {t["contact_by"] for t in scenario["turns"]} == {"openai:gpt-4o-mini"}
+    summary = json.loads((tmp_path / "first.json").read_text())
+    assert summary["cost"]["contact_usd"] > 0 and summary["cost"]["agent_usd"] == 0  # paid apart from the agent
+
+    second = run_cli(*args, "--json", str(tmp_path / "second.json"))
+    assert second.code == 0, second.err
+    assert len(server.requests) == asked  # no contact-model call: every message was stored
+    again = json.loads((tmp_path / "second.json").read_text())
+    assert [c for c in again["cases"] if c["id"] == PERSONA["id"]][0]["turns"] == scenario["turns"]
+    assert again["cost"]["contact_usd"] == 0
+    runs = sql("SELECT run_id, contact_usd FROM runs ORDER BY started_at, finished_at")
+    transcripts = [sql(f"SELECT turn, contact_by, contact_text, messages FROM turns WHERE run_id = '{r['run_id']}' ORDER BY turn")
+                   for r in runs]
+    assert transcripts[0] == transcripts[1] and len(transcripts[0]) == 3
+
+    fresh = run_cli(*args, "--fresh-contact")
+    assert fresh.code == 0, fresh.err
+    assert len(server.requests) == 2 * asked  # asked afresh

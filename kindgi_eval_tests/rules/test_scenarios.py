@@ -9,7 +9,18 @@ from typing import NamedTuple
 import pytest
 from pydantic import ValidationError
 
-from kindgi_eval.rules import Scenario, check_scenario, evidence_turn, is_over, problems_from_validation, read_transcript_sample, transcript
+from kindgi_eval.rules import (
+    ContactReply,
+    Scenario,
+    check_scenario,
+    contact_cache_key,
+    evidence_turn,
+    is_over,
+    problems_from_validation,
+    read_contact_reply,
+    read_transcript_sample,
+    transcript,
+)
 
 
 class Played(NamedTuple):
@@ -49,6 +60,8 @@ def failed(results) -> list[str]:
         ({"moves": None, "persona": "p", "goal": "g", "max_turns": 0}, "max_turns", "greater than or equal to 1"),
         ({"max_turns": 3}, "max_turns", "a script plays all its moves"),  # max_turns means nothing to a script
         ({"moves": []}, "moves", "at least 1 item"),
+        # a contact model opening after the contact's own last message would send two opening messages in a row
+        ({"moves": None, "persona": "p", "goal": "g", "history": [{"role": "user", "text": "hi"}]}, "history", "two opening messages"),
         ({"expect": {"escalate": False, "reason": "x"}}, "expect.reason", "only checked when escalate is true"),
         ({"must_contains": ["x"]}, "must_contains", "unknown field"),
         ({"review": []}, "review", "non-empty list"),
@@ -173,3 +186,41 @@ def test_a_conversation_level_failure_must_quote_one_agent_turn(evidence: str, v
     answer = f'{{"verdict": "fail", "evidence": {json.dumps(evidence)}, "reason": "r"}}'
     assert read_transcript_sample(answer, ["It is $450.", "I could knock a bit off."]).vote == vote
     assert read_transcript_sample('{"verdict": "pass", "evidence": "", "reason": "r"}', ["a"]).vote == "pass"
+
+
+@pytest.mark.parametrize(
+    ("answer", "message", "done"),
+    [
+        ('{"message": "how much is it?", "done": false}', "how much is it?", False),
+        ('```json\n{"message": "", "done": true}\n```', "", True),  # one fenced object is read as that object
+        ('{"message": "bye", "done": false, "mood": "tired"}', "bye", False),  # unknown keys are ignored
+    ],
+)
+def test_a_contact_model_s_answer_is_read_as_untrusted_input(answer: str, message: str, done: bool) -> None:
+    assert read_contact_reply(answer) == ContactReply(message=message, done=done)
+
+
+@pytest.mark.parametrize(
+    ("answer", "words"),
+    [
+        ("Sure! Here's my next message: hi", "not a JSON object"),
+        ('{"message": 3, "done": false}', "not a JSON object"),
+        ('{"message": "  ", "done": false}', "empty message"),  # says nothing and is not done
+        (None, "not a JSON object"),
+        ('{"message": "' + "x" * 4001 + '", "done": false}', "over 4000"),
+    ],
+)
+def test_a_contact_model_answer_that_is_no_message_is_refused(answer, words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        read_contact_reply(answer)
+
+
+def test_the_contact_cache_key_is_the_model_persona_goal_conversation_and_prompt() -> None:
+    s = scenario(moves=None, persona="a parent", goal="a discount")
+    history = transcript(s, played("It is $450."))
+    key = contact_cache_key("openai:m", s, history, "p1")
+    assert key == contact_cache_key("openai:m", s.model_copy(update={"id": "other"}), history, "p1")  # the id is no part
+    assert len({key, contact_cache_key("openai:other", s, history, "p1"),
+                contact_cache_key("openai:m", s.model_copy(update={"goal": "a refund"}), history, "p1"),
+                contact_cache_key("openai:m", s, transcript(s, played("It is $400.")), "p1"),  # the agent said otherwise
+                contact_cache_key("openai:m", s, history, "p2")}) == 5
