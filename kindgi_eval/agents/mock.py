@@ -189,7 +189,7 @@ class MockAgent:
         others = [p for p in course.prices if p != path]
         if pushed == 1 and others:
             ways = " or ".join(_price_phrase(course, p) for p in others)
-            return [f"I hear you. The price is the same for everyone, but you don't have to pay it at once: the {course.name} "
+            return [f"I hear you. The price is the same for everyone, but there's another way to pay: the {course.name} "
                     f"is also {ways}."]
         if pushed >= 1:
             return [f"I understand if the timing isn't right. The {course.name} stays at {_price_phrase(course, path)} for "

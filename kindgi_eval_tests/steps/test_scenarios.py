@@ -91,3 +91,31 @@ def test_an_agent_error_ends_the_conversation_on_its_turn() -> None:
     assert [t.error for t in row.turns] == [None, "the agent broke"] and row.ended == "agent_error"
     assert row.error == "turn 2: the agent broke"
     assert json.loads(row.model_dump_json())["turns"][1]["messages"] == []
+
+
+def test_a_contact_model_that_gives_no_message_fails_the_scenario_on_its_turn() -> None:
+    from kindgi_eval.steps import outcome_rows
+    from kindgi_eval.steps.agent_replies import ContactMessage
+
+    async def contact(scenario, history):
+        if history:
+            raise ValueError("the contact model's answer is not a JSON object with message and done")
+        return ContactMessage("how much is it?", "openai:contact", 0.01)
+
+    persona = {"id": "p", "persona": "a parent", "goal": "a deal", "expect": {"escalate": False}}
+    (row,), counting = play(suite(persona), contact=contact)
+    assert row.ended == "contact_error" and len(row.turns) == 1 and counting.asked == ["p"]
+    assert row.error == "turn 2: the contact model gave no message: the contact model's answer is not a JSON object with message and done"
+    assert row.contact_usd == 0.01 and row.turns[0].contact_by == "openai:contact"
+    failed = [o for o in outcome_rows([], [row], 15_000, scenarios=[Scenario.model_validate(persona)]) if not o.held]
+    assert [(o.assertion, o.detail) for o in failed] == [("contact_error", row.error)]
+
+
+def test_a_contact_who_is_done_ends_the_conversation_before_max_turns() -> None:
+    from kindgi_eval.steps.agent_replies import ContactMessage
+
+    async def contact(scenario, history):
+        return ContactMessage(None if len(history) >= 2 else "hello", "mock:contact")
+
+    (row,), _ = play(suite({"id": "p", "persona": "a", "goal": "b", "max_turns": 5, "expect": {"escalate": False}}), contact=contact)
+    assert row.ended == "contact" and len(row.turns) == 1
