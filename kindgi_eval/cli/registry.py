@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from kindgi_eval.cli.common import input_errors, kind_models, registry_client, registry_errors, write_bytes_atomically
-from kindgi_eval.inputs import CALIBRATION_FILE, CASES_FILE, FOLDER_KIND, SCENARIOS_FILE, load_suite
+from kindgi_eval.inputs import CALIBRATION_FILE, CASES_FILE, FOLDER_KIND, load_suite
 from kindgi_eval.rules import InputError, Problem
 
 if TYPE_CHECKING:
@@ -127,9 +127,6 @@ def _folder_texts(folder: Path) -> dict[str, str]:
     JSON, so `spec_of_files` reads them all); a folder without calibration.jsonl is published without `calibration`:
     absent and empty read differently."""
     load_suite(folder, models_of=kind_models)
-    if (folder / SCENARIOS_FILE).exists():  # a conversation suite's spec holds cases and calibration items only
-        click.echo(f"note: {folder / SCENARIOS_FILE} is not published: the registry holds a suite's cases and calibration "
-                   "items; its scenarios run from the folder", err=True)
     paths = [folder / name for name in (CASES_FILE, CALIBRATION_FILE) if (folder / name).exists()]
     return {p.name: p.read_bytes().decode("utf-8") for p in paths}
 
