@@ -29,7 +29,7 @@ REPORT_HISTORY = 30
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @input_errors
 def sql(query: str, fmt: str) -> None:
-    """Query the store with DuckDB, through its views: runs, run_metrics, cases, replies, outcomes, judge_samples,
+    """Query the store with DuckDB, through its views: runs, run_metrics, cases, replies, turns, outcomes, judge_samples,
     calibration, statuses, accuracy, custom, pairwise, regressions, review_queue, reviews. Each kind's runs, its figures
     as columns: accuracy_runs, benchmark_runs, custom_runs, human_review_runs, pairwise_runs, regression_runs.
 
