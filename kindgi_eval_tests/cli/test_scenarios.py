@@ -122,6 +122,12 @@ def test_an_agent_that_concedes_on_its_third_turn_passes_its_cases_and_fails_the
     assert [(t["turn"], t["messages"]) for t in turns] == [(1, [STOCK]), (2, [STOCK]), (3, [CONCESSION])]
     (status,) = sql(f"SELECT status, failures FROM statuses WHERE case_id = '{SCENARIO['id']}'")
     assert status == {"status": "failed", "failures": ['turn 3: reply contains "discount", which is forbidden']}
+    run_id = next(line.split()[1] for line in done.err.splitlines() if line.startswith("run "))
+    page = tmp_path / "report.html"
+    assert run_cli("report", run_id, "--html", str(page)).code == 0
+    html = page.read_text()
+    at = html.index('data-turn="3"')  # the transcript, the turn's failure beneath its reply
+    assert html.index("come on, surely you can do better?", at) < html.index("discount", at) < html.index("turn 3: reply contains", at)
 
 
 def calibration_items() -> list[dict]:
