@@ -18,6 +18,8 @@ from kindgi_eval_tests.warm_cli import WarmCommand, needs_a_fresh_interpreter
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "evals" / "golden"
+GOLDEN_STATUSES = sum(1 for name in ("cases.jsonl", "scenarios.jsonl") for line in (GOLDEN / name).read_text().splitlines() if line.strip())
+"""The statuses of a run of the golden set: one per case and one per scenario."""
 CLI = Path(sys.executable).parent / "kindgi-eval"
 
 

@@ -45,6 +45,8 @@ def test_pytest_is_blocked() -> None:
         # whole processes: the golden run, and a run of 2 cases, embedded and through a gateway, beside the bare
         # scripts, once each; promptfoo, which is no dependency of this project, skipped and said to be
         ("whole_run.py", ("--quick",), ("promptfoo arm: skipped", "| N = 2, C = 2 |", "run, gateway ")),
+        # two scenarios of two moves played by the stage and by the bare script, once each
+        ("scenarios.py", ("--scenarios", "2", "--turns", "2", "--repeat", "1", "--playing-only"), ("stage / bare litellm",)),
         # the registry's server under a tenth of each attack
         ("registry_attacks.py", ("--quick",), ()),
         # a tick over three tenants, one of them a registry suite of two costly patterns, and that version's check

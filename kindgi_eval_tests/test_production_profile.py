@@ -27,7 +27,7 @@ import pytest
 
 from kindgi_eval.agents.cgroups import HANDLERS_ENV, find_hierarchy, memory_limit
 from kindgi_eval.store.batches import BATCH_SECONDS
-from kindgi_eval_tests.conftest import GOLDEN, REPO, run_cli
+from kindgi_eval_tests.conftest import GOLDEN_STATUSES, GOLDEN, REPO, run_cli
 from kindgi_eval_tests.fake_provider import Answer, FakeProvider
 from kindgi_eval_tests.inputs.test_tenants_file import entry, tenant_tree, write_tenants
 
@@ -295,10 +295,10 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_se
     # runs' summaries are the night's successful runs' alone, and each tenant's cases, replies and statuses are
     # whole, each case once (a retry reads what the run it finishes stored, so a tenant's tables may be split
     # between the two, never repeated); as many assertions' outcomes for each tenant, the suite being the same
-    cases = sum(1 for line in (GOLDEN / "cases.jsonl").read_text().splitlines() if line.strip())
+    cases = GOLDEN_STATUSES
     assert sql(env, "SELECT run_id, suite, cases FROM runs ORDER BY 1") == sorted(
         ({"run_id": r["run_id"], "suite": SUITE[r["tags"]["kindgi/tenant"]], "cases": cases} for r in night), key=lambda r: r["run_id"])
-    for view, column, where in (("cases", "id", "kind = 'case'"), ("replies", "case_id", "true"), ("statuses", "case_id", "true")):
+    for view, column, where in (("cases", "id", "kind IN ('case', 'scenario')"), ("replies", "case_id", "true"), ("statuses", "case_id", "true")):
         each = sql(env, f"SELECT suite, count(*) AS n, count(DISTINCT {column}) AS once FROM {view} WHERE {where} GROUP BY 1 ORDER BY 1")
         assert each == sorted(({"suite": SUITE[name], "n": cases, "once": cases} for name in TENANTS), key=lambda r: r["suite"]), view
     outcomes = sql(env, "SELECT suite, count(*) AS n FROM outcomes GROUP BY 1 ORDER BY 1")

@@ -69,7 +69,7 @@ def test_the_installed_wheel_runs_the_golden_set_and_every_starter_in_an_empty_f
     cli = str(installed / "kindgi-eval")
     demo = _run([cli, "run", "--mock"], folder, env)
     assert demo.returncode == 0, demo.stderr
-    assert "Summary: 32 passed, 0 failed, 4 reviewed\n" in demo.stdout
+    assert "Summary: 34 passed, 0 failed, 5 reviewed\n" in demo.stdout
     assert f"suite: demo-academy.golden, the golden set this package ships ({golden})" in demo.stderr
 
     for kind in sorted(kinds()):

@@ -11,10 +11,11 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from kindgi_eval.agents.contact import MockContact
 from kindgi_eval.agents.demo_judge import DemoJudge
 from kindgi_eval.agents.mock import MockAgent, MockJudge
 from kindgi_eval.inputs import GATEWAY_KEY, SETTING, RunSettings, deployment_gateway, variant_settings
-from kindgi_eval.rules import Agent, InputError, Judge, ModelRef, Problem, Role, Tenant, checked_model
+from kindgi_eval.rules import Agent, ContactModel, InputError, Judge, ModelRef, Problem, Role, Tenant, checked_model
 
 if TYPE_CHECKING:
     from kindgi_eval.llm import Gateway
@@ -26,7 +27,9 @@ OFFLINE_AGENTS: dict[str, Callable[[Tenant], Agent]] = {"mock:agent": MockAgent}
 """Offline agent names and how each is built for a tenant."""
 OFFLINE_JUDGES: dict[str, Callable[[], Judge]] = {"mock:judge": MockJudge, "mock:demo-judge": DemoJudge}
 """Offline judge names and how each is built."""
-OFFLINE: dict[Role, list[str]] = {"agent": list(OFFLINE_AGENTS), "judge": list(OFFLINE_JUDGES)}
+OFFLINE_CONTACTS: dict[str, Callable[[], ContactModel]] = {"mock:contact": MockContact}
+"""Offline contact model names and how each is built."""
+OFFLINE: dict[Role, list[str]] = {"agent": list(OFFLINE_AGENTS), "judge": list(OFFLINE_JUDGES), "contact": list(OFFLINE_CONTACTS)}
 
 
 AGENT_HEADERS = "AGENT_HEADERS"
@@ -102,6 +105,26 @@ def make_judge(settings: RunSettings, *, check_only: bool = False, named_as: str
                                       f"{ref} has no batch API that litellm sends batches to (it does for {', '.join(sorted(BATCH_PROVIDERS))}). "
                                       "Turn the judge's batch off for this judge, or send the run's calls through a gateway (KINDGI_GATEWAY_URL).")])
     return LitellmJudge(ref, gateway=gateway, prepared=not check_only and gateway is None)
+
+
+def make_contact(settings: RunSettings, *, needed: bool, check_only: bool = False, named_as: str | None = None) -> ContactModel | None:
+    """The contact model the settings name, checked exactly as the agent's model is; None when there is none. A suite
+    with a persona scenario `needed` one: InputError naming the setting when none is named. `check_only` and
+    `named_as` as for `make_agent`."""
+    if settings.contact_model is None:
+        if needed:
+            var = SETTING["contact_model"]
+            raise InputError([Problem(var.var, None, None, f"is not set, and a scenario has a persona and a goal, which a contact "
+                                      f"model plays. Set {var.var} or pass {var.flag} (mock:contact plays one offline), or "
+                                      "give the scenario moves instead.")])
+        return None
+    ref = model_ref(settings.contact_model, "contact", named_as, gateway=settings.gateway_url is not None)
+    if str(ref) in OFFLINE_CONTACTS:
+        return OFFLINE_CONTACTS[str(ref)]()
+    from kindgi_eval.agents.contact import LitellmContact
+
+    gateway = gateway_of(settings)
+    return LitellmContact(ref, gateway=gateway, prepared=not check_only and gateway is None)
 
 
 def gateway_of(settings: RunSettings, environ: Mapping[str, str] | None = None) -> Gateway | None:

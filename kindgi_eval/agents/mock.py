@@ -176,13 +176,24 @@ class MockAgent:
         return others[-1] if seen.previous is not None and others else None
 
     def _hold_price(self, seen: _Turn) -> list[str]:
-        """An objection: acknowledged, and the catalogue price restated without a concession."""
+        """An objection: acknowledged, and the catalogue price restated without a concession. Pushed again, the price
+        holds in other words, never the same sentence twice: first the other ways the catalogue lets the contact pay,
+        then what the course gives for it."""
         opener = "I understand, it's a real investment."
         if seen.course is None:
             lines = [f"- {c.name}: {_price_phrase(c, _first_path(c))}" for c in self.tenant.courses]
             return [f"{opener} Our prices are the same for every student:\n" + "\n".join(lines)]
         course = seen.course
         path = (_paths_named(seen.text, course) or [_first_path(course)])[0]
+        pushed = sum(turn.role == "user" and _has(turn.text.lower(), OBJECTION_WORDS) for turn in seen.history)
+        others = [p for p in course.prices if p != path]
+        if pushed == 1 and others:
+            ways = " or ".join(_price_phrase(course, p) for p in others)
+            return [f"I hear you. The price is the same for everyone, but there's another way to pay: the {course.name} "
+                    f"is also {ways}."]
+        if pushed >= 1:
+            return [f"I understand if the timing isn't right. The {course.name} stays at {_price_phrase(course, path)} for "
+                    f"everyone. For that you get this: {course.description}"]
         return [f"{opener} The {course.name} is {_price_phrase(course, path)}, the same for every student."]
 
     def _link(self, seen: _Turn) -> list[str]:
@@ -205,7 +216,9 @@ class MockAgent:
         course = seen.course
         paths = _paths_named(seen.text, course)
         if not paths:
-            return [f"The {course.name} is {_price_phrase(course, _first_path(course))} and runs {course.schedule}."]
+            told = any(turn.role == "agent" and course.schedule in turn.text for turn in seen.history)
+            schedule = "" if told else f" and runs {course.schedule}"  # said once is enough: again would be repetition
+            return [f"The {course.name} is {_price_phrase(course, _first_path(course))}{schedule}."]
         return [f"The {course.name} is {' or '.join(_price_phrase(course, p) for p in paths)}."]
 
     def _doubt(self, seen: _Turn) -> list[str]:

@@ -46,8 +46,8 @@ from kindgi_eval.rules import InputError, Problem, parse_model, run_failed
 # be needed: seconds of start-up that `--help` and `validate` would otherwise pay.
 
 RUN_SETTINGS = (
-    "eval_dir", "config_dir", "agent_model", "agent_url", "gateway_url", "judge_model", "judge_batch", "max_latency_ms", "concurrency",
-    "model_timeout_s", "handler_timeout_s", "handler_run_s", "handler_memory_mib",
+    "eval_dir", "config_dir", "agent_model", "agent_url", "gateway_url", "judge_model", "judge_batch", "contact_model",
+    "max_latency_ms", "concurrency", "model_timeout_s", "handler_timeout_s", "handler_run_s", "handler_memory_mib",
 )
 REPLAY_SETTINGS = ("eval_dir", "config_dir", "gateway_url", "judge_model", "judge_batch", "concurrency", "model_timeout_s")
 
@@ -91,10 +91,13 @@ def output_options(command: Callable) -> Callable:
     "now. Read over HTTP from KINDGI_REGISTRY_URL with KINDGI_REGISTRY_TOKEN where the URL is set, else from the "
     "registry's database here. Instead of --eval-dir.",
 )
+@click.option("--fresh-contact", is_flag=True, help="Ask the contact model for every message of a persona scenario, instead "
+              "of reusing the message it wrote before at the same point of the same conversation.")
 @settings_options(*RUN_SETTINGS, defaults={"eval_dir": "env: EVAL_DIR; default: evals/golden, else the golden set this package ships"})
 @input_errors
 @registry_errors
-def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str | None, registered: str | None, **flags: object) -> None:
+def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str | None, registered: str | None, fresh_contact: bool,
+        **flags: object) -> None:
     """Evaluate one suite: print every reply, each failure, and the summary.
 
     Exit status: 0 nothing failed, 1 a case failed or judged-fail, 2 bad input.
@@ -105,7 +108,7 @@ def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str |
       kindgi-eval run --resume 3f9c2a1e
       kindgi-eval run --suite acme.pricing@1.4.0 --config-dir ../acme/config --agent-model openai:gpt-4o-mini
     """
-    from kindgi_eval.agents import make_agent, make_judge
+    from kindgi_eval.agents import make_agent, make_contact, make_judge
 
     if mock and (flags.get("agent_model") or flags.get("agent_url")):
         raise InputError([Problem("--mock", None, None, "names the offline demo agent, and --agent-model or --agent-url names another. Pass one of them.")])
@@ -139,10 +142,12 @@ def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str |
         click.echo(pins.note, err=True)
 
     from kindgi_eval.defs import RunFailed, open_instance, resolved_tags, run_chain  # while the worker imports litellm
+    from kindgi_eval.steps import FRESH_CONTACT_TAG
     from kindgi_eval.store import runtime_home
 
     make_agent(settings, loaded.tenant, check_only=True, named_as=_typed(flags, "agent_model"))  # the run builds its own
     make_judge(settings, check_only=True, named_as=_typed(flags, "judge_model"))
+    make_contact(settings, needed=any(s.moves is None for s in suite.scenarios), check_only=True, named_as=_typed(flags, "contact_model"))
     outputs = Outputs(json_path, junit_path)
     outputs.check()
     for agent in dict.fromkeys(variants or (settings.agent_model,)):  # the agents actually evaluated, each once
@@ -157,7 +162,8 @@ def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str |
     instance = open_instance(home)
     made: dict[str, list] = {}
     try:
-        run_id = run_chain(instance, home, settings, key, suite.kind, tags=resolved_tags(pins), outputs=made)  # resolved once, here
+        tags = {**resolved_tags(pins), **({FRESH_CONTACT_TAG: "true"} if fresh_contact else {})}
+        run_id = run_chain(instance, home, settings, key, suite.kind, tags=tags, outputs=made)  # resolved once, here
     except RunFailed as e:
         click.echo(f"error: {e}", err=True)
         _exit(EXIT_FAILED, instance)
@@ -185,7 +191,7 @@ def _start_model_worker(settings) -> None:
     instead of before it; otherwise end the one started ahead, if any."""
     from kindgi_eval.llm import start_worker, stop_worker, workers_for
 
-    names = (settings.judge_model, None if settings.agent_url else settings.agent_model)
+    names = (settings.judge_model, settings.contact_model, None if settings.agent_url else settings.agent_model)
     try:
         needed = settings.gateway_url is None and any(name and not parse_model(name).is_mock for name in names)
     except ValueError:
@@ -326,7 +332,7 @@ def replay(source: str, json_path: str | None, junit_path: str | None, **flags: 
 def _report(home: Path, key: str, run_id: str, outputs: Outputs, made: Mapping[str, list]) -> int:
     """Print the run and write its JSON; the exit status its statuses call for. The tables the run made in this process
     (`made`, by asset) are taken as it made them, not read back; the store's DuckDB database is written meanwhile."""
-    from kindgi_eval.kinds import cases_of, kind_named, own_rows, result_of, store_views, stored_result
+    from kindgi_eval.kinds import cases_of, kind_named, own_rows, result_of, scenarios_of, store_views, stored_result
     from kindgi_eval.reports import case_marks, first_error_lines, junit_xml, render, summary_json
     from kindgi_eval.store import SHARED, export_database, read_rows, rows_if_stored, store_root
 
@@ -349,7 +355,8 @@ def _report(home: Path, key: str, run_id: str, outputs: Outputs, made: Mapping[s
     metrics = made.get(SHARED.run_metrics.asset) or rows_if_stored(root, SHARED.run_metrics, key, run_id)
     # a replay judged its source's suite, which it did not make
     suite = made.get(SHARED.suite.asset)
-    cases = cases_of(suite if suite is not None else read_rows(root, SHARED.suite, key, run.replies_from))
+    suite = suite if suite is not None else read_rows(root, SHARED.suite, key, run.replies_from)
+    cases = [*cases_of(suite), *scenarios_of(suite)]
     stage = kind_named(run.suite_kind).stage
     own = made.get(stage.stored.asset) if stage is not None else None
     marks = case_marks(run.suite_kind, own if own is not None else own_rows(root, key, run_id, run.suite_kind))
@@ -410,7 +417,8 @@ def validate(dirs: tuple[str, ...], config_dir: str | None, tenants_file: str | 
         except InputError as e:
             problems += e.problems
             continue
-        click.echo(f"ok: {folder}: {len(suite.cases)} cases, {len(suite.calibration)} calibration items")
+        scenarios = f", {len(suite.scenarios)} scenarios" if suite.scenarios else ""
+        click.echo(f"ok: {folder}: {len(suite.cases)} cases{scenarios}, {len(suite.calibration)} calibration items")
     if problems:
         raise InputError(problems)
 

@@ -29,7 +29,7 @@ REPORT_HISTORY = 30
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @input_errors
 def sql(query: str, fmt: str) -> None:
-    """Query the store with DuckDB, through its views: runs, run_metrics, cases, replies, outcomes, judge_samples,
+    """Query the store with DuckDB, through its views: runs, run_metrics, cases, replies, turns, outcomes, judge_samples,
     calibration, statuses, accuracy, custom, pairwise, regressions, review_queue, reviews. Each kind's runs, its figures
     as columns: accuracy_runs, benchmark_runs, custom_runs, human_review_runs, pairwise_runs, regression_runs.
 
@@ -213,7 +213,7 @@ def report(run_id: str | None, suite: str | None, html_path: str) -> None:
       kindgi-eval report 3f9c2a1e --html out/report.html
       kindgi-eval report --suite demo-academy.golden --html out/report.html
     """
-    from kindgi_eval.kinds import cases_of, own_rows, stored_result
+    from kindgi_eval.kinds import cases_of, own_rows, scenarios_of, stored_result
     from kindgi_eval.reports import RunPage, render_html
     from kindgi_eval.store import SHARED, earlier_runs, read_rows, rows_if_stored, store_root
 
@@ -226,6 +226,7 @@ def report(run_id: str | None, suite: str | None, html_path: str) -> None:
     result = stored_result(root, key, run_id)
     run = result.run
     earlier = earlier_runs(root, key, run_id, run.started_at, REPORT_HISTORY - 1)
+    suite = read_rows(root, SHARED.suite, key, run.replies_from)
     page = RunPage(
         run_id=run_id,
         result=result,
@@ -234,7 +235,7 @@ def report(run_id: str | None, suite: str | None, html_path: str) -> None:
         samples=read_rows(root, SHARED.judge_samples, key, run_id),
         calibration=read_rows(root, SHARED.calibration, key, run_id),
         history=[*((i, summary) for i, summary, _ in earlier), (run_id, run)],
-        cases=cases_of(read_rows(root, SHARED.suite, key, run.replies_from)),
+        cases=[*cases_of(suite), *scenarios_of(suite)],
         own=own_rows(root, key, run_id, run.suite_kind),
         metrics=rows_if_stored(root, SHARED.run_metrics, key, run_id),
     )

@@ -45,12 +45,15 @@ from kindgi_eval.kinds import (
     kinds,
     models_of,
     result_of,
+    scenarios_of,
     table_named,
 )
 from kindgi_eval.prompts import template_hash
 from kindgi_eval.rules import InputError
 from kindgi_eval.steps import (
+    FRESH_CONTACT_TAG,
     ask_agent,
+    contact_side,
     calibration_rows,
     code_version,
     judged_rate_rows,
@@ -145,6 +148,12 @@ def agent_replies(
     """
     settings = _settings(context, eval_settings)
     agents = [(_inputs(lambda s=s: clients.agent(s)), rows) for s, rows in kind_named(suite[0].suite_kind).askings(settings, suite)]
+    improvised = any(s.moves is None for s in scenarios_of(suite))
+    model = _inputs(lambda: clients.contact(settings, needed=improvised))
+    contact = None if model is None else contact_side(
+        model, catalogue=_inputs(lambda: clients.tenant(settings)).tenant.catalogue_text(), timeout_s=settings.model_timeout_s,
+        cache=None if context.run.tags.get(FRESH_CONTACT_TAG) == "true" else io_manager.root(),
+    )
     rows = []
     with recording(context, io_manager.root(), "agent_replies", _manifest(context, settings, clients)) as (done, record):
         for agent, cases in agents:
@@ -156,10 +165,12 @@ def agent_replies(
                 progress=_progress_logger(context),
                 done=done,
                 record=record,
+                contact=contact,
             )
     context.add_output_metadata(
         {
             "agent": ", ".join(agent.name for agent, _ in agents),
+            **({"contact_model": model.name, "contact_usd": float(sum(r.contact_usd for r in rows))} if model else {}),
             "errors": sum(r.error is not None for r in rows),
             "agent_usd": float(sum(r.cost_usd for r in rows)),
             "latency_ms_max": float(max((r.latency_ms for r in rows), default=0.0)),
@@ -189,7 +200,8 @@ def outcomes(
         workers = min(settings.concurrency, os.cpu_count() or 1)  # each sandbox may take a core for its whole time limit
         with _inputs(lambda: clients.sandbox(settings)) as sandbox:  # the run's group over its calls, removed after them
             handled = grade_replies(sandbox.run, handler, cases, agent_replies, concurrency=workers, budget_s=settings.handler_run_s)
-    rows = outcome_rows(cases, agent_replies, settings.max_latency_ms, handled, assertions=kind_named(suite[0].suite_kind).assertions)
+    rows = outcome_rows(cases, agent_replies, settings.max_latency_ms, handled, assertions=kind_named(suite[0].suite_kind).assertions,
+                        scenarios=scenarios_of(suite))
     context.add_output_metadata(
         {"assertions": len(rows), "failed_assertions": sum(not r.held for r in rows)}
         | ({"handler": handler.name, "handler_errors": sum(v.verdict == "error" for v in handled.values())} if handler and handled is not None else {})
@@ -267,10 +279,12 @@ def statuses(
     """
     settings = _settings(context, eval_settings)
     rows = status_rows(
-        cases_of(suite), agent_replies, outcomes, judge_samples, calibration, judged=settings.judge_model is not None
+        cases_of(suite), agent_replies, outcomes, judge_samples, calibration, judged=settings.judge_model is not None,
+        scenarios=scenarios_of(suite),
     )
     context.instance.add_run_tags(context.run.run_id, result_tags(rows, suite[0].tenant, context.partition_key))
-    metadata = statuses_metadata(rows, agent_replies, judge_samples, cases_of(suite), context.run.run_id, judged_rate_rows(rows, calibration))
+    metadata = statuses_metadata(rows, agent_replies, judge_samples, [*cases_of(suite), *scenarios_of(suite)], context.run.run_id,
+                                 judged_rate_rows(rows, calibration))
     yield dg.Output(rows, metadata=metadata)
     yield statuses_result(rows)
 

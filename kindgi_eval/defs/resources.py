@@ -8,10 +8,10 @@ from collections.abc import Mapping
 import dagster as dg
 from pydantic import PrivateAttr
 
-from kindgi_eval.agents import Sandbox, deployment_settings, make_agent, make_judge, make_sandbox
+from kindgi_eval.agents import Sandbox, deployment_settings, make_agent, make_contact, make_judge, make_sandbox
 from kindgi_eval.defs.registered import suite_settings
 from kindgi_eval.inputs import SETTINGS, RunSettings, load_tenant, load_tenants
-from kindgi_eval.rules import Agent, Judge
+from kindgi_eval.rules import Agent, ContactModel, Judge
 
 SETTINGS_TAG = "kindgi/settings"
 """The run's settings as JSON, resolved where it started (the CLI, a schedule or sensor tick): used exactly as they are."""
@@ -37,6 +37,8 @@ class EvalSettings(dg.ConfigurableResource):
     """The judge as provider:model (EVAL_JUDGE_MODEL); a replay sets it to re-judge with another model."""
     judge_batch: bool | None = None
     """Whether the judge's requests go as one batch per stage through the provider's batch API (EVAL_JUDGE_BATCH)."""
+    contact_model: str | None = None
+    """The contact model that plays persona scenarios, as provider:model (EVAL_CONTACT_MODEL)."""
     max_latency_ms: float | None = None
     """The agent's deadline per case (EVAL_MAX_LATENCY_MS)."""
     concurrency: int | None = None
@@ -99,6 +101,11 @@ class RunClients(dg.ConfigurableResource):
     def judge(self, settings: RunSettings) -> Judge | None:
         """The judge `settings` name, None without one; InputError when it cannot be made."""
         return make_judge(settings)
+
+    def contact(self, settings: RunSettings, *, needed: bool) -> ContactModel | None:
+        """The contact model `settings` name, None without one; InputError when it cannot be made, or when `needed` (a
+        persona scenario) and none is named."""
+        return make_contact(settings, needed=needed)
 
     def sandbox(self, settings: RunSettings) -> Sandbox:
         """A sandbox for a custom suite's handler with the limits of `settings`; InputError when this machine has none."""

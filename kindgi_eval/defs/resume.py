@@ -24,7 +24,7 @@ from kindgi_eval.inputs import (
 )
 from kindgi_eval.kinds import Stage, kinds, models_of, table_named
 from kindgi_eval.rules import InputError
-from kindgi_eval.steps import BatchSetup, sample_key
+from kindgi_eval.steps import BatchSetup, agent_calls_saved, recorded_key, sample_key
 from kindgi_eval.store import (
     BatchWriter,
     Manifest,
@@ -43,11 +43,11 @@ from kindgi_eval.store import (
 )
 
 KEY_OF: dict[str, Callable[[Any], object]] = {
-    "agent_replies": lambda r: r.case_id,
+    "agent_replies": recorded_key,
     "judge_samples": sample_key,
     **{k.stage.table: k.stage.recorded_key for k in kinds().values() if k.stage is not None and k.stage.recorded_key is not None},
 }
-"""The paid stages, and what names one of their rows: a reply by its case, a sample by subject, criterion and
+"""The paid stages, and what names one of their rows: a reply by its case (a scenario's by how far it got), a sample by subject, criterion and
 number, and a kind's own paid stage's rows as it says (a judged pair by its prompt or labelled pair)."""
 
 
@@ -155,4 +155,4 @@ def resume_summary(
         source = input_run(context.instance, root, stage.table, context.partition_key, context.run)
         own = from_table(read_table(root, stage.stored, context.partition_key, source), stage.row)
         judge_calls += stage.judge_calls_per_row * saved(stage.table, own)
-    return ids[1], saved("agent_replies", replies), judge_calls
+    return ids[1], agent_calls_saved(replies, recorded_rows(root, context.partition_key, earlier, "agent_replies")), judge_calls

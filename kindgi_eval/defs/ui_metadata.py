@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from kindgi_eval.inputs import TAG_RESULT, TAG_SUITE, TAG_TENANT
 from kindgi_eval.kinds import KindResult
 from kindgi_eval.reports import escape_md, group_rates, judge_error_text, kind_lines, pass_rate, pass_rate_corrected, run_result, summary_rate_lines, verdicts_markdown
-from kindgi_eval.rules import FAILING, STATUSES, Case, clip, judge_was_down
+from kindgi_eval.rules import FAILING, STATUSES, Case, Scenario, clip, judge_was_down
 from kindgi_eval.store import CalibrationRow, MetricRow, ReplyRow, RunRow, SampleRow, StatusRow, arrow_schema
 
 CELL_CHARS = 60
@@ -83,7 +83,7 @@ def result_tags(rows: list[StatusRow], tenant: str, suite: str) -> dict[str, str
 
 
 def statuses_metadata(
-    rows: list[StatusRow], replies: list[ReplyRow], samples: list[SampleRow], cases: list[Case], run_id: str,
+    rows: list[StatusRow], replies: list[ReplyRow], samples: list[SampleRow], cases: list[Case | Scenario], run_id: str,
     rates: Sequence[MetricRow] = (),
 ) -> dict[str, object]:
     """What the UI shows of a `statuses` materialisation: its counts and costs (plotted by partition, each suite's

@@ -80,6 +80,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("judge_batch", "EVAL_JUDGE_BATCH", "bool", False,
             "Send the judge's requests as one batch per stage through the provider's batch API, at its batch price.",
             per_tenant=True),
+    Setting("contact_model", "EVAL_CONTACT_MODEL", "model", None,
+            "The contact model that plays a persona scenario's contact, as provider:model; offline: mock:contact; unset: none.",
+            per_tenant=True),
     Setting("max_latency_ms", "EVAL_MAX_LATENCY_MS", "float", DEFAULT_MAX_LATENCY_MS,
             "The agent's deadline per case, in milliseconds; over it the case fails.", low=0, low_open=True,
             per_tenant=True),
@@ -123,6 +126,9 @@ class RunSettings(BaseModel):
     judge_batch: bool = False
     """Whether the judge's requests go as one batch per stage through the provider's batch API (`llm.batch`), at its
     batch price, instead of one call each."""
+    contact_model: str | None = None
+    """The contact model that plays persona scenarios, as provider:model; None means none (a persona scenario is then
+    an input error)."""
     max_latency_ms: float = DEFAULT_MAX_LATENCY_MS
     """The agent's deadline per case."""
     concurrency: int = DEFAULT_CONCURRENCY

@@ -1,4 +1,5 @@
-"""Reading a suite folder: cases.jsonl and the optional calibration.jsonl, every problem reported at once."""
+"""Reading a suite folder: cases.jsonl and scenarios.jsonl (either or both) and the optional calibration.jsonl, every
+problem reported at once."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from kindgi_eval.inputs.file_limits import SUITE_FILE_LIMIT, FileTooLarge, read_limited
 from kindgi_eval.inputs.tenant_file import LoadedTenant
 from kindgi_eval.inputs.tenant_limits import limits_of
-from kindgi_eval.rules import DEFAULT_LIMITS, CalibrationItem, Case, InputError, Problem, SuiteLimits, case_problems, problems_from_validation
+from kindgi_eval.rules import DEFAULT_LIMITS, CalibrationItem, Case, InputError, Problem, Scenario, SuiteLimits, case_problems, problems_from_validation
 
 CASES_FILE = "cases.jsonl"
+SCENARIOS_FILE = "scenarios.jsonl"
+"""Beside (or instead of) the cases of a conversation suite: conversations played turn by turn against the agent."""
 CALIBRATION_FILE = "calibration.jsonl"
 REGISTRY_FILE = "registry.json"
 """Beside a registered suite version written out as a folder: which suite, version and content it is."""
@@ -171,6 +174,10 @@ class Suite(NamedTuple):
     """What the suite's kind read from its own files beside the cases (a custom suite's handler, as published)."""
     limits: SuiteLimits = DEFAULT_LIMITS
     """The tenant's suite limits its cases were held to, and a run of it is (`SuiteLimits.model_calls`)."""
+    scenarios: tuple[Scenario, ...] = ()
+    """The scenarios of scenarios.jsonl, in order, each id once and none a case's id."""
+    scenario_lines: tuple[int, ...] = ()
+    """The line of scenarios.jsonl each scenario was read from."""
 
     @property
     def kind(self) -> str:
@@ -179,8 +186,9 @@ class Suite(NamedTuple):
 
 
 def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None, *, models_of: ModelsOf, limits: SuiteLimits | None = None) -> Suite:
-    """Parse `<eval_dir>/cases.jsonl` and, if present, `calibration.jsonl`, each item as its kind's model says;
-    InputError lists every problem. With `limits`, the cases are held to them (each case over one named at its line).
+    """Parse `<eval_dir>/cases.jsonl` and, if present, `calibration.jsonl`, each item as its kind's model says, and
+    in a folder of one's own `scenarios.jsonl` (which may stand instead of cases.jsonl); InputError lists every problem.
+    With `limits`, the cases are held to them (each case over one named at its line).
 
     With `tenant`, every case that parses is also checked against its funnel stages and courses in the
     same pass, so one run reports schema and tenant problems together, in line order per file.
@@ -192,21 +200,33 @@ def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None, *, model
     registered = _registered(folder / REGISTRY_FILE)
     case_model, calibration_model, files_of = _models(folder / REGISTRY_FILE, registered.kind, models_of) if registered else FOLDER_MODELS
     kind_files = files_of(folder, registered, problems) if registered and files_of else ()
-    cases_bytes = _read(cases_path, problems, required=True)
+    scenarios_path = folder / SCENARIOS_FILE
+    has_scenarios = not registered and scenarios_path.exists()
+    cases_bytes = _read(cases_path, problems, required=not has_scenarios)
+    scenarios_bytes = _read(scenarios_path, problems, required=False) if has_scenarios else None
     calibration_bytes = _read(calibration_path, problems, required=False)
+    first_place_of: dict[str, Place] = {}
     cases = (
-        _parse(cases_path, cases_bytes, case_model, problems, lambda case, place: _case_problems(case, place, tenant))
+        _parse(cases_path, cases_bytes, case_model, problems, lambda case, place: _case_problems(case, place, tenant), first_place_of)
         if cases_bytes is not None
+        else []
+    )
+    scenarios = (
+        _parse(scenarios_path, scenarios_bytes, Scenario, problems, lambda item, place: _case_problems(item, place, tenant),
+               first_place_of)
+        if scenarios_bytes is not None
         else []
     )
     calibration = (
         _parse(calibration_path, calibration_bytes, calibration_model, problems) if calibration_bytes is not None else []
     )
-    if cases_bytes is not None and not cases and not problems:
+    if cases_bytes is not None and not cases and not scenarios and not problems:
         problems.append(Problem(str(cases_path), None, None, "holds no cases. Write one JSON object per line."))
     if limits is not None:
         problems += [Problem(str(cases_path), cases[o.index].line if o.index < len(cases) else None, None, o.message)
                      for o in case_problems(limits, [c.item for c in cases])]
+    if scenarios_bytes is not None and cases_bytes is None and not scenarios and not problems:
+        problems.append(Problem(str(scenarios_path), None, None, "holds no scenarios. Write one JSON object per line."))
     if problems:
         raise InputError(problems)
     return Suite(
@@ -215,10 +235,13 @@ def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None, *, model
         case_lines=tuple(c.line for c in cases),
         calibration=tuple(c.item for c in calibration),  # type: ignore[misc]
         has_calibration=calibration_bytes is not None,
-        hash=registered.registry_hash if registered else folder_hash({CASES_FILE: cases_bytes, CALIBRATION_FILE: calibration_bytes}),
+        hash=registered.registry_hash if registered else folder_hash(
+            {CASES_FILE: cases_bytes, CALIBRATION_FILE: calibration_bytes, SCENARIOS_FILE: scenarios_bytes}),
         registered=registered,
         kind_files=kind_files,
         limits=limits or DEFAULT_LIMITS,
+        scenarios=tuple(s.item for s in scenarios),  # type: ignore[misc]
+        scenario_lines=tuple(s.line for s in scenarios),
     )
 
 
@@ -257,10 +280,13 @@ def _suite_folder(eval_dir: str | Path) -> Path:
 
 def folder_hash(files: Mapping[str, bytes | None]) -> str:
     """The content hash of a suite folder from its files' bytes by name (None: the file is absent): what a run of the
-    folder records, and what a catalogue entry is pinned to."""
+    folder records, and what a catalogue entry is pinned to. A scenarios.jsonl counts only where there is one, so a
+    folder without one keeps the hash it always had."""
     digest = hashlib.sha256()
-    for name in (CASES_FILE, CALIBRATION_FILE):
+    for name in (CASES_FILE, CALIBRATION_FILE, SCENARIOS_FILE):
         content = files.get(name)
+        if name == SCENARIOS_FILE and content is None:
+            continue
         digest.update(f"{name}\0{len(content) if content is not None else -1}\0".encode())
         digest.update(content or b"")
     return digest.hexdigest()
@@ -304,13 +330,15 @@ def _parse(
     model: type[Item],
     problems: list[Problem],
     check: Callable[[Item, Place], list[Problem]] | None = None,
+    first_place_of: dict[str, Place] | None = None,
 ) -> list[Lined]:
-    """One item per non-blank line; problems named by file, line and field; ids unique within the file.
+    """One item per non-blank line; problems named by file, line and field; ids unique within the file, and across
+    the files that share `first_place_of` (where each id was first read).
 
     `check` adds the problems of an item that parsed (a repeat, a name the tenant lacks), on its line.
     """
     items: list[Lined] = []
-    first_place_of: dict[str, Place] = {}
+    first_place_of = {} if first_place_of is None else first_place_of
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -359,7 +387,11 @@ def _checked_item(
     item_id = item.id  # type: ignore[attr-defined]
     first = first_place_of.get(item_id)
     if first is not None:
-        problems.append(place.problem("id", f"duplicate id {item_id!r}, first used {first.label}. Ids must be unique in {place.scope}."))
+        if first.file == place.file:
+            problems.append(place.problem("id", f"duplicate id {item_id!r}, first used {first.label}. Ids must be unique in {place.scope}."))
+        else:
+            problems.append(place.problem("id", f"duplicate id {item_id!r}, first used in {Path(first.file).name} {first.label}. "
+                                          "Ids must be unique across a suite folder's cases and scenarios."))
     if check is not None:
         problems.extend(check(item, place))
     if first is not None:

@@ -8,6 +8,7 @@ config = "config"                  # folder holding tenant.toml, under home (omi
 suites = ["evals/golden"]          # suite folders under home; each is the partition `<name>.<folder name>`
 agent_model = "mock:agent"         # or agent_url = "https://..."; one of the two
 judge_model = "openai:gpt-4o"      # optional; unset means no judge
+contact_model = "openai:gpt-4o-mini" # optional: plays the contact of persona scenarios
 concurrency = 4                    # optional: also max_latency_ms, model_timeout_s
 alerts = ["ACME_SLACK_WEBHOOK"]    # optional: variables holding webhook URLs the night's findings go to
 alert_on = ["new_failures"]        # optional: which findings are sent; default every one that got worse
@@ -146,6 +147,9 @@ class TenantEntry(BaseModel):
     judge_batch: bool | None = None
     """Whether its judge's requests go as one batch per stage through the provider's batch API; unset:
     EVAL_JUDGE_BATCH, else off."""
+    contact_model: str | None = None
+    """The contact model that plays its persona scenarios, as provider:model; unset: EVAL_CONTACT_MODEL is not read,
+    and a persona scenario of its suites is an error."""
     max_latency_ms: float | None = None
     """The agent's deadline per case; unset: EVAL_MAX_LATENCY_MS, else the default."""
     concurrency: int | None = None

@@ -10,7 +10,7 @@ from importlib.metadata import entry_points
 from kindgi_eval.inputs import SuiteModels
 from kindgi_eval.kinds.kind import SuiteKind
 from kindgi_eval.registry import Consumers
-from kindgi_eval.rules import Case
+from kindgi_eval.rules import Case, Scenario
 from kindgi_eval.store import SuiteRow, Table, store_tables
 
 GROUP = "kindgi_eval.kinds"
@@ -56,6 +56,11 @@ def cases_of(rows: Sequence[SuiteRow]) -> list[Case]:
     """The cases of a stored suite, in file order, each read back as its kind's case model."""
     model = kind_named(rows[0].suite_kind).case_model if rows else Case
     return [model.model_validate_json(r.body) for r in rows if r.kind == "case"]
+
+
+def scenarios_of(rows: Sequence[SuiteRow]) -> list[Scenario]:
+    """The scenarios of a stored suite, in file order."""
+    return [Scenario.model_validate_json(r.body) for r in rows if r.kind == "scenario"]
 
 
 def stored_tables() -> tuple[Table, ...]:

@@ -1,4 +1,5 @@
-"""What changed between two runs of a suite: statuses, criteria verdicts, calibration and cost (pure)."""
+"""What changed between two runs of a suite: statuses, criteria verdicts, where scenario transcripts part, calibration
+and cost (pure)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, computed_field
 
 from kindgi_eval.reports.judged import group_rates, pass_rate_corrected
 from kindgi_eval.rules import ACCURACY_GROUP, FAILING, GROUPS, Status, safe
-from kindgi_eval.store import CalibrationRow, MetricRow, ReplyRow, RunRow, StatusRow
+from kindgi_eval.store import CalibrationRow, MetricRow, ReplyRow, RunRow, StatusRow, TurnRow
 
 
 class StoredRun(BaseModel):
@@ -49,6 +50,8 @@ class CriterionChange(BaseModel):
     b: str
     evidence_a: str
     evidence_b: str
+    turn: int | None = None
+    """The scenario turn the criterion grades; None for a case's, and for a scenario's review entry."""
 
     @computed_field  # in --json too
     @property
@@ -56,6 +59,19 @@ class CriterionChange(BaseModel):
         """Whether only one side is a verdict: what was ungraded got graded (a calibrated judge now grades it), or
         the other way round; a grading change, not a change of verdict (pass to fail, fail to pass)."""
         return "ungraded" in (self.a, self.b)
+
+
+class TranscriptChange(BaseModel):
+    """A scenario whose conversation went otherwise in run B: the first turn where the two transcripts part."""
+
+    case_id: str
+    turn: int
+    """The first turn that differs (its contact message, or the agent's answer to it), or the first turn one run has
+    and the other has not."""
+    a: str
+    """What run A had at that turn, on one line (`(none)` when it had ended)."""
+    b: str
+    """What run B had at that turn."""
 
 
 class GroupSide(BaseModel):
@@ -122,6 +138,8 @@ class RunDiff(BaseModel):
     suite content, the suite's), not the agent's."""
     statuses: list[StatusChange]
     criteria: list[CriterionChange]
+    transcripts: list[TranscriptChange] = []
+    """The scenarios whose transcripts part, each at its first differing turn."""
     calibration: list[GroupSide]
     cost: dict[str, dict[str, float]]
     judged_rates: list[RateSide] = []
@@ -129,7 +147,43 @@ class RunDiff(BaseModel):
 
 
 def _reply_key(r: ReplyRow) -> tuple:
-    return (r.case_id, tuple(r.messages), r.escalate, r.reason, r.error)
+    return (r.case_id, tuple(r.messages), r.escalate, r.reason, r.error, tuple(map(_turn_key, r.turns or ())))
+
+
+def _turn_key(t: TurnRow) -> tuple:
+    """What a turn said, both sides: who wrote the contact's message and what it was, and the agent's answer."""
+    return (t.contact_by, t.contact_text, tuple(t.messages), t.escalate, t.reason, t.error)
+
+
+def _turn_text(t: TurnRow | None) -> str:
+    if t is None:
+        return "(none)"
+    answer = t.error or " ".join(t.messages) + (f" (escalated: {t.reason})" if t.escalate else "")
+    return f"contact: {t.contact_text} | agent: {answer}"
+
+
+def parted_at(a: list[TurnRow], b: list[TurnRow]) -> int | None:
+    """The first turn at which two transcripts differ, or one has a turn the other lacks; None when they are one."""
+    for n in range(max(len(a), len(b))):
+        if n >= len(a) or n >= len(b) or _turn_key(a[n]) != _turn_key(b[n]):
+            return n + 1
+    return None
+
+
+def transcript_changes(a: list[StatusRow], b: list[StatusRow]) -> list[TranscriptChange]:
+    """Each scenario of both runs whose transcripts part, at the turn they part."""
+    turns_b = {s.case_id: s.turns for s in b if s.turns is not None}
+    changes = []
+    for s in a:
+        other = turns_b.get(s.case_id)
+        if s.turns is None or other is None or (turn := parted_at(s.turns, other)) is None:
+            continue
+        changes.append(TranscriptChange(case_id=s.case_id, turn=turn, a=_turn_text(_at(s.turns, turn)), b=_turn_text(_at(other, turn))))
+    return changes
+
+
+def _at(turns: list[TurnRow], turn: int) -> TurnRow | None:
+    return turns[turn - 1] if turn <= len(turns) else None
 
 
 def diff_runs(a: StoredRun, b: StoredRun) -> RunDiff:
@@ -146,8 +200,8 @@ def diff_runs(a: StoredRun, b: StoredRun) -> RunDiff:
     ]
     criteria = []
     for i in ids:
-        verdicts_a = {(c.source, c.criterion): c for c in status_a[i].criteria} if i in status_a else {}
-        verdicts_b = {(c.source, c.criterion): c for c in status_b[i].criteria} if i in status_b else {}
+        verdicts_a = {_verdict_key(c): c for c in status_a[i].criteria} if i in status_a else {}
+        verdicts_b = {_verdict_key(c): c for c in status_b[i].criteria} if i in status_b else {}
         for key in list(verdicts_a) + [k for k in verdicts_b if k not in verdicts_a]:
             ca, cb = verdicts_a.get(key), verdicts_b.get(key)
             # a criterion one run did not grade at all reads as ungraded: neither is a verdict
@@ -162,6 +216,7 @@ def diff_runs(a: StoredRun, b: StoredRun) -> RunDiff:
                         b=vb,
                         evidence_a=ca.evidence if ca else "",
                         evidence_b=cb.evidence if cb else "",
+                        turn=key[2],
                     )
                 )
     group_a = {c.group: c for c in a.calibration}
@@ -182,9 +237,15 @@ def diff_runs(a: StoredRun, b: StoredRun) -> RunDiff:
         "judge_usd": {"a": a.run.judge_usd, "b": b.run.judge_usd},
     }
     return RunDiff(
-        run_a=a.run_id, run_b=b.run_id, same_suite=a.run.suite_hash == b.run.suite_hash, same_replies=same, statuses=statuses, criteria=criteria, calibration=calibration, cost=cost,
+        run_a=a.run_id, run_b=b.run_id, same_suite=a.run.suite_hash == b.run.suite_hash, same_replies=same, statuses=statuses, criteria=criteria,
+        transcripts=transcript_changes(a.statuses, b.statuses), calibration=calibration, cost=cost,
         judged_rates=rate_sides(a.metrics, b.metrics),
     )
+
+
+def _verdict_key(c) -> tuple[str, str, int | None]:
+    """A criterion of a case: its source and text, and in a scenario the turn a rubric dimension grades."""
+    return (c.source, c.criterion, c.turn if c.source == "rubric" else None)
 
 
 def _status(row: StatusRow | None) -> Status | None:
@@ -256,10 +317,15 @@ def render_diff(d: RunDiff, a: RunRow, b: RunRow) -> str:
     lines += [
         f"  {safe(c.case_id)}: {c.a or 'absent'} -> {c.b or 'absent'}{' (worse)' if c.worse else ''}" for c in d.statuses
     ]
+    if d.transcripts:
+        lines.append(f"Transcripts that part: {len(d.transcripts)}")
+        for t in d.transcripts:
+            lines += [f"  {safe(t.case_id)}: from turn {t.turn}", f"    A: {safe(t.a)}", f"    B: {safe(t.b)}"]
     verdicts = [c for c in d.criteria if not c.grading]
     lines.append(f"Verdict changes: {len(verdicts)}")
     for c in verdicts:
-        lines.append(f"  {safe(c.case_id)} [{c.source}] {safe(c.criterion)}: {c.a} -> {c.b}")
+        at = f" (turn {c.turn})" if c.turn is not None else ""
+        lines.append(f"  {safe(c.case_id)} [{c.source}] {safe(c.criterion)}{at}: {c.a} -> {c.b}")
         if c.evidence_a or c.evidence_b:
             lines.append(f'    evidence A: "{safe(c.evidence_a)}"  B: "{safe(c.evidence_b)}"')
     lines += _grading_lines([c for c in d.criteria if c.grading])

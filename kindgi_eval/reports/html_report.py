@@ -11,7 +11,7 @@ its own inline one.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 from typing import NamedTuple
 
@@ -19,9 +19,9 @@ from pydantic import BaseModel
 
 from kindgi_eval.kinds import KindResult, KindRows, kind_named
 from kindgi_eval.reports.judged import figure, group_rates, interval, judge_error_text, labels_advice, pass_rate_corrected, pass_rate_line
-from kindgi_eval.reports.reading import NUDGE_NOTE, SPEAKER, pass_rate, run_result, shown_history, shown_message
+from kindgi_eval.reports.reading import NUDGE_NOTE, SPEAKER, pass_rate, run_result, shown_history, shown_message, turn_failures
 from kindgi_eval.reports.run_report import kind_lines
-from kindgi_eval.rules import FAILING, STATUSES, Case
+from kindgi_eval.rules import FAILING, STATUSES, Case, Scenario
 from kindgi_eval.store import CalibrationRow, MetricRow, OutcomeRow, RunRow, SampleRow, StatusRow
 
 CHART_WIDTH, CHART_HEIGHT = 640, 220
@@ -50,8 +50,8 @@ class RunPage(NamedTuple):
     calibration: Sequence[CalibrationRow]
     history: Sequence[tuple[str, RunRow]]
     """The suite's recent runs, oldest first, this one included: (run id, its summary)."""
-    cases: Sequence[Case] = ()
-    """The suite's cases, for the contact's side of each conversation."""
+    cases: Sequence[Case | Scenario] = ()
+    """The suite's cases and scenarios, for the contact's side of each conversation."""
     own: Sequence[BaseModel] = ()
     """The rows of the run's kind's own stage (an accuracy suite's grades, a regression suite's moves, ...); empty for
     a kind without one."""
@@ -133,11 +133,14 @@ def _items_table(caption: str, headers: Sequence[str], rows: Sequence[Sequence[s
     return f'<table class="kind-items"><caption>{escape(caption)} ({len(rows)})</caption><tr>{head}</tr>{body}</table>'
 
 
-def _contact(case: Case | None) -> str:
-    """The contact's side above a reply: the last turns before it, then the contact's message (none on a nudge)."""
+def _contact(case: Case | Scenario | None) -> str:
+    """The contact's side above a reply: the last turns before it, then the contact's message (none on a nudge); a
+    scenario's opening turns, its own turns following."""
     if case is None:
         return ""
     turns = "".join(f'<li class="turn {role}"><b>{SPEAKER[role]}:</b> {escape(text)}</li>' for role, text in shown_history(case))
+    if isinstance(case, Scenario):
+        return f'<div class="contact"><ol class="history">{turns}</ol></div>' if turns else ""
     message = shown_message(case)
     said = f"<i>{escape(NUDGE_NOTE)}</i>" if message is None else escape(message)
     history = f'<ol class="history">{turns}</ol>' if turns else ""
@@ -149,10 +152,10 @@ def _case_grid(page: RunPage) -> str:
     outcomes: dict[str, list[OutcomeRow]] = defaultdict(list)
     for o in page.outcomes:
         outcomes[o.case_id].append(o)
-    samples: dict[tuple[str, str, str], list[SampleRow]] = defaultdict(list)
+    samples: dict[tuple[str, str, str, int | None], list[SampleRow]] = defaultdict(list)
     for s in page.samples:
         if s.subject == "case":
-            samples[(s.subject_id, s.source, s.criterion)].append(s)
+            samples[(s.subject_id, s.source, s.criterion, s.turn)].append(s)
     cases = []
     for status in page.statuses:
         failing = "true" if status.status in FAILING else "false"
@@ -163,14 +166,36 @@ def _case_grid(page: RunPage) -> str:
             for o in outcomes[status.case_id]
         )
         error = f'<p class="error">agent error: {_text(status.error)}</p>' if status.error else ""
-        criteria = "".join(_criterion(c, samples[(status.case_id, c.source, c.criterion)]) for c in status.criteria)
+        criteria = "".join(_criterion(c, samples[(status.case_id, c.source, c.criterion, c.turn if c.source == "rubric" else None)])
+                           for c in status.criteria if status.turns is None or c.source == "review")
+        said = (f'<p class="label">reply:</p><ol class="reply">{messages}</ol>' if status.turns is None
+                else _transcript(status, outcomes[status.case_id], samples))
         cases.append(
             f'<section class="case {status.status}" data-status="{status.status}" data-failing="{failing}">'
             f'<h3><span class="badge">{status.status}</span> {escape(status.case_id)}</h3>'
-            f'{_contact(case_of.get(status.case_id))}<p class="label">reply:</p><ol class="reply">{messages}</ol>{error}'
+            f'{_contact(case_of.get(status.case_id))}{said}{error}'
             f'<ul class="assertions">{asserted}</ul>{criteria}</section>'
         )
     return f'<div id="cases">{"".join(cases)}</div>'
+
+
+def _transcript(status: StatusRow, outcomes: Sequence[OutcomeRow], samples: Mapping[tuple, Sequence[SampleRow]]) -> str:
+    """A scenario's turns: each contact message and the agent's reply, that turn's broken assertions and its rubric
+    criteria with every sample beneath it."""
+    broke = turn_failures(o.detail for o in outcomes if not o.held)
+    turns = []
+    for t in status.turns or ():
+        by = "" if t.contact_by == "script" else f" ({escape(t.contact_by)})"
+        reply = "".join(f"<li>{_text(m)}</li>" for m in t.messages) or "<li><i>no reply</i></li>"
+        escalated = f'<p class="escalated">escalated: {_text(t.reason or "no reason given")}</p>' if t.escalate else ""
+        failed = "".join(f'<li class="broke">✗ {_text(f)}</li>' for f in broke.get(t.turn, ()))
+        failed = f'<ul class="assertions">{failed}</ul>' if failed else ""
+        criteria = "".join(_criterion(c, samples[(status.case_id, c.source, c.criterion, t.turn)])
+                           for c in status.criteria if c.source == "rubric" and c.turn == t.turn)
+        turns.append(f'<li class="scenario-turn" data-turn="{t.turn}"><p class="message"><b>turn {t.turn}, contact{by}:</b> '
+                     f'{_text(t.contact_text)}</p><ol class="reply">{reply}</ol>{escalated}'
+                     f'{failed}{criteria}</li>')
+    return f'<ol class="transcript">{"".join(turns)}</ol>'
 
 
 def _criterion(c, samples: Sequence[SampleRow]) -> str:

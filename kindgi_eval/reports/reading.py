@@ -5,10 +5,11 @@ view escapes the text for its own format.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Literal
 
-from kindgi_eval.rules import FAILING, Case, Role, clip
+from kindgi_eval.rules import FAILING, Case, Role, Scenario, clip
 from kindgi_eval.store import RunRow
 
 HISTORY_TURNS = 3
@@ -26,7 +27,7 @@ SPEAKER: dict[Role, str] = {"user": "contact", "agent": "agent"}
 Result = Literal["failing", "needs-review", "passed"]
 
 
-def shown_history(case: Case) -> list[tuple[Role, str]]:
+def shown_history(case: Case | Scenario) -> list[tuple[Role, str]]:
     """The last turns before the case's reply, oldest first, each on one line and clipped: (role, text)."""
     return [(turn.role, clip(turn.text, TURN_CHARS)) for turn in case.history[-HISTORY_TURNS:]]
 
@@ -34,6 +35,19 @@ def shown_history(case: Case) -> list[tuple[Role, str]]:
 def shown_message(case: Case) -> str | None:
     """The contact's message the reply answers, on one line and clipped; None on a nudge, which has none."""
     return None if case.nudge else clip(case.text, MESSAGE_CHARS)
+
+
+TURN_PREFIX = re.compile(r"turn (\d+): ")
+
+
+def turn_failures(failures: Iterable[str]) -> dict[int, list[str]]:
+    """A scenario's failures by the turn each names (`turn 4: ...`); one that names no single turn (`turns 1-6: ...`)
+    is left out."""
+    by_turn: dict[int, list[str]] = {}
+    for failure in failures:
+        if (found := TURN_PREFIX.match(failure)) is not None:
+            by_turn.setdefault(int(found.group(1)), []).append(failure)
+    return by_turn
 
 
 def run_result(statuses: Iterable[str]) -> Result:

@@ -8,9 +8,9 @@ from pydantic import BaseModel
 
 from kindgi_eval.kinds import KindResult, KindRows, kind_named
 from kindgi_eval.reports.judged import group_rates, judge_error_text, labels_advice, pass_rate_corrected, rate_json, summary_rate_lines
-from kindgi_eval.reports.reading import NUDGE_NOTE, shown_history, shown_message
-from kindgi_eval.rules import FAILING, STATUSES, THRESHOLD, Case, clip, counted, invalid_cause, judge_was_down, safe
-from kindgi_eval.store import CalibrationRow, MetricRow, ReplyRow, RunRow, SampleRow, StatusRow
+from kindgi_eval.reports.reading import NUDGE_NOTE, shown_history, shown_message, turn_failures
+from kindgi_eval.rules import FAILING, STATUSES, THRESHOLD, Case, Scenario, clip, counted, invalid_cause, judge_was_down, safe
+from kindgi_eval.store import CalibrationRow, CriterionRow, MetricRow, ReplyRow, RunRow, SampleRow, StatusRow, TurnRow
 
 
 RECAP_AFTER = 10
@@ -22,13 +22,14 @@ def render(
     statuses: Sequence[StatusRow],
     calibration: Sequence[CalibrationRow],
     key: str,
-    cases: Sequence[Case],
+    cases: Sequence[Case | Scenario],
     marks: Mapping[str, str],
     metrics: Sequence[MetricRow] = (),
 ) -> str:
     """The printed report: every case's conversation and reply, review criteria beneath it, every failure, then the
-    summary. `marks` holds the line a kind adds to a case (see `case_marks`); `metrics` are the run's `run_metrics`
-    rows, whose judged rates the summary shows."""
+    summary; a scenario as its transcript, each turn's failures and verdicts beneath it. `marks` holds the line a
+    kind adds to a case (see `case_marks`); `metrics` are the run's `run_metrics` rows, whose judged rates the summary
+    shows."""
     run = result.run
     judged = run.judge is not None
     by_id = {c.id: c for c in cases}
@@ -46,17 +47,52 @@ def render(
     return "\n".join(lines) + "\n"
 
 
-def conversation_lines(case: Case) -> list[str]:
-    """What the agent was answering: the last earlier turns and the contact's message, each clipped to one line."""
+def conversation_lines(case: Case | Scenario) -> list[str]:
+    """What the agent was answering: the last earlier turns and the contact's message, each clipped to one line (a
+    scenario's opening turns only: its turns follow)."""
     earlier = shown_history(case)
     out = [f"  ({len(case.history) - len(earlier)} earlier turns not shown)"] if len(case.history) > len(earlier) else []
     out += [f"  (earlier) {'contact' if role == 'user' else 'agent'}: {safe(text)}" for role, text in earlier]
+    if isinstance(case, Scenario):
+        return out
     message = shown_message(case)
     out.append(f"  {NUDGE_NOTE}" if message is None else f"  contact: {safe(message)}")
     return out
 
 
-def _case_lines(s: StatusRow, judged: bool, case: Case | None, mark: str | None) -> list[str]:
+def _message_lines(messages: Sequence[str], indent: str = "  ") -> list[str]:
+    out = []
+    for number, message in enumerate(messages, start=1):
+        first, *rest = safe(message).split("\n")
+        out.append(f"{indent}{number}| {first}")
+        out += [f"{indent} | {line}" for line in rest]
+    return out
+
+
+def _judged_fail_lines(c: CriterionRow, indent: str = "  ") -> list[str]:
+    split = " (split 2-1)" if c.split else ""
+    return [f"{indent}JUDGED-FAIL {safe(c.criterion)}{split}: {safe(c.reason)}", f'{indent}  evidence: "{safe(c.evidence)}"']
+
+
+def _turn_lines(s: StatusRow) -> list[str]:
+    """A scenario's transcript: each turn's contact message (and who wrote it, when a contact model did), the agent's
+    messages, and beneath them that turn's failures and judged-fail verdicts."""
+    failures = turn_failures(s.failures)
+    out = []
+    for t in s.turns or ():
+        by = "" if t.contact_by == "script" else f" ({safe(t.contact_by)})"
+        out.append(f"  turn {t.turn} contact{by}: {safe(t.contact_text)}")
+        out += _message_lines(t.messages, "    ")
+        if t.escalate:
+            out.append(f"    (escalated: {safe(t.reason or 'no reason given')})")
+        out += [f"    FAILED: {safe(f)}" for f in failures.get(t.turn, ())]
+        for c in s.criteria:
+            if c.turn == t.turn and c.source == "rubric" and c.verdict == "fail":
+                out += _judged_fail_lines(c, "    ")
+    return out
+
+
+def _case_lines(s: StatusRow, judged: bool, case: Case | Scenario | None, mark: str | None) -> list[str]:
     head = f"[{s.status}] {s.case_id}"
     if s.escalate:
         head += f" (escalated: {safe(s.reason or 'no reason given')})"
@@ -65,10 +101,7 @@ def _case_lines(s: StatusRow, judged: bool, case: Case | None, mark: str | None)
         out.append(f"  {safe(mark)}")
     if case is not None:
         out += conversation_lines(case)
-    for number, message in enumerate(s.messages, start=1):
-        first, *rest = safe(message).split("\n")
-        out.append(f"  {number}| {first}")
-        out += [f"   | {line}" for line in rest]
+    out += _message_lines(s.messages) if s.turns is None else _turn_lines(s)
     if s.error:
         out.append(f"  error: {safe(s.error)}")
     verdicts = {c.criterion: c for c in s.criteria if c.source == "review"}
@@ -76,12 +109,13 @@ def _case_lines(s: StatusRow, judged: bool, case: Case | None, mark: str | None)
         verdict = verdicts.get(entry)
         mark = f" [{verdict.verdict}{', split' if verdict.split else ''}]" if judged and verdict else ""
         out.append(f"  review{mark}: {safe(entry)}")
-    out += [f"  FAILED: {safe(f)}" for f in s.failures]
+    turned = turn_failures(s.failures) if s.turns is not None else {}
+    out += [f"  FAILED: {safe(f)}" for f in s.failures if not any(f in shown for shown in turned.values())]
     for c in s.criteria:
-        if c.verdict == "fail":
-            split = " (split 2-1)" if c.split else ""
-            out.append(f"  JUDGED-FAIL {safe(c.criterion)}{split}: {safe(c.reason)}")
-            out.append(f'    evidence: "{safe(c.evidence)}"')
+        if c.verdict == "fail" and (s.turns is None or c.source == "review"):
+            out += _judged_fail_lines(c)
+            if s.turns is not None and c.turn is not None:
+                out[-1] += f" (turn {c.turn})"
     return out
 
 
@@ -117,6 +151,8 @@ def summary_lines(result: KindResult, calibration: Sequence[CalibrationRow], met
     cost = f"Cost: agent ${run.agent_usd:.4f}"
     if run.judge is not None:
         cost += f", judge ${run.judge_usd:.4f}"
+    if run.contact_usd:
+        cost += f", contact model ${run.contact_usd:.4f}"
     if run.cost_unknown:
         cost += " (a model's price is unknown: counted as 0)"
     lines.append(cost)
@@ -175,6 +211,12 @@ def kind_lines(result: KindResult) -> list[str]:
     return kind_named(result.run.suite_kind).lines(result)
 
 
+def turn_json(t: TurnRow) -> dict:
+    """A scenario's turn as the `--json` summary lists it."""
+    return {"turn": t.turn, "contact_by": t.contact_by, "contact_text": t.contact_text, "messages": t.messages,
+            "escalate": t.escalate, "reason": t.reason}
+
+
 def summary_json(
     run_id: str, result: KindResult, statuses: Sequence[StatusRow], calibration: Sequence[CalibrationRow],
     metrics: Sequence[MetricRow] = (),
@@ -213,7 +255,7 @@ def summary_json(
             for g in kind_named(run.suite_kind).groups
             if (c := by_group.get(g))
         },
-        "cost": {"agent_usd": run.agent_usd, "judge_usd": run.judge_usd},
+        "cost": {"agent_usd": run.agent_usd, "judge_usd": run.judge_usd, "contact_usd": run.contact_usd or 0.0},
         **({} if passes is None else {"pass_rate": {
             "passed": passes.count, "cases": passes.out_of, "corrected": passes.value, "low": passes.low,
             "high": passes.high, "method": passes.method, "note": passes.note}}),
@@ -228,7 +270,9 @@ def summary_json(
                 "escalate": s.escalate,
                 "reason": s.reason,
                 "latency_ms": s.latency_ms,
-                "criteria": [c.model_dump() for c in s.criteria],  # source, criterion, group, verdict, split, votes, evidence, reason
+                # source, criterion, group, verdict, split, votes, evidence, reason (and a scenario's turn)
+                "criteria": [c.model_dump(exclude=set() if s.turns is not None else {"turn"}) for c in s.criteria],
+                **({"turns": [turn_json(t) for t in s.turns]} if s.turns is not None else {}),
             }
             for s in statuses
         ],

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from kindgi_eval.reports.reading import NUDGE_NOTE, SPEAKER, shown_history, shown_message
-from kindgi_eval.rules import Case, clip
+from kindgi_eval.rules import Case, Scenario, clip
 from kindgi_eval.store import CriterionRow, SampleRow, StatusRow
 
 SHOWN = 20
@@ -58,13 +58,29 @@ def _quoted(paragraphs: list[str]) -> list[str]:
     return lines
 
 
-def _contact_side(case: Case | None) -> list[str]:
-    """The paragraphs above a reply: the last turns before it, then the contact's message (a nudge has none)."""
+def _contact_side(case: Case | Scenario | None) -> list[str]:
+    """The paragraphs above a reply: the last turns before it, then the contact's message (a nudge has none); a
+    scenario's opening turns only, its own turns following."""
     if case is None:
         return []
+    if isinstance(case, Scenario):
+        return [f"_{SPEAKER[role]}:_ {escape_md(text)}" for role, text in shown_history(case)]
     message = shown_message(case)
     said = f"_{NUDGE_NOTE}_" if message is None else escape_md(message)
     return [*(f"_{SPEAKER[role]}:_ {escape_md(text)}" for role, text in shown_history(case)), f"**contact's message:** {said}"]
+
+
+def _said(status: StatusRow, evidence: str = "", turn: int | None = None) -> list[str]:
+    """The agent's side as the contact saw it: a case's reply, or a scenario's turns, each contact message above the
+    agent's messages; the quoted evidence in bold (in a scenario, in the turn it was quoted from)."""
+    if status.turns is None:
+        return [f"**reply {n}:** {_highlighted(m, evidence)}" for n, m in enumerate(status.messages, 1)]
+    out = []
+    for t in status.turns:
+        quoted = evidence if t.turn == turn else ""
+        out.append(f"_contact, turn {t.turn}:_ {escape_md(t.contact_text)}")
+        out += [f"**turn {t.turn}, reply {n}:** {_highlighted(m, quoted)}" for n, m in enumerate(t.messages, 1)]
+    return out
 
 
 def _severity(status: StatusRow, criterion: CriterionRow) -> tuple[int, str, str]:
@@ -73,14 +89,15 @@ def _severity(status: StatusRow, criterion: CriterionRow) -> tuple[int, str, str
 
 
 def verdicts_markdown(
-    statuses: Sequence[StatusRow], cases: Sequence[Case], samples: Sequence[SampleRow], run_id: str
+    statuses: Sequence[StatusRow], cases: Sequence[Case | Scenario], samples: Sequence[SampleRow], run_id: str
 ) -> str:
-    """Every judged-fail and split verdict, worst first, then the failed cases; a query for what is cut."""
+    """Every judged-fail and split verdict, worst first, then the failed cases (a scenario as its transcript); a
+    query for what is cut."""
     case_of = {c.id: c for c in cases}
-    by_criterion: dict[tuple[str, str, str], list[SampleRow]] = defaultdict(list)
+    by_criterion: dict[tuple[str, str, str, int | None], list[SampleRow]] = defaultdict(list)
     for s in samples:
         if s.subject == "case":
-            by_criterion[(s.subject_id, s.source, s.criterion)].append(s)
+            by_criterion[(s.subject_id, s.source, s.criterion, s.turn)].append(s)
     verdicts = sorted(
         ((s, c) for s in statuses for c in s.criteria if c.split or (s.status == "judged-fail" and c.verdict == "fail")),
         key=lambda pair: _severity(*pair),
@@ -90,16 +107,18 @@ def verdicts_markdown(
         lines += ["None in this run.", ""]
     for status, criterion in verdicts[:SHOWN]:
         split = ", split 2-1" if criterion.split else ""
+        at = f", turn {criterion.turn}" if criterion.turn is not None else ""
         lines += [
-            f"### {escape_md(status.case_id)}: {criterion.verdict}{split} ({status.status})",
+            f"### {escape_md(status.case_id)}: {criterion.verdict}{split}{at} ({status.status})",
             "",
             f"**Criterion** ({escape_md(criterion.source)}, {escape_md(criterion.group)}): {escape_md(criterion.criterion)}",
             "",
         ]
-        replies = [f"**reply {n}:** {_highlighted(m, criterion.evidence)}" for n, m in enumerate(status.messages, 1)]
+        replies = _said(status, criterion.evidence, criterion.turn)
         lines += _quoted([*_contact_side(case_of.get(status.case_id)), *replies])
         lines += ["", "| sample | vote | reason | evidence |", "|---|---|---|---|"]
-        for s in sorted(by_criterion[(status.case_id, criterion.source, criterion.criterion)], key=lambda s: s.sample):
+        graded = criterion.turn if criterion.source == "rubric" else None  # a review entry's turn is where its evidence is
+        for s in sorted(by_criterion[(status.case_id, criterion.source, criterion.criterion, graded)], key=lambda s: s.sample):
             why = s.reason if s.invalid_reason is None else f"{s.invalid_reason}: {s.reason}"
             lines.append(f"| {s.sample} | {s.vote} | {escape_md(clip(why, 300))} | {escape_md(clip(s.evidence, 200))} |")
         lines.append("")
@@ -117,7 +136,7 @@ def verdicts_markdown(
     for status in failed[:SHOWN]:
         lines += [f"### {escape_md(status.case_id)}", ""]
         lines += [f"- {escape_md(clip(f, 300))}" for f in status.failures]
-        replies = [f"**reply {n}:** {escape_md(m)}" for n, m in enumerate(status.messages, 1)] or ["_no reply_"]
+        replies = _said(status) or ["_no reply_"]
         lines += ["", *_quoted([*_contact_side(case_of.get(status.case_id)), *replies])]
         lines.append("")
     if len(failed) > SHOWN:

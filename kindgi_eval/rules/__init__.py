@@ -19,6 +19,7 @@ from kindgi_eval.rules.agent_protocol import (
     AgentTurn,
     CACHE_BREAKS,
     Completion,
+    ContactModel,
     Judge,
     ReplyError,
     Usage,
@@ -52,9 +53,24 @@ from kindgi_eval.rules.pairwise import (
 from kindgi_eval.rules.night import FINDINGS, WORSE, Finding, FindingKind, RunFacts, RunState, alerted, is_worse, suite_findings, worst_first
 from kindgi_eval.rules.model_names import ModelRef, checked_model, parse_model
 from kindgi_eval.rules.progress import Progress
+from kindgi_eval.rules.scenarios import (
+    DEFAULT_MAX_TURNS,
+    MOST_TURNS,
+    SCRIPT,
+    ContactReply,
+    PlayedTurn,
+    Scenario,
+    check_scenario,
+    contact_cache_key,
+    evidence_turn,
+    is_over,
+    read_contact_reply,
+    read_transcript_sample,
+    transcript,
+)
 from kindgi_eval.rules.statuses import FAILING, STATUSES, Status, case_status, run_failed
 from kindgi_eval.rules.tenant import Course, CrossReferenceError, Escalation, Prohibition, Slug, Tenant
 from kindgi_eval.rules.text import clip, is_text, safe, unicode_text
 from kindgi_eval.rules.verdicts import NO_CREDENTIALS, REFUSED_CREDENTIALS, VERDICT_SCHEMA, Majority, SAMPLES, counted, decide, invalid_cause, read_sample
 
-__all__ = ["CORRECTION_METHOD", "CorrectedRate", "JudgeError", "LabelsNeeded", "corrected_rate", "labels_to_halve", "VERDICT_SCHEMA", "NO_CREDENTIALS", "REFUSED_CREDENTIALS", "counted", "invalid_cause", "judge_was_down", "with_samples", "ANSWER_LIMIT", "HANDLER_CHECK", "HANDLER_ERROR", "Answer", "Handler", "HandlerExit", "HandlerVerdict", "MEMORY_EXIT", "RAISED_EXIT", "check_handler", "judge_exit", "out_of_time", "read_answer", "skipped", "ACCURACY_GROUP", "AccuracyCase", "Agent", "AgentAnswer", "AgentReply", "AgentTurn", "Assertion", "AssertionResult", "CalibrationFile", "CalibrationItem", "Case", "Completion", "Contact", "Course", "Criterion", "CrossReferenceError", "DIMENSION_RULES", "Escalation", "Expect", "FAILING", "GRADERS", "GROUPS", "Grade", "Graded", "Grader", "Group", "GroupAgreement", "InputError", "Interval", "Judge", "Judgement", "Label", "Majority", "ModelRef", "ORDERS", "Outcome", "PAIRWISE_GROUP", "PairedChange", "PairwiseAgreement", "PairwiseCalibration", "PairwiseCase", "Preference", "Progress", "Problem", "Prohibition", "ReplyError", "Role", "SAMPLES", "STATUSES", "Slug", "Status", "THRESHOLD", "Tenant", "Turn", "Usage", "Variant", "WinRate", "accuracy_criterion", "agent_failure", "agree_by_group", "bootstrap_mean", "case_status", "check_accuracy", "check_case", "checked_model", "clip", "combine", "decide", "group_of", "is_text", "meant_dimension", "item_grade", "joined_reply", "mcnemar_exact", "paired_change", "pairwise_agreement", "parse_model", "pattern_problem", "preferred_variant", "problems_from_validation", "read_judgement", "read_sample", "run_failed", "safe", "unicode_text", "wilson", "win_rate", "DEFAULT_LIMITS", "Over", "PlannedCalls", "SuiteLimits", "budget_problem", "case_problems", "planned_calls", "PatternBudget", "CACHE_BREAKS", "FINDINGS", "WORSE", "Finding", "FindingKind", "RunFacts", "RunState", "alerted", "is_worse", "suite_findings", "worst_first"]
+__all__ = ["CORRECTION_METHOD", "CorrectedRate", "JudgeError", "LabelsNeeded", "corrected_rate", "labels_to_halve", "VERDICT_SCHEMA", "NO_CREDENTIALS", "REFUSED_CREDENTIALS", "counted", "invalid_cause", "judge_was_down", "with_samples", "ANSWER_LIMIT", "HANDLER_CHECK", "HANDLER_ERROR", "Answer", "Handler", "HandlerExit", "HandlerVerdict", "MEMORY_EXIT", "RAISED_EXIT", "check_handler", "judge_exit", "out_of_time", "read_answer", "skipped", "ACCURACY_GROUP", "AccuracyCase", "Agent", "AgentAnswer", "AgentReply", "AgentTurn", "Assertion", "AssertionResult", "CalibrationFile", "CalibrationItem", "Case", "Completion", "Contact", "Course", "Criterion", "CrossReferenceError", "DIMENSION_RULES", "Escalation", "Expect", "FAILING", "GRADERS", "GROUPS", "Grade", "Graded", "Grader", "Group", "GroupAgreement", "InputError", "Interval", "Judge", "Judgement", "Label", "Majority", "ModelRef", "ORDERS", "Outcome", "PAIRWISE_GROUP", "PairedChange", "PairwiseAgreement", "PairwiseCalibration", "PairwiseCase", "Preference", "Progress", "Problem", "Prohibition", "ReplyError", "Role", "SAMPLES", "STATUSES", "Slug", "Status", "THRESHOLD", "Tenant", "Turn", "Usage", "Variant", "WinRate", "accuracy_criterion", "agent_failure", "agree_by_group", "bootstrap_mean", "case_status", "check_accuracy", "check_case", "checked_model", "clip", "combine", "decide", "group_of", "is_text", "meant_dimension", "item_grade", "joined_reply", "mcnemar_exact", "paired_change", "pairwise_agreement", "parse_model", "pattern_problem", "preferred_variant", "problems_from_validation", "read_judgement", "read_sample", "run_failed", "safe", "unicode_text", "wilson", "win_rate", "DEFAULT_LIMITS", "Over", "PlannedCalls", "SuiteLimits", "budget_problem", "case_problems", "planned_calls", "PatternBudget", "CACHE_BREAKS", "FINDINGS", "WORSE", "Finding", "FindingKind", "RunFacts", "RunState", "alerted", "is_worse", "suite_findings", "worst_first", "ContactModel", "DEFAULT_MAX_TURNS", "MOST_TURNS", "SCRIPT", "PlayedTurn", "ContactReply", "contact_cache_key", "read_contact_reply", "Scenario", "check_scenario", "evidence_turn", "is_over", "read_transcript_sample", "transcript"]

@@ -110,6 +110,17 @@ class Judge(Protocol):
         ...
 
 
+class ContactModel(Protocol):
+    """Anything that plays a persona scenario's contact: the offline `mock:contact`, or a model through litellm."""
+
+    name: str
+    """How runs record the contact model: `provider:model`."""
+
+    async def write(self, messages: list[dict[str, str]], *, timeout_s: float) -> Completion:
+        """One answer to one request for the contact's next message; raise on failure."""
+        ...
+
+
 class ReplyError(Exception):
     """The agent answered, but not with a reply that can be used; the case fails with this as its error.
 

@@ -26,10 +26,12 @@ Assertion = Literal[
     "grader_error",
     "custom_handler",
     "handler_error",
+    "contact_error",
 ]
 """The names of spec 009's deterministic assertions, `agent_error` for a reply that never came (C6), an accuracy
 item's grader verdict (`expected_output`, or `grader_error` when its grader could not decide), and a custom suite's
-handler verdict (`custom_handler`, or `handler_error` when the handler gave no valid answer)."""
+handler verdict (`custom_handler`, or `handler_error` when the handler gave no valid answer), and a scenario whose
+contact model gave no message (`contact_error`)."""
 
 _QUOTE_LIMIT = 60
 """Longest stretch of reply text a detail quotes; reply text is untrusted (C3) and may be long."""

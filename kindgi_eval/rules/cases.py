@@ -17,6 +17,22 @@ def json_list_as_tuple(value: object) -> object:
     return tuple(value) if isinstance(value, list) else value
 
 
+def review_as_tuple(value: object) -> object:
+    """A `review` given as a JSON array as a tuple; an empty one is refused, since it grades nothing."""
+    if isinstance(value, list):
+        if not value:
+            raise ValueError("review must be a string or a non-empty list of strings")
+        return tuple(value)
+    return value
+
+
+def refuse_near_dimensions(value: str | tuple[str, ...] | None) -> str | tuple[str, ...] | None:
+    """`review` itself, unless one of its entries is one typo from a fixed dimension's name (`refuse_near_dimension`)."""
+    for entry in (value,) if isinstance(value, str) else value or ():
+        refuse_near_dimension(entry)
+    return value
+
+
 class Turn(BaseModel):
     """One earlier message in the conversation, before the turn under test."""
 
@@ -87,21 +103,8 @@ class Case(BaseModel):
 
     _list_to_tuple = field_validator("history", "must_contain", "must_not_contain", mode="before")(json_list_as_tuple)
 
-    @field_validator("review", mode="before")
-    @classmethod
-    def _review_list(cls, value: object) -> object:
-        if isinstance(value, list):
-            if not value:
-                raise ValueError("review must be a string or a non-empty list of strings")
-            return tuple(value)
-        return value
-
-    @field_validator("review")
-    @classmethod
-    def _no_near_dimension(cls, value: str | tuple[str, ...] | None) -> str | tuple[str, ...] | None:
-        for entry in (value,) if isinstance(value, str) else value or ():
-            refuse_near_dimension(entry)
-        return value
+    _review_list = field_validator("review", mode="before")(review_as_tuple)
+    _no_near_dimension = field_validator("review")(refuse_near_dimensions)
 
     @property
     def review_criteria(self) -> tuple[str, ...]:

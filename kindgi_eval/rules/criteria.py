@@ -35,6 +35,9 @@ class Criterion(NamedTuple):
     """A fixed dimension's name, or the review entry's text verbatim."""
     group: Group
     """The calibration group whose agreement decides whether this criterion's verdict counts."""
+    turn: int | None = None
+    """The scenario turn whose agent reply it grades (1-based); None for a case's, and for a scenario's review entry,
+    which is graded over the whole transcript."""
 
 
 def meant_dimension(name: str) -> str | None:

@@ -14,7 +14,7 @@ _PROVIDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]*")
 _MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-/:@]*")
 _FIX = "write provider:model, e.g. openai:gpt-4o-mini or mock:agent"
 
-Role = Literal["agent", "judge"]
+Role = Literal["agent", "judge", "contact"]
 PROVIDERS_DOC = "https://docs.litellm.ai/docs/providers"
 
 

@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import product
 from typing import Any, Literal, NamedTuple, Protocol, get_args
 
-from kindgi_eval.kinds import cases_of, kind_named
+from kindgi_eval.kinds import cases_of, kind_named, scenarios_of
 from kindgi_eval.llm import POLL_S, ModelCallError
-from kindgi_eval.prompts import judge_messages
+from kindgi_eval.prompts import judge_messages, transcript_messages
 from kindgi_eval.rules import (
     DIMENSION_RULES,
     GROUPS,
@@ -28,6 +28,7 @@ from kindgi_eval.rules import (
     Judge,
     Label,
     Progress,
+    Scenario,
     Turn,
     Group,
     agree_by_group,
@@ -35,8 +36,10 @@ from kindgi_eval.rules import (
     group_of,
     joined_reply,
     read_sample,
+    read_transcript_sample,
+    transcript,
 )
-from kindgi_eval.store import OutcomeRow, ReplyRow, SampleRow, SuiteRow
+from kindgi_eval.store import OutcomeRow, ReplyRow, SampleRow, SuiteRow, TurnRow
 
 class BatchSetup(NamedTuple):
     """How a judge stage sends its requests through the judge's batch API, and what a killed attempt sent."""
@@ -77,6 +80,9 @@ class Subject(NamedTuple):
     nudge: bool
     reply: tuple[str, ...]
     label: Label | None = None
+    whole: bool = False
+    """A scenario's review entry: `history` is the whole conversation and `reply` each agent turn's reply, apart; a
+    failure's evidence must be a span of one of them."""
 
 
 def case_subjects(cases: Sequence[Case], replies: Mapping[str, Sequence[str]]) -> list[Subject]:
@@ -86,6 +92,23 @@ def case_subjects(cases: Sequence[Case], replies: Mapping[str, Sequence[str]]) -
         for case in cases
         for c in case.criteria()
     ]
+
+
+def scenario_subjects(scenarios: Sequence[Scenario], turns: Mapping[str, Sequence[TurnRow]]) -> list[Subject]:
+    """Every criterion of every given scenario (the caller passes only those whose assertions held): each review entry
+    over the whole transcript, then each agent turn's rubric, that turn's reply graded after the conversation before it."""
+    subjects = []
+    for scenario in scenarios:
+        played = turns[scenario.id]
+        for c in scenario.criteria(played):
+            if c.turn is None:
+                replies = tuple(joined_reply(t.messages) for t in played)
+                subjects.append(Subject("case", scenario.id, c, transcript(scenario, played), "", False, replies, whole=True))
+                continue
+            turn = played[c.turn - 1]
+            before = transcript(scenario, played[: c.turn - 1])
+            subjects.append(Subject("case", scenario.id, c, before, turn.contact_text, False, tuple(turn.messages)))
+    return subjects
 
 
 def calibration_subjects(items: Sequence[CalibrationItem], item_group: Callable[[str], Group] = group_of) -> list[Subject]:
@@ -99,17 +122,29 @@ def calibration_subjects(items: Sequence[CalibrationItem], item_group: Callable[
     return subjects
 
 
-SampleKey = tuple[str, str, str, str, int]
-"""What names one judge sample: subject kind and id, criterion source and text, sample number."""
+SampleKey = tuple[str, str, str, str, int | None, int]
+"""What names one judge sample: subject kind and id, criterion source and text, the scenario turn graded, sample
+number."""
 
 
 def sample_key(row: SampleRow) -> SampleKey:
     """The sample a row holds, as `done` is keyed."""
-    return (row.subject, row.subject_id, row.source, row.criterion, row.sample)
+    return (row.subject, row.subject_id, row.source, row.criterion, row.turn, row.sample)
+
+
+def subject_messages(subject: Subject, catalogue: str) -> list[dict[str, Any]]:
+    """The judge's request for one criterion of `subject`: over its whole transcript for a conversation-level criterion,
+    else over its one reply."""
+    if subject.whole:
+        return transcript_messages(criterion=subject.criterion.criterion, catalogue=catalogue, history=subject.history,
+                                   replies=subject.reply)
+    return judge_messages(source=subject.criterion.source, criterion=subject.criterion.criterion, catalogue=catalogue,
+                          history=subject.history, text=subject.text, reply=subject.reply, nudge=subject.nudge)
 
 
 def _key_of(subject: Subject, number: int) -> SampleKey:
-    return (subject.row_type, subject.id, subject.criterion.source, subject.criterion.criterion, number)
+    c = subject.criterion
+    return (subject.row_type, subject.id, c.source, c.criterion, c.turn, number)
 
 
 def settled_verdict(votes: Sequence[str]) -> str | None:
@@ -137,15 +172,7 @@ class _Sampling:
 
     def start(self, subject: Subject, counted: str) -> list[asyncio.Task[SampleRow]]:
         """SAMPLES samples of `subject`, each a task queued now for a slot (slots are given out in the order asked)."""
-        messages = judge_messages(
-            source=subject.criterion.source,
-            criterion=subject.criterion.criterion,
-            catalogue=self.catalogue,
-            history=subject.history,
-            text=subject.text,
-            reply=subject.reply,
-            nudge=subject.nudge,
-        )
+        messages = subject_messages(subject, self.catalogue)
         count = self.counts[counted]
         count[1] += SAMPLES
         count[0] += sum(_key_of(subject, n) in self.done for n in range(1, SAMPLES + 1))
@@ -168,7 +195,8 @@ class _Sampling:
 async def _sample(
     judge: Judge, subject: Subject, number: int, messages: list[dict[str, Any]], timeout_s: float
 ) -> SampleRow:
-    """One sample; an error or a bad answer is an invalid sample, never a pass (C6)."""
+    """One sample; an error or a bad answer is an invalid sample, never a pass (C6). A conversation-level failure's
+    evidence must be a span of one agent turn."""
     try:
         answer: Completion | str = await judge.grade(messages, timeout_s=timeout_s, schema=VERDICT_SCHEMA)
     except ModelCallError as e:  # a provider fault is an invalid sample and the run goes on; anything else is a bug
@@ -183,7 +211,7 @@ def _sample_row(judge: str, subject: Subject, number: int, answer: Completion | 
         error = answer
     else:
         content, usage, latency_ms = answer
-    sample = read_sample(content, joined_reply(subject.reply), error)
+    sample = read_transcript_sample(content, subject.reply, error) if subject.whole else read_sample(content, joined_reply(subject.reply), error)
     return SampleRow(
         subject=subject.row_type,
         subject_id=subject.id,
@@ -192,6 +220,7 @@ def _sample_row(judge: str, subject: Subject, number: int, answer: Completion | 
         group=subject.criterion.group,
         sample=number,
         label=subject.label,
+        turn=subject.criterion.turn,
         vote=sample.vote,
         evidence=sample.evidence,
         reason=sample.reason,
@@ -292,8 +321,7 @@ async def _batch_phase(
     for subject in subjects:
         missing = [n for n in range(1, SAMPLES + 1) if _key_of(subject, n) not in done]
         if missing:
-            messages = judge_messages(source=subject.criterion.source, criterion=subject.criterion.criterion, catalogue=catalogue,
-                                      history=subject.history, text=subject.text, reply=subject.reply, nudge=subject.nudge)
+            messages = subject_messages(subject, catalogue)
             requests.update((batch_id_of(_key_of(subject, n)), messages) for n in missing)
     answers: Mapping[str, Completion | str] = {}
     if requests:
@@ -367,13 +395,15 @@ def sample_judge(
         return []
     failed = {o.case_id for o in outcomes if not o.held}
     held = [c for c in cases_of(suite) if c.id not in failed]
+    held_scenarios = [s for s in scenarios_of(suite) if s.id not in failed]
     messages = {r.case_id: r.messages for r in replies}
+    turns = {r.case_id: r.turns or [] for r in replies}
     if batch is not None and hasattr(judge, "grade_batch"):
         return asyncio.run(
             judge_suite_in_batches(
                 judge,  # type: ignore[arg-type]
                 calibration,
-                case_subjects(held, messages),
+                case_subjects(held, messages) + scenario_subjects(held_scenarios, turns),
                 catalogue=catalogue,
                 batch=batch,
                 progress=progress,
@@ -387,7 +417,7 @@ def sample_judge(
         judge_suite(
             judge,
             calibration,
-            case_subjects(held, messages),
+            case_subjects(held, messages) + scenario_subjects(held_scenarios, turns),
             catalogue=catalogue,
             concurrency=concurrency,
             timeout_s=timeout_s,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kindgi_eval.kinds import Assertions
-from kindgi_eval.rules import AgentReply, Case, HandlerVerdict, check_case, check_handler
+from kindgi_eval.rules import AgentReply, Case, HandlerVerdict, Scenario, check_case, check_handler, check_scenario
 from kindgi_eval.store import HandlerRow, OutcomeRow, ReplyRow
 
 
@@ -23,10 +23,12 @@ def outcome_rows(
     handled: Mapping[str, HandlerVerdict] | None = None,
     *,
     assertions: Assertions = check_case,
+    scenarios: Sequence[Scenario] = (),
 ) -> list[OutcomeRow]:
     """Every deterministic assertion of every case, one row each, as its kind's `assertions` hold it (spec 009's for
     a conversation case, an accuracy item's grader); a custom suite's case also has its handler's verdict
-    (`handled`, by case id) as one more."""
+    (`handled`, by case id) as one more. Then every assertion of every scenario over its played turns, each detail
+    naming its turn."""
     by_case = {r.case_id: r for r in replies}
     rows = []
     for case in cases:
@@ -37,4 +39,9 @@ def outcome_rows(
         checked = check_handler(verdict) if verdict is not None else None
         if checked is not None:
             rows.append(OutcomeRow(case_id=case.id, **checked.model_dump(), handler=HandlerRow(**verdict._asdict())))
+    for scenario in scenarios:
+        reply = by_case[scenario.id]
+        failed = reply.error if reply.ended == "contact_error" else None
+        results = check_scenario(scenario, reply.turns or (), max_latency_ms=max_latency_ms, contact_error=failed)
+        rows += [OutcomeRow(case_id=scenario.id, **r.model_dump()) for r in results]
     return rows

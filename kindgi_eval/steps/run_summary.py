@@ -38,7 +38,7 @@ def run_row(
     parameters. The judge's cost adds what a kind's own stage paid it (its `metrics`' JUDGE_USD)."""
     first = suite[0]
     counts = Counter(s.status for s in statuses)
-    entered = {r.funnel_stage for r in suite if r.kind == "case"}
+    entered = {r.funnel_stage for r in suite if r.kind in ("case", "scenario")}
     return RunRow(
         tenant=first.tenant,
         eval_dir=first.eval_dir,
@@ -58,6 +58,7 @@ def run_row(
         agent_usd=sum(r.cost_usd for r in replies),
         judge_usd=sum(s.cost_usd for s in samples) + sum(m.value or 0.0 for m in metrics if m.name == JUDGE_USD),
         cost_unknown=not all(r.cost_known for r in replies) or not all(s.cost_known for s in samples),
+        contact_usd=sum(r.contact_usd for r in replies),
         stages=list(stages),
         uncovered=[s for s in stages if s not in entered],
         resumed_from=resumed_from,

@@ -39,6 +39,21 @@ def suite_rows(suite: Suite, tenant: str, config_hash: str, params: Mapping[str,
     ]
     rows += [
         SuiteRow(
+            kind="scenario",
+            id=scenario.id,
+            line=line,
+            text=scenario.moves[0] if scenario.moves else "",
+            nudge=False,
+            funnel_stage=scenario.entry_stage,
+            course=scenario.contact.course if scenario.contact else None,
+            review=list(scenario.review_criteria),
+            body=scenario.model_dump_json(),
+            **common,
+        )
+        for scenario, line in zip(suite.scenarios, suite.scenario_lines, strict=True)
+    ]
+    rows += [
+        SuiteRow(
             kind="calibration",
             id=item.id,
             line=0,

@@ -29,7 +29,8 @@ class SuiteRow(StoredRow):
     """The columns that held a kind's parameters before `params`."""
 
     kind: str
-    """`case` (a case under test), `calibration` (a hand-labelled calibration item), or an item the suite's kind read
+    """`case` (a case under test), `scenario` (a conversation played turn by turn; `text` is its first move, empty for
+    a contact model's), `calibration` (a hand-labelled calibration item), or an item the suite's kind read
     from a file of its own: `handler`, a custom suite's handler (one row; `id` is its `module:entrypoint`, `body` the
     handler with its source)."""
     id: str
@@ -94,8 +95,40 @@ def params_json(params: Mapping[str, Any]) -> str:
     return json.dumps({k: v for k, v in params.items() if v is not None}, sort_keys=True, separators=(",", ":"))
 
 
+class TurnRow(StoredRow):
+    """One turn of a scenario: the contact's message, who wrote it, and what the agent answered."""
+
+    turn: int
+    """Its place in the conversation, from 1."""
+    contact_by: str
+    """Who wrote the contact's message: `script` (a move) or the contact model's name."""
+    contact_text: str
+    """The contact's message, verbatim (a contact model's is untrusted, as any contact's)."""
+    messages: list[str]
+    """The agent's messages; empty when the agent failed."""
+    escalate: bool | None
+    """Whether the agent handed over to a person; None when it failed."""
+    reason: str | None
+    """The escalation reason it gave."""
+    latency_ms: float
+    """Wall time of the agent's answer to this turn."""
+    prompt_tokens: int
+    """Tokens sent to the agent's model."""
+    completion_tokens: int
+    """Tokens the agent's model returned."""
+    cost_usd: float
+    """What the agent's answer cost; 0 when unknown."""
+    cost_known: bool
+    """False when the agent model's price is unknown."""
+    error: str | None
+    """Why the agent gave no usable answer; the conversation ends there."""
+    contact_usd: float = 0.0
+    """What the contact model's message cost (0 for a move, and for a message reused from an earlier run)."""
+
+
 class ReplyRow(StoredRow):
-    """What the agent answered one case, what it cost and how long it took."""
+    """What the agent answered one case, what it cost and how long it took; for a scenario, its last turn's answer
+    (and the sums of its turns' tokens and cost), the turns themselves in `turns`."""
 
     case_id: str
     """The case."""
@@ -124,6 +157,15 @@ class ReplyRow(StoredRow):
     cached_tokens: int = 0
     """Of the tokens sent, those the provider read from its cache of a repeated prefix, billed at its cached price; 0
     in runs recorded before it was kept."""
+    turns: list[TurnRow] | None = None
+    """A scenario's turns, in order; None for a case (the `turns` view unnests them)."""
+    ended: str | None = None
+    """Why a scenario's conversation ended: `escalated`, `agent_error`, `moves` (the script ran out), `contact` (the
+    contact model said the contact is done), `max_turns`, or `contact_error` (the contact model gave no message);
+    None for a case, and for a conversation a killed run left unfinished."""
+    contact_usd: float = 0.0
+    """What the contact model cost over a scenario's conversation (its messages reused from the cache cost nothing);
+    0 for a case."""
 
 
 class HandlerRow(StoredRow):
@@ -174,6 +216,9 @@ class SampleRow(StoredRow):
     """1, 2 or 3."""
     label: Literal["pass", "fail"] | None
     """A calibration item's hand label; None for a case."""
+    turn: int | None = None
+    """The scenario turn whose reply was graded; None for a case, a calibration item, and a scenario's review entry
+    (graded over the whole transcript)."""
     vote: Literal["pass", "fail", "invalid"]
     """The sample's vote; invalid counts toward neither side."""
     evidence: str
@@ -229,6 +274,9 @@ class CriterionRow(StoredRow):
     """The quoted span of a failure."""
     reason: str
     """The judge's reason for the verdict."""
+    turn: int | None = None
+    """In a scenario: the turn graded (a rubric dimension), or the turn the evidence was quoted from (a review entry);
+    None for a case."""
 
 
 class StatusRow(StoredRow):
@@ -254,6 +302,8 @@ class StatusRow(StoredRow):
     """The case's review criteria."""
     criteria: list[CriterionRow]
     """Verdicts on the review entries and rubric dimensions."""
+    turns: list[TurnRow] | None = None
+    """A scenario's transcript, turn by turn; None for a case."""
 
 
 class ReviewRow(StoredRow):
@@ -330,6 +380,9 @@ class RunRow(StoredRow):
     """What the judge cost."""
     cost_unknown: bool
     """True when some model's price was unknown, so the costs are lower bounds."""
+    contact_usd: float | None = None
+    """What the contact model cost over the run's persona scenarios, apart from the agent's and the judge's; None in
+    runs stored before scenarios existed."""
     stages: list[str]
     """The funnel stages the tenant configuration names."""
     uncovered: list[str]
@@ -339,7 +392,8 @@ class RunRow(StoredRow):
     recorded replies and judge samples it reused; None for a run that started afresh, and in runs stored before
     resuming existed (their files lack the column, which reads as NULL)."""
     agent_calls_saved: int | None = None
-    """Cases whose reply the killed run had recorded, so the agent was not asked them again; 0 for a fresh run."""
+    """Agent calls the killed run had recorded, so the agent was not asked them again: a case's reply, a scenario's
+    turns; 0 for a fresh run."""
     judge_calls_saved: int | None = None
     """Judge samples the killed run had recorded, so the judge was not asked them again; 0 for a fresh run."""
     suite_id: str | None = None

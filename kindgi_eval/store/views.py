@@ -24,7 +24,7 @@ from kindgi_eval.store.arrow import arrow_schema
 from kindgi_eval.store.kind_views import KindView, kind_view_sql
 from kindgi_eval.store.layout import HIVE_COLUMNS, MONTH_FILES, RUN_FILES, SHARED, StorePath, Table, runtime_home
 from kindgi_eval.store.reviews import REVIEW_FILES, REVIEWS
-from kindgi_eval.store.rows import ReviewRow, RunEndRow
+from kindgi_eval.store.rows import ReviewRow, RunEndRow, TurnRow
 
 if TYPE_CHECKING:
     import duckdb
@@ -74,6 +74,24 @@ def view_sql(table: Table, root: StorePath) -> str:
     if aliases:
         body = f"SELECT *, {', '.join(aliases)} FROM ({body})"
     return f"CREATE OR REPLACE VIEW {table.view} AS {body}"
+
+
+TURNS = "turns"
+"""The view of every scenario turn of every run, unnested from the replies."""
+TURN_COLUMNS = tuple(TurnRow.model_fields)
+
+
+def turns_view_sql(replies_columns: Sequence[str]) -> str:
+    """The `turns` view: one row per scenario turn (`run_id`, `suite`, `date`, `case_id`, the agent, and the turn's
+    own columns), read from the replies view; with no reply stored with turns, an empty view of the same columns."""
+    keys = ["run_id", "suite", "date", "case_id", "agent"]
+    if "turns" in replies_columns:
+        columns = ", ".join([*keys, *(f't."{c}"' for c in TURN_COLUMNS)])
+        return (f"CREATE OR REPLACE VIEW {TURNS} AS SELECT {columns} FROM "
+                f"(SELECT {', '.join(keys)}, UNNEST(turns) AS t FROM {SHARED.agent_replies.view} WHERE turns IS NOT NULL)")
+    fields = {f.name: f.type for f in arrow_schema(TurnRow)}
+    columns = [f'CAST(NULL AS VARCHAR) AS "{k}"' for k in keys] + [f'CAST(NULL AS {sql_type(fields[c])}) AS "{c}"' for c in TURN_COLUMNS]
+    return f"CREATE OR REPLACE VIEW {TURNS} AS SELECT {', '.join(columns)} WHERE false"
 
 
 def reviews_source(root: StorePath) -> str:
@@ -151,6 +169,9 @@ def define_views(con: duckdb.DuckDBPyConnection, root: StorePath, tables: Sequen
         tables = [*tables, *(t for t in (SHARED.run_summary, SHARED.run_metrics) if t not in tables)]
     for table in tables:
         con.execute(view_sql(table, root))
+    if SHARED.agent_replies in tables:
+        replies = [row[0] for row in con.execute(f"DESCRIBE {SHARED.agent_replies.view}").fetchall()]
+        con.execute(turns_view_sql(replies))
     if reviews:
         con.execute(reviews_view_sql(root))
     for kind in kinds:
@@ -158,8 +179,12 @@ def define_views(con: duckdb.DuckDBPyConnection, root: StorePath, tables: Sequen
 
 
 def view_names(views: Views) -> list[str]:
-    """Every view `kindgi-eval sql` can query, in the store's order, `reviews` and then the kinds' views last."""
-    return [t.view for t in views.tables] + [REVIEWS] + [k.view for k in views.kinds]
+    """Every view `kindgi-eval sql` can query, in the store's order (`turns` after the replies), `reviews` and then
+    the kinds' views last."""
+    names = []
+    for t in views.tables:
+        names += [t.view, TURNS] if t == SHARED.agent_replies else [t.view]
+    return names + [REVIEWS] + [k.view for k in views.kinds]
 
 
 def _names(query: str, view: str) -> bool:
@@ -178,7 +203,7 @@ def views_named(query: str, views: Views) -> Named:
     """The views a query names; all of them when it names none (e.g. to list the views).
 
     Defining a view lists its files, so a query pays only for the views it uses."""
-    tables = [t for t in views.tables if _names(query, t.view)]
+    tables = [t for t in views.tables if _names(query, t.view) or (t == SHARED.agent_replies and _names(query, TURNS))]
     named_kinds = [k for k in views.kinds if _names(query, k.view)]
     reviews = _names(query, REVIEWS)
     if not (tables or named_kinds or reviews):

@@ -67,7 +67,7 @@ def test_sql_answers_only_from_the_store_and_names_its_views(home) -> None:
     # `run` is no view; without replacement scans DuckDB never reaches for a Python object of that name
     result = run_cli("sql", "SELECT * FROM run")
     assert result.code == 2 and "Python" not in result.err
-    assert ("The views are: cases, replies, outcomes, judge_samples, calibration, statuses, accuracy, custom, pairwise, "
+    assert ("The views are: cases, replies, turns, outcomes, judge_samples, calibration, statuses, accuracy, custom, pairwise, "
             "regressions, review_queue, run_metrics, runs, reviews, accuracy_runs, benchmark_runs, custom_runs, human_review_runs, "
             "pairwise_runs, regression_runs.") in result.err
 
@@ -140,7 +140,7 @@ def test_diff_takes_unique_prefixes_and_lists_an_ambiguous_one_and_runs_lists_th
     rows = json.loads(listed.out)
     assert [r["run_id"] for r in rows] == [second, first]  # newest first
     assert rows[0] | {"started_at": None} == {"run_id": second, "suite": KEY, "tenant": "demo-academy", "started_at": None,
-                                              "state": "succeeded", "cases": 36, "passed": 32, "failed": 0, "judged_fail": 0, "judged_pass": 0, "reviewed": 4}
+                                              "state": "succeeded", "cases": 39, "passed": 34, "failed": 0, "judged_fail": 0, "judged_pass": 0, "reviewed": 5}
     assert [r["run_id"] for r in json.loads(run_cli("runs", "--limit", "1", "--format", "json").out)] == [second]
     assert json.loads(run_cli("runs", "--suite", "other.suite", "--format", "json").out) == []
     compared = json.loads(run_cli("diff", first[:8], "latest", "--json").out)  # `latest`: the newest, as runs lists it
@@ -208,8 +208,8 @@ def test_exported_database_opens_in_a_plain_duckdb_client(home) -> None:
     with duckdb.connect(str(home.store / "kindgi.duckdb"), read_only=True) as con:
         ((count,),) = con.execute(f"SELECT count(*) FROM statuses WHERE run_id = '{run_id}'").fetchall()
         views = {r[0] for r in con.sql("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
-    assert count == sum(1 for line in (GOLDEN / "cases.jsonl").read_text().splitlines() if line.strip())
-    assert views == {"runs", "run_metrics", "cases", "replies", "outcomes", "judge_samples", "calibration", "statuses", "accuracy", "regressions",
+    assert count == sum(1 for name in ("cases.jsonl", "scenarios.jsonl") for line in (GOLDEN / name).read_text().splitlines() if line.strip())
+    assert views == {"runs", "run_metrics", "cases", "replies", "turns", "outcomes", "judge_samples", "calibration", "statuses", "accuracy", "regressions",
                      "pairwise", "custom", "review_queue", "reviews", "accuracy_runs", "benchmark_runs", "custom_runs", "human_review_runs",
                      "pairwise_runs", "regression_runs"}
 

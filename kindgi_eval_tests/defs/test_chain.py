@@ -12,7 +12,7 @@ from kindgi_eval.defs.jobs import EVALUATE, kind_selection
 from kindgi_eval.defs.runs import open_instance, run_chain
 from kindgi_eval.inputs.settings import RunSettings
 from kindgi_eval.store.layout import find_table
-from kindgi_eval_tests.conftest import GOLDEN, run_cli
+from kindgi_eval_tests.conftest import GOLDEN_STATUSES, GOLDEN, run_cli
 
 KEY = "demo-academy.golden"
 
@@ -44,7 +44,7 @@ def test_chain_materialises_every_stage_and_sql_spans_two_runs(home) -> None:
     result = run_cli("sql", "SELECT run_id, count(*) AS n FROM statuses GROUP BY run_id ORDER BY run_id", "--format", "json")
     assert result.code == 0, result.err
     rows = json.loads(result.out)
-    cases = sum(1 for line in (GOLDEN / "cases.jsonl").read_text().splitlines() if line.strip())
+    cases = GOLDEN_STATUSES
     assert sorted(r["run_id"] for r in rows) == sorted([first, second])
     assert all(r["n"] == cases for r in rows)
 

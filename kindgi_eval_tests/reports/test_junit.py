@@ -37,7 +37,7 @@ def test_a_judged_run_is_one_test_case_per_case_failures_as_failures_and_verdict
     failing = [c for c, s in statuses.items() if s in ("failed", "judged-fail")]
     assert failing and int(suite.get("failures")) == len(failing)
     assert int(suite.get("skipped")) == sum(1 for s in statuses.values() if s == "reviewed")
-    assert int(suite.get("tests")) == len(statuses) == 36
+    assert int(suite.get("tests")) == len(statuses) == 39  # 36 cases and 3 scenarios
     for case_id, status in statuses.items():
         failure, skipped = cases[case_id].find("failure"), cases[case_id].find("skipped")
         assert (failure is not None) == (status in ("failed", "judged-fail")), case_id
@@ -57,7 +57,7 @@ def test_a_run_without_a_judge_skips_its_reviewed_cases_saying_what_they_wait_fo
     document = (tmp_path / "junit.xml").read_bytes()
     SCHEMA.validate(document)
     skipped = [c for c in cases_of(document).values() if c.find("skipped") is not None]
-    assert len(skipped) == 4  # the golden set's four reviewed cases
+    assert len(skipped) == 5  # the golden set's four reviewed cases and its reviewed scenario
     assert all(c.find("skipped").get("message").startswith("every assertion held, but the case needs a verdict") for c in skipped)
     assert all("ungraded: " in c.find("skipped").text for c in skipped)
 

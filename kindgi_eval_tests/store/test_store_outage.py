@@ -23,11 +23,11 @@ from kindgi_eval.defs.runs import RunFailed, open_instance, run_chain
 from kindgi_eval.inputs.settings import RunSettings
 from kindgi_eval.store import s3
 from kindgi_eval.store.layout import SHARED, read_rows, store_root
-from kindgi_eval_tests.conftest import GOLDEN
+from kindgi_eval_tests.conftest import GOLDEN_STATUSES, GOLDEN
 
 KEY = "demo-academy.golden"
 BUCKET = "kindgi"
-CASES = sum(1 for line in (GOLDEN / "cases.jsonl").read_text().splitlines() if line.strip())
+CASES = GOLDEN_STATUSES
 
 
 def free_port() -> int:

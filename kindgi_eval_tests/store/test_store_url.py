@@ -17,9 +17,9 @@ from kindgi_eval.store.layout import SHARED, find_table, is_url, month_path, rea
 from kindgi_eval.store.prune import remove_runs
 from kindgi_eval.store.views import Views, connect, export_database
 from kindgi_eval_tests.cli.test_history import ANSWERS, age_runs, run_id_of, sql_json
-from kindgi_eval_tests.conftest import GOLDEN, files_under, run_cli
+from kindgi_eval_tests.conftest import GOLDEN_STATUSES, GOLDEN, files_under, run_cli
 
-GOLDEN_CASES = sum(1 for line in (GOLDEN / "cases.jsonl").read_text().splitlines() if line.strip())
+GOLDEN_CASES = GOLDEN_STATUSES
 
 KEY = "demo-academy.golden"
 PER_RUN = "SELECT run_id, count(*) AS n FROM statuses GROUP BY run_id ORDER BY run_id"
