@@ -40,6 +40,8 @@ TENANTS = ("north", "south", "east", "west", "inner", "outer", "upper", "lower")
 REGISTERED = "outer"
 """The tenant whose suite is declared from the registry (`registry = "outer.golden"`), published once the profile is up."""
 SUITE = {name: f"{name}@{name}.golden" if name == REGISTERED else f"{name}.golden" for name in TENANTS}
+MISTYPED = "mistyped"
+"""A ninth tenant whose entry carries a typo (`judge_modle`): the tick leaves it out, and the eight run."""
 """Each tenant's suite partition: a folder's `<tenant>.<folder>`, a registry suite's `<tenant>@<id>`."""
 MASTER_KEY = "sk-profile-test-master-key"
 """The gateway's master key, which the profile gives the gateway alone."""
@@ -95,7 +97,9 @@ def profile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, di
     root = tmp_path_factory.mktemp("night")
     for name in TENANTS:
         tenant_tree(root, name, {"golden": GOLDEN if name != REGISTERED else None})
-    declared = (entry(name) if name != REGISTERED else entry(name, suites=None, registry=f"{name}.golden") for name in TENANTS)
+    tenant_tree(root, MISTYPED)
+    declared = [entry(name) if name != REGISTERED else entry(name, suites=None, registry=f"{name}.golden") for name in TENANTS]
+    declared.append(entry(MISTYPED, judge_modle="openai:gpt-4o"))
     with started(root, write_tenants(root / "tenants.toml", *declared), own_postgres=True, OPENAI_API_KEY=PROVIDER_KEY) as running:
         # the tenant publishes its suite once the registry is up, before the night's tick
         _, env = running
@@ -317,6 +321,48 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_se
     kindgi(env, "report", replay, "--html", str(folder / "report.html"))
     assert SUITE[tenant] in (folder / "report.html").read_text()
     assert not (folder / "home" / "store").exists()  # nothing fell back to a local folder
+
+
+def test_a_mistyped_entry_costs_its_own_tenant_the_night_and_nobody_else(profile) -> None:
+    # the night (above) ran every other tenant once; the entry with a typo had no run, and no tick failed
+    _, env = profile
+    runs = instance_runs(env)
+    assert {r["tags"]["kindgi/tenant"] for r in runs} == set(TENANTS)
+
+
+GRAPHQL_LAUNCH = """
+mutation Launch($params: ExecutionParams!) {
+  launchRun(executionParams: $params) { __typename ... on LaunchRunSuccess { run { runId } } ... on PythonError { message } }
+}
+"""
+
+
+def test_a_run_launched_through_the_ui_naming_another_gateway_sends_it_nothing(profile) -> None:
+    # anyone who reaches the webserver may launch a run with a `kindgi/settings` tag of their own: one naming another
+    # gateway fails before any call, and that address never sees the gateway's key (nor anything else)
+    from kindgi_eval.defs.resources import pinned_tags
+    from kindgi_eval.inputs import RunSettings
+
+    folder, env = profile
+    ui = json.loads((folder / "profile.json").read_text())["ui"]
+    home = folder.parent / "north"
+    with FakeProvider(lambda body: Answer(REPLY)) as foreign:
+        settings = RunSettings(eval_dir=str(home / "evals" / "golden"), config_dir=str(home / "config"),
+                               agent_model="openai:gpt-4o-mini", gateway_url=foreign.base_url.removesuffix("/v1"))
+        tags = {"dagster/partition": SUITE["north"], "kindgi/tenant": "north", **pinned_tags(settings)}
+        params = {"selector": {"repositoryLocationName": "kindgi_eval", "repositoryName": "__repository__",
+                               "jobName": "evaluate_suite"},
+                  "runConfigData": {}, "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]}}
+        answer = httpx.post(f"{ui}/graphql", json={"query": GRAPHQL_LAUNCH, "variables": {"params": params}}, timeout=60).json()
+        run_id = answer["data"]["launchRun"]["run"]["runId"]
+        runs = night_until(env, lambda runs: any(r["run_id"] == run_id and r["status"] in ("SUCCESS", "FAILURE", "CANCELED")
+                                                 for r in runs), "the launched run did not end")
+        (launched,) = [r for r in runs if r["run_id"] == run_id]
+        assert launched["status"] == "FAILURE"
+        assert foreign.requests == []
+    events = "\n".join(read_instance(env, f"[e.to_json() for e in instance.all_logs({run_id!r})]"))
+    assert "the run names the gateway" in events
+    assert MASTER_KEY not in events
 
 
 def test_two_registry_servers_share_one_database(profile) -> None:
