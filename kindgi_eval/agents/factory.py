@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from kindgi_eval.agents.contact import MockContact
 from kindgi_eval.agents.demo_judge import DemoJudge
 from kindgi_eval.agents.mock import MockAgent, MockJudge
-from kindgi_eval.inputs import GATEWAY_KEY, SETTING, RunSettings, deployment_gateway, variant_settings
+from kindgi_eval.inputs import GATEWAY_KEY, SETTING, RunSettings, deployment_agent_url, deployment_gateway, variant_settings
 from kindgi_eval.rules import Agent, ContactModel, InputError, Judge, ModelRef, Problem, Role, Tenant, checked_model
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def agent_headers(url: str, environ: Mapping[str, str] | None = None) -> dict[st
     variable (never its value) when it is not a JSON object of text values."""
     environ = os.environ if environ is None else environ
     text = environ.get(AGENT_HEADERS, "")
-    if not text or environ.get("AGENT_URL") != url:
+    if not text or deployment_agent_url(environ) != url:
         return {}
     try:
         headers = json.loads(text)

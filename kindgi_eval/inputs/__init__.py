@@ -11,6 +11,7 @@ from kindgi_eval.inputs.settings import (
     RunSettings,
     SETTING,
     SETTINGS,
+    deployment_agent_url,
     deployment_gateway,
     resolve_settings,
     set_deployment_gateway,
@@ -58,4 +59,4 @@ from kindgi_eval.inputs.tenants_file import (
     variant_settings,
 )
 
-__all__ = ["GOLDEN_DIR", "default_eval_dir", "is_packaged_golden", "LABELS", "REVIEW_COLUMNS", "LabelFile", "LabelLine", "QueueKeys", "check_labels", "read_label_file", "CATALOGUE_SEED", "Seed", "CALIBRATION_FILE", "CASES_FILE", "CONFIG_FILE_LIMIT", "DEFAULT_MODEL_TIMEOUT_S", "DeclaredAgent", "FOLDER_KIND", "FileTooLarge", "GATEWAY_KEY", "deployment_gateway", "set_deployment_gateway", "KindFile", "KindFilesReader", "ModelsOf", "REGISTRY_FILE", "RegisteredAs", "RunSettings", "SETTING", "SETTINGS", "SUITE_FILE_LIMIT", "Suite", "SuiteIdentity", "SuiteItems", "SuiteModels", "TAG_RESULT", "TAG_SUITE", "TAG_TENANT", "TENANTS_ENV", "TenantSuite", "Tenants", "changes_since", "check_suite_items", "declared_variant", "folder_hash", "folder_key", "has_calibration_file", "load_checked_suite", "load_suite", "load_tenant", "load_tenants", "manifest_of", "mib", "read_limited", "registered_name", "registry_key", "resolve_settings", "resumed_settings", "suite_identity", "suite_key", "tenant_names", "variant_settings", "limits_of", "tenants_limits", "check_tenants", "tenants_path", "SCENARIOS_FILE"]
+__all__ = ["GOLDEN_DIR", "default_eval_dir", "is_packaged_golden", "LABELS", "REVIEW_COLUMNS", "LabelFile", "LabelLine", "QueueKeys", "check_labels", "read_label_file", "CATALOGUE_SEED", "Seed", "CALIBRATION_FILE", "CASES_FILE", "CONFIG_FILE_LIMIT", "DEFAULT_MODEL_TIMEOUT_S", "DeclaredAgent", "FOLDER_KIND", "FileTooLarge", "GATEWAY_KEY", "deployment_gateway", "deployment_agent_url", "set_deployment_gateway", "KindFile", "KindFilesReader", "ModelsOf", "REGISTRY_FILE", "RegisteredAs", "RunSettings", "SETTING", "SETTINGS", "SUITE_FILE_LIMIT", "Suite", "SuiteIdentity", "SuiteItems", "SuiteModels", "TAG_RESULT", "TAG_SUITE", "TAG_TENANT", "TENANTS_ENV", "TenantSuite", "Tenants", "changes_since", "check_suite_items", "declared_variant", "folder_hash", "folder_key", "has_calibration_file", "load_checked_suite", "load_suite", "load_tenant", "load_tenants", "manifest_of", "mib", "read_limited", "registered_name", "registry_key", "resolve_settings", "resumed_settings", "suite_identity", "suite_key", "tenant_names", "variant_settings", "limits_of", "tenants_limits", "check_tenants", "tenants_path", "SCENARIOS_FILE"]

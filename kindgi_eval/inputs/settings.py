@@ -237,6 +237,12 @@ def deployment_gateway(environ: Mapping[str, str] | None = None) -> str | None:
     return resolve_settings({}, environ, read_env=("gateway_url",)).gateway_url
 
 
+def deployment_agent_url(environ: Mapping[str, str] | None = None) -> str | None:
+    """The HTTP agent of the deployment this process runs in: AGENT_URL of its environment, the only agent the
+    credentials beside it (`AGENT_HEADERS`) are for; None without one."""
+    return resolve_settings({}, environ, read_env=("agent_url",)).agent_url
+
+
 def set_deployment_gateway(url: str) -> None:
     """Make `url` this process's deployment gateway: on the command line the user's own `--gateway-url` names the
     deployment of the run it executes in its process."""

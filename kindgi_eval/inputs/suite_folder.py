@@ -257,17 +257,18 @@ class SuiteIdentity(NamedTuple):
 def suite_identity(eval_dir: str | Path) -> SuiteIdentity:
     """A suite folder's kind and content hash, from its files' bytes, without parsing or checking a case: what a tick
     may afford for every tenant (the check is the run's, `load_suite`). InputError when the folder, its
-    `registry.json` or its `cases.jsonl` cannot be read."""
+    `registry.json` or its `cases.jsonl` (where it holds no `scenarios.jsonl` instead) cannot be read."""
     folder = _suite_folder(eval_dir)
     registered = _registered(folder / REGISTRY_FILE)
     if registered is not None:
         return SuiteIdentity(registered.kind, registered.registry_hash)
     problems: list[Problem] = []
-    cases = _read(folder / CASES_FILE, problems, required=True)
+    scenarios = _read(folder / SCENARIOS_FILE, problems, required=False)
+    cases = _read(folder / CASES_FILE, problems, required=scenarios is None)
     calibration = _read(folder / CALIBRATION_FILE, problems, required=False)
     if problems:
         raise InputError(problems)
-    return SuiteIdentity(FOLDER_KIND, folder_hash({CASES_FILE: cases, CALIBRATION_FILE: calibration}))
+    return SuiteIdentity(FOLDER_KIND, folder_hash({CASES_FILE: cases, CALIBRATION_FILE: calibration, SCENARIOS_FILE: scenarios}))
 
 
 def _suite_folder(eval_dir: str | Path) -> Path:

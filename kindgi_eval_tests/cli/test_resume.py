@@ -318,3 +318,63 @@ def test_runs_started_at_once_complete_whole_and_a_reader_keeps_reading(world, u
             for view, only in (("cases", "kind = 'case'"), ("replies", "true"), ("outcomes", "assertion = 'latency'"), ("statuses", "true")):
                 assert con.execute(f"SELECT count(*) FROM {view} WHERE run_id = ? AND {only}", [run_id]).fetchone()[0] == CASES, view
     assert not list(world.store.glob(".kindgi.duckdb*")), "no export left a temporary file behind"
+
+
+SCENARIOS = 8
+MOVES = 4
+SCENARIO_KEY = "demo-academy.scenarios"
+
+
+def test_a_run_killed_mid_conversation_resumes_each_scenario_from_its_last_recorded_turn(world, tmp_path: Path) -> None:
+    # eight scripted conversations of four turns, the agent answering each turn in AGENT_DELAY_S: a kill lands with
+    # some conversations whole, some part-played and some not begun
+    suite = tmp_path / "scenarios"
+    suite.mkdir()
+    (suite / "scenarios.jsonl").write_text("".join(
+        json.dumps({"id": f"talk-{n}", "moves": [f"talk {n}, move {m}: what do you teach?" for m in range(MOVES)],
+                    "expect": {"escalate": False}}) + "\n" for n in range(SCENARIOS)))
+    args = ["run", "--eval-dir", str(suite), "--agent-model", "openai:fake-agent", "--concurrency", str(CONCURRENCY)]
+
+    def agent_calls(requests: list[dict]) -> Counter[str]:
+        return Counter(fenced(r, "contact message") for r in requests if r["model"] == "fake-agent")
+
+    def transcripts(run_id: str) -> dict[str, list[tuple]]:
+        return {r.case_id: [(t.turn, t.contact_by, t.contact_text, tuple(t.messages)) for t in r.turns or []]
+                for r in read_rows(world.store, SHARED.agent_replies, SCENARIO_KEY, run_id)}
+
+    mark = len(world.server.requests_seen())
+    unbroken = cli(world, *args)
+    assert unbroken.code == 0, unbroken.err
+    assert sum(agent_calls(world.server.requests_seen()[mark:]).values()) == SCENARIOS * MOVES
+
+    before = len(world.server.requests_seen())
+    areas = {a.name for a in find_run_areas(world.store, "")}
+    process = subprocess.Popen([str(CLI), *args], cwd=REPO, env={**os.environ, **world.env},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    try:
+        while sum(agent_calls(world.server.requests_seen()[before:]).values()) < SCENARIOS * MOVES // 2:
+            assert process.poll() is None, "the run ended before it could be killed"
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        process.wait()
+    (area,) = [a for a in find_run_areas(world.store, "") if a.name not in areas]
+    killed = area.name.removeprefix("run_id=")
+    asked_before = agent_calls(world.server.requests_seen()[before:])
+
+    mark = len(world.server.requests_seen())
+    resumed = cli(world, "run", "--resume", killed[:8])
+    assert resumed.code == 0, resumed.err
+    asked_after = agent_calls(world.server.requests_seen()[mark:])
+    assert max(asked_after.values()) == 1  # no turn asked twice by the resume
+    # each turn of each conversation asked once in all, but the calls in flight at the kill and a batch not yet written
+    repeats = sum((asked_before & asked_after).values())
+    assert repeats <= CONCURRENCY + BATCH_ROWS
+    assert sum((asked_before + asked_after).values()) == SCENARIOS * MOVES + repeats
+    assert 0 < sum(asked_after.values()) < SCENARIOS * MOVES  # the recorded turns were not paid again
+    resumed_id = run_id_of(resumed)
+    assert transcripts(resumed_id) == transcripts(run_id_of(unbroken))  # the same conversations, turn for turn
+    (run,) = read_rows(world.store, SHARED.run_summary, SCENARIO_KEY, resumed_id)
+    assert run.resumed_from == killed and run.agent_calls_saved == SCENARIOS * MOVES - sum(asked_after.values())

@@ -184,5 +184,6 @@ def test_sensor_fires_on_a_changed_suite_and_not_on_an_unchanged_one(home, tenan
     broken = evaluate()
     assert [r.partition_key for r in broken.run_requests] == ["beta.golden"]
     cases.unlink()  # what cannot even be hashed is left out, named
+    (cases.parent / "scenarios.jsonl").unlink()
     gone = evaluate()
     assert gone.run_requests == [] and "not run: beta.golden" in gone.skip_reason.skip_message

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kindgi_eval.kinds import consumers, models_of
-from kindgi_eval.inputs import CATALOGUE_SEED, load_suite
+from kindgi_eval.inputs import CALIBRATION_FILE, CASES_FILE, folder_hash, CATALOGUE_SEED, load_suite
 from kindgi_eval.registry import accepted_kinds
 from kindgi_eval_tests.conftest import GOLDEN
 from kindgi_eval_tests.registry.conftest import golden_spec, refused, suite, unchanged
@@ -133,8 +133,11 @@ def test_a_tenant_pattern_re2_cannot_take_is_refused_at_publish_in_bounded_memor
 
 
 def test_the_catalogue_seed_holds_the_content_it_was_pinned_to():
-    # An entry is immutable: changing the golden set's files fails here until it is added as a new version.
-    assert load_suite(CATALOGUE_SEED.folder, models_of=models_of).hash == CATALOGUE_SEED.sha256
+    # An entry is immutable: changing the golden set's cases or calibration fails here until it is added as a new
+    # version. The entry is those two files; the golden scenarios beside them are no part of it.
+    suite = load_suite(CATALOGUE_SEED.folder, models_of=models_of)
+    assert folder_hash({n: (CATALOGUE_SEED.folder / n).read_bytes() for n in (CASES_FILE, CALIBRATION_FILE)}) == CATALOGUE_SEED.sha256
+    assert len(suite.cases) == 36 and suite.scenarios
     assert (CATALOGUE_SEED.name, CATALOGUE_SEED.version) == ("kindgi/golden", "1.0.0")
     assert CATALOGUE_SEED.folder.resolve() == GOLDEN.resolve()
     assert set(CATALOGUE_SEED.files()) == {"cases.jsonl", "calibration.jsonl"}
