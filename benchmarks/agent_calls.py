@@ -45,8 +45,9 @@ from kindgi_eval.steps.agent_replies import (
 )
 
 MODEL = "openai:bench-agent"
-REPLY = json.dumps({"messages": ["The Foundation Course is $450. Upfront or instalments?"], "escalate": False, "reason": None})
-
+REPLY = json.dumps(
+    {"messages": ["The Foundation Course is $450. Upfront or instalments?"], "escalate": False, "reason": None}
+)
 
 
 def measure(run: Callable[[str], Awaitable[int]], delay: float) -> tuple[float, int, int]:
@@ -76,7 +77,10 @@ def main() -> None:
     tenant = load_tenant(None).tenant
     golden = load_suite(REPO / "evals/golden", models_of=models_of)
     in_flow = [c for c in golden.cases if not c.expect.escalate and not c.nudge]  # every one reaches the model
-    turns = [turn_of(in_flow[n % len(in_flow)].model_copy(update={"id": f"case-{n}"}), tenant.tenant) for n in range(args.calls)]
+    turns = [
+        turn_of(in_flow[n % len(in_flow)].model_copy(update={"id": f"case-{n}"}), tenant.tenant)
+        for n in range(args.calls)
+    ]
     os.environ["OPENAI_API_KEY"] = "sk-bench-not-a-key"
     litellm = _litellm()  # its import takes seconds and is paid once per process: not part of any figure
     import aiohttp
@@ -100,7 +104,11 @@ def main() -> None:
             async def one(messages: list[dict[str, str]]) -> str:
                 async with slots:
                     response = await litellm.acompletion(
-                        model=parse_model(MODEL).litellm_name, messages=messages, timeout=60, num_retries=0, max_retries=0
+                        model=parse_model(MODEL).litellm_name,
+                        messages=messages,
+                        timeout=60,
+                        num_retries=0,
+                        max_retries=0,
                     )
                     return response.choices[0].message.content
 

@@ -94,7 +94,7 @@ class _Body(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.end_headers()
         try:
-            self.wfile.write(head[: size])
+            self.wfile.write(head[:size])
             left = size - len(head)
             while left > 0:
                 step = min(left, 1 << 20)
@@ -116,8 +116,12 @@ def row(what: str, m: Measured, bound_mb: float | None) -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suite-mb", type=float, default=50, help="size of the suite file over the limit, in MB")
-    parser.add_argument("--body-mb", type=float, nargs="+", default=[1, 50], help="sizes of the HTTP agent's bodies, in MB")
-    parser.add_argument("--skip-at-limit", action="store_true", help="skip validating a suite at the limit (the slow part)")
+    parser.add_argument(
+        "--body-mb", type=float, nargs="+", default=[1, 50], help="sizes of the HTTP agent's bodies, in MB"
+    )
+    parser.add_argument(
+        "--skip-at-limit", action="store_true", help="skip validating a suite at the limit (the slow part)"
+    )
     args = parser.parse_args()
     print(f"limits: a suite file {mib(SUITE_FILE_LIMIT)}, an HTTP agent's answer {mib(BODY_LIMIT)}")
     held = True
@@ -127,8 +131,11 @@ def main() -> int:
         row("validate, the golden suite", base, None)
         if not args.skip_at_limit:
             at_limit = write_suite(folder / "at-limit", SUITE_FILE_LIMIT - 4096)
-            held &= row(f"validate, a suite at the limit ({mib((at_limit / 'cases.jsonl').stat().st_size)})",
-                        measure(str(CLI), "validate", str(at_limit)), AT_LIMIT_BOUND_MB)
+            held &= row(
+                f"validate, a suite at the limit ({mib((at_limit / 'cases.jsonl').stat().st_size)})",
+                measure(str(CLI), "validate", str(at_limit)),
+                AT_LIMIT_BOUND_MB,
+            )
         over = write_suite(folder / "over", int(args.suite_mb * MB))
         refused = measure(str(CLI), "validate", str(over))
         held &= row(f"validate, a {args.suite_mb:g} MB suite", refused, base.peak_mb + REFUSED_OVER_BASELINE_MB)

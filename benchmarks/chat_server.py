@@ -19,7 +19,9 @@ def start(delay: float, reply: str, model: str = "fake", rpm: int | None = None)
     """A server in a forked child answering `reply` after `delay` seconds (429 beyond `rpm` requests in any 60 s),
     and its base URL (`.../v1`)."""
     receive, send = multiprocessing.Pipe(duplex=False)
-    child = multiprocessing.get_context("fork").Process(target=_serve, args=(delay, reply, model, rpm, send), daemon=True)
+    child = multiprocessing.get_context("fork").Process(
+        target=_serve, args=(delay, reply, model, rpm, send), daemon=True
+    )
     child.start()
     return child, f"http://127.0.0.1:{receive.recv()}/v1"
 
@@ -50,7 +52,13 @@ def _serve(delay: float, reply: str, model: str, rpm: int | None, port_out) -> N
     bodies: list[dict] = []
     answered: list[float] = []
     body = chat_body(reply, model).decode()
-    limited = {"error": {"message": f"Rate limit reached: {rpm} requests per minute", "type": "requests", "code": "rate_limit_exceeded"}}
+    limited = {
+        "error": {
+            "message": f"Rate limit reached: {rpm} requests per minute",
+            "type": "requests",
+            "code": "rate_limit_exceeded",
+        }
+    }
 
     async def chat(request: web.Request) -> web.Response:
         now = time.time()
@@ -74,8 +82,14 @@ def _serve(delay: float, reply: str, model: str, rpm: int | None, port_out) -> N
             seen["in_flight"] -= 1
 
     async def report(request: web.Request) -> web.Response:
-        return web.json_response({**seen, "bodies": bodies, "busiest_second": busiest(answered, 1.0),
-                                  "busiest_minute": busiest(answered, 60.0)})
+        return web.json_response(
+            {
+                **seen,
+                "bodies": bodies,
+                "busiest_second": busiest(answered, 1.0),
+                "busiest_minute": busiest(answered, 60.0),
+            }
+        )
 
     async def run() -> None:
         app = web.Application()

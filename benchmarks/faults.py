@@ -44,8 +44,11 @@ CLI = Path(sys.executable).parent / "kindgi-eval"
 TIMEOUT_S = 3.0
 """The model timeout of both runs: long enough that only a scripted hang outlasts it on a busy machine."""
 GROUPS = ("implicit_concession", "semantic_repetition", "answers_the_question")
-KEYS = {"agent_replies": ("case_id",), "judge_samples": ("subject", "subject_id", "source", "criterion", "sample"),
-        "statuses": ("case_id",)}
+KEYS = {
+    "agent_replies": ("case_id",),
+    "judge_samples": ("subject", "subject_id", "source", "criterion", "sample"),
+    "statuses": ("case_id",),
+}
 
 
 def scripted(seed: int, delay: float):
@@ -56,7 +59,9 @@ def scripted(seed: int, delay: float):
     def name_of(request: dict[str, Any]) -> str:
         if request["model"] == "fault-agent":
             return "agent\0" + fenced(request, "contact message")
-        return "judge\0" + "\0".join((criterion_of(request), fenced(request, "contact message"), fenced(request, "reply")))
+        return "judge\0" + "\0".join(
+            (criterion_of(request), fenced(request, "contact message"), fenced(request, "reply"))
+        )
 
     def script(request: dict[str, Any]) -> Answer:
         name = name_of(request)
@@ -74,9 +79,16 @@ def scripted(seed: int, delay: float):
             return Answer(json.dumps({"error": {"message": "oops"}}), status=500)
         if request["model"] == "fault-agent":
             text = fenced(request, "contact message")
-            return Answer(json.dumps({"messages": [f"You asked: {text} Which course?"], "escalate": False, "reason": None}), delay_s=delay)
+            return Answer(
+                json.dumps({"messages": [f"You asked: {text} Which course?"], "escalate": False, "reason": None}),
+                delay_s=delay,
+            )
         reply = fenced(request, "reply")
-        vote = {"verdict": "fail", "evidence": "BAD", "reason": "says BAD"} if "BAD" in reply else {"verdict": "pass", "evidence": "", "reason": "ok"}
+        vote = (
+            {"verdict": "fail", "evidence": "BAD", "reason": "says BAD"}
+            if "BAD" in reply
+            else {"verdict": "pass", "evidence": "", "reason": "ok"}
+        )
         return Answer(json.dumps(vote), delay_s=delay)
 
     return script
@@ -93,7 +105,16 @@ def write_suite(folder: Path, cases: int) -> None:
     for group in GROUPS:
         history = [{"role": "agent", "text": "Earlier."}] if group == "semantic_repetition" else []
         for label, reply in (("pass", f"A fine reply on {group}."), ("fail", f"A BAD reply on {group}.")):
-            items.append({"id": f"{group}-{label}", "history": history, "text": "hi", "reply": [reply], "criterion": group, "label": label})
+            items.append(
+                {
+                    "id": f"{group}-{label}",
+                    "history": history,
+                    "text": "hi",
+                    "reply": [reply],
+                    "criterion": group,
+                    "label": label,
+                }
+            )
     (folder / "calibration.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
 
 
@@ -105,19 +126,49 @@ class Series:
         self.server = FakeProvider(scripted(args.seed, args.delay))
         self.child = self.server.serve_in_child()
         self.env = {
-            **os.environ, "KINDGI_HOME": str(base), "DAGSTER_HOME": str(base / "dagster"), "KINDGI_STORE": "",
-            "OPENAI_API_KEY": "sk-bench-not-a-key", "OPENAI_BASE_URL": self.server.base_url,
-            **{var: "" for var in ("EVAL_DIR", "CONFIG_DIR", "AGENT_MODEL", "AGENT_URL", "EVAL_JUDGE_MODEL", "EVAL_MAX_LATENCY_MS",
-                                   "EVAL_CONCURRENCY", "EVAL_MODEL_TIMEOUT_S")},
+            **os.environ,
+            "KINDGI_HOME": str(base),
+            "DAGSTER_HOME": str(base / "dagster"),
+            "KINDGI_STORE": "",
+            "OPENAI_API_KEY": "sk-bench-not-a-key",
+            "OPENAI_BASE_URL": self.server.base_url,
+            **{
+                var: ""
+                for var in (
+                    "EVAL_DIR",
+                    "CONFIG_DIR",
+                    "AGENT_MODEL",
+                    "AGENT_URL",
+                    "EVAL_JUDGE_MODEL",
+                    "EVAL_MAX_LATENCY_MS",
+                    "EVAL_CONCURRENCY",
+                    "EVAL_MODEL_TIMEOUT_S",
+                )
+            },
         }
-        self.args = ["run", "--eval-dir", str(suite), "--agent-model", "openai:fault-agent", "--judge-model", "openai:fault-judge",
-                     "--concurrency", str(args.concurrency), "--model-timeout-s", str(TIMEOUT_S), "--max-latency-ms", "60000"]
+        self.args = [
+            "run",
+            "--eval-dir",
+            str(suite),
+            "--agent-model",
+            "openai:fault-agent",
+            "--judge-model",
+            "openai:fault-judge",
+            "--concurrency",
+            str(args.concurrency),
+            "--model-timeout-s",
+            str(TIMEOUT_S),
+            "--max-latency-ms",
+            "60000",
+        ]
 
     def requests(self) -> int:
         return self.server.stats()["requests"]
 
     def start(self, *args: str) -> subprocess.Popen:
-        return subprocess.Popen([str(CLI), *args], cwd=REPO, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        return subprocess.Popen(
+            [str(CLI), *args], cwd=REPO, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
 
     def finish(self, process: subprocess.Popen) -> str:
         """The run id a run that ended on its own reports (exit 0 or 1: some cases fail by design)."""
@@ -196,14 +247,22 @@ def main() -> None:
         equal = statuses == clean_statuses
         (summary,) = table(broken, "run_summary", key, final)
 
-        print(f"{args.cases} cases, judge on, seed {args.seed}, concurrency {args.concurrency}, provider answering after "
-              f"{args.delay * 1000:.0f} ms; faults per request name: 429 10%, 500 10%, hang 5%, garbage 5%")
-        print(f"unbroken run:       {clean_calls} provider requests in {clean_wall:.1f} s; statuses {dict(Counter(clean_statuses.values()))}")
-        moments = ", ".join(f"after {at} requests ({run_id[:8]})" for run_id, at in kills) or "never (the run ended first)"
+        print(
+            f"{args.cases} cases, judge on, seed {args.seed}, concurrency {args.concurrency}, provider answering after "
+            f"{args.delay * 1000:.0f} ms; faults per request name: 429 10%, 500 10%, hang 5%, garbage 5%"
+        )
+        print(
+            f"unbroken run:       {clean_calls} provider requests in {clean_wall:.1f} s; statuses {dict(Counter(clean_statuses.values()))}"
+        )
+        moments = (
+            ", ".join(f"after {at} requests ({run_id[:8]})" for run_id, at in kills) or "never (the run ended first)"
+        )
         print(f"killed {len(kills)} times: {moments}")
-        print(f"killed and resumed: {broken_calls} provider requests in {broken_wall:.1f} s; "
-              f"calls / unbroken {broken_calls / clean_calls:.3f} (+{broken_calls - clean_calls}); the last resume reused "
-              f"{summary['agent_calls_saved']} replies and {summary['judge_calls_saved']} judge samples")
+        print(
+            f"killed and resumed: {broken_calls} provider requests in {broken_wall:.1f} s; "
+            f"calls / unbroken {broken_calls / clean_calls:.3f} (+{broken_calls - clean_calls}); the last resume reused "
+            f"{summary['agent_calls_saved']} replies and {summary['judge_calls_saved']} judge samples"
+        )
         print(f"rows lost: {lost}")
         print(f"rows duplicated: {duplicated}")
         print(f"statuses equal to the unbroken run's: {'yes' if equal else 'no'}")

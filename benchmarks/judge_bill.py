@@ -50,38 +50,130 @@ ANTHROPIC_MIN = {"claude-sonnet-4-5": 1024, "claude-haiku-4-5": 4096, "claude-3-
 """Anthropic's shortest cacheable prefix per model (a shorter marked prefix is sent at the full price)."""
 
 TOPICS = [
-    ("python", "Python for Beginners", "Ten weeks from your first line of Python to small scripts that tidy files and read spreadsheets.",
-     "Wednesdays, 6:30pm to 8:30pm", "No experience needed.", "$650", "3 payments of $230"),
-    ("ux", "UX Design Essentials", "Eight weeks on user research, wireframes and prototypes in Figma, ending with a case study for your portfolio.",
-     "Mondays and Wednesdays, 7pm to 9pm", "No design experience needed; bring a laptop that runs Figma.", "$1,100", "4 payments of $295"),
-    ("cyber", "Cyber Security Foundations", "Twelve weeks on networks, passwords, phishing and how attacks work, with hands-on labs.",
-     "Tuesdays and Thursdays, 6pm to 9pm", "Comfortable using a computer; no coding needed.", "$1,850", "6 payments of $325"),
-    ("cloud", "Cloud Fundamentals", "Six weeks on servers, storage and deployment, preparing you for an entry-level cloud certificate.",
-     "Saturdays, 9am to 1pm", "Some experience with the command line helps.", "$980", "3 payments of $340"),
-    ("mobile", "Mobile App Bootcamp", "Fourteen weeks building iPhone and Android apps with React Native, from sketch to store.",
-     "Monday to Thursday, 6pm to 9pm", "You should know JavaScript basics, or finish the Foundation Course first.", "$3,200", "8 payments of $420"),
-    ("ai", "Practical AI for Work", "Four evenings on using AI assistants well and safely at work: prompts, checking answers, privacy.",
-     "Thursdays, 6pm to 8pm", "None.", "$290", "2 payments of $150"),
-    ("sql", "SQL in Practice", "Six weeks of queries, joins and reports on real datasets, ending with a dashboard you build yourself.",
-     "Tuesdays, 6pm to 9pm", "Basic spreadsheet skills.", "$720", "3 payments of $250"),
-    ("product", "Product Management Intro", "Eight weeks on discovery, roadmaps, metrics and working with engineers, taught by working product managers.",
-     "Wednesdays, 6pm to 9pm", "A year of work experience in any field.", "$1,400", "4 payments of $370"),
-    ("devops", "DevOps Workshop", "Ten weeks on Git, CI pipelines, containers and monitoring, with a project deployed end to end.",
-     "Saturdays, 10am to 3pm", "You should be able to write a small program in any language.", "$1,650", "5 payments of $350"),
-    ("marketing", "Digital Marketing Sprint", "Six weeks on search, social and email campaigns, with a budget to run a real ad.",
-     "Mondays, 6pm to 9pm", "None.", "$840", "3 payments of $295"),
-    ("game", "Game Development Weekend", "Five weekends building a 2D game in Godot, from the first sprite to a playable level.",
-     "Saturdays and Sundays, 10am to 2pm", "Some experience with any programming language.", "$1,050", "3 payments of $365"),
-    ("kids", "Coding Club for Teens", "A term of Saturday mornings for ages 13 to 17: games, websites and robots, in small groups.",
-     "Saturdays, 10am to 12pm, during school terms", "Ages 13 to 17; a parent or guardian enrols.", "$380 per term", "2 payments of $195"),
+    (
+        "python",
+        "Python for Beginners",
+        "Ten weeks from your first line of Python to small scripts that tidy files and read spreadsheets.",
+        "Wednesdays, 6:30pm to 8:30pm",
+        "No experience needed.",
+        "$650",
+        "3 payments of $230",
+    ),
+    (
+        "ux",
+        "UX Design Essentials",
+        "Eight weeks on user research, wireframes and prototypes in Figma, ending with a case study for your portfolio.",
+        "Mondays and Wednesdays, 7pm to 9pm",
+        "No design experience needed; bring a laptop that runs Figma.",
+        "$1,100",
+        "4 payments of $295",
+    ),
+    (
+        "cyber",
+        "Cyber Security Foundations",
+        "Twelve weeks on networks, passwords, phishing and how attacks work, with hands-on labs.",
+        "Tuesdays and Thursdays, 6pm to 9pm",
+        "Comfortable using a computer; no coding needed.",
+        "$1,850",
+        "6 payments of $325",
+    ),
+    (
+        "cloud",
+        "Cloud Fundamentals",
+        "Six weeks on servers, storage and deployment, preparing you for an entry-level cloud certificate.",
+        "Saturdays, 9am to 1pm",
+        "Some experience with the command line helps.",
+        "$980",
+        "3 payments of $340",
+    ),
+    (
+        "mobile",
+        "Mobile App Bootcamp",
+        "Fourteen weeks building iPhone and Android apps with React Native, from sketch to store.",
+        "Monday to Thursday, 6pm to 9pm",
+        "You should know JavaScript basics, or finish the Foundation Course first.",
+        "$3,200",
+        "8 payments of $420",
+    ),
+    (
+        "ai",
+        "Practical AI for Work",
+        "Four evenings on using AI assistants well and safely at work: prompts, checking answers, privacy.",
+        "Thursdays, 6pm to 8pm",
+        "None.",
+        "$290",
+        "2 payments of $150",
+    ),
+    (
+        "sql",
+        "SQL in Practice",
+        "Six weeks of queries, joins and reports on real datasets, ending with a dashboard you build yourself.",
+        "Tuesdays, 6pm to 9pm",
+        "Basic spreadsheet skills.",
+        "$720",
+        "3 payments of $250",
+    ),
+    (
+        "product",
+        "Product Management Intro",
+        "Eight weeks on discovery, roadmaps, metrics and working with engineers, taught by working product managers.",
+        "Wednesdays, 6pm to 9pm",
+        "A year of work experience in any field.",
+        "$1,400",
+        "4 payments of $370",
+    ),
+    (
+        "devops",
+        "DevOps Workshop",
+        "Ten weeks on Git, CI pipelines, containers and monitoring, with a project deployed end to end.",
+        "Saturdays, 10am to 3pm",
+        "You should be able to write a small program in any language.",
+        "$1,650",
+        "5 payments of $350",
+    ),
+    (
+        "marketing",
+        "Digital Marketing Sprint",
+        "Six weeks on search, social and email campaigns, with a budget to run a real ad.",
+        "Mondays, 6pm to 9pm",
+        "None.",
+        "$840",
+        "3 payments of $295",
+    ),
+    (
+        "game",
+        "Game Development Weekend",
+        "Five weekends building a 2D game in Godot, from the first sprite to a playable level.",
+        "Saturdays and Sundays, 10am to 2pm",
+        "Some experience with any programming language.",
+        "$1,050",
+        "3 payments of $365",
+    ),
+    (
+        "kids",
+        "Coding Club for Teens",
+        "A term of Saturday mornings for ages 13 to 17: games, websites and robots, in small groups.",
+        "Saturdays, 10am to 12pm, during school terms",
+        "Ages 13 to 17; a parent or guardian enrols.",
+        "$380 per term",
+        "2 payments of $195",
+    ),
 ]
 
 
 def large_tenant(tenant: Tenant) -> Tenant:
     """The demo tenant with a catalogue of realistic size: its own three courses and twelve more."""
     extra = tuple(
-        Course(id=slug, name=name, keywords=[name.lower(), slug], description=what, schedule=when, requirements=needs,
-               enrol_url=f"https://example.com/enrol/{slug}", prices={"upfront": upfront, "instalments": instalments})
+        Course(
+            id=slug,
+            name=name,
+            keywords=[name.lower(), slug],
+            description=what,
+            schedule=when,
+            requirements=needs,
+            enrol_url=f"https://example.com/enrol/{slug}",
+            prices={"upfront": upfront, "instalments": instalments},
+        )
         for slug, name, what, when, needs, upfront, instalments in TOPICS
     )
     return tenant.model_copy(update={"courses": tenant.courses + extra})
@@ -95,7 +187,9 @@ class RecordingJudge:
         self.name = "bench"
         self.sent: list[tuple[list[dict[str, Any]], str]] = []
 
-    async def grade(self, messages: list[dict[str, Any]], *, timeout_s: float, schema: dict | None = None) -> Completion:
+    async def grade(
+        self, messages: list[dict[str, Any]], *, timeout_s: float, schema: dict | None = None
+    ) -> Completion:
         completion = await self.judge.grade(messages, timeout_s=timeout_s, schema=schema)
         self.sent.append((messages, completion.content or ""))
         return completion
@@ -140,7 +234,9 @@ def longest_shared(seen: list[str], text: str) -> int:
     return max((len(os.path.commonprefix([text, seen[n]])) for n in (at - 1, at) if 0 <= n < len(seen)), default=0)
 
 
-def bill(sent: list[tuple[list[dict[str, Any]], str]], model: str, marked: list[list[dict[str, Any]]], concurrency: int) -> list[Request]:
+def bill(
+    sent: list[tuple[list[dict[str, Any]], str]], model: str, marked: list[list[dict[str, Any]]], concurrency: int
+) -> list[Request]:
     """Each request's tokens as its provider caches them, in the order sent. `marked` is each request as sent to this
     provider (with its breakpoints, where the provider takes them). With `concurrency` requests in flight, a request
     finds in the cache only what the requests `concurrency` places before it and earlier carried: those are answered
@@ -161,7 +257,9 @@ def bill(sent: list[tuple[list[dict[str, Any]], str]], model: str, marked: list[
             answered = texts[n - concurrency]
             bisect.insort(seen, answered)
             written.update(answered[:end] for end in writes.pop(n - concurrency, []))
-        prompt = litellm.token_counter(model=name, messages=[{"role": m["role"], "content": text_of(m["content"])} for m in messages])
+        prompt = litellm.token_counter(
+            model=name, messages=[{"role": m["role"], "content": text_of(m["content"])} for m in messages]
+        )
         cached = wrote = 0
         if anthropic:
             least = ANTHROPIC_MIN.get(name, 1024)
@@ -186,12 +284,17 @@ def price(billed: list[Request], model: str, *, batch: bool) -> float:
     total = 0.0
     for r in billed:
         usage = litellm.Usage(
-            prompt_tokens=r.prompt, completion_tokens=r.completion, total_tokens=r.prompt + r.completion,
+            prompt_tokens=r.prompt,
+            completion_tokens=r.completion,
+            total_tokens=r.prompt + r.completion,
             prompt_tokens_details={"cached_tokens": r.cached, "cache_creation_tokens": r.written},
-            cache_read_input_tokens=r.cached, cache_creation_input_tokens=r.written,
+            cache_read_input_tokens=r.cached,
+            cache_creation_input_tokens=r.written,
         )
         name = model.split("/", 1)[1]
-        total += sum(batch_cost_calculator(usage, name) if batch else litellm.cost_per_token(model=name, usage_object=usage))
+        total += sum(
+            batch_cost_calculator(usage, name) if batch else litellm.cost_per_token(model=name, usage_object=usage)
+        )
     return total
 
 
@@ -203,7 +306,9 @@ def parts(messages: list[dict[str, Any]], model: str) -> Counter[str]:
     name = model.split("/", 1)[1]
     user = "".join(text_of(m["content"]) for m in messages if m["role"] == "user")
     counts: Counter[str] = Counter()
-    counts["framework"] = sum(litellm.token_counter(model=name, text=text_of(m["content"])) for m in messages if m["role"] == "system")
+    counts["framework"] = sum(
+        litellm.token_counter(model=name, text=text_of(m["content"])) for m in messages if m["role"] == "system"
+    )
     counts["catalogue"] = litellm.token_counter(model=name, text=unfence(user, "catalogue") or "")
     conversation = "\n".join(unfence(user, kind) or "" for kind in ("history", "contact message", "reply"))
     counts["conversation"] = litellm.token_counter(model=name, text=conversation)
@@ -219,7 +324,6 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="end with one line of JSON: the prices")
     args = parser.parse_args()
 
-
     golden = load_suite(REPO / "evals/golden", models_of=models_of)
     tenant = large_tenant(load_tenant(None).tenant)
     in_flow = [c for c in golden.cases if not c.expect.escalate]  # escalating cases get no rubric
@@ -227,11 +331,21 @@ def main() -> None:
     agent = MockAgent(tenant)
     replies = {c.id: asyncio.run(agent.answer(turn_of(c, tenant.tenant))).reply.messages for c in cases}
     judge = RecordingJudge()
-    samples = asyncio.run(judge_suite(judge, golden.calibration, case_subjects(cases, replies),
-                                      catalogue=tenant.catalogue_text(), concurrency=1, timeout_s=30))
+    samples = asyncio.run(
+        judge_suite(
+            judge,
+            golden.calibration,
+            case_subjects(cases, replies),
+            catalogue=tenant.catalogue_text(),
+            concurrency=1,
+            timeout_s=30,
+        )
+    )
     calibration = sum(s.subject == "calibration" for s in samples)
-    print(f"{args.cases} cases ({sum(len(c.criteria()) for c in cases)} criteria), {len(golden.calibration)} calibration items; "
-          f"{len(judge.sent)} judge requests ({calibration} calibration, {len(judge.sent) - calibration} cases)")
+    print(
+        f"{args.cases} cases ({sum(len(c.criteria()) for c in cases)} criteria), {len(golden.calibration)} calibration items; "
+        f"{len(judge.sent)} judge requests ({calibration} calibration, {len(judge.sent) - calibration} cases)"
+    )
     figures: dict[str, dict[str, float]] = {}
     for model in args.models:
         name = model.split("/", 1)[1]
@@ -246,10 +360,15 @@ def main() -> None:
         billed = bill(judge.sent, model, marked, args.concurrency)
         prompt, cached = sum(r.prompt for r in billed), sum(r.cached for r in billed)
         written, completion = sum(r.written for r in billed), sum(r.completion for r in billed)
-        print("  input tokens by what they repeat: " + ", ".join(f"{k} {v:,}" for k, v in split.items())
-              + " (framework and catalogue: every request; conversation: every request on one reply; criterion: its 3 samples)")
-        print(f"  input {prompt:,} tokens, of which cached {cached:,} ({cached / prompt:.0%}) and written to the cache {written:,}; "
-              f"output {completion:,} tokens")
+        print(
+            "  input tokens by what they repeat: "
+            + ", ".join(f"{k} {v:,}" for k, v in split.items())
+            + " (framework and catalogue: every request; conversation: every request on one reply; criterion: its 3 samples)"
+        )
+        print(
+            f"  input {prompt:,} tokens, of which cached {cached:,} ({cached / prompt:.0%}) and written to the cache {written:,}; "
+            f"output {completion:,} tokens"
+        )
         none = [Request(r.prompt, 0, 0, r.completion) for r in billed]
         prices = {
             "neither": price(none, model, batch=False),

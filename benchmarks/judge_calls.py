@@ -45,7 +45,9 @@ class TimedJudge:
         """(start, end, is a calibration call) of every call."""
         self.calibration_replies: set[str] = set()
 
-    async def grade(self, messages: list[dict[str, str]], *, timeout_s: float, schema: dict | None = None) -> Completion:
+    async def grade(
+        self, messages: list[dict[str, str]], *, timeout_s: float, schema: dict | None = None
+    ) -> Completion:
         started = time.perf_counter()
         completion = await self.judge.grade(messages, timeout_s=timeout_s, schema=schema)
         is_calibration = fenced({"messages": messages}, "reply") in self.calibration_replies
@@ -75,8 +77,12 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.2)
     parser.add_argument("--repeat", type=int, default=1, help="judgings of the same cases; medians are shown")
     parser.add_argument("--model", default="bench-judge", help="model name the server is asked for (priced or not)")
-    parser.add_argument("--in-process", action="store_true", help="make the calls in this process, not in the litellm worker")
-    parser.add_argument("--workers", type=int, help="litellm worker processes (default: as a run at this concurrency on this machine)")
+    parser.add_argument(
+        "--in-process", action="store_true", help="make the calls in this process, not in the litellm worker"
+    )
+    parser.add_argument(
+        "--workers", type=int, help="litellm worker processes (default: as a run at this concurrency on this machine)"
+    )
     parser.add_argument("--json", action="store_true", help="end with one line of JSON: the medians, for whole_run.py")
     args = parser.parse_args()
 
@@ -101,7 +107,9 @@ def main() -> None:
         os.environ["OPENAI_API_KEY"] = "sk-bench-not-a-key"
         os.environ["OPENAI_BASE_URL"] = server.base_url
         if not args.in_process:
-            start_worker(args.workers or workers_for(args.concurrency, os.cpu_count()))  # as `kindgi-eval run` starts them
+            start_worker(
+                args.workers or workers_for(args.concurrency, os.cpu_count())
+            )  # as `kindgi-eval run` starts them
             while len(running().ready) < len(running()._started):  # a second takes calls once it answers
                 time.sleep(0.05)
         workers = [] if args.in_process else [w.process.pid if w.process else None for w in running().ready]
@@ -129,13 +137,19 @@ def main() -> None:
             calls = server.stats()["requests"] - served
             calibration = [c for c in judge_model.calls if c[2]]
             cases_calls = [c for c in judge_model.calls if not c[2]]
-            runs.append({
-                "wall": wall, "cpu": cpu_here + cpu_worker, "cpu_worker": cpu_worker, "calls": calls, "invalid": sum(s.vote == "invalid" for s in samples),
-                "calibration_calls": len(calibration),
-                "calibration_done": max((c[1] for c in calibration), default=started) - started,
-                "first_case_call": min((c[0] for c in cases_calls), default=started) - started,
-                "latency": statistics.median(c[1] - c[0] for c in judge_model.calls),
-            })
+            runs.append(
+                {
+                    "wall": wall,
+                    "cpu": cpu_here + cpu_worker,
+                    "cpu_worker": cpu_worker,
+                    "calls": calls,
+                    "invalid": sum(s.vote == "invalid" for s in samples),
+                    "calibration_calls": len(calibration),
+                    "calibration_done": max((c[1] for c in calibration), default=started) - started,
+                    "first_case_call": min((c[0] for c in cases_calls), default=started) - started,
+                    "latency": statistics.median(c[1] - c[0] for c in judge_model.calls),
+                }
+            )
         peak = server.stats()["peak"]
     finally:
         stop_worker()
@@ -143,17 +157,31 @@ def main() -> None:
     figures = {field: statistics.median(r[field] for r in runs) for field in runs[0]}
     calibration_calls = len(golden.calibration) * SAMPLES
     ideal = phases_ideal(calibration_calls, int(figures["calls"]) - calibration_calls, args.concurrency, args.delay)
-    where = "this process" if args.in_process else f"{len(workers)} litellm worker process{'es' if len(workers) > 1 else ''}"
-    print(f"{args.cases} cases, {figures['calls']:.0f} judge calls ({figures['invalid']:.0f} invalid samples), concurrency "
-          f"{args.concurrency}, calls made in {where}; median of {args.repeat}; load average {os.getloadavg()[0]:.2f}")
-    print(f"CPU {figures['cpu']:.2f} s ({1000 * figures['cpu'] / figures['calls']:.1f} ms per call), of which the worker's "
-          f"{figures['cpu_worker']:.2f} s ({1000 * figures['cpu_worker'] / figures['calls']:.1f} ms per call)")
-    print(f"calibration's last reply at {figures['calibration_done']:.2f} s; the first case call at {figures['first_case_call']:.2f} s; "
-          f"a call's median latency {figures['latency'] * 1000:.0f} ms (the server's delay {args.delay * 1000:.0f} ms)")
-    print(f"wall {figures['wall']:.2f} s, ideal of the two phases {ideal:.2f} s, ratio {figures['wall'] / ideal:.2f}  (goal <= 1.15)")
+    where = (
+        "this process"
+        if args.in_process
+        else f"{len(workers)} litellm worker process{'es' if len(workers) > 1 else ''}"
+    )
+    print(
+        f"{args.cases} cases, {figures['calls']:.0f} judge calls ({figures['invalid']:.0f} invalid samples), concurrency "
+        f"{args.concurrency}, calls made in {where}; median of {args.repeat}; load average {os.getloadavg()[0]:.2f}"
+    )
+    print(
+        f"CPU {figures['cpu']:.2f} s ({1000 * figures['cpu'] / figures['calls']:.1f} ms per call), of which the worker's "
+        f"{figures['cpu_worker']:.2f} s ({1000 * figures['cpu_worker'] / figures['calls']:.1f} ms per call)"
+    )
+    print(
+        f"calibration's last reply at {figures['calibration_done']:.2f} s; the first case call at {figures['first_case_call']:.2f} s; "
+        f"a call's median latency {figures['latency'] * 1000:.0f} ms (the server's delay {args.delay * 1000:.0f} ms)"
+    )
+    print(
+        f"wall {figures['wall']:.2f} s, ideal of the two phases {ideal:.2f} s, ratio {figures['wall'] / ideal:.2f}  (goal <= 1.15)"
+    )
     print(f"server peak concurrency {peak}  (goal {args.concurrency})")
     if args.json:
-        print(json.dumps({**figures, "cases": args.cases, "concurrency": args.concurrency, "ideal": ideal, "peak": peak}))
+        print(
+            json.dumps({**figures, "cases": args.cases, "concurrency": args.concurrency, "ideal": ideal, "peak": peak})
+        )
 
 
 if __name__ == "__main__":

@@ -60,7 +60,9 @@ def delta_interval(fails: int, graded: int, error: JudgeError, shifted: bool = F
     return max(0.0, min(1.0, rate - Z95 * spread)), min(1.0, max(0.0, rate + Z95 * spread))
 
 
-def coverage(rate: float, judge: tuple[float, float], labels: tuple[int, int], graded: int, runs: int) -> dict[str, float]:
+def coverage(
+    rate: float, judge: tuple[float, float], labels: tuple[int, int], graded: int, runs: int
+) -> dict[str, float]:
     """Coverage and mean width of both intervals over `runs` simulated runs of one configuration."""
     (se, sp), (fail_labels, pass_labels) = judge, labels
     draw = random.Random(56)
@@ -83,8 +85,15 @@ def coverage(rate: float, judge: tuple[float, float], labels: tuple[int, int], g
         covered_delta += low <= rate <= high
         width += result.high - result.low
         width_delta += high - low
-    return {"shown": shown, "fieller": covered / shown, "delta": covered_delta / shown, "width": width / shown,
-            "width_delta": width_delta / shown, "lee": covered_lee / shown, "width_lee": width_lee / shown}
+    return {
+        "shown": shown,
+        "fieller": covered / shown,
+        "delta": covered_delta / shown,
+        "width": width / shown,
+        "width_delta": width_delta / shown,
+        "lee": covered_lee / shown,
+        "width_lee": width_lee / shown,
+    }
 
 
 def main() -> None:
@@ -98,15 +107,22 @@ def main() -> None:
         grid, runs = grid[::60], 200
     started = time.perf_counter()
     results = [(config, coverage(*config, runs)) for config in grid]
-    results = [(config, r) for config, r in results if r["shown"] >= runs // 10]  # a configuration that rarely has a correction
+    results = [
+        (config, r) for config, r in results if r["shown"] >= runs // 10
+    ]  # a configuration that rarely has a correction
     elapsed = time.perf_counter() - started
-    for method, key, width in (("fieller (the product's)", "fieller", "width"), ("delta method", "delta", "width_delta"),
-                                ("delta method with Lee et al.'s shift", "lee", "width_lee")):
+    for method, key, width in (
+        ("fieller (the product's)", "fieller", "width"),
+        ("delta method", "delta", "width_delta"),
+        ("delta method with Lee et al.'s shift", "lee", "width_lee"),
+    ):
         worst_config, worst = min(results, key=lambda item: item[1][key])
         below = sum(r[key] < 0.93 for _, r in results)
-        print(f"{method}: worst coverage {worst[key]:.3f} at rate {worst_config[0]}, judge {worst_config[1]}, labels (fail, pass) "
-              f"{worst_config[2]}, {worst_config[3]} graded; {below} of {len(results)} configurations below 0.93; "
-              f"mean width {sum(r[width] for _, r in results) / len(results):.3f}")
+        print(
+            f"{method}: worst coverage {worst[key]:.3f} at rate {worst_config[0]}, judge {worst_config[1]}, labels (fail, pass) "
+            f"{worst_config[2]}, {worst_config[3]} graded; {below} of {len(results)} configurations below 0.93; "
+            f"mean width {sum(r[width] for _, r in results) / len(results):.3f}"
+        )
     print(f"{len(results)} configurations x {runs} runs in {elapsed:.1f} s")
     calls = 2000
     started = time.perf_counter()
@@ -117,7 +133,9 @@ def main() -> None:
     for fails in range(10):
         labels_to_halve(fails, 30, JudgeError(3, 3, 2, 2))
     per_advice = (time.perf_counter() - started) / 10
-    print(f"one corrected rate with its interval: {per_interval * 1e6:.1f} us; one 'how many labels' answer: {per_advice * 1e3:.1f} ms")
+    print(
+        f"one corrected rate with its interval: {per_interval * 1e6:.1f} us; one 'how many labels' answer: {per_advice * 1e3:.1f} ms"
+    )
     print(f"peak memory: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 
 

@@ -55,7 +55,9 @@ def main() -> None:
             suite = generate(Path(tmp) / f"suite{size}", size)
             wall, peak, code = timed_run(["run", "--mock", "--eval-dir", str(suite)], env)
             per_case[size] = wall / size
-            print(f"{size:>6} cases: {wall:.2f} s wall, {peak:.0f} MB peak, {1000 * wall / size:.3f} ms per case, exit {code}")
+            print(
+                f"{size:>6} cases: {wall:.2f} s wall, {peak:.0f} MB peak, {1000 * wall / size:.3f} ms per case, exit {code}"
+            )
         if len(per_case) >= 2:
             small, large = min(per_case), max(per_case)
             print(f"per-case time at {large} / at {small}: {per_case[large] / per_case[small]:.2f}  (goal <= 1.2)")

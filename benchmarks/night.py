@@ -40,11 +40,31 @@ GROUPS = ["implicit_concession", "semantic_repetition", "answers_the_question", 
 
 
 def summary(tenant: str, started: str, cases: int) -> dict:
-    return {"tenant": tenant, "eval_dir": "evals/golden", "suite_hash": "0" * 64, "config_hash": "1" * 64,
-            "agent": "openai:gpt-4o-mini", "judge": "openai:gpt-4o", "judge_prompt_hash": "2" * 64, "code_version": "bench",
-            "replies_from": "", "started_at": started, "finished_at": started, "cases": cases, "passed": cases, "failed": 0,
-            "judged_fail": 0, "judged_pass": 0, "reviewed": 0, "ungraded": 0, "agent_usd": 0.0, "judge_usd": 0.0,
-            "cost_unknown": False, "stages": [], "uncovered": []}
+    return {
+        "tenant": tenant,
+        "eval_dir": "evals/golden",
+        "suite_hash": "0" * 64,
+        "config_hash": "1" * 64,
+        "agent": "openai:gpt-4o-mini",
+        "judge": "openai:gpt-4o",
+        "judge_prompt_hash": "2" * 64,
+        "code_version": "bench",
+        "replies_from": "",
+        "started_at": started,
+        "finished_at": started,
+        "cases": cases,
+        "passed": cases,
+        "failed": 0,
+        "judged_fail": 0,
+        "judged_pass": 0,
+        "reviewed": 0,
+        "ungraded": 0,
+        "agent_usd": 0.0,
+        "judge_usd": 0.0,
+        "cost_unknown": False,
+        "stages": [],
+        "uncovered": [],
+    }
 
 
 def generate(root: Path, suites: int, nights: int, cases: int, flips: float, dropped: int) -> list[tuple[str, str]]:
@@ -65,15 +85,44 @@ def generate(root: Path, suites: int, nights: int, cases: int, flips: float, dro
             run_id = f"{s:04d}{n:04d}-0000-4000-8000-000000000000"
             tables = {
                 SHARED.run_summary: [summary(tenant, f"{day}T02:00:{s % 60:02d}+00:00", cases)],
-                SHARED.statuses: [{"case_id": f"case-{c:04d}", "status": statuses[c], "failures": [], "messages": ["hi"],
-                                   "escalate": False, "reason": None, "latency_ms": 800.0, "error": None, "review": [], "criteria": []}
-                                  for c in range(cases)],
-                SHARED.calibration: [{"group": g, "agreement": 1.0, "kappa": 1.0, "items": 4, "pass_labels": 2, "fail_labels": 2,
-                                      "calibrated": True, "note": "agreed", "agreement_low": 0.5, "samples": 12,
-                                      "invalid_samples": 0, "invalid_causes": [], "judge": "openai:gpt-4o"} for g in GROUPS],
+                SHARED.statuses: [
+                    {
+                        "case_id": f"case-{c:04d}",
+                        "status": statuses[c],
+                        "failures": [],
+                        "messages": ["hi"],
+                        "escalate": False,
+                        "reason": None,
+                        "latency_ms": 800.0,
+                        "error": None,
+                        "review": [],
+                        "criteria": [],
+                    }
+                    for c in range(cases)
+                ],
+                SHARED.calibration: [
+                    {
+                        "group": g,
+                        "agreement": 1.0,
+                        "kappa": 1.0,
+                        "items": 4,
+                        "pass_labels": 2,
+                        "fail_labels": 2,
+                        "calibrated": True,
+                        "note": "agreed",
+                        "agreement_low": 0.5,
+                        "samples": 12,
+                        "invalid_samples": 0,
+                        "invalid_causes": [],
+                        "judge": "openai:gpt-4o",
+                    }
+                    for g in GROUPS
+                ],
             }
             for table, rows in tables.items():
-                write_atomically(to_table([table.row(**r) for r in rows], table.row), table_path(root, table.asset, key, day, run_id))
+                write_atomically(
+                    to_table([table.row(**r) for r in rows], table.row), table_path(root, table.asset, key, day, run_id)
+                )
     return declared
 
 
@@ -82,7 +131,9 @@ def main() -> None:
     parser.add_argument("--suites", type=int, default=50)
     parser.add_argument("--nights", type=int, default=14)
     parser.add_argument("--cases", type=int, default=200)
-    parser.add_argument("--flips", type=float, default=0.01, help="the share of a suite's cases drawn afresh each night")
+    parser.add_argument(
+        "--flips", type=float, default=0.01, help="the share of a suite's cases drawn afresh each night"
+    )
     parser.add_argument("--dropped", type=int, default=3, help="suites whose pass rate falls on the last night")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
@@ -91,8 +142,10 @@ def main() -> None:
         root = folder / "store"
         started = time.perf_counter()
         declared = generate(root, args.suites, args.nights, args.cases, args.flips, args.dropped)
-        print(f"store: {args.suites} suites x {args.nights} nights x {args.cases} cases, {args.flips:.0%} of cases drawn afresh "
-              f"each night, {args.dropped} suites dropping on the last; made in {time.perf_counter() - started:.1f} s")
+        print(
+            f"store: {args.suites} suites x {args.nights} nights x {args.cases} cases, {args.flips:.0%} of cases drawn afresh "
+            f"each night, {args.dropped} suites dropping on the last; made in {time.perf_counter() - started:.1f} s"
+        )
         keys = [k for _, k in declared]
         read = []
         for _ in range(args.repeat):
@@ -101,17 +154,26 @@ def main() -> None:
             found = night_of([(t, s) for (t, _), s in zip(declared, suites, strict=True)], None, missing=True)
             read.append(time.perf_counter() - t0)
         told = sum(t.worse for t in found.tenants)
-        print(f"night read in this process: median {statistics.median(read):.2f} s of {args.repeat} "
-              f"({told} of {len(found.tenants)} tenants got worse); peak memory {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+        print(
+            f"night read in this process: median {statistics.median(read):.2f} s of {args.repeat} "
+            f"({told} of {len(found.tenants)} tenants got worse); peak memory {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"
+        )
         tenants = folder / "tenants.toml"
         homes = []
         for tenant, _ in declared:
             home = folder / "tenants" / tenant
             (home / "evals" / "golden").mkdir(parents=True)
             (home / "config").mkdir()
-            homes.append(f'[[tenant]]\nname = "{tenant}"\nhome = "{home}"\nconfig = "config"\nsuites = ["evals/golden"]\nagent_model = "mock:agent"\n')
+            homes.append(
+                f'[[tenant]]\nname = "{tenant}"\nhome = "{home}"\nconfig = "config"\nsuites = ["evals/golden"]\nagent_model = "mock:agent"\n'
+            )
         tenants.write_text("\n".join(homes))
-        env = {**os.environ, "KINDGI_STORE": str(root), "KINDGI_HOME": str(folder / "home"), "KINDGI_TENANTS": str(tenants)}
+        env = {
+            **os.environ,
+            "KINDGI_STORE": str(root),
+            "KINDGI_HOME": str(folder / "home"),
+            "KINDGI_TENANTS": str(tenants),
+        }
         whole = []
         for _ in range(args.repeat):
             t0 = time.perf_counter()
@@ -120,8 +182,10 @@ def main() -> None:
             if done.returncode not in (0, 1):
                 sys.exit(f"kindgi-eval night failed: {done.stderr}")
         median = statistics.median(whole)
-        print(f"kindgi-eval night, the whole process: median {median:.2f} s of {args.repeat}; goal {GOAL_S:.1f} s: "
-              f"{'met' if median <= GOAL_S else 'NOT met'} ({median / GOAL_S:.2f} of it)")
+        print(
+            f"kindgi-eval night, the whole process: median {median:.2f} s of {args.repeat}; goal {GOAL_S:.1f} s: "
+            f"{'met' if median <= GOAL_S else 'NOT met'} ({median / GOAL_S:.2f} of it)"
+        )
     finally:
         shutil.rmtree(folder)
 

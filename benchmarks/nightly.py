@@ -45,12 +45,19 @@ sys.path.insert(0, str(REPO / "deploy"))  # the profile's own script
 import chat_server  # noqa: E402
 import production  # noqa: E402
 from whole_run import tree_pss_kb  # noqa: E402
+
 from kindgi_eval_tests.gateway_config import with_openai_rpm  # noqa: E402
 
 PROFILE = REPO / "deploy" / "production.py"
 DEMO_TENANT = REPO / "kindgi_eval" / "demo_tenant" / "tenant.toml"
 CALIBRATION = REPO / "evals" / "golden" / "calibration.jsonl"
-REPLY = json.dumps({"messages": ["The Foundation Course is $450. Would you pay upfront or in instalments?"], "escalate": False, "reason": None})
+REPLY = json.dumps(
+    {
+        "messages": ["The Foundation Course is $450. Would you pay upfront or in instalments?"],
+        "escalate": False,
+        "reason": None,
+    }
+)
 CASE = {"text": "how much is the foundation course?", "expect": {"escalate": False}, "must_contain": ["$450"]}
 KEY = "sk-bench-not-a-key"
 CONCURRENCY = 4
@@ -65,17 +72,23 @@ def tenants_file(root: Path, tenants: int, cases: int, down: int) -> tuple[Path,
         name = f"tenant-{n:03d}"
         home = root / name
         (home / "config").mkdir(parents=True)
-        (home / "config" / "tenant.toml").write_text(DEMO_TENANT.read_text().replace('tenant = "demo-academy"', f'tenant = "{name}"'))
+        (home / "config" / "tenant.toml").write_text(
+            DEMO_TENANT.read_text().replace('tenant = "demo-academy"', f'tenant = "{name}"')
+        )
         suite = home / "evals" / "night"
         suite.mkdir(parents=True)
-        (suite / "cases.jsonl").write_text("".join(json.dumps({"id": f"case-{c:03d}", **CASE}) + "\n" for c in range(cases)))
+        (suite / "cases.jsonl").write_text(
+            "".join(json.dumps({"id": f"case-{c:03d}", **CASE}) + "\n" for c in range(cases))
+        )
         shutil.copyfile(CALIBRATION, suite / "calibration.jsonl")
         agent = 'agent_model = "openai:bench-agent"'
         if n >= tenants:
             agent = f'agent_url = "http://127.0.0.1:{dead_port}/turn"'
             dead.append(name)
-        entries.append(f'[[tenant]]\nname = "{name}"\nhome = "{name}"\nconfig = "config"\nsuites = ["evals/night"]\n{agent}\n'
-                       f'judge_model = "openai:bench-judge"\nconcurrency = {CONCURRENCY}\n')
+        entries.append(
+            f'[[tenant]]\nname = "{name}"\nhome = "{name}"\nconfig = "config"\nsuites = ["evals/night"]\n{agent}\n'
+            f'judge_model = "openai:bench-judge"\nconcurrency = {CONCURRENCY}\n'
+        )
     path = root / "tenants.toml"
     path.write_text("\n".join(entries))
     return path, dead
@@ -84,9 +97,18 @@ def tenants_file(root: Path, tenants: int, cases: int, down: int) -> tuple[Path,
 def down_statuses(env: dict[str, str], dead: list[str]) -> str:
     """How the cases of the tenants whose agent is down ended, from the store."""
     names = ", ".join(f"'{name}.night'" for name in dead)
-    done = subprocess.run([str(Path(sys.executable).parent / "kindgi-eval"), "sql", "--format", "csv",
-                           f"SELECT status, count(*) AS cases, count(error) AS with_error FROM statuses WHERE suite IN ({names}) GROUP BY 1"],
-                          env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "kindgi-eval"),
+            "sql",
+            "--format",
+            "csv",
+            f"SELECT status, count(*) AS cases, count(error) AS with_error FROM statuses WHERE suite IN ({names}) GROUP BY 1",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     return " ".join(done.stdout.split()) if done.returncode == 0 else done.stderr.strip()
 
 
@@ -135,7 +157,9 @@ class DaemonCpu:
 RUN_WORKERS = "daemon: run workers (sampled)"
 
 
-def watch(instance, daemon: DaemonCpu, expected: int, timeout: float) -> tuple[list, list[tuple[float, int]], dict[str, int]]:
+def watch(
+    instance, daemon: DaemonCpu, expected: int, timeout: float
+) -> tuple[list, list[tuple[float, int]], dict[str, int]]:
     """Poll the instance until `expected` runs have ended, sampling the daemon's processes' CPU: the run records,
     (time, runs in flight) samples, and the peak memory, RSS and PSS, of one of the run workers the daemon launched
     and of all of them at once (PSS counts a page a worker shares with the other workers, or with their code server, in
@@ -147,7 +171,9 @@ def watch(instance, daemon: DaemonCpu, expected: int, timeout: float) -> tuple[l
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         records = instance.get_run_records()
-        running = sum(1 for r in records if r.dagster_run.status in (DagsterRunStatus.STARTING, DagsterRunStatus.STARTED))
+        running = sum(
+            1 for r in records if r.dagster_run.status in (DagsterRunStatus.STARTING, DagsterRunStatus.STARTED)
+        )
         in_flight.append((time.time(), running))
         workers = daemon.sample(production.running_processes())
         for kind, sizes in (("rss", [p.rss for p in workers]), ("pss", [tree_pss_kb(p.pid) * 1024 for p in workers])):
@@ -177,7 +203,9 @@ def tree_cpu_s(root: int, processes: dict[int, production.Process], others: set[
 
 def machine_cpu_s() -> float:
     """CPU seconds every core of the machine has spent busy since boot (/proc/stat: all but idle and iowait)."""
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in Path("/proc/stat").read_text().split()[1:9])
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (
+        int(v) for v in Path("/proc/stat").read_text().split()[1:9]
+    )
     return (user + nice + system + irq + softirq + steal) / production.CLOCK_TICKS
 
 
@@ -194,24 +222,39 @@ def cpu_by_service(pids: dict[str, int]) -> dict[str, float]:
     """CPU seconds so far of each service's process tree, and of the machine (`machine`)."""
     processes = production.running_processes()
     roots = set(pids.values())
-    return {**{name: tree_cpu_s(pid, processes, roots - {pid}) for name, pid in pids.items()}, "machine": machine_cpu_s()}
+    return {
+        **{name: tree_cpu_s(pid, processes, roots - {pid}) for name, pid in pids.items()},
+        "machine": machine_cpu_s(),
+    }
 
 
-def cpu_lines(before: dict[str, float], after: dict[str, float], daemon: dict[str, float], runs: int, night: float) -> list[str]:
+def cpu_lines(
+    before: dict[str, float], after: dict[str, float], daemon: dict[str, float], runs: int, night: float
+) -> list[str]:
     """The night's CPU by service, largest first, per run and against the machine's."""
     spent = {**{name: after[name] - before[name] for name in before}, **daemon}
     machine = spent.pop("machine")
     others = machine - sum(spent.values())
-    lines = [f"CPU from the tick to the last run's end: the machine {machine:.0f} s of {os.cpu_count()} cores x {night:.0f} s "
-             f"({machine / (os.cpu_count() * night):.0%} busy), {machine / runs:.1f} s per run"]
+    lines = [
+        f"CPU from the tick to the last run's end: the machine {machine:.0f} s of {os.cpu_count()} cores x {night:.0f} s "
+        f"({machine / (os.cpu_count() * night):.0%} busy), {machine / runs:.1f} s per run"
+    ]
     for name, seconds in sorted(spent.items(), key=lambda item: -item[1]):
         lines.append(f"  {name}: {seconds:.1f} s ({seconds / machine:.0%}, {seconds / runs:.2f} s per run)")
     lines.append(f"  anything else on the machine: {others:.1f} s ({others / machine:.0%})")
     return lines
 
 
-PHASES = ("queued", "worker start and code location", "steps: resources and inputs", "steps: computing", "steps: writing outputs",
-          "steps: Dagster's events", "between steps", "run end")
+PHASES = (
+    "queued",
+    "worker start and code location",
+    "steps: resources and inputs",
+    "steps: computing",
+    "steps: writing outputs",
+    "steps: Dagster's events",
+    "between steps",
+    "run end",
+)
 """Where a run's wall time goes, from the instance's event log of it, each phase between two of its events."""
 
 
@@ -274,8 +317,13 @@ def breakdown(instance, records) -> list[str]:
     lines += [f"  {phase}: {median(spent[phase] for spent, _ in runs):.2f} s" for phase in PHASES]
     names = sorted({s for _, steps in runs for s in steps})
     by_step = {s: [median(steps[s][i] for _, steps in runs if s in steps) for i in range(4)] for s in names}
-    lines.append("  each step, median s (resources and inputs / computing / writing): " + ", ".join(
-        f"{s} {t[0]:.2f} ({t[1]:.2f} / {t[2]:.2f} / {t[3]:.2f})" for s, t in sorted(by_step.items(), key=lambda kv: -kv[1][0])))
+    lines.append(
+        "  each step, median s (resources and inputs / computing / writing): "
+        + ", ".join(
+            f"{s} {t[0]:.2f} ({t[1]:.2f} / {t[2]:.2f} / {t[3]:.2f})"
+            for s, t in sorted(by_step.items(), key=lambda kv: -kv[1][0])
+        )
+    )
     return lines
 
 
@@ -284,10 +332,16 @@ def main() -> int:
     parser.add_argument("--tenants", type=int, default=50, help="tenants on the provider (default: %(default)s)")
     parser.add_argument("--cases", type=int, default=40, help="cases in each tenant's suite (default: %(default)s)")
     parser.add_argument("--delay", type=float, default=0.2, help="the provider's answer time, s (default: %(default)s)")
-    parser.add_argument("--rpm", type=int, default=3000, help="the provider's requests per minute (default: %(default)s)")
-    parser.add_argument("--max-concurrent-runs", type=int, default=8, help="runs at once on the machine (default: %(default)s)")
+    parser.add_argument(
+        "--rpm", type=int, default=3000, help="the provider's requests per minute (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--max-concurrent-runs", type=int, default=8, help="runs at once on the machine (default: %(default)s)"
+    )
     parser.add_argument("--down", type=int, default=1, help="tenants whose agent's host is down (default: %(default)s)")
-    parser.add_argument("--timeout", type=float, default=3600, help="give up after this many seconds (default: %(default)s)")
+    parser.add_argument(
+        "--timeout", type=float, default=3600, help="give up after this many seconds (default: %(default)s)"
+    )
     args = parser.parse_args()
 
     server, base_url = chat_server.start(args.delay, REPLY, rpm=args.rpm)
@@ -296,11 +350,32 @@ def main() -> int:
     tenants, dead = tenants_file(root, args.tenants, args.cases, args.down)
     config, openai = with_openai_rpm(root, args.rpm // 2)  # half the provider's: docs/running.md says why
     parallel = openai["max_parallel_requests"]
-    env = {**os.environ, "KINDGI_TENANTS": str(tenants), "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": KEY,
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_MASTER_KEY": "sk-nightly-master-key"}
+    env = {
+        **os.environ,
+        "KINDGI_TENANTS": str(tenants),
+        "OPENAI_BASE_URL": base_url,
+        "OPENAI_API_KEY": KEY,
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "LITELLM_MASTER_KEY": "sk-nightly-master-key",
+    }
     try:
-        subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(folder), "--tick-once-after", "20",
-                        "--max-concurrent-runs", str(args.max_concurrent_runs), "--gateway-config", str(config)], env=env, check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                str(PROFILE),
+                "start",
+                "--dir",
+                str(folder),
+                "--tick-once-after",
+                "20",
+                "--max-concurrent-runs",
+                str(args.max_concurrent_runs),
+                "--gateway-config",
+                str(config),
+            ],
+            env=env,
+            check=True,
+        )
         state = json.loads((folder / "profile.json").read_text())
         tick = datetime.fromisoformat(state["tick"]).timestamp()
         os.environ.update(production.read_env(folder))
@@ -308,9 +383,12 @@ def main() -> int:
 
         instance = dg.DagsterInstance.get()
         allowed = instance.get_concurrency_config().run_queue_config.max_concurrent_runs
-        print(f"{args.tenants} tenants of {args.cases} cases (+{args.down} with the agent down); provider at {args.delay * 1000:.0f} ms, "
-              f"{args.rpm} requests per minute; gateway: {args.rpm // 2} per minute; queue: max_concurrent_runs {allowed}, "
-              "one per tenant; waiting for the tick", flush=True)
+        print(
+            f"{args.tenants} tenants of {args.cases} cases (+{args.down} with the agent down); provider at {args.delay * 1000:.0f} ms, "
+            f"{args.rpm} requests per minute; gateway: {args.rpm // 2} per minute; queue: max_concurrent_runs {allowed}, "
+            "one per tenant; waiting for the tick",
+            flush=True,
+        )
         watched = services(state, server.pid)
         while time.time() < tick:  # the services idle until the tick; their start-up is not the night's
             time.sleep(0.2)
@@ -337,20 +415,30 @@ def main() -> int:
     keys = Counter(r.dagster_run.tags.get("dagster/run_key") for r in records)
     within = seen["refused_429"] == 0 and seen["busiest_minute"] <= args.rpm and seen["peak"] <= parallel
     print(f"night: {night:.1f} s from the tick to the last run's end; {len(live) / night * 3600:.0f} tenants per hour")
-    print(f"queue allows: {waves} waves of {allowed} x the slowest run {slowest:.1f} s = {ideal:.1f} s; "
-          f"ratio {night / ideal:.2f}")
-    print(f"runs: {dict(statuses)}; down tenants' runs: {[r.dagster_run.status.value for r in records if r.dagster_run.tags['kindgi/tenant'] in dead]}, "
-          f"their cases (status, cases, with an error): {down}; "
-          f"lost {args.tenants + args.down - len(records)}; started twice {sum(n - 1 for n in keys.values() if n > 1)}")
-    print(f"runs in flight: peak {max(n for _, n in in_flight)}; over time (s after the tick: runs) "
-          + ", ".join(f"{t - tick:.0f}:{n}" for t, n in in_flight[:: max(1, len(in_flight) // 20)] if t >= tick))
-    print(f"provider: {seen['requests']} requests answered, {seen['refused_429']} refused 429; peak in flight {seen['peak']} "
-          f"(the gateway's bound {parallel}); busiest second {seen['busiest_second']}, busiest 60 s {seen['busiest_minute']} "
-          f"(its limit {args.rpm}){'' if within else ' EXCEEDED'}")
+    print(
+        f"queue allows: {waves} waves of {allowed} x the slowest run {slowest:.1f} s = {ideal:.1f} s; "
+        f"ratio {night / ideal:.2f}"
+    )
+    print(
+        f"runs: {dict(statuses)}; down tenants' runs: {[r.dagster_run.status.value for r in records if r.dagster_run.tags['kindgi/tenant'] in dead]}, "
+        f"their cases (status, cases, with an error): {down}; "
+        f"lost {args.tenants + args.down - len(records)}; started twice {sum(n - 1 for n in keys.values() if n > 1)}"
+    )
+    print(
+        f"runs in flight: peak {max(n for _, n in in_flight)}; over time (s after the tick: runs) "
+        + ", ".join(f"{t - tick:.0f}:{n}" for t, n in in_flight[:: max(1, len(in_flight) // 20)] if t >= tick)
+    )
+    print(
+        f"provider: {seen['requests']} requests answered, {seen['refused_429']} refused 429; peak in flight {seen['peak']} "
+        f"(the gateway's bound {parallel}); busiest second {seen['busiest_second']}, busiest 60 s {seen['busiest_minute']} "
+        f"(its limit {args.rpm}){'' if within else ' EXCEEDED'}"
+    )
     print("\n".join(spent))
     print("\n".join(cpu_lines(cpu_before, cpu_after, daemon.spent(), len(records), night)))
-    print(f"memory: peak of one run worker {peaks['rss'] / 2**20:.0f} MB RSS, {peaks['pss'] / 2**20:.0f} MB PSS; of all run workers "
-          f"at once {peaks['all rss'] / 2**20:.0f} MB RSS, {peaks['all pss'] / 2**20:.0f} MB PSS; the gateway's peak {gateway_peak / 2**20:.0f} MB")
+    print(
+        f"memory: peak of one run worker {peaks['rss'] / 2**20:.0f} MB RSS, {peaks['pss'] / 2**20:.0f} MB PSS; of all run workers "
+        f"at once {peaks['all rss'] / 2**20:.0f} MB RSS, {peaks['all pss'] / 2**20:.0f} MB PSS; the gateway's peak {gateway_peak / 2**20:.0f} MB"
+    )
     return 0 if within and len(records) == args.tenants + args.down and all(n == 1 for n in keys.values()) else 1
 
 

@@ -26,8 +26,17 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 RUN_VARIABLES = (
-    "OPENAI_API_BASE", "KINDGI_STORE", "DAGSTER_HOME", "EVAL_DIR", "CONFIG_DIR", "AGENT_MODEL", "AGENT_URL",
-    "EVAL_JUDGE_MODEL", "EVAL_MAX_LATENCY_MS", "EVAL_CONCURRENCY", "EVAL_MODEL_TIMEOUT_S",
+    "OPENAI_API_BASE",
+    "KINDGI_STORE",
+    "DAGSTER_HOME",
+    "EVAL_DIR",
+    "CONFIG_DIR",
+    "AGENT_MODEL",
+    "AGENT_URL",
+    "EVAL_JUDGE_MODEL",
+    "EVAL_MAX_LATENCY_MS",
+    "EVAL_CONCURRENCY",
+    "EVAL_MODEL_TIMEOUT_S",
 )
 """Run settings the shell may hold; the run takes its settings from the flags below alone."""
 
@@ -86,9 +95,20 @@ def bench(args: argparse.Namespace, judge_server, home: Path) -> int:
     with judge_server.RealJudge(keep_log=args.keep is not None, **server) as judge:
         env.update(judge.env())
         command = [
-            cli(), "run", "--mock", "--eval-dir", args.eval_dir, "--judge-model", judge.model, "--json", str(summary_path),
+            cli(),
+            "run",
+            "--mock",
+            "--eval-dir",
+            args.eval_dir,
+            "--judge-model",
+            judge.model,
+            "--json",
+            str(summary_path),
             # as many calls in flight as the server evaluates at once, so latency is service time, not queueing
-            "--concurrency", str(args.parallel), "--model-timeout-s", f"{args.model_timeout_s:g}",
+            "--concurrency",
+            str(args.parallel),
+            "--model-timeout-s",
+            f"{args.model_timeout_s:g}",
         ]
         print(f"{time.strftime('%Y-%m-%d')} {judge.ready_line}")
         print("$ kindgi-eval " + " ".join(command[1:]), flush=True)
@@ -115,15 +135,19 @@ def bench(args: argparse.Namespace, judge_server, home: Path) -> int:
     by_group: dict[str, list[dict]] = defaultdict(list)
     for s in samples:
         by_group[s["group"]].append(s)
-    print(f"{'group':22} {'items':>5} {'pass':>4} {'fail':>4} {'agreement':>9} {'kappa':>6} {'invalid':>12}  calibrated")
+    print(
+        f"{'group':22} {'items':>5} {'pass':>4} {'fail':>4} {'agreement':>9} {'kappa':>6} {'invalid':>12}  calibrated"
+    )
     for group, c in summary["calibration"].items():
         mine = by_group.get(group, [])
         invalid = sum(s["vote"] == "invalid" for s in mine)
         rate = f"{invalid}/{len(mine)}" if mine else "-"
         agreement = "n/a" if c["agreement"] is None else f"{c['agreement']:.2f}"
         kappa = "n/a" if c["kappa"] is None else f"{c['kappa']:.2f}"
-        print(f"{group:22} {c['items']:>5} {c['labels']['pass']:>4} {c['labels']['fail']:>4} {agreement:>9} {kappa:>6} "
-              f"{rate:>12}  {'yes' if c['calibrated'] else 'no'}: {c['note']}")
+        print(
+            f"{group:22} {c['items']:>5} {c['labels']['pass']:>4} {c['labels']['fail']:>4} {agreement:>9} {kappa:>6} "
+            f"{rate:>12}  {'yes' if c['calibrated'] else 'no'}: {c['note']}"
+        )
     invalid = [s for s in samples if s["vote"] == "invalid"]
     votes = Counter(s["vote"] for s in samples)
     rate = len(invalid) / len(samples) if samples else 0.0
@@ -133,8 +157,10 @@ def bench(args: argparse.Namespace, judge_server, home: Path) -> int:
     latencies = [s["latency_ms"] for s in samples]
     if latencies:
         mean, p50, p95 = statistics.mean(latencies), percentile(latencies, 0.5), percentile(latencies, 0.95)
-        print(f"latency per call: mean {mean / 1000:.2f} s, p50 {p50 / 1000:.2f} s, p95 {p95 / 1000:.2f} s, "
-              f"max {max(latencies) / 1000:.2f} s")
+        print(
+            f"latency per call: mean {mean / 1000:.2f} s, p50 {p50 / 1000:.2f} s, p95 {p95 / 1000:.2f} s, "
+            f"max {max(latencies) / 1000:.2f} s"
+        )
         prompt = statistics.mean(s["prompt_tokens"] for s in samples)
         completion = statistics.mean(s["completion_tokens"] for s in samples)
         print(f"tokens per call: {prompt:.0f} prompt, {completion:.0f} completion (mean)")

@@ -59,11 +59,14 @@ def load(url: str, clients: int, seconds: float, kind: str, token: str = "", rat
         pool.apply(time.sleep, (0,))  # the child is up and has imported this module before the clock starts
         started = time.process_time()
         latencies, sent, client_cpu = pool.apply(_load_in_child, (url, clients, seconds, kind, token, rate))
-        return Load(len(latencies), latencies, client_cpu / (WARMUP + seconds), (time.process_time() - started) / max(sent, 1))
+        return Load(
+            len(latencies), latencies, client_cpu / (WARMUP + seconds), (time.process_time() - started) / max(sent, 1)
+        )
 
 
-def _load_in_child(url: str, clients: int, seconds: float, kind: str, token: str,
-                   rate: float | None) -> tuple[list[float], int, float]:
+def _load_in_child(
+    url: str, clients: int, seconds: float, kind: str, token: str, rate: float | None
+) -> tuple[list[float], int, float]:
     auth = {"Authorization": f"Bearer {token}"}
 
     async def request(http, client: int, n: int) -> int:
@@ -136,8 +139,10 @@ def _line(name: str, measured: Load, seconds: float) -> float:
     rate = measured.count / seconds
     latencies = measured.latencies
     cuts = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [latencies[0]] * 99
-    print(f"  {name:<26} {rate:7.0f} req/s   p50 {cuts[49]:5.1f} ms   p99 {cuts[98]:5.1f} ms   "
-          f"CPU: client {measured.client_cpu:4.0%} of a core, server {measured.server_cpu * 1e6:4.0f} us a request")
+    print(
+        f"  {name:<26} {rate:7.0f} req/s   p50 {cuts[49]:5.1f} ms   p99 {cuts[98]:5.1f} ms   "
+        f"CPU: client {measured.client_cpu:4.0%} of a core, server {measured.server_cpu * 1e6:4.0f} us a request"
+    )
     return rate
 
 
@@ -181,7 +186,9 @@ def bench_backend(name: str, url: str, clients: int, seconds: float, bare_get: f
         print(f"{name}:")
         rate = _line("GET latest, closed loop", load(server.url, clients, seconds, "get", token), seconds)
         print(f"  {'':<26} ratio to the bare handler {rate / bare_get:.2f}  (goal >= 1000 req/s)")
-        _line(f"GET latest, open {offered:g}/s", load(server.url, clients, seconds, "get", token, rate=offered), seconds)
+        _line(
+            f"GET latest, open {offered:g}/s", load(server.url, clients, seconds, "get", token, rate=offered), seconds
+        )
         print(f"  {'':<26} (goal p99 < 25 ms at 1000 req/s offered)")
         _line("publish, closed loop", load(server.url, clients, seconds, "publish", token), seconds)
         print(f"  {'':<26} (goal >= 200 versions/s)")

@@ -50,7 +50,9 @@ def connect(url: str, timeout_s: float, source: str | None = None) -> socket.soc
     """A raw connection to the server at `url` (`http://host:port`), for requests no HTTP client would send; from
     `source`, another address of the loopback network, if given."""
     host, port = url.removeprefix("http://").split(":")
-    return socket.create_connection((host, int(port)), timeout=timeout_s, source_address=(source, 0) if source else None)
+    return socket.create_connection(
+        (host, int(port)), timeout=timeout_s, source_address=(source, 0) if source else None
+    )
 
 
 def rss_mib(pid: int) -> tuple[float, float]:
@@ -102,8 +104,13 @@ def slow_clients(count: int) -> Callable[[str, str, float], str]:
             with httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
                 k = 0
                 while not stop.is_set():
-                    document = {"id": f"acme.honest{count}", "tenantId": "acme", "version": f"1.0.{k}", "kind": "conversation",
-                                "spec": {"cases": [{"id": "c", "text": "hi", "expect": {"escalate": False}}]}}
+                    document = {
+                        "id": f"acme.honest{count}",
+                        "tenantId": "acme",
+                        "version": f"1.0.{k}",
+                        "kind": "conversation",
+                        "spec": {"cases": [{"id": "c", "text": "hi", "expect": {"escalate": False}}]},
+                    }
                     try:
                         statuses.append(http.post(f"{url}/v1/eval-suites", json=document).status_code)
                     except httpx.HTTPError:
@@ -133,8 +140,10 @@ def slow_clients(count: int) -> Callable[[str, str, float], str]:
             if sock is not None:
                 sock.close()
         created = sum(s == 201 for s in statuses)
-        return (f"honest publishes answered 201: {created} of {len(statuses)}; {n:,} slow from {len(set(sources))} addresses, "
-                f"{reopened:,} opened again after the server closed them")
+        return (
+            f"honest publishes answered 201: {created} of {len(statuses)}; {n:,} slow from {len(set(sources))} addresses, "
+            f"{reopened:,} opened again after the server closed them"
+        )
 
     return attack
 
@@ -175,10 +184,20 @@ def unfinished_heads(url: str, token: str, seconds: float) -> None:
 
 def nested_patterns(url: str, token: str, seconds: float) -> None:
     """Eight publishes at once of an accuracy suite whose regex is `(?:x{65535}){65535}`."""
-    spec = {"cases": [{"input": "x", "expectedOutput": "x"}], "grader": {"adapterId": "regex", "config": {"pattern": "(?:x{65535}){65535}"}}}
+    spec = {
+        "cases": [{"input": "x", "expectedOutput": "x"}],
+        "grader": {"adapterId": "regex", "config": {"pattern": "(?:x{65535}){65535}"}},
+    }
 
     def one(n: int) -> None:
-        document = {"id": f"acme.re{n}", "tenantId": "acme", "version": "1.0.0", "kind": "accuracy", "description": "", "spec": spec}
+        document = {
+            "id": f"acme.re{n}",
+            "tenantId": "acme",
+            "version": "1.0.0",
+            "kind": "accuracy",
+            "description": "",
+            "spec": spec,
+        }
         httpx.post(f"{url}/v1/eval-suites", json=document, headers={"Authorization": f"Bearer {token}"}, timeout=60)
 
     threads = [threading.Thread(target=one, args=(n,)) for n in range(scaled(8))]
@@ -208,8 +227,11 @@ def aborted_uploads(url: str, token: str, seconds: float) -> None:
     """Two hundred publishes whose client sends half its body, then goes away."""
     for _ in range(scaled(200)):
         with connect(url, 5) as sock:
-            sock.sendall(b"POST /v1/eval-suites HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n"
-                         + f"Authorization: Bearer {token}\r\n\r\n".encode() + b'{"id": "acme.gone", ')
+            sock.sendall(
+                b"POST /v1/eval-suites HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n"
+                + f"Authorization: Bearer {token}\r\n\r\n".encode()
+                + b'{"id": "acme.gone", '
+            )
 
 
 ATTACKS: list[tuple[str, Callable[[str, str, float], str | None]]] = [
@@ -228,7 +250,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=4.0, help="how long the attacks that last do")
     parser.add_argument("--slow-seconds", type=float, default=SLOW_SECONDS, help="how long the slow clients last")
-    parser.add_argument("--quick", action="store_true", help="a tenth of each attack, for half a second: a check that it runs")
+    parser.add_argument(
+        "--quick", action="store_true", help="a tenth of each attack, for half a second: a check that it runs"
+    )
     args = parser.parse_args()
     SLOW_SECONDS = args.slow_seconds
     if args.quick:
@@ -237,9 +261,13 @@ def main() -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # this client holds five thousand sockets
     home = Path(tempfile.mkdtemp(prefix="kindgi-attacks-"))
     env = {**os.environ, "KINDGI_HOME": str(home), "DAGSTER_HOME": str(home / "dagster")}
-    token = subprocess.run([str(CLI), "tokens", "issue", "--tenant", "acme"], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    token = subprocess.run(
+        [str(CLI), "tokens", "issue", "--tenant", "acme"], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
     port = free_port()
-    server = subprocess.Popen([str(CLI), "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [str(CLI), "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(200):
@@ -250,10 +278,23 @@ def main() -> None:
                 time.sleep(0.05)
         long = "A description a tenant made long. " * 25_000
         for n in range(scaled(20)):
-            document = {"id": f"acme.s{n}", "tenantId": "acme", "version": "1.0.0", "kind": "conversation", "description": long,
-                        "spec": {"cases": [{"id": "c", "text": "hi", "expect": {"escalate": False}}]}}
-            httpx.post(f"{url}/v1/eval-suites", content=json.dumps(document), headers={"Authorization": f"Bearer {token}"}, timeout=60)
-        print(f"kindgi-eval serve on 127.0.0.1 (SQLite), pid {server.pid}; /healthz probed every 20 ms during each attack")
+            document = {
+                "id": f"acme.s{n}",
+                "tenantId": "acme",
+                "version": "1.0.0",
+                "kind": "conversation",
+                "description": long,
+                "spec": {"cases": [{"id": "c", "text": "hi", "expect": {"escalate": False}}]},
+            }
+            httpx.post(
+                f"{url}/v1/eval-suites",
+                content=json.dumps(document),
+                headers={"Authorization": f"Bearer {token}"},
+                timeout=60,
+            )
+        print(
+            f"kindgi-eval serve on 127.0.0.1 (SQLite), pid {server.pid}; /healthz probed every 20 ms during each attack"
+        )
         print(f"{'attack':<42} {'healthz p50':>12} {'p99':>8} {'worst':>8} {'200s':>9}   server RSS peak (added)")
         for name, attack in ATTACKS:
             _, peak_before = rss_mib(server.pid)
@@ -267,12 +308,16 @@ def main() -> None:
             latencies = sorted(probe.latencies)
             p99 = latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]
             _, peak = rss_mib(server.pid)
-            print(f"{name:<42} {statistics.median(latencies):>9.1f} ms {p99:>5.1f} ms {max(latencies):>5.1f} ms "
-                  f"{probe.answered:>4}/{len(latencies):<4}   {peak:6.0f} MiB ({peak - peak_before:+.0f})")
+            print(
+                f"{name:<42} {statistics.median(latencies):>9.1f} ms {p99:>5.1f} ms {max(latencies):>5.1f} ms "
+                f"{probe.answered:>4}/{len(latencies):<4}   {peak:6.0f} MiB ({peak - peak_before:+.0f})"
+            )
             if note:
                 print(f"    {note}")
-        print("goals: /healthz p99 within 100 ms and every probe 200 under every attack; every honest publish 201; "
-              "the server under the memory bound of benchmarks/README.md")
+        print(
+            "goals: /healthz p99 within 100 ms and every probe 200 under every attack; every honest publish 201; "
+            "the server under the memory bound of benchmarks/README.md"
+        )
     finally:
         server.terminate()
         server.wait(timeout=10)

@@ -49,8 +49,18 @@ def near_the_bound(version: str, n: int) -> dict:
 
 
 def accuracy(suite_id: str, version: str, outputs: list[str]) -> dict:
-    spec = {"cases": [{"input": f"q{k}", "expectedOutput": o} for k, o in enumerate(outputs)], "grader": {"adapterId": "regex"}}
-    return {"id": suite_id, "tenantId": "globex", "version": version, "kind": "accuracy", "description": "", "spec": spec}
+    spec = {
+        "cases": [{"input": f"q{k}", "expectedOutput": o} for k, o in enumerate(outputs)],
+        "grader": {"adapterId": "regex"},
+    }
+    return {
+        "id": suite_id,
+        "tenantId": "globex",
+        "version": version,
+        "kind": "accuracy",
+        "description": "",
+        "spec": spec,
+    }
 
 
 def read_latencies(url: str, token: str, stop: threading.Event) -> list[float]:
@@ -100,10 +110,16 @@ def main() -> None:
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="kindgi-flood-"))
     env = {**os.environ, "KINDGI_HOME": str(home), "DAGSTER_HOME": str(home / "dagster")}
-    tokens = {tenant: subprocess.run([str(CLI), "tokens", "issue", "--tenant", tenant], env=env, capture_output=True, text=True,
-                                     check=True).stdout.strip() for tenant in ("acme", "globex")}
+    tokens = {
+        tenant: subprocess.run(
+            [str(CLI), "tokens", "issue", "--tenant", tenant], env=env, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for tenant in ("acme", "globex")
+    }
     port = free_port()
-    server = subprocess.Popen([str(CLI), "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [str(CLI), "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(400):
@@ -112,10 +128,22 @@ def main() -> None:
                 break
             except httpx.HTTPError:
                 time.sleep(0.05)
-        document = {"id": "acme.golden", "tenantId": "acme", "version": "1.0.0", "kind": "conversation",
-                    "spec": {"cases": [{"id": "c", "text": "hi", "expect": {"escalate": False}}]}}
-        assert httpx.post(f"{url}/v1/eval-suites", json=document, headers={"Authorization": f"Bearer {tokens['acme']}"},
-                          timeout=60).status_code == 201
+        document = {
+            "id": "acme.golden",
+            "tenantId": "acme",
+            "version": "1.0.0",
+            "kind": "conversation",
+            "spec": {"cases": [{"id": "c", "text": "hi", "expect": {"escalate": False}}]},
+        }
+        assert (
+            httpx.post(
+                f"{url}/v1/eval-suites",
+                json=document,
+                headers={"Authorization": f"Bearer {tokens['acme']}"},
+                timeout=60,
+            ).status_code
+            == 201
+        )
         time.sleep(3)  # the worker that checks publishes has started
         stop = threading.Event()
         found: list[list[float]] = []
@@ -126,11 +154,16 @@ def main() -> None:
         reader.join()
         idle = figures(found[0])
         goal = max(2 * idle[0], idle[0] + 20)
-        print(f"kindgi-eval serve on 127.0.0.1 (SQLite), pid {server.pid}; {args.flooders} globex connections publishing "
-              f"for {args.seconds:g} s; acme reading its suite back to back")
+        print(
+            f"kindgi-eval serve on 127.0.0.1 (SQLite), pid {server.pid}; {args.flooders} globex connections publishing "
+            f"for {args.seconds:g} s; acme reading its suite back to back"
+        )
         print(f"{'acme reads':<44} {'p50':>9} {'p99':>9} {'worst':>9}  p50 ratio  globex publishes (answers, slowest)")
         print(f"{'alone':<44} {idle[0]:>6.1f} ms {idle[1]:>6.1f} ms {idle[2]:>6.1f} ms")
-        for name, make in (("flood: 72 KB of too-costly patterns", costly), ("flood: suites near the patterns' bound", near_the_bound)):
+        for name, make in (
+            ("flood: 72 KB of too-costly patterns", costly),
+            ("flood: suites near the patterns' bound", near_the_bound),
+        ):
             stop = threading.Event()
             found = []
             reader = threading.Thread(target=lambda: found.append(read_latencies(url, tokens["acme"], stop)))
@@ -140,10 +173,14 @@ def main() -> None:
             reader.join()
             p50, p99, worst = figures(found[0])
             answers = ", ".join(f"{count} x {status}" for status, count in sorted(statuses.items()))
-            print(f"{name:<44} {p50:>6.1f} ms {p99:>6.1f} ms {worst:>6.1f} ms  {p50 / idle[0]:>8.2f}x  {len(times)}: {answers}; "
-                  f"slowest {max(times):.1f} s")
-        print(f"goals: acme's p50 within {goal:.1f} ms (2x its idle p50, or 20 ms more, whichever is larger); "
-              "each globex publish answered within 30 s")
+            print(
+                f"{name:<44} {p50:>6.1f} ms {p99:>6.1f} ms {worst:>6.1f} ms  {p50 / idle[0]:>8.2f}x  {len(times)}: {answers}; "
+                f"slowest {max(times):.1f} s"
+            )
+        print(
+            f"goals: acme's p50 within {goal:.1f} ms (2x its idle p50, or 20 ms more, whichever is larger); "
+            "each globex publish answered within 30 s"
+        )
     finally:
         server.terminate()
         server.wait(timeout=30)

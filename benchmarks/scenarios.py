@@ -47,8 +47,14 @@ AGENT = "openai:bench-agent"
 JUDGE = "openai:bench-judge"
 CONTACT = "openai:bench-contact"
 CLI = Path(sys.executable).parent / "kindgi-eval"
-MOVES = ["how much is the foundation course?", "that's more than I wanted", "still too much for me", "any deal at all?",
-         "what do I get for it?", "ok, and when does it start?"]
+MOVES = [
+    "how much is the foundation course?",
+    "that's more than I wanted",
+    "still too much for me",
+    "any deal at all?",
+    "what do I get for it?",
+    "ok, and when does it start?",
+]
 
 
 def answer_with(delay: float):
@@ -66,8 +72,11 @@ def answer_with(delay: float):
             line = MOVES[said] if said < len(MOVES) else ""
             return Answer(json.dumps({"message": line, "done": not line}), delay_s=delay)
         size = sum(len(m["content"]) for m in request["messages"])
-        reply = {"messages": [f"Noted ({size} characters so far). The Foundation Course is $450. Which day suits you?"],
-                 "escalate": False, "reason": None}
+        reply = {
+            "messages": [f"Noted ({size} characters so far). The Foundation Course is $450. Which day suits you?"],
+            "escalate": False,
+            "reason": None,
+        }
         return Answer(json.dumps(reply), delay_s=delay)
 
     return script
@@ -79,14 +88,32 @@ def write_suite(folder: Path, scenarios: int, turns: int, *, persona: bool = Fal
     folder.mkdir(parents=True)
     lines = []
     for n in range(scenarios):
-        side = ({"persona": f"Contact {n}, careful with money", "goal": "the foundation course, cheaply", "max_turns": turns}
-                if persona else {"moves": [f"{MOVES[t % len(MOVES)]} ({n})" for t in range(turns)]})
-        lines.append(json.dumps({"id": f"scenario-{n}", "contact": {"funnel_stage": "offer", "course": "foundation"}, **side,
-                                 "expect": {"escalate": False}, "must_not_contain": ["discount"]}))
+        side = (
+            {
+                "persona": f"Contact {n}, careful with money",
+                "goal": "the foundation course, cheaply",
+                "max_turns": turns,
+            }
+            if persona
+            else {"moves": [f"{MOVES[t % len(MOVES)]} ({n})" for t in range(turns)]}
+        )
+        lines.append(
+            json.dumps(
+                {
+                    "id": f"scenario-{n}",
+                    "contact": {"funnel_stage": "offer", "course": "foundation"},
+                    **side,
+                    "expect": {"escalate": False},
+                    "must_not_contain": ["discount"],
+                }
+            )
+        )
     (folder / "scenarios.jsonl").write_text("\n".join(lines) + "\n")
-    items = [{"id": f"{g}-{label}", "text": "how much?", "reply": [reply], "criterion": g, "label": label}
-             for g in ("implicit_concession", "semantic_repetition", "answers_the_question")
-             for label, reply in (("pass", "It is $450."), ("fail", "BAD."))]
+    items = [
+        {"id": f"{g}-{label}", "text": "how much?", "reply": [reply], "criterion": g, "label": label}
+        for g in ("implicit_concession", "semantic_repetition", "answers_the_question")
+        for label, reply in (("pass", "It is $450."), ("fail", "BAD."))
+    ]
     (folder / "calibration.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
     return folder
 
@@ -116,9 +143,16 @@ def playing(args: argparse.Namespace, folder: Path) -> None:
     async def chain(scenario: Scenario) -> int:
         history: list[Turn] = []
         for move in scenario.moves or ():
-            turn = AgentTurn(tenant=tenant.tenant, case_id=scenario.id, text=move, history=tuple(history), contact=scenario.contact)
-            response = await litellm.acompletion(model=parse_model(AGENT).litellm_name, messages=agent_messages(tenant, turn),
-                                                 timeout=60, num_retries=0, max_retries=0)
+            turn = AgentTurn(
+                tenant=tenant.tenant, case_id=scenario.id, text=move, history=tuple(history), contact=scenario.contact
+            )
+            response = await litellm.acompletion(
+                model=parse_model(AGENT).litellm_name,
+                messages=agent_messages(tenant, turn),
+                timeout=60,
+                num_retries=0,
+                max_retries=0,
+            )
             reply = read_reply(response.choices[0].message.content)
             history += [Turn(role="user", text=move), *(Turn(role="agent", text=m) for m in reply.messages)]
         return len(scenario.moves or ())
@@ -131,8 +165,10 @@ def playing(args: argparse.Namespace, folder: Path) -> None:
 
     calls = args.scenarios * args.turns
     ideal = args.turns * args.delay
-    print(f"playing: {args.scenarios} scenarios of {args.turns} moves, {calls} agent calls, server answering after "
-          f"{args.delay * 1000:.0f} ms (ideal {ideal:.2f} s: {args.turns} calls in a row), median of {args.repeat}")
+    print(
+        f"playing: {args.scenarios} scenarios of {args.turns} moves, {calls} agent calls, server answering after "
+        f"{args.delay * 1000:.0f} ms (ideal {ideal:.2f} s: {args.turns} calls in a row), median of {args.repeat}"
+    )
     walls = {}
     for label, arm in (("stage", stage), ("bare litellm", bare)):
         measured = []
@@ -171,14 +207,26 @@ def replaying(args: argparse.Namespace, folder: Path, home: Path) -> None:
     env = {**os.environ, "KINDGI_HOME": str(home), "DAGSTER_HOME": str(home / "dagster")}
     try:
         started = time.perf_counter()
-        done = cli("run", "--agent-model", AGENT, "--judge-model", JUDGE, "--eval-dir", str(folder),
-                   "--concurrency", str(args.scenarios), env=env)
+        done = cli(
+            "run",
+            "--agent-model",
+            AGENT,
+            "--judge-model",
+            JUDGE,
+            "--eval-dir",
+            str(folder),
+            "--concurrency",
+            str(args.scenarios),
+            env=env,
+        )
         ran = time.perf_counter() - started
         assert done.returncode == 0, done.stderr
         before = len(server.requests_seen())
         ran_calls = by_model(server, 0)
         started = time.perf_counter()
-        replayed = cli("replay", "--from", run_id(done), "--judge-model", JUDGE, "--concurrency", str(args.scenarios), env=env)
+        replayed = cli(
+            "replay", "--from", run_id(done), "--judge-model", JUDGE, "--concurrency", str(args.scenarios), env=env
+        )
         replay_wall = time.perf_counter() - started
         assert replayed.returncode == 0, replayed.stderr
         calls = by_model(server, before)
@@ -186,10 +234,12 @@ def replaying(args: argparse.Namespace, folder: Path, home: Path) -> None:
         child.kill()
         child.join()
     judge_calls = calls["bench-judge"]
-    print(f"replay: run {ran:5.2f} s with {ran_calls['bench-agent']} agent and {ran_calls['bench-judge']} judge calls; "
-          f"replay {replay_wall:5.2f} s with {calls['bench-agent']} agent, {calls['bench-contact']} contact-model and "
-          f"{judge_calls} judge calls (goal: 0 agent, 0 contact; the judge's {judge_calls} calls at concurrency "
-          f"{args.scenarios} take at least {judge_calls / args.scenarios * args.delay:.2f} s)")
+    print(
+        f"replay: run {ran:5.2f} s with {ran_calls['bench-agent']} agent and {ran_calls['bench-judge']} judge calls; "
+        f"replay {replay_wall:5.2f} s with {calls['bench-agent']} agent, {calls['bench-contact']} contact-model and "
+        f"{judge_calls} judge calls (goal: 0 agent, 0 contact; the judge's {judge_calls} calls at concurrency "
+        f"{args.scenarios} take at least {judge_calls / args.scenarios * args.delay:.2f} s)"
+    )
 
 
 def persona(args: argparse.Namespace, folder: Path, home: Path) -> None:
@@ -202,8 +252,18 @@ def persona(args: argparse.Namespace, folder: Path, home: Path) -> None:
         for _ in range(2):
             before = len(server.requests_seen())
             started = time.perf_counter()
-            done = cli("run", "--agent-model", AGENT, "--contact-model", CONTACT, "--eval-dir", str(folder),
-                       "--concurrency", str(args.scenarios), env=env)
+            done = cli(
+                "run",
+                "--agent-model",
+                AGENT,
+                "--contact-model",
+                CONTACT,
+                "--eval-dir",
+                str(folder),
+                "--concurrency",
+                str(args.scenarios),
+                env=env,
+            )
             walls.append(time.perf_counter() - started)
             assert done.returncode == 0, done.stderr
             runs.append(run_id(done))
@@ -214,9 +274,11 @@ def persona(args: argparse.Namespace, folder: Path, home: Path) -> None:
     query = "SELECT case_id, turn, contact_by, contact_text, messages, escalate FROM turns WHERE run_id = '{}' ORDER BY case_id, turn"
     stored = [cli("sql", query.format(r), "--format", "json", env=env).stdout for r in runs]
     turns = len(json.loads(stored[0]))
-    print(f"persona: first run {walls[0]:5.2f} s, {contact_calls[0]} contact-model calls; second run {walls[1]:5.2f} s, "
-          f"{contact_calls[1]} contact-model calls (goal 0); transcripts of {turns} turns "
-          f"{'identical' if stored[0] == stored[1] else 'DIFFERENT'}")
+    print(
+        f"persona: first run {walls[0]:5.2f} s, {contact_calls[0]} contact-model calls; second run {walls[1]:5.2f} s, "
+        f"{contact_calls[1]} contact-model calls (goal 0); transcripts of {turns} turns "
+        f"{'identical' if stored[0] == stored[1] else 'DIFFERENT'}"
+    )
 
 
 def main() -> None:
@@ -225,7 +287,9 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=6)
     parser.add_argument("--delay", type=float, default=0.2)
     parser.add_argument("--repeat", type=int, default=3, help="runs per playing figure; the median is shown")
-    parser.add_argument("--playing-only", action="store_true", help="measure the playing only, not the replay and persona runs")
+    parser.add_argument(
+        "--playing-only", action="store_true", help="measure the playing only, not the replay and persona runs"
+    )
     args = parser.parse_args()
     os.environ["OPENAI_API_KEY"] = "sk-bench-not-a-key"
     with tempfile.TemporaryDirectory() as tmp:
@@ -234,7 +298,11 @@ def main() -> None:
         if args.playing_only:
             return
         replaying(args, scripted, Path(tmp) / "home-replay")
-        persona(args, write_suite(Path(tmp) / "persona", args.scenarios, args.turns, persona=True), Path(tmp) / "home-persona")
+        persona(
+            args,
+            write_suite(Path(tmp) / "persona", args.scenarios, args.turns, persona=True),
+            Path(tmp) / "home-persona",
+        )
 
 
 if __name__ == "__main__":

@@ -43,7 +43,9 @@ def tenant_tree(root: Path, name: str) -> dict:
 
 
 def write_tenants(path: Path, entries: list[dict]) -> None:
-    path.write_text("\n".join("[[tenant]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in e.items()) for e in entries))
+    path.write_text(
+        "\n".join("[[tenant]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in e.items()) for e in entries)
+    )
 
 
 def publish_costly(home: Path, tenant: str, patterns: int) -> None:
@@ -51,8 +53,14 @@ def publish_costly(home: Path, tenant: str, patterns: int) -> None:
     from kindgi_eval.registry import EvalSuite, database_url, open_store
 
     cases = [{"id": f"p{n}", "input": "the code?", "expectedOutput": COSTLY % (300 + n)} for n in range(patterns)]
-    suite = EvalSuite(id=f"{tenant}.codes", tenantId=tenant, version="1.0.0", kind="accuracy", description="",
-                      spec={"cases": cases, "grader": {"adapterId": "regex"}})
+    suite = EvalSuite(
+        id=f"{tenant}.codes",
+        tenantId=tenant,
+        version="1.0.0",
+        kind="accuracy",
+        description="",
+        spec={"cases": cases, "grader": {"adapterId": "regex"}},
+    )
     store = open_store(database_url(home))
     try:
         store.publish(tenant, store.issue_token(tenant, "bench").id, suite)
@@ -84,14 +92,18 @@ def deep_check(home: Path, tenant: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tenants", type=int, default=50, help="tenants with a suite folder each (default 50)")
-    parser.add_argument("--patterns", type=int, default=100, help="costly patterns in the one registry suite (default 100)")
+    parser.add_argument(
+        "--patterns", type=int, default=100, help="costly patterns in the one registry suite (default 100)"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="ticks timed (default 3)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="kindgi-tick-") as scratch:
         root = Path(scratch)
         home = root / "kindgi-home"
-        os.environ.update(KINDGI_HOME=str(home), DAGSTER_HOME=str(home / "dagster"), KINDGI_TENANTS=str(root / "tenants.toml"))
+        os.environ.update(
+            KINDGI_HOME=str(home), DAGSTER_HOME=str(home / "dagster"), KINDGI_TENANTS=str(root / "tenants.toml")
+        )
         for var in ("KINDGI_REGISTRY_URL", "KINDGI_REGISTRY_DB", "KINDGI_GATEWAY_URL"):
             os.environ.pop(var, None)
 
@@ -109,7 +121,9 @@ def main() -> None:
         schedule = nightly_schedule("UTC")
         ticks = []
         for n in range(args.repeat):
-            context = dg.build_schedule_context(instance=instance, scheduled_execution_time=datetime(2026, 12, 1 + n, 2, tzinfo=UTC))
+            context = dg.build_schedule_context(
+                instance=instance, scheduled_execution_time=datetime(2026, 12, 1 + n, 2, tzinfo=UTC)
+            )
             started = time.perf_counter()
             requests = list(schedule(context))
             ticks.append(time.perf_counter() - started)
@@ -118,8 +132,12 @@ def main() -> None:
 
     tick = statistics.median(ticks)
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"tenants {args.tenants + 1} (one a registry suite of {args.patterns} costly patterns), ticks timed {args.repeat}")
-    print(f"tick (median): {tick:.3f} s for {args.tenants + 1} run requests; slowest {max(ticks):.3f} s; Dagster's deadline 60 s")
+    print(
+        f"tenants {args.tenants + 1} (one a registry suite of {args.patterns} costly patterns), ticks timed {args.repeat}"
+    )
+    print(
+        f"tick (median): {tick:.3f} s for {args.tenants + 1} run requests; slowest {max(ticks):.3f} s; Dagster's deadline 60 s"
+    )
     print(f"deep check of the costly version (its run's, no longer the tick's): {checked:.2f} s")
     print(f"ratio deep check / tick: {checked / tick:.0f}x")
     print(f"peak memory of this process: {peak_mib:.0f} MiB")

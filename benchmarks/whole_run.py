@@ -52,12 +52,23 @@ import chat_server  # noqa: E402
 
 CLI = Path(sys.executable).parent / "kindgi-eval"
 MODEL = "bench-agent"
-REPLY = json.dumps({"messages": ["The Foundation Course is $450. Would you pay upfront or in instalments?"], "escalate": False, "reason": None})
+REPLY = json.dumps(
+    {
+        "messages": ["The Foundation Course is $450. Would you pay upfront or in instalments?"],
+        "escalate": False,
+        "reason": None,
+    }
+)
 CASE = {"text": "how much is the foundation course?", "expect": {"escalate": False}, "must_contain": ["$450"]}
 KEY = "sk-bench-not-a-key"
 ARMS = ("run", "gateway", "litellm", "aiohttp", "promptfoo")
-LABELS = {"run": "kindgi-eval run", "gateway": "run, gateway", "litellm": "bare litellm", "aiohttp": "bare aiohttp",
-          "promptfoo": "promptfoo eval"}
+LABELS = {
+    "run": "kindgi-eval run",
+    "gateway": "run, gateway",
+    "litellm": "bare litellm",
+    "aiohttp": "bare aiohttp",
+    "promptfoo": "promptfoo eval",
+}
 EXITS = {"promptfoo": (0, 100)}
 """The exit statuses of an arm whose cases all passed: promptfoo exits 100 when an assertion failed, which none should;
 kindgi-eval 0, and the bare scripts 0."""
@@ -94,7 +105,9 @@ def timed(command: Command, env: dict[str, str], delay: float, cwd: Path = REPO)
         started = time.time()
         tree_peak = 0
         with open(os.devnull, "w") as sink, tempfile.TemporaryFile("w+") as errors:
-            process = subprocess.Popen(command(base_url), cwd=cwd, env={**env, "OPENAI_BASE_URL": base_url}, stdout=sink, stderr=errors)
+            process = subprocess.Popen(
+                command(base_url), cwd=cwd, env={**env, "OPENAI_BASE_URL": base_url}, stdout=sink, stderr=errors
+            )
             while True:
                 pid, status, usage = os.wait4(process.pid, os.WNOHANG)
                 if pid:
@@ -109,9 +122,19 @@ def timed(command: Command, env: dict[str, str], delay: float, cwd: Path = REPO)
         server.kill()
         server.join()
     first, last = seen["first_request"] or ended, seen["last_reply"] or ended
-    return Timed(ended - started, first - started, ended - last, usage.ru_maxrss / 1024, tree_peak / 1024,
-                 usage.ru_utime + usage.ru_stime, os.waitstatus_to_exitcode(status),
-                 seen["requests"], seen["peak"], seen["bodies"], said)
+    return Timed(
+        ended - started,
+        first - started,
+        ended - last,
+        usage.ru_maxrss / 1024,
+        tree_peak / 1024,
+        usage.ru_utime + usage.ru_stime,
+        os.waitstatus_to_exitcode(status),
+        seen["requests"],
+        seen["peak"],
+        seen["bodies"],
+        said,
+    )
 
 
 def tree_pss_kb(pid: int) -> int:
@@ -134,7 +157,9 @@ def median(runs: list[Timed]) -> Timed:
 def generate(folder: Path, size: int) -> Path:
     """A suite of `size` one-turn cases, each reaching the model."""
     folder.mkdir(parents=True)
-    (folder / "cases.jsonl").write_text("".join(json.dumps({"id": f"case-{n:04d}", **CASE}) + "\n" for n in range(size)))
+    (folder / "cases.jsonl").write_text(
+        "".join(json.dumps({"id": f"case-{n:04d}", **CASE}) + "\n" for n in range(size))
+    )
     return folder
 
 
@@ -144,7 +169,9 @@ def promptfoo_config(folder: Path, size: int, base_url: str) -> Path:
         "description": "the same calls as kindgi-eval run",
         "providers": [{"id": f"openai:chat:{MODEL}", "config": {"apiBaseUrl": base_url, "apiKey": KEY}}],
         "prompts": ["{{text}}"],
-        "tests": [{"vars": {"text": CASE["text"]}, "assert": [{"type": "contains", "value": "$450"}]} for _ in range(size)],
+        "tests": [
+            {"vars": {"text": CASE["text"]}, "assert": [{"type": "contains", "value": "$450"}]} for _ in range(size)
+        ],
     }
     path = folder / "promptfooconfig.json"
     path.write_text(json.dumps(config))
@@ -192,8 +219,13 @@ def bare_litellm(bodies_file: str, concurrency: int) -> None:
 
         async def one(body: dict) -> str:
             async with slots:
-                response = await litellm.acompletion(model=f"openai/{body['model']}", messages=body["messages"], api_base=base_url,
-                                                     api_key=KEY, response_format=body.get("response_format"))
+                response = await litellm.acompletion(
+                    model=f"openai/{body['model']}",
+                    messages=body["messages"],
+                    api_base=base_url,
+                    api_key=KEY,
+                    response_format=body.get("response_format"),
+                )
                 return response.choices[0].message.content
 
         await asyncio.gather(*(one(b) for b in bodies))
@@ -209,27 +241,57 @@ class Sized(NamedTuple):
     arms: dict[str, Timed]
 
 
-def measure(size: int, concurrency: int, suite: Path, folder: Path, arms: list[str], args: argparse.Namespace,
-            env: dict[str, str]) -> Sized:
+def measure(
+    size: int,
+    concurrency: int,
+    suite: Path,
+    folder: Path,
+    arms: list[str],
+    args: argparse.Namespace,
+    env: dict[str, str],
+) -> Sized:
     """Every arm `args.repeat` times, the arms in turn within each round; the bare scripts send the requests the
     first kindgi-eval arm sent."""
-    run = [str(CLI), "run", "--agent-model", f"openai:{MODEL}", "--eval-dir", str(suite), "--concurrency", str(concurrency)]
+    run = [
+        str(CLI),
+        "run",
+        "--agent-model",
+        f"openai:{MODEL}",
+        "--eval-dir",
+        str(suite),
+        "--concurrency",
+        str(concurrency),
+    ]
     bodies = folder / "bodies.json"
     commands: dict[str, Command] = {
         "run": lambda base_url: run,
         "gateway": lambda base_url: [*run, "--gateway-url", base_url.removesuffix("/v1")],
         "litellm": lambda base_url: [sys.executable, __file__, "--bare-litellm", str(bodies), str(concurrency)],
         "aiohttp": lambda base_url: [sys.executable, __file__, "--bare-loop", str(bodies), str(concurrency)],
-        "promptfoo": lambda base_url: [args.promptfoo, "eval", "-c", str(promptfoo_config(folder, size, base_url)),
-                                       "--max-concurrency", str(concurrency), "--no-cache", "--no-table", "--no-progress-bar"],
+        "promptfoo": lambda base_url: [
+            args.promptfoo,
+            "eval",
+            "-c",
+            str(promptfoo_config(folder, size, base_url)),
+            "--max-concurrency",
+            str(concurrency),
+            "--no-cache",
+            "--no-table",
+            "--no-progress-bar",
+        ],
     }
     runs: dict[str, list[Timed]] = {arm: [] for arm in arms}
     for _ in range(args.repeat):
         for arm in arms:
             if arm in ("litellm", "aiohttp") and not bodies.exists():
-                raise SystemExit(f"whole_run.py: the {arm} arm sends the requests a kindgi-eval arm sent, and none ran before it. "
-                                 "Add --arms run (or gateway).")
-            for attempt in (1, 2):  # promptfoo 0.121 on Node.js 20 now and then crashes writing its output after the calls
+                raise SystemExit(
+                    f"whole_run.py: the {arm} arm sends the requests a kindgi-eval arm sent, and none ran before it. "
+                    "Add --arms run (or gateway)."
+                )
+            for attempt in (
+                1,
+                2,
+            ):  # promptfoo 0.121 on Node.js 20 now and then crashes writing its output after the calls
                 t = timed(commands[arm], env, args.delay, cwd=folder if arm == "promptfoo" else REPO)
                 if t.code in EXITS.get(arm, (0,)) and t.served == size:
                     break
@@ -246,13 +308,17 @@ def measure(size: int, concurrency: int, suite: Path, folder: Path, arms: list[s
 
 def print_sized(sized: Sized) -> None:
     """Each arm's phases, CPU and memory at one size."""
-    print(f"N={sized.size:<4} C={sized.concurrency:<3} server peak in flight "
-          f"{', '.join(f'{LABELS[a]} {t.peak_in_flight}' for a, t in sized.arms.items())}")
+    print(
+        f"N={sized.size:<4} C={sized.concurrency:<3} server peak in flight "
+        f"{', '.join(f'{LABELS[a]} {t.peak_in_flight}' for a, t in sized.arms.items())}"
+    )
     for arm, t in sized.arms.items():
         calls = t.wall - t.to_first - t.after_last
-        print(f"  {LABELS[arm]:<16} wall {t.wall:6.2f} s = to first request {t.to_first:5.2f} s + calls {calls:5.2f} s + after "
-              f"last reply {t.after_last:5.2f} s  CPU {t.cpu:5.2f} s ({t.cpu / sized.size * 1000:.1f} ms per call)  peak RSS "
-              f"{t.peak_mb:4.0f} MB (PSS of all its processes {t.tree_peak_mb:4.0f} MB)")
+        print(
+            f"  {LABELS[arm]:<16} wall {t.wall:6.2f} s = to first request {t.to_first:5.2f} s + calls {calls:5.2f} s + after "
+            f"last reply {t.after_last:5.2f} s  CPU {t.cpu:5.2f} s ({t.cpu / sized.size * 1000:.1f} ms per call)  peak RSS "
+            f"{t.peak_mb:4.0f} MB (PSS of all its processes {t.tree_peak_mb:4.0f} MB)"
+        )
 
 
 def size_name(sized: Sized) -> str:
@@ -265,23 +331,36 @@ def ratio(arms: dict[str, Timed], arm: str, against: str) -> float | None:
 
 def table(measured: list[Sized], judge: dict | None) -> list[str]:
     """The medians of every size as one markdown table, each kindgi-eval arm beside what it is held against."""
-    shown = [arm for arm in ("litellm", "promptfoo", "aiohttp", "run", "gateway") if any(arm in s.arms for s in measured)]
+    shown = [
+        arm for arm in ("litellm", "promptfoo", "aiohttp", "run", "gateway") if any(arm in s.arms for s in measured)
+    ]
     lines = [f"| size | {' | '.join(LABELS[a] for a in shown)} |", f"|---|{'---|' * len(shown)}"]
     for sized in measured:
         cells = []
         for arm in shown:
             t = sized.arms.get(arm)
             cell = "-" if t is None else f"{t.wall:.2f} s"
-            against = [(other, r) for other in ("litellm", "promptfoo") if arm in ("run", "gateway")
-                       and (r := ratio(sized.arms, arm, other)) is not None]
+            against = [
+                (other, r)
+                for other in ("litellm", "promptfoo")
+                if arm in ("run", "gateway") and (r := ratio(sized.arms, arm, other)) is not None
+            ]
             if t is not None and against:
                 cell += f" ({', '.join(f'{r:.2f}x {other}' for other, r in against)})"
             cells.append(cell)
         lines.append(f"| {size_name(sized)} | {' | '.join(cells)} |")
     if judge is not None:
-        lines.append(f"| judge stage, {judge['cases']} cases, {judge['calls']} calls, C = {judge['concurrency']} | "
-                     + " | ".join(f"{judge['wall']:.2f} s of calls against an ideal of {judge['ideal']:.2f} s "
-                                  f"({judge['wall'] / judge['ideal']:.2f}x)" if arm == "run" else "-" for arm in shown) + " |")
+        lines.append(
+            f"| judge stage, {judge['cases']} cases, {judge['calls']} calls, C = {judge['concurrency']} | "
+            + " | ".join(
+                f"{judge['wall']:.2f} s of calls against an ideal of {judge['ideal']:.2f} s "
+                f"({judge['wall'] / judge['ideal']:.2f}x)"
+                if arm == "run"
+                else "-"
+                for arm in shown
+            )
+            + " |"
+        )
     return lines
 
 
@@ -310,9 +389,25 @@ def goals(measured: list[Sized], judge: dict | None) -> list[str]:
 
 def judge_stage(cases: int, concurrency: int, delay: float, repeat: int) -> dict:
     """The judge stage's figures, measured by judge_calls.py in a process of its own (it imports the project)."""
-    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "judge_calls.py"), "--cases", str(cases), "--concurrency",
-                           str(concurrency), "--delay", str(delay), "--repeat", str(repeat), "--json"],
-                          cwd=REPO, capture_output=True, text=True, timeout=1800)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "judge_calls.py"),
+            "--cases",
+            str(cases),
+            "--concurrency",
+            str(concurrency),
+            "--delay",
+            str(delay),
+            "--repeat",
+            str(repeat),
+            "--json",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     if done.returncode != 0:
         raise SystemExit(f"whole_run.py: judge_calls.py exited {done.returncode}: {done.stderr[-600:]}")
     return json.loads(done.stdout.splitlines()[-1])
@@ -324,12 +419,27 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="*", default=[16, 64], help="for suites of more than one case")
     parser.add_argument("--delay", type=float, default=0.2)
     parser.add_argument("--repeat", type=int, default=3, help="rounds of every arm; the median is shown")
-    parser.add_argument("--arms", nargs="*", choices=ARMS, default=list(ARMS), help="the arms to run (promptfoo needs --promptfoo)")
-    parser.add_argument("--promptfoo", metavar="PATH", type=lambda path: str(Path(path).absolute()),  # it runs in a folder of its own
-                        help="the promptfoo executable; without it the promptfoo arm is skipped")
-    parser.add_argument("--judge-cases", type=int, default=100, help="cases of the judge stage (judge_calls.py, at concurrency 32); 0 skips it")
+    parser.add_argument(
+        "--arms", nargs="*", choices=ARMS, default=list(ARMS), help="the arms to run (promptfoo needs --promptfoo)"
+    )
+    parser.add_argument(
+        "--promptfoo",
+        metavar="PATH",
+        type=lambda path: str(Path(path).absolute()),  # it runs in a folder of its own
+        help="the promptfoo executable; without it the promptfoo arm is skipped",
+    )
+    parser.add_argument(
+        "--judge-cases",
+        type=int,
+        default=100,
+        help="cases of the judge stage (judge_calls.py, at concurrency 32); 0 skips it",
+    )
     parser.add_argument("--no-golden", action="store_true", help="skip the offline golden run")
-    parser.add_argument("--quick", action="store_true", help="one suite of 2 cases, concurrency 2, no delay, one round, no warm-up run, no judge stage")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="one suite of 2 cases, concurrency 2, no delay, one round, no warm-up run, no judge stage",
+    )
     parser.add_argument("--bare-loop", nargs=2, metavar=("BODIES", "C"), help=argparse.SUPPRESS)
     parser.add_argument("--bare-litellm", nargs=2, metavar=("BODIES", "C"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -347,14 +457,30 @@ def main() -> None:
         arms.remove("promptfoo")
 
     load = os.getloadavg()
-    print(f"server answering after {args.delay * 1000:.0f} ms; median of {args.repeat}; load average {load[0]:.2f} {load[1]:.2f}; "
-          f"{os.cpu_count()} cores")
+    print(
+        f"server answering after {args.delay * 1000:.0f} ms; median of {args.repeat}; load average {load[0]:.2f} {load[1]:.2f}; "
+        f"{os.cpu_count()} cores"
+    )
     measured: list[Sized] = []
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "KINDGI_HOME": f"{tmp}/home", "DAGSTER_HOME": f"{tmp}/home/dagster", "OPENAI_API_KEY": KEY,
-               "PROMPTFOO_CONFIG_DIR": f"{tmp}/promptfoo", "PROMPTFOO_DISABLE_TELEMETRY": "1", "PROMPTFOO_DISABLE_UPDATE": "1",
-               "PROMPTFOO_CACHE_ENABLED": "false"}
-        for var in ("EVAL_DIR", "AGENT_URL", "AGENT_MODEL", "EVAL_JUDGE_MODEL", "EVAL_CONCURRENCY", "KINDGI_GATEWAY_URL"):
+        env = {
+            **os.environ,
+            "KINDGI_HOME": f"{tmp}/home",
+            "DAGSTER_HOME": f"{tmp}/home/dagster",
+            "OPENAI_API_KEY": KEY,
+            "PROMPTFOO_CONFIG_DIR": f"{tmp}/promptfoo",
+            "PROMPTFOO_DISABLE_TELEMETRY": "1",
+            "PROMPTFOO_DISABLE_UPDATE": "1",
+            "PROMPTFOO_CACHE_ENABLED": "false",
+        }
+        for var in (
+            "EVAL_DIR",
+            "AGENT_URL",
+            "AGENT_MODEL",
+            "EVAL_JUDGE_MODEL",
+            "EVAL_CONCURRENCY",
+            "KINDGI_GATEWAY_URL",
+        ):
             env.pop(var, None)
         golden_run: Command = lambda base_url: [str(CLI), "run", "--mock"]  # noqa: E731
         if not args.quick:
@@ -362,7 +488,9 @@ def main() -> None:
             assert first.code in (0, 1), f"run --mock exited {first.code}: {first.said}"
         if not args.no_golden:
             golden = median([timed(golden_run, env, args.delay) for _ in range(args.repeat)])
-            print(f"golden set (run --mock): wall {golden.wall:.2f} s, CPU {golden.cpu:.2f} s, peak {golden.peak_mb:.0f} MB, exit {golden.code}")
+            print(
+                f"golden set (run --mock): wall {golden.wall:.2f} s, CPU {golden.cpu:.2f} s, peak {golden.peak_mb:.0f} MB, exit {golden.code}"
+            )
         for size in args.sizes:
             suite = generate(Path(tmp) / f"suite{size}", size)
             for concurrency in args.concurrency if size > 1 else [1]:
@@ -371,7 +499,9 @@ def main() -> None:
                 measured.append(sized)
     judge = judge_stage(args.judge_cases, 32, args.delay, args.repeat) if args.judge_cases else None
     load = os.getloadavg()
-    print(f"\nmedians of {args.repeat}, server answering after {args.delay * 1000:.0f} ms; load average now {load[0]:.2f} {load[1]:.2f}")
+    print(
+        f"\nmedians of {args.repeat}, server answering after {args.delay * 1000:.0f} ms; load average now {load[0]:.2f} {load[1]:.2f}"
+    )
     print("\n".join(table(measured, judge)))
     print("\n".join(goals(measured, judge)))
 

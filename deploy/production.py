@@ -82,8 +82,9 @@ RUN_WORKER_MIB = 512
 """Memory kept for each run worker the queue may start at once (some 200 MB each, twice over), out of the handlers'."""
 HANDLERS_LEAST_MIB = 512
 """The least memory left for every run's handlers together with which the profile starts: a few sandboxed calls."""
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|^DAGSTER_PG_|^KINDGI_REGISTRY_DB$|^DATABASE_URL$|^AWS_",
-                         re.IGNORECASE)
+SECRET_NAME = re.compile(
+    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|^DAGSTER_PG_|^KINDGI_REGISTRY_DB$|^DATABASE_URL$|^AWS_", re.IGNORECASE
+)
 """A variable of the caller's whose name says it may hold a secret: given to no service but where this file names it."""
 SECRET_IN_URL = re.compile(r"://[^/@\s]*:[^/@\s]*@")
 """A value holding a URL with a password."""
@@ -171,8 +172,15 @@ class Profile:
         What it was started with is kept (services/<name>.json, its owner's only) for `restart`."""
         log = self.logs / f"{name}.log"
         with log.open("ab") as out:
-            process = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       cwd=self.dir, start_new_session=True)
+            process = subprocess.Popen(
+                argv,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.dir,
+                start_new_session=True,
+            )
         services = self.dir / "services"
         services.mkdir(mode=0o700, exist_ok=True)
         write_private(services / f"{name}.json", json.dumps({"argv": argv, "env": env, "ready": ready}))
@@ -225,9 +233,24 @@ def own_cluster(profile: Profile) -> dict[str, str]:
     if os.geteuid() == 0:
         shutil.chown(password_file, "postgres", "postgres")
     port = free_port()
-    subprocess.run(as_postgres([pg_bin("initdb"), "-D", str(data / "cluster"), "-U", "kindgi", "--auth-local=trust",
-                                "--auth-host=scram-sha-256", f"--pwfile={password_file}", "-E", "UTF8"]),
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        as_postgres(
+            [
+                pg_bin("initdb"),
+                "-D",
+                str(data / "cluster"),
+                "-U",
+                "kindgi",
+                "--auth-local=trust",
+                "--auth-host=scram-sha-256",
+                f"--pwfile={password_file}",
+                "-E",
+                "UTF8",
+            ]
+        ),
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     log = profile.logs / "postgres.log"
     if os.geteuid() == 0:  # written where the postgres user can reach it (the profile's folder may be root's alone)
         written, log = log, data / "postgres.log"
@@ -239,15 +262,26 @@ def own_cluster(profile: Profile) -> dict[str, str]:
     subprocess.run(as_postgres([*control, "-w", "start"]), check=True, stdout=subprocess.DEVNULL)
     profile.state |= {"own_cluster": str(data), "own_cluster_control": control}
     profile.save()
-    return {"DAGSTER_PG_HOST": "127.0.0.1", "DAGSTER_PG_PORT": str(port), "DAGSTER_PG_USERNAME": "kindgi",
-            "DAGSTER_PG_PASSWORD": password}
+    return {
+        "DAGSTER_PG_HOST": "127.0.0.1",
+        "DAGSTER_PG_PORT": str(port),
+        "DAGSTER_PG_USERNAME": "kindgi",
+        "DAGSTER_PG_PASSWORD": password,
+    }
 
 
 def postgres(profile: Profile) -> dict[str, str]:
     """The server (given, or the profile's own), with a fresh Dagster database and a fresh registry database."""
     if os.environ.get("DAGSTER_PG_HOST"):
-        server = {k: os.environ.get(k, d) for k, d in (("DAGSTER_PG_HOST", ""), ("DAGSTER_PG_PORT", "5432"),
-                                                        ("DAGSTER_PG_USERNAME", "postgres"), ("DAGSTER_PG_PASSWORD", ""))}
+        server = {
+            k: os.environ.get(k, d)
+            for k, d in (
+                ("DAGSTER_PG_HOST", ""),
+                ("DAGSTER_PG_PORT", "5432"),
+                ("DAGSTER_PG_USERNAME", "postgres"),
+                ("DAGSTER_PG_PASSWORD", ""),
+            )
+        }
     else:
         server = own_cluster(profile)
     prefix = f"kindgi_{profile.state['name']}"
@@ -263,7 +297,9 @@ def each_database(admin_url: str, statement: str, names: list[str]) -> None:
     CREATE and DROP DATABASE must be."""
     import sqlalchemy as sa
 
-    engine = sa.create_engine(admin_url.replace("postgresql://", "postgresql+psycopg2://"), isolation_level="AUTOCOMMIT")
+    engine = sa.create_engine(
+        admin_url.replace("postgresql://", "postgresql+psycopg2://"), isolation_level="AUTOCOMMIT"
+    )
     try:
         with engine.connect() as connection:
             for name in names:
@@ -286,12 +322,21 @@ def s3(profile: Profile, python: str) -> dict[str, str]:
     """moto's S3 API on a free port, with the store's bucket made."""
     port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
-    process = profile.spawn("s3", [python, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], without_secrets(dict(os.environ)),
-                            f"{endpoint}/moto-api/")
+    process = profile.spawn(
+        "s3",
+        [python, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        without_secrets(dict(os.environ)),
+        f"{endpoint}/moto-api/",
+    )
     profile.wait("s3", process)
     urllib.request.urlopen(urllib.request.Request(f"{endpoint}/{BUCKET}", method="PUT"), timeout=10).close()
-    return {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "kindgi", "AWS_SECRET_ACCESS_KEY": "kindgi-production",
-            "AWS_DEFAULT_REGION": "us-east-1", "KINDGI_STORE": f"s3://{BUCKET}/store"}
+    return {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "kindgi",
+        "AWS_SECRET_ACCESS_KEY": "kindgi-production",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "KINDGI_STORE": f"s3://{BUCKET}/store",
+    }
 
 
 def dagster_home(profile: Profile, max_concurrent_runs: int | None) -> Path:
@@ -301,12 +346,16 @@ def dagster_home(profile: Profile, max_concurrent_runs: int | None) -> Path:
     home.mkdir(exist_ok=True)  # a profile started again after `stop`: its files are written afresh
     instance = INSTANCE_YAML.read_text()
     if max_concurrent_runs is not None:
-        instance, found = re.subn(r"^(\s*max_concurrent_runs:\s*)\d+", rf"\g<1>{max_concurrent_runs}", instance, flags=re.M)
+        instance, found = re.subn(
+            r"^(\s*max_concurrent_runs:\s*)\d+", rf"\g<1>{max_concurrent_runs}", instance, flags=re.M
+        )
         if found != 1:
             raise SystemExit(f"error: {INSTANCE_YAML} holds no max_concurrent_runs to replace")
     (home / "dagster.yaml").write_text(instance)
-    (home / "workspace.yaml").write_text("load_from:\n  - python_module:\n      module_name: kindgi_eval.defs.definitions\n"
-                                         "      location_name: kindgi_eval\n")
+    (home / "workspace.yaml").write_text(
+        "load_from:\n  - python_module:\n      module_name: kindgi_eval.defs.definitions\n"
+        "      location_name: kindgi_eval\n"
+    )
     return home
 
 
@@ -318,8 +367,10 @@ def gateway_config(config: Path, folder: Path) -> Path:
     read = yaml.safe_load(config.read_text())
     settings = read.get("general_settings") if isinstance(read, dict) else None
     if not isinstance(settings, dict) or "custom_auth" in settings:
-        refuse(f"{config}: general_settings: the profile checks the gateway's keys itself (custom_auth: gateway_keys.authenticate); "
-               "give a config with general_settings.master_key and no custom_auth")
+        refuse(
+            f"{config}: general_settings: the profile checks the gateway's keys itself (custom_auth: gateway_keys.authenticate); "
+            "give a config with general_settings.master_key and no custom_auth"
+        )
     settings["custom_auth"] = f"{GATEWAY_KEYS.stem}.authenticate"
     folder.mkdir(mode=0o700, exist_ok=True)
     shutil.copyfile(GATEWAY_KEYS, folder / GATEWAY_KEYS.name)
@@ -338,9 +389,23 @@ def gateway(profile: Profile, bin_dir: Path, config: Path) -> tuple[dict[str, st
     port = free_port()
     call_key = "sk-kindgi-call-" + secrets.token_urlsafe(24)
     keys = {name: os.environ[name] for name in config_variables(config) if name in os.environ}
-    env = {**without_secrets(dict(os.environ)), **keys, "LITELLM_MASTER_KEY": os.environ["LITELLM_MASTER_KEY"],
-           "KINDGI_GATEWAY_CALL_KEY": call_key, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_LOG": "ERROR"}
-    argv = [str(proxy), "--config", str(gateway_config(config, profile.dir / "gateway")), "--host", "127.0.0.1", "--port", str(port)]
+    env = {
+        **without_secrets(dict(os.environ)),
+        **keys,
+        "LITELLM_MASTER_KEY": os.environ["LITELLM_MASTER_KEY"],
+        "KINDGI_GATEWAY_CALL_KEY": call_key,
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "LITELLM_LOG": "ERROR",
+    }
+    argv = [
+        str(proxy),
+        "--config",
+        str(gateway_config(config, profile.dir / "gateway")),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     process = profile.spawn("gateway", argv, env, f"http://127.0.0.1:{port}/health/liveliness")
     return {"KINDGI_GATEWAY_URL": f"http://127.0.0.1:{port}", "KINDGI_GATEWAY_KEY": call_key}, process
 
@@ -361,12 +426,18 @@ def handlers_memory(runs_at_once: int, total: int | None = None) -> int:
     """The bytes every run's handlers may hold together: the machine's memory (`total`, else /proc/meminfo's) less
     SERVICES_MIB and RUN_WORKER_MIB for each run at once; refused when that leaves less than HANDLERS_LEAST_MIB."""
     if total is None:
-        total = next(int(line.split()[1]) * 1024 for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal:"))
+        total = next(
+            int(line.split()[1]) * 1024
+            for line in Path("/proc/meminfo").read_text().splitlines()
+            if line.startswith("MemTotal:")
+        )
     left = total - (SERVICES_MIB + RUN_WORKER_MIB * runs_at_once) * 1024 * 1024
     if left < HANDLERS_LEAST_MIB * 1024 * 1024:
-        refuse(f"this machine's {total >> 20} MiB leave {max(0, left) >> 20} MiB for custom suites' handlers once {SERVICES_MIB} MiB "
-               f"are kept for the services and {RUN_WORKER_MIB} MiB for each of {runs_at_once} runs at once; lower "
-               "--max-concurrent-runs, or start the profile on a machine with more memory")
+        refuse(
+            f"this machine's {total >> 20} MiB leave {max(0, left) >> 20} MiB for custom suites' handlers once {SERVICES_MIB} MiB "
+            f"are kept for the services and {RUN_WORKER_MIB} MiB for each of {runs_at_once} runs at once; lower "
+            "--max-concurrent-runs, or start the profile on a machine with more memory"
+        )
     return left
 
 
@@ -377,8 +448,10 @@ def handlers_bound(profile: Profile, runs_at_once: int) -> dict[str, str]:
 
     hierarchy = find_hierarchy()
     if hierarchy is None:
-        print("warning: no control group can be made here (/sys/fs/cgroup): custom suites will not run in this profile",
-              file=sys.stderr)
+        print(
+            "warning: no control group can be made here (/sys/fs/cgroup): custom suites will not run in this profile",
+            file=sys.stderr,
+        )
         return {}
     name = f"profile-{profile.state['name']}"
     make_bound(hierarchy, name, handlers_memory(runs_at_once))
@@ -392,19 +465,37 @@ def runs_at_once(home: Path) -> int:
     return int(re.search(r"^\s*max_concurrent_runs:\s*(\d+)", (home / "dagster.yaml").read_text(), flags=re.M).group(1))
 
 
-def start(profile: Profile, registry_servers: int, tick_after: float | None, max_concurrent_runs: int | None,
-          gateway_config: Path) -> None:
+def start(
+    profile: Profile,
+    registry_servers: int,
+    tick_after: float | None,
+    max_concurrent_runs: int | None,
+    gateway_config: Path,
+) -> None:
     if profile.state["pids"]:
-        refuse(f"a profile is already started in {profile.dir}; stop it first: "
-                         f"python deploy/production.py stop --dir {shlex.quote(str(profile.dir))}")
+        refuse(
+            f"a profile is already started in {profile.dir}; stop it first: "
+            f"python deploy/production.py stop --dir {shlex.quote(str(profile.dir))}"
+        )
     if not os.environ.get("LITELLM_MASTER_KEY"):
-        refuse("LITELLM_MASTER_KEY is not set: the gateway refuses to start without its key. Set it (e.g. "
-               "export LITELLM_MASTER_KEY=sk-$(openssl rand -hex 16)); the profile's runs give it to the gateway.")
-    if os.environ.get("KINDGI_TENANTS"):  # the night would find its problems at the tick: say them now, and start all the same
-        checked = subprocess.run([str(Path(sys.executable).parent / "kindgi-eval"), "validate", "--tenants", os.environ["KINDGI_TENANTS"]],
-                                 capture_output=True, text=True)
+        refuse(
+            "LITELLM_MASTER_KEY is not set: the gateway refuses to start without its key. Set it (e.g. "
+            "export LITELLM_MASTER_KEY=sk-$(openssl rand -hex 16)); the profile's runs give it to the gateway."
+        )
+    if os.environ.get(
+        "KINDGI_TENANTS"
+    ):  # the night would find its problems at the tick: say them now, and start all the same
+        checked = subprocess.run(
+            [str(Path(sys.executable).parent / "kindgi-eval"), "validate", "--tenants", os.environ["KINDGI_TENANTS"]],
+            capture_output=True,
+            text=True,
+        )
         if checked.returncode != 0:
-            print(f"warning: the tenants file does not validate; the nightly schedule will find:\n{checked.stderr}", file=sys.stderr, end="")
+            print(
+                f"warning: the tenants file does not validate; the nightly schedule will find:\n{checked.stderr}",
+                file=sys.stderr,
+                end="",
+            )
     profile.dir.mkdir(parents=True, exist_ok=True)
     profile.logs.mkdir(exist_ok=True)
     profile.state = {"name": secrets.token_hex(4), "pids": {}}
@@ -425,46 +516,76 @@ def start(profile: Profile, registry_servers: int, tick_after: float | None, max
         registry_ports = [free_port() for _ in range(registry_servers)]
         for n, port in enumerate(registry_ports):  # the first migrates the database; the others find it migrated
             name = f"registry-{n + 1}"
-            process = profile.spawn(name, [str(bin_dir / "kindgi-eval"), "serve", "--port", str(port)],
-                                    {**base, "KINDGI_REGISTRY_DB": env["KINDGI_REGISTRY_DB"]}, f"http://127.0.0.1:{port}/healthz")
+            process = profile.spawn(
+                name,
+                [str(bin_dir / "kindgi-eval"), "serve", "--port", str(port)],
+                {**base, "KINDGI_REGISTRY_DB": env["KINDGI_REGISTRY_DB"]},
+                f"http://127.0.0.1:{port}/healthz",
+            )
             profile.wait(name, process)
         env["KINDGI_REGISTRY_URL"] = f"http://127.0.0.1:{registry_ports[0]}"
         env["KINDGI_REGISTRY_TOKEN"] = nightly_token(env["KINDGI_REGISTRY_DB"])
 
         profile.wait("gateway", proxy)
         tick = None
-        if tick_after is not None:  # the schedule ticks once, at the first whole minute `tick_after` s after the daemon starts
+        if (
+            tick_after is not None
+        ):  # the schedule ticks once, at the first whole minute `tick_after` s after the daemon starts
             tick = datetime.fromtimestamp(math.ceil((time.time() + tick_after) / 60) * 60, UTC)
-            env |= {"KINDGI_SCHEDULE_CRON": f"{tick.minute} {tick.hour} {tick.day} {tick.month} *", "KINDGI_SCHEDULE_TIMEZONE": "UTC"}
+            env |= {
+                "KINDGI_SCHEDULE_CRON": f"{tick.minute} {tick.hour} {tick.day} {tick.month} *",
+                "KINDGI_SCHEDULE_TIMEZONE": "UTC",
+            }
             profile.state["tick"] = tick.isoformat()
-        daemon = profile.spawn("daemon", [str(bin_dir / "dagster-daemon"), "run", "-w", workspace], service_env("daemon", base, env),
-                               "heartbeat")
+        daemon = profile.spawn(
+            "daemon",
+            [str(bin_dir / "dagster-daemon"), "run", "-w", workspace],
+            service_env("daemon", base, env),
+            "heartbeat",
+        )
         ui_port = free_port()
-        ui = profile.spawn("webserver", [str(bin_dir / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(ui_port), "-w", workspace],
-                           service_env("webserver", base, env), f"http://127.0.0.1:{ui_port}/server_info")
+        ui = profile.spawn(
+            "webserver",
+            [str(bin_dir / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(ui_port), "-w", workspace],
+            service_env("webserver", base, env),
+            f"http://127.0.0.1:{ui_port}/server_info",
+        )
         profile.wait("webserver", ui)
         profile.wait("daemon", daemon)
         if tick is not None and time.time() >= tick.timestamp():  # a schedule never runs a tick from before it was seen
-            fail(f"the daemon was up only after the tick it was given ({tick:%H:%M} UTC), so the night would never start; "
-                 f"start again with a larger --tick-once-after than {tick_after:g}", profile.logs / "daemon.log")
+            fail(
+                f"the daemon was up only after the tick it was given ({tick:%H:%M} UTC), so the night would never start; "
+                f"start again with a larger --tick-once-after than {tick_after:g}",
+                profile.logs / "daemon.log",
+            )
     except BaseException:
         stop(profile)
         raise
     write_private(profile.dir / "env", "".join(f"export {k}={shlex.quote(v)}\n" for k, v in sorted(env.items())))
-    profile.state |= {"ui": f"http://127.0.0.1:{ui_port}", "registry": [f"http://127.0.0.1:{p}" for p in registry_ports],
-                      "s3": env["AWS_ENDPOINT_URL"], "gateway": env["KINDGI_GATEWAY_URL"]}
+    profile.state |= {
+        "ui": f"http://127.0.0.1:{ui_port}",
+        "registry": [f"http://127.0.0.1:{p}" for p in registry_ports],
+        "s3": env["AWS_ENDPOINT_URL"],
+        "gateway": env["KINDGI_GATEWAY_URL"],
+    }
     profile.save()
-    print(f"Dagster UI {profile.state['ui']}; registry {', '.join(profile.state['registry'])}; store "
-          f"{env['KINDGI_STORE']} at {env['AWS_ENDPOINT_URL']}; gateway {env['KINDGI_GATEWAY_URL']}; PostgreSQL {env['DAGSTER_PG_HOST']}:{env['DAGSTER_PG_PORT']}.\n"
-          f"Its variables: . {shlex.quote(str(profile.dir / 'env'))}   Stop it: python deploy/production.py stop "
-          f"--dir {shlex.quote(str(profile.dir))}")
+    print(
+        f"Dagster UI {profile.state['ui']}; registry {', '.join(profile.state['registry'])}; store "
+        f"{env['KINDGI_STORE']} at {env['AWS_ENDPOINT_URL']}; gateway {env['KINDGI_GATEWAY_URL']}; PostgreSQL {env['DAGSTER_PG_HOST']}:{env['DAGSTER_PG_PORT']}.\n"
+        f"Its variables: . {shlex.quote(str(profile.dir / 'env'))}   Stop it: python deploy/production.py stop "
+        f"--dir {shlex.quote(str(profile.dir))}"
+    )
 
 
 SERVICE_VARIABLES = {
-    "daemon": re.compile(r"^(DAGSTER_|KINDGI_HOME$|KINDGI_STORE$|AWS_|KINDGI_GATEWAY_(URL|KEY)$|KINDGI_REGISTRY_(URL|TOKEN)$|"
-                         r"KINDGI_SCHEDULE_|KINDGI_HANDLER_CGROUP$)"),
-    "webserver": re.compile(r"^(DAGSTER_|KINDGI_HOME$|KINDGI_STORE$|AWS_ENDPOINT_URL$|AWS_DEFAULT_REGION$|KINDGI_GATEWAY_URL$|"
-                            r"KINDGI_REGISTRY_URL$|KINDGI_SCHEDULE_)"),
+    "daemon": re.compile(
+        r"^(DAGSTER_|KINDGI_HOME$|KINDGI_STORE$|AWS_|KINDGI_GATEWAY_(URL|KEY)$|KINDGI_REGISTRY_(URL|TOKEN)$|"
+        r"KINDGI_SCHEDULE_|KINDGI_HANDLER_CGROUP$)"
+    ),
+    "webserver": re.compile(
+        r"^(DAGSTER_|KINDGI_HOME$|KINDGI_STORE$|AWS_ENDPOINT_URL$|AWS_DEFAULT_REGION$|KINDGI_GATEWAY_URL$|"
+        r"KINDGI_REGISTRY_URL$|KINDGI_SCHEDULE_)"
+    ),
 }
 """Which of the profile's variables each Dagster service is given. The daemon's code servers and run workers inherit
 its environment: they run the suites, so they hold the instance's and the store's connections, the gateway's call
@@ -480,8 +601,12 @@ def service_env(service: str, base: dict[str, str], env: dict[str, str]) -> dict
 
 def daemon_alive(env: dict[str, str]) -> bool:
     """The daemon has written its heartbeats to the instance (`dagster-daemon liveness-check` exits 0)."""
-    check = subprocess.run([str(Path(sys.executable).parent / "dagster-daemon"), "liveness-check"], env=env,
-                           capture_output=True, check=False)
+    check = subprocess.run(
+        [str(Path(sys.executable).parent / "dagster-daemon"), "liveness-check"],
+        env=env,
+        capture_output=True,
+        check=False,
+    )
     return check.returncode == 0
 
 
@@ -511,8 +636,10 @@ def restart_postgres(profile: Profile) -> None:
     control = profile.state.get("own_cluster_control")
     if control is None:
         server = urlsplit(profile.state.get("admin_url", "")).netloc.rsplit("@", 1)[-1]
-        refuse(f"the profile's PostgreSQL at {server} was given by DAGSTER_PG_HOST and may serve others: restart it where it "
-               "is run, or start the profile without DAGSTER_PG_* for a cluster of its own")
+        refuse(
+            f"the profile's PostgreSQL at {server} was given by DAGSTER_PG_HOST and may serve others: restart it where it "
+            "is run, or start the profile without DAGSTER_PG_* for a cluster of its own"
+        )
     began = time.monotonic()
     subprocess.run(as_postgres([*control, "-m", "fast", "-w", "restart"]), check=True, stdout=subprocess.DEVNULL)
     print(f"postgres restarted in {time.monotonic() - began:.1f} s")
@@ -530,11 +657,17 @@ def stop(profile: Profile) -> None:
             remove_bound(hierarchy, profile.state["handlers_bound"])
     if profile.state.get("own_cluster"):
         data = Path(profile.state["own_cluster"])
-        subprocess.run(as_postgres([pg_bin("pg_ctl"), "-D", str(data / "cluster"), "-m", "fast", "-w", "stop"]),
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        subprocess.run(
+            as_postgres([pg_bin("pg_ctl"), "-D", str(data / "cluster"), "-m", "fast", "-w", "stop"]),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
         shutil.rmtree(data, ignore_errors=True)
     elif profile.state.get("databases"):
-        each_database(profile.state["admin_url"], 'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', profile.state["databases"])
+        each_database(
+            profile.state["admin_url"], 'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', profile.state["databases"]
+        )
     profile.state = {"pids": {}}
     profile.save()
 
@@ -566,7 +699,9 @@ def running_processes() -> dict[int, Process]:
             if fields[0] not in ("Z", "X"):
                 pid = int(entry.name)
                 utime, stime, cutime, cstime = (int(f) / CLOCK_TICKS for f in fields[11:15])
-                found[pid] = Process(pid, int(fields[1]), int(fields[2]), int(fields[21]) * PAGE, command, utime + stime, cutime + cstime)
+                found[pid] = Process(
+                    pid, int(fields[1]), int(fields[2]), int(fields[21]) * PAGE, command, utime + stime, cutime + cstime
+                )
     return found
 
 
@@ -597,9 +732,14 @@ def run_workers(daemon: int) -> list[Process]:
     """The run workers the daemon with PID `daemon` launched: the processes its code server (`dagster api grpc`)
     spawned to execute a run. Another profile's on the same machine are not among them."""
     processes = running_processes()
-    return [p for p in processes.values()
-            if is_run_worker(p) and p.parent in processes and b"grpc" in processes[p.parent].command
-            and descends_from(p, daemon, processes)]
+    return [
+        p
+        for p in processes.values()
+        if is_run_worker(p)
+        and p.parent in processes
+        and b"grpc" in processes[p.parent].command
+        and descends_from(p, daemon, processes)
+    ]
 
 
 def descends_from(process: Process, ancestor: int, processes: dict[int, Process]) -> bool:
@@ -652,17 +792,38 @@ def reap(pid: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["start", "stop", "restart"])
-    parser.add_argument("service", nargs="?", help="restart: the service to start again (daemon, webserver, registry-1, s3, "
-                        "gateway), or postgres, the profile's own cluster, stopped and started again")
-    parser.add_argument("--dir", type=Path, default=Path(".kindgi-production"), help="the profile's folder (default: %(default)s)")
-    parser.add_argument("--registry-servers", type=int, default=2, help="registry server processes (default: %(default)s)")
-    parser.add_argument("--tick-once-after", type=float, metavar="SECONDS",
-                        help="make the nightly schedule tick once, at the first whole minute this many seconds after the "
-                        "daemon starts, instead of at 02:00 (a night on demand, started by the schedule itself)")
-    parser.add_argument("--max-concurrent-runs", type=int, metavar="N",
-                        help="runs at once on this machine (default: what deploy/dagster-postgres.yaml says)")
-    parser.add_argument("--gateway-config", type=Path, default=GATEWAY_CONFIG, metavar="PATH",
-                        help="the LiteLLM gateway's config: its models, keys and each provider's limits (default: %(default)s)")
+    parser.add_argument(
+        "service",
+        nargs="?",
+        help="restart: the service to start again (daemon, webserver, registry-1, s3, "
+        "gateway), or postgres, the profile's own cluster, stopped and started again",
+    )
+    parser.add_argument(
+        "--dir", type=Path, default=Path(".kindgi-production"), help="the profile's folder (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--registry-servers", type=int, default=2, help="registry server processes (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--tick-once-after",
+        type=float,
+        metavar="SECONDS",
+        help="make the nightly schedule tick once, at the first whole minute this many seconds after the "
+        "daemon starts, instead of at 02:00 (a night on demand, started by the schedule itself)",
+    )
+    parser.add_argument(
+        "--max-concurrent-runs",
+        type=int,
+        metavar="N",
+        help="runs at once on this machine (default: what deploy/dagster-postgres.yaml says)",
+    )
+    parser.add_argument(
+        "--gateway-config",
+        type=Path,
+        default=GATEWAY_CONFIG,
+        metavar="PATH",
+        help="the LiteLLM gateway's config: its models, keys and each provider's limits (default: %(default)s)",
+    )
     args = parser.parse_args()
     if args.max_concurrent_runs is not None and args.max_concurrent_runs < 1:
         parser.error("--max-concurrent-runs must be at least 1")
@@ -675,7 +836,9 @@ def main() -> None:
             return
         refuse(f"no profile in {profile.dir}; start one: python deploy/production.py start --dir {args.dir}")
     if args.command == "start":
-        start(profile, max(1, args.registry_servers), args.tick_once_after, args.max_concurrent_runs, args.gateway_config)
+        start(
+            profile, max(1, args.registry_servers), args.tick_once_after, args.max_concurrent_runs, args.gateway_config
+        )
     elif args.command == "restart":
         if not args.service:
             parser.error("restart needs the service to start again, e.g. daemon")

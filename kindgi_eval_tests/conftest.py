@@ -18,7 +18,12 @@ from kindgi_eval_tests.warm_cli import WarmCommand, needs_a_fresh_interpreter
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "evals" / "golden"
-GOLDEN_STATUSES = sum(1 for name in ("cases.jsonl", "scenarios.jsonl") for line in (GOLDEN / name).read_text().splitlines() if line.strip())
+GOLDEN_STATUSES = sum(
+    1
+    for name in ("cases.jsonl", "scenarios.jsonl")
+    for line in (GOLDEN / name).read_text().splitlines()
+    if line.strip()
+)
 """The statuses of a run of the golden set: one per case and one per scenario."""
 CLI = Path(sys.executable).parent / "kindgi-eval"
 
@@ -78,7 +83,16 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
     root = tmp_path / "kindgi-home"
     monkeypatch.setenv("KINDGI_HOME", str(root))
     monkeypatch.setenv("DAGSTER_HOME", str(root / "dagster"))
-    for var in ("KINDGI_STORE", "EVAL_DIR", "CONFIG_DIR", "AGENT_MODEL", "AGENT_URL", "EVAL_JUDGE_MODEL", "EVAL_MAX_LATENCY_MS", "EVAL_CONCURRENCY"):
+    for var in (
+        "KINDGI_STORE",
+        "EVAL_DIR",
+        "CONFIG_DIR",
+        "AGENT_MODEL",
+        "AGENT_URL",
+        "EVAL_JUDGE_MODEL",
+        "EVAL_MAX_LATENCY_MS",
+        "EVAL_CONCURRENCY",
+    ):
         monkeypatch.delenv(var, raising=False)
     return Home(root, root / "store", root / "dagster")
 
@@ -94,7 +108,9 @@ class Result(NamedTuple):
 WARM = WarmCommand()
 
 
-def run_cli(*args: str, cwd: Path = REPO, env: dict[str, str] | None = None, environ: dict[str, str] | None = None) -> Result:
+def run_cli(
+    *args: str, cwd: Path = REPO, env: dict[str, str] | None = None, environ: dict[str, str] | None = None
+) -> Result:
     """`kindgi-eval ARGS` as a separate process, in the repository by default, with the test's environment and `env`
     (or with `environ`, its whole environment): forked from a process that has imported the command line, or exec'd
     when its environment changes what Python reads at start."""

@@ -17,8 +17,8 @@ import time
 import urllib.request
 from collections import Counter
 from collections.abc import Callable
-from email.parser import BytesParser
 from dataclasses import dataclass, field
+from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -110,10 +110,19 @@ def anthropic_body(content: str, model: str, read: int, written: int, fresh: int
     """An Anthropic messages body carrying `content`, with its cache reads and writes and its other input tokens."""
     return json.dumps(
         {
-            "id": "msg_fake", "type": "message", "role": "assistant", "model": model,
-            "content": [{"type": "text", "text": content}], "stop_reason": "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": fresh, "output_tokens": 20, "cache_read_input_tokens": read,
-                      "cache_creation_input_tokens": written},
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [{"type": "text", "text": content}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": fresh,
+                "output_tokens": 20,
+                "cache_read_input_tokens": read,
+                "cache_creation_input_tokens": written,
+            },
         }
     ).encode()
 
@@ -129,8 +138,15 @@ class _QuietServer(ThreadingHTTPServer):
 class FakeProvider:
     """Serve `script` at http://127.0.0.1:<port>/v1; `requests` holds every request body, in arrival order."""
 
-    def __init__(self, script: Script, port: int = 0, *, caching: bool = False, batch_end: str = "completed",
-                 looks_before_done: int = 1):
+    def __init__(
+        self,
+        script: Script,
+        port: int = 0,
+        *,
+        caching: bool = False,
+        batch_end: str = "completed",
+        looks_before_done: int = 1,
+    ):
         """A server answering by `script`, on `port` of 127.0.0.1 (a free one by default); with `caching`, its chat
         answers count tokens (`TOKEN_CHARS` characters each) and report the cached ones as the provider would."""
         self.script = script
@@ -246,8 +262,12 @@ class FakeProvider:
         with self._lock:
             cached = self.cache.openai(request)
         prompt = len(request_text(request)) // TOKEN_CHARS
-        usage = {"prompt_tokens": prompt, "completion_tokens": 20, "total_tokens": prompt + 20,
-                 "prompt_tokens_details": {"cached_tokens": cached}}
+        usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": 20,
+            "total_tokens": prompt + 20,
+            "prompt_tokens_details": {"cached_tokens": cached},
+        }
         return chat_body(answer.content or "", request.get("model", "fake"), usage)
 
     def upload(self, content_type: str, raw: bytes) -> bytes:
@@ -257,22 +277,49 @@ class FakeProvider:
         with self._lock:
             file_id = f"file-{len(self.files) + 1}"
             self.files[file_id] = data
-        return json.dumps({"id": file_id, "object": "file", "bytes": len(data), "created_at": 0, "filename": "requests.jsonl",
-                           "purpose": "batch", "status": "processed"}).encode()
+        return json.dumps(
+            {
+                "id": file_id,
+                "object": "file",
+                "bytes": len(data),
+                "created_at": 0,
+                "filename": "requests.jsonl",
+                "purpose": "batch",
+                "status": "processed",
+            }
+        ).encode()
 
     def create_batch(self, request: dict[str, Any]) -> bytes:
         """`POST /v1/batches`: every line of the input file answered by the script now, shown once it has ended."""
-        lines = [json.loads(line) for line in self.files[request["input_file_id"]].decode().splitlines() if line.strip()]
-        answered = lines if self.batch_end == "completed" else lines[: len(lines) // 2] if self.batch_end == "expired" else []
+        lines = [
+            json.loads(line) for line in self.files[request["input_file_id"]].decode().splitlines() if line.strip()
+        ]
+        answered = (
+            lines if self.batch_end == "completed" else lines[: len(lines) // 2] if self.batch_end == "expired" else []
+        )
         output, errors = [], []
         for line in answered:
             answer = self.script(line["body"])
             if answer.status == 200:
                 body = json.loads(self.body("/v1/chat/completions", line["body"], answer))
-                output.append({"id": "req", "custom_id": line["custom_id"], "response": {"status_code": 200, "body": body}, "error": None})
+                output.append(
+                    {
+                        "id": "req",
+                        "custom_id": line["custom_id"],
+                        "response": {"status_code": 200, "body": body},
+                        "error": None,
+                    }
+                )
             else:
                 error = {"error": {"message": answer.content or "refused", "type": "invalid_request_error"}}
-                errors.append({"id": "req", "custom_id": line["custom_id"], "response": {"status_code": answer.status, "body": error}, "error": None})
+                errors.append(
+                    {
+                        "id": "req",
+                        "custom_id": line["custom_id"],
+                        "response": {"status_code": answer.status, "body": error},
+                        "error": None,
+                    }
+                )
         with self._lock:
             self.requests.extend(line["body"] for line in answered)
             batch_id = f"batch_{len(self.batches) + 1}"
@@ -282,19 +329,35 @@ class FakeProvider:
                     ids[name] = f"file-{batch_id}-{name}"
                     self.files[ids[name]] = "".join(json.dumps(row) + "\n" for row in rows).encode()
             self.batches[batch_id] = {
-                "id": batch_id, "object": "batch", "endpoint": request["endpoint"], "input_file_id": request["input_file_id"],
-                "completion_window": request["completion_window"], "status": self.batch_end, "created_at": 0,
-                "output_file_id": ids.get("output_file_id"), "error_file_id": ids.get("error_file_id"),
+                "id": batch_id,
+                "object": "batch",
+                "endpoint": request["endpoint"],
+                "input_file_id": request["input_file_id"],
+                "completion_window": request["completion_window"],
+                "status": self.batch_end,
+                "created_at": 0,
+                "output_file_id": ids.get("output_file_id"),
+                "error_file_id": ids.get("error_file_id"),
                 "request_counts": {"total": len(lines), "completed": len(output), "failed": len(errors)},
-                "errors": {"object": "list", "data": [{"code": "invalid", "message": "the batch failed"}]} if self.batch_end == "failed" else None,
+                "errors": {"object": "list", "data": [{"code": "invalid", "message": "the batch failed"}]}
+                if self.batch_end == "failed"
+                else None,
             }
-        return json.dumps({**self.batches[batch_id], "status": "validating", "output_file_id": None, "error_file_id": None}).encode()
+        return json.dumps(
+            {**self.batches[batch_id], "status": "validating", "output_file_id": None, "error_file_id": None}
+        ).encode()
 
     def create_message_batch(self, request: dict[str, Any]) -> bytes:
         """Anthropic's `POST /v1/messages/batches`: every request answered by the script now, its usage counted as
         `/v1/messages` counts it; expired requests (`batch_end`) unanswered."""
         entries = request["requests"]
-        answered = entries if self.batch_end == "completed" else entries[: len(entries) // 2] if self.batch_end == "expired" else []
+        answered = (
+            entries
+            if self.batch_end == "completed"
+            else entries[: len(entries) // 2]
+            if self.batch_end == "expired"
+            else []
+        )
         results = []
         for entry in entries:
             if entry not in answered:
@@ -302,7 +365,10 @@ class FakeProvider:
                 continue
             answer = self.script(entry["params"])
             if answer.status != 200:
-                error = {"type": "error", "error": {"type": "invalid_request_error", "message": answer.content or "refused"}}
+                error = {
+                    "type": "error",
+                    "error": {"type": "invalid_request_error", "message": answer.content or "refused"},
+                }
                 results.append({"custom_id": entry["custom_id"], "result": {"type": "errored", "error": error}})
                 continue
             message = json.loads(self.body("/v1/messages", entry["params"], answer))
@@ -311,8 +377,12 @@ class FakeProvider:
             self.requests.extend(entry["params"] for entry in answered)
             batch_id = f"msgbatch_{len(self.batches) + 1}"
             self.files[batch_id] = "".join(json.dumps(row) + "\n" for row in results).encode()
-            self.batches[batch_id] = {"id": batch_id, "type": "message_batch", "processing_status": "ended",
-                                      "results_url": f"{self.base_url.removesuffix('/v1')}/v1/messages/batches/{batch_id}/results"}
+            self.batches[batch_id] = {
+                "id": batch_id,
+                "type": "message_batch",
+                "processing_status": "ended",
+                "results_url": f"{self.base_url.removesuffix('/v1')}/v1/messages/batches/{batch_id}/results",
+            }
         return json.dumps({**self.batches[batch_id], "processing_status": "in_progress", "results_url": None}).encode()
 
     def message_batch_read(self, path: str) -> bytes:
@@ -323,7 +393,9 @@ class FakeProvider:
         with self._lock:
             self.looks[batch_id] += 1
             if self.looks[batch_id] <= self.looks_before_done:
-                return json.dumps({**self.batches[batch_id], "processing_status": "in_progress", "results_url": None}).encode()
+                return json.dumps(
+                    {**self.batches[batch_id], "processing_status": "in_progress", "results_url": None}
+                ).encode()
         return json.dumps(self.batches[batch_id]).encode()
 
     def batch_read(self, path: str) -> bytes:
@@ -334,7 +406,9 @@ class FakeProvider:
         with self._lock:
             self.looks[batch_id] += 1
             if self.looks[batch_id] <= self.looks_before_done:
-                return json.dumps({**self.batches[batch_id], "status": "in_progress", "output_file_id": None, "error_file_id": None}).encode()
+                return json.dumps(
+                    {**self.batches[batch_id], "status": "in_progress", "output_file_id": None, "error_file_id": None}
+                ).encode()
         return json.dumps(self.batches[batch_id]).encode()
 
     @property

@@ -46,7 +46,11 @@ def test_pytest_is_blocked() -> None:
         # scripts, once each; promptfoo, which is no dependency of this project, skipped and said to be
         ("whole_run.py", ("--quick",), ("promptfoo arm: skipped", "| N = 2, C = 2 |", "run, gateway ")),
         # two scenarios of two moves played by the stage and by the bare script, once each
-        ("scenarios.py", ("--scenarios", "2", "--turns", "2", "--repeat", "1", "--playing-only"), ("stage / bare litellm",)),
+        (
+            "scenarios.py",
+            ("--scenarios", "2", "--turns", "2", "--repeat", "1", "--playing-only"),
+            ("stage / bare litellm",),
+        ),
         # the registry's server under a tenth of each attack
         ("registry_attacks.py", ("--quick",), ()),
         # a tick over three tenants, one of them a registry suite of two costly patterns, and that version's check
@@ -54,8 +58,11 @@ def test_pytest_is_blocked() -> None:
         # a few configurations of the corrected interval's coverage, 200 runs each
         ("judged_rates.py", ("--quick",), ("fieller (the product's): worst coverage",)),
         # a night of 3 suites over 2 nights, one dropping, the command run once
-        ("night.py", ("--suites", "3", "--nights", "2", "--cases", "20", "--dropped", "1", "--repeat", "1"),
-         ("(1 of 3 tenants got worse)", "kindgi-eval night, the whole process: median ")),
+        (
+            "night.py",
+            ("--suites", "3", "--nights", "2", "--cases", "20", "--dropped", "1", "--repeat", "1"),
+            ("(1 of 3 tenants got worse)", "kindgi-eval night, the whole process: median "),
+        ),
     ],
 )
 @pytest.mark.long
@@ -80,7 +87,9 @@ def test_the_nightly_benchmark_loads_without_pytest() -> None:
 
 
 def test_the_judge_bill_benchmark_prices_a_small_suite_without_pytest() -> None:
-    done = run_without_pytest("judge_bill.py", "--cases", "4", "--models", "openai/gpt-4o-mini", "anthropic/claude-sonnet-4-5", "--json")
+    done = run_without_pytest(
+        "judge_bill.py", "--cases", "4", "--models", "openai/gpt-4o-mini", "anthropic/claude-sonnet-4-5", "--json"
+    )
     assert done.returncode == 0, done.stderr
     assert "4 cases" in done.stdout and "batch and cache save" in done.stdout
     prices = json.loads(done.stdout.splitlines()[-1])
@@ -88,4 +97,6 @@ def test_the_judge_bill_benchmark_prices_a_small_suite_without_pytest() -> None:
         # a batch request costs half a call's in litellm's cost map; the cache only takes from that
         assert prices[model]["batch"] == pytest.approx(prices[model]["neither"] / 2)
         assert prices[model]["batch and cache"] <= prices[model]["batch"]
-    assert prices["anthropic/claude-sonnet-4-5"]["cache"] < prices["anthropic/claude-sonnet-4-5"]["neither"]  # the breakpoints pay
+    assert (
+        prices["anthropic/claude-sonnet-4-5"]["cache"] < prices["anthropic/claude-sonnet-4-5"]["neither"]
+    )  # the breakpoints pay

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from kindgi_eval_tests.conftest import run_cli
 from kindgi_eval.llm.calls import RetryPolicy
 from kindgi_eval.prompts.judge import CRITERION_HEAD
+from kindgi_eval_tests.conftest import run_cli
 from kindgi_eval_tests.defs.test_judged_runs import Judge, calibration_lines, case, write_suite
 from kindgi_eval_tests.fake_provider import Answer, FakeProvider, user_text
 from kindgi_eval_tests.gateway_config import GATEWAY_CONFIG, with_openai_rpm
@@ -33,7 +33,13 @@ MASTER_KEY = "sk-gateway-test-master-key"
 PROVIDER_KEY = "sk-provider-key-held-by-the-gateway"
 START_S = 120.0
 """The proxy serves in some 17 s here; the test waits for it this long."""
-REPLY = json.dumps({"messages": ["The Foundation Course is $450. Would you pay upfront or in instalments?"], "escalate": False, "reason": None})
+REPLY = json.dumps(
+    {
+        "messages": ["The Foundation Course is $450. Would you pay upfront or in instalments?"],
+        "escalate": False,
+        "reason": None,
+    }
+)
 
 
 def proxy_installed() -> None:
@@ -41,7 +47,9 @@ def proxy_installed() -> None:
     missing = [module for module in ("apscheduler", "backoff", "fastapi_sso") if find_spec(module) is None]
     if PROXY.exists() and not missing:
         return
-    reason = f"no LiteLLM proxy: {', '.join(missing) or PROXY} missing; pip install -e '.[profile]' installs litellm[proxy]"
+    reason = (
+        f"no LiteLLM proxy: {', '.join(missing) or PROXY} missing; pip install -e '.[profile]' installs litellm[proxy]"
+    )
     if os.environ.get("KINDGI_REQUIRE_GATEWAY") == "1":
         pytest.fail(reason)
     pytest.skip(reason)
@@ -73,10 +81,20 @@ def proxy(config: Path, upstream: FakeProvider, log: Path) -> Iterator[str]:
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
     with log.open("wb") as out:
-        env = {**os.environ, "LITELLM_MASTER_KEY": MASTER_KEY, "OPENAI_API_KEY": PROVIDER_KEY,
-               "OPENAI_BASE_URL": upstream.base_url, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-        process = subprocess.Popen([str(PROXY), "--config", str(config), "--host", "127.0.0.1", "--port", str(port)],
-                                   env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        env = {
+            **os.environ,
+            "LITELLM_MASTER_KEY": MASTER_KEY,
+            "OPENAI_API_KEY": PROVIDER_KEY,
+            "OPENAI_BASE_URL": upstream.base_url,
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        }
+        process = subprocess.Popen(
+            [str(PROXY), "--config", str(config), "--host", "127.0.0.1", "--port", str(port)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
         try:
             url = f"http://127.0.0.1:{port}"
             started = time.monotonic()
@@ -99,7 +117,10 @@ def proxy(config: Path, upstream: FakeProvider, log: Path) -> Iterator[str]:
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, FakeProvider]]:
     """The proxy from deploy/litellm.yaml before the fake provider; its URL and the provider."""
     proxy_installed()
-    with FakeProvider(provider) as upstream, proxy(GATEWAY_CONFIG, upstream, tmp_path_factory.mktemp("gateway") / "proxy.log") as url:
+    with (
+        FakeProvider(provider) as upstream,
+        proxy(GATEWAY_CONFIG, upstream, tmp_path_factory.mktemp("gateway") / "proxy.log") as url,
+    ):
         yield url, upstream
 
 
@@ -119,23 +140,45 @@ def test_a_judged_run_through_the_real_proxy_completes_with_the_keys_in_the_gate
     suite = write_suite(tmp_path / "suite", [case("price", review="The reply is polite")], calibration_lines())
     out = tmp_path / "summary.json"
     seen = len(upstream.requests)
-    result = run_cli("run", "--eval-dir", str(suite), "--agent-model", "openai:gpt-4o-mini", "--judge-model",
-                     "openai:gpt-4o", "--json", str(out), env={"KINDGI_GATEWAY_URL": url, "KINDGI_GATEWAY_KEY": MASTER_KEY})
+    result = run_cli(
+        "run",
+        "--eval-dir",
+        str(suite),
+        "--agent-model",
+        "openai:gpt-4o-mini",
+        "--judge-model",
+        "openai:gpt-4o",
+        "--json",
+        str(out),
+        env={"KINDGI_GATEWAY_URL": url, "KINDGI_GATEWAY_KEY": MASTER_KEY},
+    )
     assert result.code == 0, result.err
     summary = json.loads(out.read_text())
-    assert summary["counts"]["judged-pass"] == 1 and all(g["calibrated"] for g in summary["calibration"].values()), summary
+    assert summary["counts"]["judged-pass"] == 1 and all(g["calibrated"] for g in summary["calibration"].values()), (
+        summary
+    )
     asked = upstream.requests[seen:]
     # the wildcard routed each by its name: one agent call, the judge's on the calibration set and the case
     assert Counter(r["model"] for r in asked) == {"gpt-4o-mini": 1, "gpt-4o": len(asked) - 1} and len(asked) > 1
-    assert {{k.lower(): v for k, v in h.items()}["authorization"] for h in upstream.headers[seen:]} == {f"Bearer {PROVIDER_KEY}"}  # the gateway's key
+    assert {{k.lower(): v for k, v in h.items()}["authorization"] for h in upstream.headers[seen:]} == {
+        f"Bearer {PROVIDER_KEY}"
+    }  # the gateway's key
 
 
 def test_a_wrong_key_is_refused_by_the_proxy_and_not_retried(home, gateway, tmp_path: Path) -> None:
     url, upstream = gateway
     (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "c", "text": "hi", "expect": {"escalate": False}}) + "\n")
     seen = len(upstream.requests)
-    result = run_cli("run", "--eval-dir", str(tmp_path), "--agent-model", "openai:gpt-4o-mini", "--json",
-                     str(tmp_path / "s.json"), env={"KINDGI_GATEWAY_URL": url, "KINDGI_GATEWAY_KEY": "sk-not-the-master-key"})
+    result = run_cli(
+        "run",
+        "--eval-dir",
+        str(tmp_path),
+        "--agent-model",
+        "openai:gpt-4o-mini",
+        "--json",
+        str(tmp_path / "s.json"),
+        env={"KINDGI_GATEWAY_URL": url, "KINDGI_GATEWAY_KEY": "sk-not-the-master-key"},
+    )
     assert result.code == 1, result.err
     (failed,) = json.loads((tmp_path / "s.json").read_text())["cases"]
     assert "1 attempt" in failed["failures"][0] and "sk-not-the-master-key" not in result.out + result.err
@@ -144,16 +187,30 @@ def test_a_wrong_key_is_refused_by_the_proxy_and_not_retried(home, gateway, tmp_
 
 def cases_file(folder: Path, n: int) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "cases.jsonl").write_text("".join(
-        json.dumps({"id": f"c{i}", "text": "how much is it?", "expect": {"escalate": False}}) + "\n" for i in range(n)))
+    (folder / "cases.jsonl").write_text(
+        "".join(
+            json.dumps({"id": f"c{i}", "text": "how much is it?", "expect": {"escalate": False}}) + "\n"
+            for i in range(n)
+        )
+    )
     return folder
 
 
-def test_a_server_error_is_retried_by_the_client_alone_so_the_provider_sees_exactly_its_attempts(home, gateway, tmp_path: Path) -> None:
+def test_a_server_error_is_retried_by_the_client_alone_so_the_provider_sees_exactly_its_attempts(
+    home, gateway, tmp_path: Path
+) -> None:
     url, upstream = gateway
     seen = len(upstream.requests)
-    result = run_cli("run", "--eval-dir", str(cases_file(tmp_path / "suite", 1)), "--agent-model", f"openai:{BROKEN}", "--json",
-                     str(tmp_path / "s.json"), env={"KINDGI_GATEWAY_URL": url, "KINDGI_GATEWAY_KEY": MASTER_KEY})
+    result = run_cli(
+        "run",
+        "--eval-dir",
+        str(cases_file(tmp_path / "suite", 1)),
+        "--agent-model",
+        f"openai:{BROKEN}",
+        "--json",
+        str(tmp_path / "s.json"),
+        env={"KINDGI_GATEWAY_URL": url, "KINDGI_GATEWAY_KEY": MASTER_KEY},
+    )
     assert result.code == 1, result.err
     (failed,) = json.loads((tmp_path / "s.json").read_text())["cases"]
     attempts = RetryPolicy().attempts
@@ -164,19 +221,34 @@ def test_a_server_error_is_retried_by_the_client_alone_so_the_provider_sees_exac
 PACED_RPM = 3
 
 
-def test_the_gateway_paces_a_burst_to_the_providers_requests_per_minute_and_every_call_is_answered(home, tmp_path: Path) -> None:
+def test_the_gateway_paces_a_burst_to_the_providers_requests_per_minute_and_every_call_is_answered(
+    home, tmp_path: Path
+) -> None:
     # deploy/litellm.yaml with OpenAI's budget cut to 3 requests a minute; five calls at once: three go out, the
     # other two wait in the gateway for the next minute and are answered then, none refused (the call's timeout and
     # the agent's latency deadline outlast the wait, which is latency like any other)
     config, _ = with_openai_rpm(tmp_path, PACED_RPM)
     asked: list[float] = []
-    with FakeProvider(lambda body: asked.append(time.time()) or Answer(REPLY)) as upstream, proxy(
-        config, upstream, tmp_path / "proxy.log"
-    ) as url:
-        result = run_cli("run", "--eval-dir", str(cases_file(tmp_path / "suite", PACED_RPM + 2)), "--agent-model", "openai:gpt-4o-mini",
-                         "--json", str(tmp_path / "s.json"),
-                         env={"KINDGI_GATEWAY_URL": url, "KINDGI_GATEWAY_KEY": MASTER_KEY, "EVAL_CONCURRENCY": str(PACED_RPM + 2),
-                              "EVAL_MODEL_TIMEOUT_S": "150", "EVAL_MAX_LATENCY_MS": "150000"})  # a wait counts as latency
+    with (
+        FakeProvider(lambda body: asked.append(time.time()) or Answer(REPLY)) as upstream,
+        proxy(config, upstream, tmp_path / "proxy.log") as url,
+    ):
+        result = run_cli(
+            "run",
+            "--eval-dir",
+            str(cases_file(tmp_path / "suite", PACED_RPM + 2)),
+            "--agent-model",
+            "openai:gpt-4o-mini",
+            "--json",
+            str(tmp_path / "s.json"),
+            env={
+                "KINDGI_GATEWAY_URL": url,
+                "KINDGI_GATEWAY_KEY": MASTER_KEY,
+                "EVAL_CONCURRENCY": str(PACED_RPM + 2),
+                "EVAL_MODEL_TIMEOUT_S": "150",
+                "EVAL_MAX_LATENCY_MS": "150000",
+            },
+        )  # a wait counts as latency
     assert result.code == 0, result.out + result.err
     assert json.loads((tmp_path / "s.json").read_text())["counts"]["passed"] == PACED_RPM + 2
     assert len(asked) == PACED_RPM + 2  # one request per call: none refused and asked again

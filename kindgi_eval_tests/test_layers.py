@@ -18,15 +18,27 @@ TOP_LEVEL = {"__init__", "__main__"}
 REACHED_BY_NAME = {"agents.http", "agents.litellm"}
 """Modules that import httpx or litellm: only their own folder's name-to-agent table imports them, on demand."""
 ONLY_IMPORTER = {
-    "litellm": {"llm"}, "dagster": {"defs"}, "click": {"cli"}, "httpx": {"agents", "llm"},
-    "fastapi": {"registry"}, "starlette": {"registry"}, "uvicorn": {"registry"},
-    "botocore": {"store"}, "aiobotocore": {"store"},  # an S3 store's client (store/s3.py)
+    "litellm": {"llm"},
+    "dagster": {"defs"},
+    "click": {"cli"},
+    "httpx": {"agents", "llm"},
+    "fastapi": {"registry"},
+    "starlette": {"registry"},
+    "uvicorn": {"registry"},
+    "botocore": {"store"},
+    "aiobotocore": {"store"},  # an S3 store's client (store/s3.py)
     # the registry's tables and their migrations; Dagster's storage (defs/instance_storage.py) is built on both
-    "sqlalchemy": {"registry", "defs"}, "alembic": {"registry", "defs"},
+    "sqlalchemy": {"registry", "defs"},
+    "alembic": {"registry", "defs"},
 }
 """A library and the folders that may import it: one, but for SQLAlchemy and alembic, under both the registry and
 Dagster."""
-RULES_MAY_IMPORT = {"pydantic", "regex", "re2", "__future__"}  # regex: Unicode emoji properties; re2: tenant patterns; pure text
+RULES_MAY_IMPORT = {
+    "pydantic",
+    "regex",
+    "re2",
+    "__future__",
+}  # regex: Unicode emoji properties; re2: tenant patterns; pure text
 """Beside the standard library, all rules/ imports."""
 
 
@@ -48,8 +60,10 @@ def imports_of(path: Path) -> list[tuple[str, list[str], int]]:
 def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
     """Each module of `package` and the modules of it that it imports, at the top or inside a function: `from a import
     b` imports module `a.b` when there is one, else the names of `a` (its `__init__`)."""
-    named = {".".join((package.name, *p.relative_to(package).with_suffix("").parts)).removesuffix(".__init__"): p
-             for p in package.rglob("*.py")}
+    named = {
+        ".".join((package.name, *p.relative_to(package).with_suffix("").parts)).removesuffix(".__init__"): p
+        for p in package.rglob("*.py")
+    }
     graph = {}
     for name, path in named.items():
         imported = set()
@@ -73,7 +87,7 @@ def circles(graph: dict[str, set[str]]) -> list[str]:
         path.append(name)
         for target in sorted(graph[name]):
             if target in path:
-                found.append(" -> ".join([*path[path.index(target):], target]))
+                found.append(" -> ".join([*path[path.index(target) :], target]))
             elif target not in walked:
                 walk(target)
         path.pop()
@@ -167,7 +181,9 @@ def test_a_circle_through_a_function_level_import_is_found(tmp_path: Path) -> No
     package = tmp_path / "pkg"
     (package / "sub").mkdir(parents=True)
     (package / "__init__.py").write_text("")
-    (package / "a.py").write_text("from pkg.sub import b\n")  # `sub.b` is a module: the import names it, not sub/__init__
+    (package / "a.py").write_text(
+        "from pkg.sub import b\n"
+    )  # `sub.b` is a module: the import names it, not sub/__init__
     (package / "sub" / "__init__.py").write_text("")
     (package / "sub" / "b.py").write_text("def later():\n    from pkg.c import name\n")
     (package / "c.py").write_text("import pkg.a\nname = 1\n")

@@ -19,9 +19,17 @@ from kindgi_eval.llm import spawn
         (["run"], {"EVAL_JUDGE_MODEL": "ollama:qwen"}, True),
         (["replay", "--judge-model", "openai:judge"], {}, True),
         (["run", "--mock"], {"AGENT_MODEL": "openai:gpt-4o-mini"}, False),  # --mock replaces the agent model
-        (["run", "--agent-url", "http://127.0.0.1:9/agent"], {"AGENT_MODEL": "openai:x"}, False),  # so does an agent over HTTP
+        (
+            ["run", "--agent-url", "http://127.0.0.1:9/agent"],
+            {"AGENT_MODEL": "openai:x"},
+            False,
+        ),  # so does an agent over HTTP
         (["run"], {"AGENT_URL": "http://127.0.0.1:9/agent", "AGENT_MODEL": "openai:x"}, False),
-        (["run", "--agent-model", "mock:agent", "--judge-model", "mock:demo-judge"], {"AGENT_MODEL": "openai:x"}, False),  # options win
+        (
+            ["run", "--agent-model", "mock:agent", "--judge-model", "mock:demo-judge"],
+            {"AGENT_MODEL": "openai:x"},
+            False,
+        ),  # options win
         (["run", "--mock"], {}, False),
         (["replay", "--agent-model", "openai:x"], {}, False),  # a replay never asks the agent
         (["validate", "--agent-model", "openai:x"], {}, False),

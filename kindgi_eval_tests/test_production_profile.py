@@ -17,9 +17,9 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -27,14 +27,18 @@ import pytest
 
 from kindgi_eval.agents.cgroups import HANDLERS_ENV, find_hierarchy, memory_limit
 from kindgi_eval.store.batches import BATCH_SECONDS
-from kindgi_eval_tests.conftest import GOLDEN_STATUSES, GOLDEN, REPO, run_cli
+from kindgi_eval_tests.conftest import GOLDEN, GOLDEN_STATUSES, REPO, run_cli
 from kindgi_eval_tests.fake_provider import Answer, FakeProvider
 from kindgi_eval_tests.inputs.test_tenants_file import entry, tenant_tree, write_tenants
 
-pytestmark = [pytest.mark.long, pytest.mark.xdist_group("production-profile")]  # the tests sharing `profile` start it once
+pytestmark = [
+    pytest.mark.long,
+    pytest.mark.xdist_group("production-profile"),
+]  # the tests sharing `profile` start it once
 PROFILE = REPO / "deploy" / "production.py"
 sys.path.insert(0, str(PROFILE.parent))
 import production  # noqa: E402 - the profile's own script, for its reading of its processes and its env file
+
 TENANTS = ("north", "south", "east", "west", "inner", "outer", "upper", "lower")
 """Four waves of runs (`RUNS_AT_ONCE` at a time): runs still queue after the first faults, however fast each run is."""
 REGISTERED = "outer"
@@ -60,15 +64,20 @@ def postgres_reachable(own: bool) -> None:
     a profile whose server is restarted needs, `own`)."""
     if (os.environ.get("DAGSTER_PG_HOST") and not own) or Path("/usr/lib/postgresql").is_dir():
         return
-    reason = ("no PostgreSQL binaries: install Debian's postgresql (.ci/run does)" if own else
-              "no PostgreSQL: set DAGSTER_PG_HOST/PORT/USERNAME/PASSWORD or install Debian's postgresql (.ci/run does)")
+    reason = (
+        "no PostgreSQL binaries: install Debian's postgresql (.ci/run does)"
+        if own
+        else "no PostgreSQL: set DAGSTER_PG_HOST/PORT/USERNAME/PASSWORD or install Debian's postgresql (.ci/run does)"
+    )
     if os.environ.get("KINDGI_REQUIRE_POSTGRES") == "1":
         pytest.fail(reason)
     pytest.skip(reason)
 
 
 @contextmanager
-def started(root: Path, tenants: Path, own_postgres: bool = False, **variables: str) -> Iterator[tuple[Path, dict[str, str]]]:
+def started(
+    root: Path, tenants: Path, own_postgres: bool = False, **variables: str
+) -> Iterator[tuple[Path, dict[str, str]]]:
     """The profile started in `root/profile` with `tenants` declared and the schedule ticking once, soon; stopped after.
     `own_postgres`: on a cluster of its own, which may be restarted, even where DAGSTER_PG_* name a shared server (as
     in CI, whose server other tests use at the same time)."""
@@ -77,19 +86,43 @@ def started(root: Path, tenants: Path, own_postgres: bool = False, **variables: 
     env = {**os.environ, "KINDGI_TENANTS": str(tenants), "LITELLM_MASTER_KEY": MASTER_KEY, **variables}
     if own_postgres:
         env = {k: v for k, v in env.items() if not k.startswith("DAGSTER_PG_")}
-    done = subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(folder), "--tick-once-after", "75",
-                           "--max-concurrent-runs", str(RUNS_AT_ONCE)], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(PROFILE),
+            "start",
+            "--dir",
+            str(folder),
+            "--tick-once-after",
+            "75",
+            "--max-concurrent-runs",
+            str(RUNS_AT_ONCE),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     running = {**env, **production.read_env(folder)} if done.returncode == 0 else env
     try:
         assert done.returncode == 0, done.stderr
         yield folder, running
     finally:
         stop_reader(running)
-        bound = json.loads((folder / "profile.json").read_text()).get("handlers_bound") if done.returncode == 0 else None
-        stopped = subprocess.run([sys.executable, str(PROFILE), "stop", "--dir", str(folder)], env=env, capture_output=True,
-                                 text=True, timeout=120)
+        bound = (
+            json.loads((folder / "profile.json").read_text()).get("handlers_bound") if done.returncode == 0 else None
+        )
+        stopped = subprocess.run(
+            [sys.executable, str(PROFILE), "stop", "--dir", str(folder)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert stopped.returncode == 0, stopped.stderr
-        assert bound is None or not (find_hierarchy().memory / bound).exists()  # the handlers' group went with the profile
+        assert (
+            bound is None or not (find_hierarchy().memory / bound).exists()
+        )  # the handlers' group went with the profile
 
 
 @pytest.fixture(scope="module")
@@ -100,14 +133,26 @@ def profile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, di
     for name in TENANTS:
         tenant_tree(root, name, {"golden": GOLDEN if name != REGISTERED else None})
     tenant_tree(root, MISTYPED)
-    declared = [entry(name) if name != REGISTERED else entry(name, suites=None, registry=f"{name}.golden") for name in TENANTS]
+    declared = [
+        entry(name) if name != REGISTERED else entry(name, suites=None, registry=f"{name}.golden") for name in TENANTS
+    ]
     declared.append(entry(MISTYPED, judge_modle="openai:gpt-4o"))
-    with started(root, write_tenants(root / "tenants.toml", *declared), own_postgres=True, OPENAI_API_KEY=PROVIDER_KEY) as running:
+    with started(
+        root, write_tenants(root / "tenants.toml", *declared), own_postgres=True, OPENAI_API_KEY=PROVIDER_KEY
+    ) as running:
         # the tenant publishes its suite once the registry is up, before the night's tick
         _, env = running
         publisher = kindgi(env, "tokens", "issue", "--tenant", REGISTERED, "--name", "ci").strip()
-        kindgi({**env, "KINDGI_REGISTRY_TOKEN": publisher}, "suites", "publish", str(GOLDEN), "--id", f"{REGISTERED}.golden",
-               "--version", "1.0.0")
+        kindgi(
+            {**env, "KINDGI_REGISTRY_TOKEN": publisher},
+            "suites",
+            "publish",
+            str(GOLDEN),
+            "--id",
+            f"{REGISTERED}.golden",
+            "--version",
+            "1.0.0",
+        )
         yield running
 
 
@@ -136,10 +181,13 @@ def read_instance(env: dict[str, str], expression: str) -> object:
     reader = _readers.get(env["DAGSTER_HOME"])
     if reader is None or reader.poll() is not None:
         reader = _readers[env["DAGSTER_HOME"]] = subprocess.Popen(
-            [sys.executable, "-c", READER], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            [sys.executable, "-c", READER], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
     reader.stdin.write(json.dumps(expression) + "\n")
     reader.stdin.flush()
-    assert select.select([reader.stdout], [], [], READ_S)[0], f"the instance did not answer {expression!r} in {READ_S:.0f} s"
+    assert select.select([reader.stdout], [], [], READ_S)[0], (
+        f"the instance did not answer {expression!r} in {READ_S:.0f} s"
+    )
     line = reader.stdout.readline()
     assert line, f"the instance's reader ended (status {reader.wait()}) asked {expression!r}"
     answer = json.loads(line)
@@ -157,13 +205,18 @@ def stop_reader(env: dict[str, str]) -> None:
 
 def instance_runs(env: dict[str, str]) -> list[dict]:
     """The instance's runs."""
-    return read_instance(env, "[{'run_id': r.run_id, 'status': r.status.value, 'tags': dict(r.tags)} for r in instance.get_runs()]")
+    return read_instance(
+        env, "[{'run_id': r.run_id, 'status': r.status.value, 'tags': dict(r.tags)} for r in instance.get_runs()]"
+    )
 
 
 def dequeue_failures(env: dict[str, str]) -> list[str]:
     """What the queue said of each run it could not hand to the code server: back into the queue, or failed."""
-    return read_instance(env, "[e.message for r in instance.get_runs() for e in instance.all_logs(r.run_id) "
-                              "if e.message and 'dequeu' in e.message]")
+    return read_instance(
+        env,
+        "[e.message for r in instance.get_runs() for e in instance.all_logs(r.run_id) "
+        "if e.message and 'dequeu' in e.message]",
+    )
 
 
 def schedules_seen(env: dict[str, str]) -> set[str]:
@@ -207,20 +260,29 @@ def kill(pid: int) -> None:
 def restart(folder: Path, env: dict[str, str], service: str) -> None:
     """`deploy/production.py restart SERVICE`, once its process was killed (postgres: while it runs); what it said
     goes to the test's standard error (`-s` shows it)."""
-    restarted = subprocess.run([sys.executable, str(PROFILE), "restart", service, "--dir", str(folder)], env=env,
-                               capture_output=True, text=True, timeout=180)
+    restarted = subprocess.run(
+        [sys.executable, str(PROFILE), "restart", service, "--dir", str(folder)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert restarted.returncode == 0, restarted.stderr
     print(restarted.stdout.strip(), file=sys.stderr)
 
 
-def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_servers_postgres_and_store_failing(profile) -> None:
+def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_servers_postgres_and_store_failing(
+    profile,
+) -> None:
     folder, env = profile
     state = json.loads((folder / "profile.json").read_text())
     assert set(state["pids"]) == {"s3", "registry-1", "registry-2", "daemon", "webserver", "gateway"}
     assert env["KINDGI_STORE"] == "s3://kindgi/store" and env["AWS_ENDPOINT_URL"] == state["s3"]
     # the queue bounds the machine and each tenant; no limit counts runs per provider, which the gateway paces
     limits = (folder / "dagster" / "dagster.yaml").read_text()
-    assert f"max_concurrent_runs: {RUNS_AT_ONCE}\n" in limits and "kindgi/tenant" in limits and "_provider" not in limits
+    assert (
+        f"max_concurrent_runs: {RUNS_AT_ONCE}\n" in limits and "kindgi/tenant" in limits and "_provider" not in limits
+    )
 
     # the daemon dead across the night's tick: SIGKILLed once it has seen the schedule, started again after the tick;
     # it runs the tick it missed, once (the runs keyed by the tick's minute, checked below)
@@ -237,17 +299,28 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_se
     # the runs ended. A run whose query it cut off fails in that step and is retried from it: the test waits for the
     # retries before the code servers' kill below (a retry needs the code location, and Dagster never tries again
     # one that could not reach it)
-    night_until(env, lambda runs: any(r["status"] == "STARTED" for r in runs) and any(r["status"] == "QUEUED" for r in runs),
-                "no run started while others queued")
+    night_until(
+        env,
+        lambda runs: any(r["status"] == "STARTED" for r in runs) and any(r["status"] == "QUEUED" for r in runs),
+        "no run started while others queued",
+    )
     restart(folder, env, "postgres")
     time.sleep(5)  # a query cut off fails at once; its step's failure and its run's are written as PostgreSQL is back
-    night_until(env, lambda runs: all(r["status"] != "FAILURE" or r["run_id"] in {c["tags"].get("dagster/parent_run_id")
-                                                                                 for c in runs} for r in runs),
-                "a run failed by the restart was not retried")
+    night_until(
+        env,
+        lambda runs: all(
+            r["status"] != "FAILURE" or r["run_id"] in {c["tags"].get("dagster/parent_run_id") for c in runs}
+            for r in runs
+        ),
+        "a run failed by the restart was not retried",
+    )
 
     # mid-night: a run is under way and others wait in the queue when the daemon is SIGKILLed, then restarted
-    night_until(env, lambda runs: any(r["status"] == "STARTED" for r in runs) and any(r["status"] == "QUEUED" for r in runs),
-                "no run started while others queued")
+    night_until(
+        env,
+        lambda runs: any(r["status"] == "STARTED" for r in runs) and any(r["status"] == "QUEUED" for r in runs),
+        "no run started while others queued",
+    )
     daemon = json.loads((folder / "profile.json").read_text())["pids"]["daemon"]
     kill(daemon)
     # the dead daemon's code servers then SIGKILLed, found at once: each outlives its daemon only by its heartbeat's
@@ -259,7 +332,10 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_se
     orphans = production.workers_of(servers)
     for server in servers:
         os.kill(server.pid, signal.SIGKILL)
-    print(f"killed code servers {[s.pid for s in servers]}, their run workers {[p.pid for p in orphans]} left", file=sys.stderr)
+    print(
+        f"killed code servers {[s.pid for s in servers]}, their run workers {[p.pid for p in orphans]} left",
+        file=sys.stderr,
+    )
     restart(folder, env, "daemon")
 
     # then the object store stops answering for 30 s while a run is under way (its process stopped, so every request
@@ -276,25 +352,47 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_se
     # restart cut off) is the parent of its one retry, which finished it
     def ended(runs: list[dict]) -> bool:
         retried = {r["tags"].get("dagster/parent_run_id") for r in runs}
-        finished = (r["status"] == "SUCCESS" or r["status"] in ("FAILURE", "CANCELED") and (
-            r["run_id"] in retried or r["tags"].get("dagster/will_retry") == "false") for r in runs)
+        finished = (
+            r["status"] == "SUCCESS"
+            or r["status"] in ("FAILURE", "CANCELED")
+            and (r["run_id"] in retried or r["tags"].get("dagster/will_retry") == "false")
+            for r in runs
+        )
         return len(runs) >= len(TENANTS) and all(finished)
 
     runs = night_until(env, ended, "the night did not end")
     # each run as tenant, status, id, parent, why it failed and whether Dagster will retry it: what a failure shows
-    seen = [(r["tags"]["kindgi/tenant"], r["status"], r["run_id"][:8], r["tags"].get("dagster/parent_run_id", "")[:8],
-             r["tags"].get("dagster/failure_reason"), r["tags"].get("dagster/will_retry")) for r in runs]
+    seen = [
+        (
+            r["tags"]["kindgi/tenant"],
+            r["status"],
+            r["run_id"][:8],
+            r["tags"].get("dagster/parent_run_id", "")[:8],
+            r["tags"].get("dagster/failure_reason"),
+            r["tags"].get("dagster/will_retry"),
+        )
+        for r in runs
+    ]
     night = sorted((r for r in runs if r["status"] == "SUCCESS"), key=lambda r: r["tags"]["kindgi/tenant"])
     assert [r["tags"]["kindgi/tenant"] for r in night] == sorted(TENANTS), seen
     assert {r["tags"]["dagster/schedule_name"] for r in night} == {"nightly_suites"}
-    assert [r["tags"]["dagster/run_key"] for r in night] == [f"{SUITE[name]}@{tick:%Y-%m-%dT%H:%M}" for name in sorted(TENANTS)]
+    assert [r["tags"]["dagster/run_key"] for r in night] == [
+        f"{SUITE[name]}@{tick:%Y-%m-%dT%H:%M}" for name in sorted(TENANTS)
+    ]
     retried = [r for r in runs if r["status"] != "SUCCESS"]
     children = {r["tags"].get("dagster/parent_run_id"): r for r in night}
-    assert all(r["status"] == "FAILURE" and r["run_id"] in children
-               and children[r["run_id"]]["tags"]["kindgi/tenant"] == r["tags"]["kindgi/tenant"] for r in retried), seen
+    assert all(
+        r["status"] == "FAILURE"
+        and r["run_id"] in children
+        and children[r["run_id"]]["tags"]["kindgi/tenant"] == r["tags"]["kindgi/tenant"]
+        for r in retried
+    ), seen
     # the queue put back each run it could not hand to a dead code server, and failed none of them
     failures = dequeue_failures(env)
-    print(f"runs retried: {[r['run_id'] for r in retried]}; the queue, of runs it could not launch: {failures}", file=sys.stderr)
+    print(
+        f"runs retried: {[r['run_id'] for r in retried]}; the queue, of runs it could not launch: {failures}",
+        file=sys.stderr,
+    )
     assert all("re-submitting the run into the queue" in message for message in failures), failures
 
     # the tables are on the S3 API, and the command line reads them there; nothing half-written, nothing twice: the
@@ -305,10 +403,25 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_se
     # carries no scenarios)
     cases = {name: GOLDEN_CASES if name == REGISTERED else GOLDEN_STATUSES for name in TENANTS}
     assert sql(env, "SELECT run_id, suite, cases FROM runs ORDER BY 1") == sorted(
-        ({"run_id": r["run_id"], "suite": SUITE[r["tags"]["kindgi/tenant"]], "cases": cases[r["tags"]["kindgi/tenant"]]}
-         for r in night), key=lambda r: r["run_id"])
-    for view, column, where in (("cases", "id", "kind IN ('case', 'scenario')"), ("replies", "case_id", "true"), ("statuses", "case_id", "true")):
-        each = sql(env, f"SELECT suite, count(*) AS n, count(DISTINCT {column}) AS once FROM {view} WHERE {where} GROUP BY 1 ORDER BY 1")
+        (
+            {
+                "run_id": r["run_id"],
+                "suite": SUITE[r["tags"]["kindgi/tenant"]],
+                "cases": cases[r["tags"]["kindgi/tenant"]],
+            }
+            for r in night
+        ),
+        key=lambda r: r["run_id"],
+    )
+    for view, column, where in (
+        ("cases", "id", "kind IN ('case', 'scenario')"),
+        ("replies", "case_id", "true"),
+        ("statuses", "case_id", "true"),
+    ):
+        each = sql(
+            env,
+            f"SELECT suite, count(*) AS n, count(DISTINCT {column}) AS once FROM {view} WHERE {where} GROUP BY 1 ORDER BY 1",
+        )
         expected = ({"suite": SUITE[name], "n": cases[name], "once": cases[name]} for name in TENANTS)
         assert each == sorted(expected, key=lambda r: r["suite"]), view
     outcomes = sql(env, "SELECT suite, count(*) AS n FROM outcomes GROUP BY 1 ORDER BY 1")
@@ -317,10 +430,23 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_se
     # a replay re-judges a night's run from the S3 store into it (the tenant's configuration named, as for any tenant
     # but the demo), diff compares the two, report writes one of them
     folders = [r for r in night if r["tags"]["kindgi/tenant"] != REGISTERED]
-    first = next((r for r in folders if "dagster/parent_run_id" not in r["tags"]), folders[0])  # a night not retried, if one is
+    first = next(
+        (r for r in folders if "dagster/parent_run_id" not in r["tags"]), folders[0]
+    )  # a night not retried, if one is
     tenant = first["tags"]["kindgi/tenant"]
-    replayed = kindgi(env, "replay", "--from", first["run_id"], "--judge-model", "mock:demo-judge", "--config-dir",
-                      str(folder.parent / tenant / "config"), "--json", str(folder / "replay.json"), exits=(1,))  # the demo judge fails one golden case
+    replayed = kindgi(
+        env,
+        "replay",
+        "--from",
+        first["run_id"],
+        "--judge-model",
+        "mock:demo-judge",
+        "--config-dir",
+        str(folder.parent / tenant / "config"),
+        "--json",
+        str(folder / "replay.json"),
+        exits=(1,),
+    )  # the demo judge fails one golden case
     replay = json.loads((folder / "replay.json").read_text())["run_id"]
     assert replay != first["run_id"] and "judged-fail" in replayed
     assert "reviewed -> judged-pass" in kindgi(env, "diff", first["run_id"], replay)
@@ -353,16 +479,31 @@ def test_a_run_launched_through_the_ui_naming_another_gateway_sends_it_nothing(p
     ui = json.loads((folder / "profile.json").read_text())["ui"]
     home = folder.parent / "north"
     with FakeProvider(lambda body: Answer(REPLY)) as foreign:
-        settings = RunSettings(eval_dir=str(home / "evals" / "golden"), config_dir=str(home / "config"),
-                               agent_model="openai:gpt-4o-mini", gateway_url=foreign.base_url.removesuffix("/v1"))
+        settings = RunSettings(
+            eval_dir=str(home / "evals" / "golden"),
+            config_dir=str(home / "config"),
+            agent_model="openai:gpt-4o-mini",
+            gateway_url=foreign.base_url.removesuffix("/v1"),
+        )
         tags = {"dagster/partition": SUITE["north"], "kindgi/tenant": "north", **pinned_tags(settings)}
-        params = {"selector": {"repositoryLocationName": "kindgi_eval", "repositoryName": "__repository__",
-                               "jobName": "evaluate_suite"},
-                  "runConfigData": {}, "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]}}
-        answer = httpx.post(f"{ui}/graphql", json={"query": GRAPHQL_LAUNCH, "variables": {"params": params}}, timeout=60).json()
+        params = {
+            "selector": {
+                "repositoryLocationName": "kindgi_eval",
+                "repositoryName": "__repository__",
+                "jobName": "evaluate_suite",
+            },
+            "runConfigData": {},
+            "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]},
+        }
+        answer = httpx.post(
+            f"{ui}/graphql", json={"query": GRAPHQL_LAUNCH, "variables": {"params": params}}, timeout=60
+        ).json()
         run_id = answer["data"]["launchRun"]["run"]["runId"]
-        runs = night_until(env, lambda runs: any(r["run_id"] == run_id and r["status"] in ("SUCCESS", "FAILURE", "CANCELED")
-                                                 for r in runs), "the launched run did not end")
+        runs = night_until(
+            env,
+            lambda runs: any(r["run_id"] == run_id and r["status"] in ("SUCCESS", "FAILURE", "CANCELED") for r in runs),
+            "the launched run did not end",
+        )
         (launched,) = [r for r in runs if r["run_id"] == run_id]
         assert launched["status"] == "FAILURE"
         assert foreign.requests == []
@@ -376,8 +517,13 @@ def test_two_registry_servers_share_one_database(profile) -> None:
     first, second = json.loads((folder / "profile.json").read_text())["registry"]
     issued = kindgi(env, "tokens", "issue", "--tenant", "north", "--name", "night")
     secret = issued.strip()  # the secret alone on stdout; what it is goes to stderr
-    suite = {"id": "north.pricing", "tenantId": "north", "version": "1.0.0", "kind": "conversation",
-             "spec": {"cases": [{"id": "price", "text": "How much is it?", "expect": {"escalate": False}}]}}
+    suite = {
+        "id": "north.pricing",
+        "tenantId": "north",
+        "version": "1.0.0",
+        "kind": "conversation",
+        "spec": {"cases": [{"id": "price", "text": "How much is it?", "expect": {"escalate": False}}]},
+    }
     headers = {"Authorization": f"Bearer {secret}"}
     assert httpx.post(f"{first}/v1/eval-suites", json=suite, headers=headers, timeout=30).status_code == 201
     read = httpx.get(f"{second}/v1/eval-suites/north.pricing", headers=headers, timeout=30)
@@ -394,15 +540,22 @@ def test_each_service_holds_only_the_secrets_it_uses(profile) -> None:
     folder, env = profile
     state = json.loads((folder / "profile.json").read_text())
     registry_db = env["KINDGI_REGISTRY_DB"]
-    secrets_of = {"master key": MASTER_KEY, "provider key": PROVIDER_KEY, "call key": env["KINDGI_GATEWAY_KEY"],
-                  "postgres password": env["DAGSTER_PG_PASSWORD"], "registry database": registry_db,
-                  "nightly token": env["KINDGI_REGISTRY_TOKEN"]}
+    secrets_of = {
+        "master key": MASTER_KEY,
+        "provider key": PROVIDER_KEY,
+        "call key": env["KINDGI_GATEWAY_KEY"],
+        "postgres password": env["DAGSTER_PG_PASSWORD"],
+        "registry database": registry_db,
+        "nightly token": env["KINDGI_REGISTRY_TOKEN"],
+    }
     assert env["KINDGI_GATEWAY_KEY"] != MASTER_KEY and "LITELLM_MASTER_KEY" not in production.read_env(folder)
 
     def held(pid: int) -> set[str]:
         found = environ(pid)
         values = "\0".join(found.values())
-        return {name for name, secret in secrets_of.items() if secret in values} | ({"store secret"} if "AWS_SECRET_ACCESS_KEY" in found else set())
+        return {name for name, secret in secrets_of.items() if secret in values} | (
+            {"store secret"} if "AWS_SECRET_ACCESS_KEY" in found else set()
+        )
 
     # the services' own processes, and what the daemon and the webserver started (code servers, run workers): each
     # Dagster service's process group
@@ -423,7 +576,10 @@ def test_each_service_holds_only_the_secrets_it_uses(profile) -> None:
     gateway = state["gateway"]
     call = {"Authorization": f"Bearer {env['KINDGI_GATEWAY_KEY']}"}
     assert httpx.get(f"{gateway}/v1/models", headers=call, timeout=30).status_code == 403
-    assert httpx.get(f"{gateway}/v1/models", headers={"Authorization": f"Bearer {MASTER_KEY}"}, timeout=30).status_code == 200
+    assert (
+        httpx.get(f"{gateway}/v1/models", headers={"Authorization": f"Bearer {MASTER_KEY}"}, timeout=30).status_code
+        == 200
+    )
     # the registry token the runs hold is the nightly one the profile issued, for no tenant
     tokens = json.loads(kindgi(env, "tokens", "list", "--format", "json"))
     assert [(t["tenant"], t["scope"]) for t in tokens if t["name"] == "production-profile"] == [("", "nightly")]
@@ -436,20 +592,38 @@ def test_every_run_s_handlers_are_bounded_together_below_the_machine_s_memory(pr
     if hierarchy is None:
         pytest.skip("no control group can be made on this machine")
     bound = hierarchy.memory / state["handlers_bound"]
-    assert environ(state["pids"]["daemon"])[HANDLERS_ENV] == state["handlers_bound"] == production.read_env(folder)[HANDLERS_ENV]
-    total = next(int(line.split()[1]) * 1024 for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal:"))
+    assert (
+        environ(state["pids"]["daemon"])[HANDLERS_ENV]
+        == state["handlers_bound"]
+        == production.read_env(folder)[HANDLERS_ENV]
+    )
+    total = next(
+        int(line.split()[1]) * 1024
+        for line in Path("/proc/meminfo").read_text().splitlines()
+        if line.startswith("MemTotal:")
+    )
     services = sum(p.rss for p in production.running_processes().values() if p.group in state["pids"].values())
     assert memory_limit(bound, hierarchy) == production.handlers_memory(RUNS_AT_ONCE) < total - services
     # the machine's memory less what the services need and each run at once
-    assert production.handlers_memory(2, total=24 << 30) == (24 << 30) - (production.SERVICES_MIB + 2 * production.RUN_WORKER_MIB << 20)
+    assert production.handlers_memory(2, total=24 << 30) == (24 << 30) - (
+        production.SERVICES_MIB + 2 * production.RUN_WORKER_MIB << 20
+    )
 
 
 SLOW_CASES = 12
 AGENT_S = 1.5
-REPLY = json.dumps({"messages": ["The Foundation Course is $450. Would you pay upfront or in instalments?"], "escalate": False, "reason": None})
+REPLY = json.dumps(
+    {
+        "messages": ["The Foundation Course is $450. Would you pay upfront or in instalments?"],
+        "escalate": False,
+        "reason": None,
+    }
+)
 
 
-@pytest.mark.xdist_group("production-profile-killed-worker")  # a profile of its own: on another worker, beside the first's night
+@pytest.mark.xdist_group(
+    "production-profile-killed-worker"
+)  # a profile of its own: on another worker, beside the first's night
 def test_a_run_worker_killed_mid_run_is_retried_from_its_recordings_through_a_gateway_killed_and_restarted(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
@@ -459,13 +633,20 @@ def test_a_run_worker_killed_mid_run_is_retried_from_its_recordings_through_a_ga
     (home / "evals" / "golden").mkdir(parents=True)
     case = {"text": "how much is the foundation course?", "expect": {"escalate": False}, "must_contain": ["$450"]}
     (home / "evals" / "golden" / "cases.jsonl").write_text(
-        "".join(json.dumps({"id": f"case-{n:02d}", **case}) + "\n" for n in range(SLOW_CASES)))
+        "".join(json.dumps({"id": f"case-{n:02d}", **case}) + "\n" for n in range(SLOW_CASES))
+    )
     # a reply that waits for the gateway's restart is slower than the default 15 s deadline: the tenant's is raised, so
     # that what is checked is that nothing is lost, not how long it took
-    tenants = write_tenants(root / "tenants.toml", entry("slow", agent_model="openai:slow-agent", concurrency=1, max_latency_ms=90000))
-    with FakeProvider(lambda body: Answer(REPLY, delay_s=AGENT_S)) as provider, started(
-        root, tenants, OPENAI_BASE_URL=provider.base_url, OPENAI_API_KEY="sk-test-not-a-real-key"
-    ) as (folder, env):
+    tenants = write_tenants(
+        root / "tenants.toml", entry("slow", agent_model="openai:slow-agent", concurrency=1, max_latency_ms=90000)
+    )
+    with (
+        FakeProvider(lambda body: Answer(REPLY, delay_s=AGENT_S)) as provider,
+        started(root, tenants, OPENAI_BASE_URL=provider.base_url, OPENAI_API_KEY="sk-test-not-a-real-key") as (
+            folder,
+            env,
+        ),
+    ):
         daemon = json.loads((folder / "profile.json").read_text())["pids"]["daemon"]
         deadline = time.monotonic() + NIGHT_S
         while not (len(provider.requests) >= 3 and production.run_workers(daemon)):
@@ -480,8 +661,11 @@ def test_a_run_worker_killed_mid_run_is_retried_from_its_recordings_through_a_ga
             time.sleep(0.2)
         kill(json.loads((folder / "profile.json").read_text())["pids"]["gateway"])
         restart(folder, env, "gateway")
-        runs = night_until(env, lambda runs: len(runs) == 2 and all(r["status"] in ("SUCCESS", "FAILURE") for r in runs),
-                           "the killed run was not retried to its end")
+        runs = night_until(
+            env,
+            lambda runs: len(runs) == 2 and all(r["status"] in ("SUCCESS", "FAILURE") for r in runs),
+            "the killed run was not retried to its end",
+        )
         killed, retry = sorted(runs, key=lambda r: "dagster/parent_run_id" in r["tags"])
         assert (killed["status"], retry["status"]) == ("FAILURE", "SUCCESS")
         assert retry["tags"]["dagster/parent_run_id"] == killed["run_id"]
@@ -491,26 +675,44 @@ def test_a_run_worker_killed_mid_run_is_retried_from_its_recordings_through_a_ga
         unwritten = math.ceil(BATCH_SECONDS / AGENT_S)
         assert SLOW_CASES <= len(provider.requests) <= SLOW_CASES + 1 + unwritten + 1, len(provider.requests)
         # and no case was lost to the gateway's restart: every one answered and passed
-        counted = json.loads(kindgi(env, "sql", "--format", "json", "SELECT run_id, status, count(*) AS n FROM statuses GROUP BY 1, 2"))
+        counted = json.loads(
+            kindgi(env, "sql", "--format", "json", "SELECT run_id, status, count(*) AS n FROM statuses GROUP BY 1, 2")
+        )
         assert counted == [{"run_id": retry["run_id"], "status": "passed", "n": SLOW_CASES}]
 
 
 def test_start_refuses_without_the_gateways_master_key_and_starts_nothing(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "LITELLM_MASTER_KEY"}
-    done = subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(tmp_path / "profile")], env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, str(PROFILE), "start", "--dir", str(tmp_path / "profile")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and "LITELLM_MASTER_KEY is not set" in done.stderr
     assert not (tmp_path / "profile").exists()
 
 
-@pytest.mark.parametrize(("args", "error"), [
-    (("--gateway-config", "no-such-litellm.yaml"), "no gateway config at no-such-litellm.yaml"),
-    (("--max-concurrent-runs", "0"), "--max-concurrent-runs must be at least 1"),
-])
-def test_start_refuses_a_missing_gateway_config_or_no_runs_at_once_and_starts_nothing(tmp_path: Path, args, error) -> None:
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (("--gateway-config", "no-such-litellm.yaml"), "no gateway config at no-such-litellm.yaml"),
+        (("--max-concurrent-runs", "0"), "--max-concurrent-runs must be at least 1"),
+    ],
+)
+def test_start_refuses_a_missing_gateway_config_or_no_runs_at_once_and_starts_nothing(
+    tmp_path: Path, args, error
+) -> None:
     env = {**os.environ, "LITELLM_MASTER_KEY": MASTER_KEY}
-    done = subprocess.run([sys.executable, str(PROFILE), "start", "--dir", str(tmp_path / "profile"), *args], env=env,
-                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, str(PROFILE), "start", "--dir", str(tmp_path / "profile"), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert done.returncode == 2 and error in done.stderr
     assert not (tmp_path / "profile").exists()
 
@@ -520,9 +722,20 @@ def test_restart_postgres_refuses_a_server_the_profile_was_given(tmp_path: Path)
     # names the server and no cluster of its own; restarting it is refused, and the password is not repeated
     folder = tmp_path / "profile"
     folder.mkdir()
-    (folder / "profile.json").write_text(json.dumps({"name": "0a1b2c3d", "pids": {"daemon": 1},
-                                                     "admin_url": "postgresql://kindgi:pg-secret@127.0.0.1:5432/postgres"}))
-    done = subprocess.run([sys.executable, str(PROFILE), "restart", "postgres", "--dir", str(folder)], capture_output=True,
-                          text=True, timeout=60)
+    (folder / "profile.json").write_text(
+        json.dumps(
+            {
+                "name": "0a1b2c3d",
+                "pids": {"daemon": 1},
+                "admin_url": "postgresql://kindgi:pg-secret@127.0.0.1:5432/postgres",
+            }
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, str(PROFILE), "restart", "postgres", "--dir", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and "PostgreSQL at 127.0.0.1:5432 was given by DAGSTER_PG_HOST" in done.stderr
     assert "pg-secret" not in done.stderr + done.stdout

@@ -20,9 +20,19 @@ import pytest
 from kindgi_eval.kinds import kinds
 from kindgi_eval_tests.conftest import REPO
 
-
-BUILD_IGNORES = (".git", ".venv", "build", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis", ".kindgi*",
-                 "node_modules", "cache", "out")
+BUILD_IGNORES = (
+    ".git",
+    ".venv",
+    "build",
+    "*.egg-info",
+    "__pycache__",
+    ".pytest_cache",
+    ".hypothesis",
+    ".kindgi*",
+    "node_modules",
+    "cache",
+    "out",
+)
 """What of the checkout the wheel is not built from: version control, environments, earlier builds, runtime state."""
 
 
@@ -38,30 +48,74 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # files no longer in the package into the wheel) and no other process's build sees it
     source = root / "source"
     shutil.copytree(REPO, source, symlinks=True, ignore=shutil.ignore_patterns(*BUILD_IGNORES))
-    built = _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(root / "dist"), str(source)], root, os.environ.copy())
+    built = _run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(root / "dist"), str(source)],
+        root,
+        os.environ.copy(),
+    )
     assert built.returncode == 0, built.stderr
     (wheel,) = (root / "dist").glob("kindgi_eval-*.whl")
     venv = root / "venv"
     made = _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], root, os.environ.copy())
     assert made.returncode == 0, made.stderr
     python = venv / "bin" / "python"
-    added = _run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-compile", str(wheel)],
-                 root, os.environ.copy())
+    added = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-compile",
+            str(wheel),
+        ],
+        root,
+        os.environ.copy(),
+    )
     assert added.returncode == 0, added.stderr
-    site = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], root, os.environ.copy())
-    (Path(site.stdout.strip()) / "kindgi_eval_test_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    site = _run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], root, os.environ.copy()
+    )
+    (Path(site.stdout.strip()) / "kindgi_eval_test_dependencies.pth").write_text(
+        sysconfig.get_paths()["purelib"] + "\n"
+    )
     return venv / "bin"
 
 
 @pytest.mark.long
-def test_the_installed_wheel_runs_the_golden_set_and_every_starter_in_an_empty_folder(installed: Path, tmp_path: Path) -> None:
+def test_the_installed_wheel_runs_the_golden_set_and_every_starter_in_an_empty_folder(
+    installed: Path, tmp_path: Path
+) -> None:
     folder = tmp_path / "empty"
     folder.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "EVAL_DIR", "CONFIG_DIR", "AGENT_MODEL", "AGENT_URL",
-                                                             "EVAL_JUDGE_MODEL", "KINDGI_STORE", "KINDGI_TENANTS")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in (
+            "PYTHONPATH",
+            "EVAL_DIR",
+            "CONFIG_DIR",
+            "AGENT_MODEL",
+            "AGENT_URL",
+            "EVAL_JUDGE_MODEL",
+            "KINDGI_STORE",
+            "KINDGI_TENANTS",
+        )
+    }
     env |= {"KINDGI_HOME": str(tmp_path / "home"), "DAGSTER_HOME": str(tmp_path / "home" / "dagster")}
-    where = _run([str(installed / "python"), "-c", "import kindgi_eval, kindgi_eval.inputs as i; print(kindgi_eval.__file__); "
-                  "print(i.GOLDEN_DIR)"], folder, env)
+    where = _run(
+        [
+            str(installed / "python"),
+            "-c",
+            "import kindgi_eval, kindgi_eval.inputs as i; print(kindgi_eval.__file__); print(i.GOLDEN_DIR)",
+        ],
+        folder,
+        env,
+    )
     module, golden = map(Path, where.stdout.split())
     assert module.is_relative_to(installed.parent), where.stderr  # the wheel's package, not the checkout's editable one
     assert golden.is_relative_to(installed.parent) and not golden.is_symlink()  # a copy of evals/golden in the wheel

@@ -54,7 +54,9 @@ class WarmCommand:
         self._folder = Path()
         """Where its socket and the commands' output files are, made as it starts."""
 
-    def run(self, executable: str, args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, str, str]:
+    def run(
+        self, executable: str, args: list[str], cwd: Path, env: dict[str, str], timeout: float
+    ) -> tuple[int, str, str]:
         """Run `executable ARGS` forked from the warm process; (exit status, stdout, stderr)."""
         self._start()
         name = f"{threading.get_ident()}-{time.monotonic_ns()}"
@@ -82,7 +84,9 @@ class WarmCommand:
             return
         self._folder = Path(tempfile.mkdtemp(prefix="kindgi-warm-"))
         listening = self._folder / "socket"
-        self._process = subprocess.Popen([sys.executable, "-m", __name__, str(listening)], cwd=ROOT, stdin=subprocess.DEVNULL)
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", __name__, str(listening)], cwd=ROOT, stdin=subprocess.DEVNULL
+        )
         atexit.register(self._stop, self._process, self._folder)
         deadline = time.monotonic() + START_S
         while not listening.exists():

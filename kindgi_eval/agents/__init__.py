@@ -3,4 +3,12 @@
 from kindgi_eval.agents.factory import checked_variants, deployment_settings, make_agent, make_contact, make_judge
 from kindgi_eval.agents.sandbox import Sandbox, make_sandbox
 
-__all__ = ["Sandbox", "checked_variants", "deployment_settings", "make_agent", "make_contact", "make_judge", "make_sandbox"]
+__all__ = [
+    "Sandbox",
+    "checked_variants",
+    "deployment_settings",
+    "make_agent",
+    "make_contact",
+    "make_judge",
+    "make_sandbox",
+]

@@ -50,7 +50,12 @@ def find_hierarchy(root: Path = ROOT) -> Hierarchy | None:
     if {"memory", "pids"} <= set(controllers) and os.access(v2, os.W_OK):
         return Hierarchy(2, v2 / PARENT, v2 / PARENT)
     memory, pids = root / "memory", root / "pids"
-    if (memory / "memory.limit_in_bytes").is_file() and (pids / "cgroup.procs").is_file() and os.access(memory, os.W_OK) and os.access(pids, os.W_OK):
+    if (
+        (memory / "memory.limit_in_bytes").is_file()
+        and (pids / "cgroup.procs").is_file()
+        and os.access(memory, os.W_OK)
+        and os.access(pids, os.W_OK)
+    ):
         return Hierarchy(1, memory / PARENT, pids / PARENT)
     return None
 

@@ -47,7 +47,14 @@ class MockContact:
 class LitellmContact:
     """A contact model answered through litellm (`EVAL_CONTACT_MODEL=provider:model`), or through the gateway."""
 
-    def __init__(self, ref: ModelRef, *, policy: CallPolicy = DEFAULT_POLICY, gateway: Gateway | None = None, prepared: bool = True):
+    def __init__(
+        self,
+        ref: ModelRef,
+        *,
+        policy: CallPolicy = DEFAULT_POLICY,
+        gateway: Gateway | None = None,
+        prepared: bool = True,
+    ):
         self.ref = ref
         self.policy = policy
         self.gateway = gateway
@@ -58,5 +65,13 @@ class LitellmContact:
 
     async def write(self, messages: list[dict[str, str]], *, timeout_s: float) -> Completion:
         """One answer, retried and timed as every model call is, asked for as a JSON object."""
-        return await complete(self.ref, messages, timeout_s=timeout_s, role="contact", policy=self.policy, gateway=self.gateway,
-                              response_format=JSON_OBJECT, drop_params=True)
+        return await complete(
+            self.ref,
+            messages,
+            timeout_s=timeout_s,
+            role="contact",
+            policy=self.policy,
+            gateway=self.gateway,
+            response_format=JSON_OBJECT,
+            drop_params=True,
+        )

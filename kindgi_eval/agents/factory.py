@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING
 from kindgi_eval.agents.contact import MockContact
 from kindgi_eval.agents.demo_judge import DemoJudge
 from kindgi_eval.agents.mock import MockAgent, MockJudge
-from kindgi_eval.inputs import GATEWAY_KEY, SETTING, RunSettings, deployment_agent_url, deployment_gateway, variant_settings
+from kindgi_eval.inputs import (
+    GATEWAY_KEY,
+    SETTING,
+    RunSettings,
+    deployment_agent_url,
+    deployment_gateway,
+    variant_settings,
+)
 from kindgi_eval.rules import Agent, ContactModel, InputError, Judge, ModelRef, Problem, Role, Tenant, checked_model
 
 if TYPE_CHECKING:
@@ -29,7 +36,11 @@ OFFLINE_JUDGES: dict[str, Callable[[], Judge]] = {"mock:judge": MockJudge, "mock
 """Offline judge names and how each is built."""
 OFFLINE_CONTACTS: dict[str, Callable[[], ContactModel]] = {"mock:contact": MockContact}
 """Offline contact model names and how each is built."""
-OFFLINE: dict[Role, list[str]] = {"agent": list(OFFLINE_AGENTS), "judge": list(OFFLINE_JUDGES), "contact": list(OFFLINE_CONTACTS)}
+OFFLINE: dict[Role, list[str]] = {
+    "agent": list(OFFLINE_AGENTS),
+    "judge": list(OFFLINE_JUDGES),
+    "contact": list(OFFLINE_CONTACTS),
+}
 
 
 AGENT_HEADERS = "AGENT_HEADERS"
@@ -49,11 +60,22 @@ def agent_headers(url: str, environ: Mapping[str, str] | None = None) -> dict[st
     except ValueError:
         headers = None
     if not isinstance(headers, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
-        raise InputError([Problem(AGENT_HEADERS, None, None, 'is not a JSON object of text values. Write it as {"Authorization": "Bearer ..."}.')])
+        raise InputError(
+            [
+                Problem(
+                    AGENT_HEADERS,
+                    None,
+                    None,
+                    'is not a JSON object of text values. Write it as {"Authorization": "Bearer ..."}.',
+                )
+            ]
+        )
     return headers
 
 
-def make_agent(settings: RunSettings, tenant: Tenant, *, check_only: bool = False, named_as: str | None = None) -> Agent:
+def make_agent(
+    settings: RunSettings, tenant: Tenant, *, check_only: bool = False, named_as: str | None = None
+) -> Agent:
     """The agent the settings name: AGENT_URL first, then AGENT_MODEL; InputError when none is named or it is not one.
 
     `check_only`: built only to check the settings, so a litellm agent does not wait for litellm's import.
@@ -61,10 +83,19 @@ def make_agent(settings: RunSettings, tenant: Tenant, *, check_only: bool = Fals
     if settings.agent_url:
         from kindgi_eval.agents.http import HttpAgent
 
-        return HttpAgent(settings.agent_url, timeout_s=settings.model_timeout_s, headers=agent_headers(settings.agent_url))
+        return HttpAgent(
+            settings.agent_url, timeout_s=settings.model_timeout_s, headers=agent_headers(settings.agent_url)
+        )
     if settings.agent_model is None:
         raise InputError(
-            [Problem("AGENT_MODEL", None, None, "no agent named. Set AGENT_MODEL or AGENT_URL, or pass --mock for the offline demo agent.")]
+            [
+                Problem(
+                    "AGENT_MODEL",
+                    None,
+                    None,
+                    "no agent named. Set AGENT_MODEL or AGENT_URL, or pass --mock for the offline demo agent.",
+                )
+            ]
         )
     ref = model_ref(settings.agent_model, "agent", named_as, gateway=settings.gateway_url is not None)
     if str(ref) in OFFLINE_AGENTS:
@@ -72,10 +103,14 @@ def make_agent(settings: RunSettings, tenant: Tenant, *, check_only: bool = Fals
     from kindgi_eval.agents.litellm import LitellmAgent
 
     gateway = gateway_of(settings)
-    return LitellmAgent(ref, tenant, timeout_s=settings.model_timeout_s, gateway=gateway, prepared=not check_only and gateway is None)
+    return LitellmAgent(
+        ref, tenant, timeout_s=settings.model_timeout_s, gateway=gateway, prepared=not check_only and gateway is None
+    )
 
 
-def checked_variants(settings: RunSettings, tenant: Tenant, declared: tuple[str, str], *, mock: bool) -> tuple[str, str]:
+def checked_variants(
+    settings: RunSettings, tenant: Tenant, declared: tuple[str, str], *, mock: bool
+) -> tuple[str, str]:
     """The agents a pairwise run's variants A and B are answered by: the `declared` ones, or with `mock` (which
     replaces every agent a run calls) the offline demo agent the settings name, for both. Each is checked as
     `make_agent` checks it: InputError when one cannot be made."""
@@ -101,22 +136,41 @@ def make_judge(settings: RunSettings, *, check_only: bool = False, named_as: str
         from kindgi_eval.llm import BATCH_PROVIDERS
 
         if ref.provider not in BATCH_PROVIDERS:
-            raise InputError([Problem(SETTING["judge_batch"].var, None, None,
-                                      f"{ref} has no batch API that litellm sends batches to (it does for {', '.join(sorted(BATCH_PROVIDERS))}). "
-                                      "Turn the judge's batch off for this judge, or send the run's calls through a gateway (KINDGI_GATEWAY_URL).")])
+            raise InputError(
+                [
+                    Problem(
+                        SETTING["judge_batch"].var,
+                        None,
+                        None,
+                        f"{ref} has no batch API that litellm sends batches to (it does for {', '.join(sorted(BATCH_PROVIDERS))}). "
+                        "Turn the judge's batch off for this judge, or send the run's calls through a gateway (KINDGI_GATEWAY_URL).",
+                    )
+                ]
+            )
     return LitellmJudge(ref, gateway=gateway, prepared=not check_only and gateway is None)
 
 
-def make_contact(settings: RunSettings, *, needed: bool, check_only: bool = False, named_as: str | None = None) -> ContactModel | None:
+def make_contact(
+    settings: RunSettings, *, needed: bool, check_only: bool = False, named_as: str | None = None
+) -> ContactModel | None:
     """The contact model the settings name, checked exactly as the agent's model is; None when there is none. A suite
     with a persona scenario `needed` one: InputError naming the setting when none is named. `check_only` and
     `named_as` as for `make_agent`."""
     if settings.contact_model is None:
         if needed:
             var = SETTING["contact_model"]
-            raise InputError([Problem(var.var, None, None, f"is not set, and a scenario has a persona and a goal, which a contact "
-                                      f"model plays. Set {var.var} or pass {var.flag} (mock:contact plays one offline), or "
-                                      "give the scenario moves instead.")])
+            raise InputError(
+                [
+                    Problem(
+                        var.var,
+                        None,
+                        None,
+                        f"is not set, and a scenario has a persona and a goal, which a contact "
+                        f"model plays. Set {var.var} or pass {var.flag} (mock:contact plays one offline), or "
+                        "give the scenario moves instead.",
+                    )
+                ]
+            )
         return None
     ref = model_ref(settings.contact_model, "contact", named_as, gateway=settings.gateway_url is not None)
     if str(ref) in OFFLINE_CONTACTS:
@@ -156,10 +210,15 @@ def foreign_gateway(named: str, configured: str | None) -> Problem:
     """The problem of a run naming a gateway that is not the deployment's: where its model calls go, and with which
     key, is the deployment's alone."""
     deployment = f"this deployment's gateway is {configured}" if configured else "this deployment names no gateway"
-    return Problem(GATEWAY_URL, None, None, f"the run names the gateway {named}, and {deployment}: a run's model calls "
-                   f"go only to the gateway {GATEWAY_URL} names where the run executes, with its key, so nothing was "
-                   "sent. Leave gateway_url out of the run's settings (its kindgi/settings tag), or set "
-                   f"{GATEWAY_URL} where it runs.")
+    return Problem(
+        GATEWAY_URL,
+        None,
+        None,
+        f"the run names the gateway {named}, and {deployment}: a run's model calls "
+        f"go only to the gateway {GATEWAY_URL} names where the run executes, with its key, so nothing was "
+        "sent. Leave gateway_url out of the run's settings (its kindgi/settings tag), or set "
+        f"{GATEWAY_URL} where it runs.",
+    )
 
 
 def model_ref(name: str, role: Role, named_as: str | None = None, *, gateway: bool = False) -> ModelRef:
@@ -184,6 +243,15 @@ def model_ref(name: str, role: Role, named_as: str | None = None, *, gateway: bo
 
         needed = missing_credentials(ref.provider, os.environ)  # litellm's own variables, read where it reads them
         if needed:
-            raise InputError([Problem(var, None, None, f"{name} needs its key in {' or '.join(needed)}, which is not set: "
-                                      f"every call would be refused. Set {needed[0]}, or name another {role}.")])
+            raise InputError(
+                [
+                    Problem(
+                        var,
+                        None,
+                        None,
+                        f"{name} needs its key in {' or '.join(needed)}, which is not set: "
+                        f"every call would be refused. Set {needed[0]}, or name another {role}.",
+                    )
+                ]
+            )
     return ref

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, NamedTuple
 from collections.abc import Mapping
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -123,12 +123,16 @@ def read_answer(status: int, body: str) -> AgentReply:
     untext = [f"messages.{i}" for i, m in enumerate(answer.messages) if not is_text(m)]
     untext += ["reason"] if answer.reason is not None and not is_text(answer.reason) else []
     if untext:  # JSON may escape half a surrogate pair (`"\ud800"`); no store, or reader, can hold that as text
-        problems = "; ".join(f"{where}: holds a lone surrogate escape, which is not a Unicode character" for where in untext)
+        problems = "; ".join(
+            f"{where}: holds a lone surrogate escape, which is not a Unicode character" for where in untext
+        )
         raise ReplyError(f"the agent's answer has the wrong shape ({problems}); expected {_SHAPE}", raw=body)
     return AgentReply(messages=tuple(answer.messages), escalate=answer.escalate, reason=answer.reason)
 
 
-def over_limit(status: int, size: int | None, content: bytes | bytearray = b"", charset: str | None = None) -> ReplyError:
+def over_limit(
+    status: int, size: int | None, content: bytes | bytearray = b"", charset: str | None = None
+) -> ReplyError:
     """The error of a body over BODY_LIMIT: declared as `size` bytes, or found longer while reading (`size` None);
     the first bytes read are kept as raw."""
     held = f"is {mib(size)} ({size:,} bytes)" if size is not None else "holds more"
@@ -163,7 +167,9 @@ def display_url(url: str) -> str:
 class HttpAgent:
     """A tenant's own agent, asked over HTTP; its cost is not known to us, so it is 0 and flagged."""
 
-    def __init__(self, url: str, *, timeout_s: float = DEFAULT_MODEL_TIMEOUT_S, headers: Mapping[str, str] | None = None):
+    def __init__(
+        self, url: str, *, timeout_s: float = DEFAULT_MODEL_TIMEOUT_S, headers: Mapping[str, str] | None = None
+    ):
         import httpx  # here, not in the first case's latency; and one TLS context, which takes ~100 ms to build
 
         self.url = url
@@ -204,8 +210,10 @@ class HttpAgent:
                 status, charset = response.status_code, response.charset_encoding
                 coding = response.headers.get("content-encoding", "identity").strip().lower()
                 if coding not in ("", "identity"):
-                    raise ReplyError(f"the agent answered HTTP {status} with Content-Encoding {coding!r}, though the request "
-                                     "asked for none (identity). Serve the answer uncompressed.")
+                    raise ReplyError(
+                        f"the agent answered HTTP {status} with Content-Encoding {coding!r}, though the request "
+                        "asked for none (identity). Serve the answer uncompressed."
+                    )
                 size = declared_length(response.headers)
                 if size is not None and size > BODY_LIMIT:
                     raise over_limit(status, size)
@@ -221,4 +229,3 @@ class HttpAgent:
                 raise ReplyError(f"the agent at {self.name} broke off its answer: {type(e).__name__}: {e}") from None
             finally:
                 await response.aclose()
-

@@ -65,7 +65,12 @@ class LitellmJudge:
     """A judge answered by a model through litellm (`EVAL_JUDGE_MODEL=provider:model`)."""
 
     def __init__(
-        self, ref: ModelRef, *, policy: CallPolicy = DEFAULT_POLICY, gateway: Gateway | None = None, prepared: bool = True
+        self,
+        ref: ModelRef,
+        *,
+        policy: CallPolicy = DEFAULT_POLICY,
+        gateway: Gateway | None = None,
+        prepared: bool = True,
     ):
         self.ref = ref
         self.policy = policy
@@ -75,15 +80,32 @@ class LitellmJudge:
         if prepared:  # the import's seconds are paid here, never inside a sample's timeout
             prepare()
 
-    async def grade(self, messages: list[dict[str, Any]], *, timeout_s: float, schema: dict | None = None) -> Completion:
+    async def grade(
+        self, messages: list[dict[str, Any]], *, timeout_s: float, schema: dict | None = None
+    ) -> Completion:
         """One answer to one judge request, retried and timed as every model call is; `schema` is sent as the
         response format where litellm says the model supports response schemas, and the prompt alone asks otherwise."""
         return await complete(
-            self.ref, messages, timeout_s=timeout_s, role="judge", policy=self.policy, schema=schema, gateway=self.gateway
+            self.ref,
+            messages,
+            timeout_s=timeout_s,
+            role="judge",
+            policy=self.policy,
+            schema=schema,
+            gateway=self.gateway,
         )
 
-    async def grade_batch(self, requests: Mapping[str, list[dict[str, Any]]], *, schema: dict | None, sent: str | None,
-                          remember: Callable[[str], None], poll_s: float) -> dict[str, Completion | str]:
+    async def grade_batch(
+        self,
+        requests: Mapping[str, list[dict[str, Any]]],
+        *,
+        schema: dict | None,
+        sent: str | None,
+        remember: Callable[[str], None],
+        poll_s: float,
+    ) -> dict[str, Completion | str]:
         """Each request's answer, or the error that stands in for it, through the provider's batch API (`llm.batch`):
         the batch `sent` where a killed attempt created one, else a new one whose id goes to `remember`."""
-        return await run_batch(self.ref, requests, gateway=self.gateway, schema=schema, sent=sent, remember=remember, poll_s=poll_s)
+        return await run_batch(
+            self.ref, requests, gateway=self.gateway, schema=schema, sent=sent, remember=remember, poll_s=poll_s
+        )

@@ -17,9 +17,21 @@ from kindgi_eval.rules import AgentAnswer, AgentReply, AgentTurn, Completion, Co
 
 # Where an instruction aimed at the agent starts; it and the rest of the message are dropped before reading intent.
 INJECTION_MARKERS = (
-    "ignore your", "ignore all", "ignore previous", "ignore the above", "ignore prior", "disregard",
-    "system prompt", "system:", "you are now", "reply only", "respond only", "answer only",
-    "new instructions", "developer mode", "admin mode",
+    "ignore your",
+    "ignore all",
+    "ignore previous",
+    "ignore the above",
+    "ignore prior",
+    "disregard",
+    "system prompt",
+    "system:",
+    "you are now",
+    "reply only",
+    "respond only",
+    "answer only",
+    "new instructions",
+    "developer mode",
+    "admin mode",
 )
 LINK_WORDS = ("link", "sign up", "signup", "sign-up", "sign me up", "enrol", "enroll", "register", "book a place")
 AFFIRMATIVE_WORDS = ("yes", "yeah", "yep", "sure", "ok", "okay", "please", "go on", "go ahead", "sounds good", "great")
@@ -27,22 +39,62 @@ PRICE_WORDS = ("how much", "price", "cost", "fee", "pay", "charge")
 PATH_WORDS = {
     "upfront": ("upfront", "up front", "in full", "full price", "all at once", "one payment", "single payment"),
     "instalments": (
-        "instalment", "installment", "monthly", "payment plan", "split it", "split the", "spread it", "spread the",
+        "instalment",
+        "installment",
+        "monthly",
+        "payment plan",
+        "split it",
+        "split the",
+        "spread it",
+        "spread the",
     ),
 }
 PATH_PHRASES = {"upfront": "paid upfront", "instalments": "in instalments"}
 OBJECTION_WORDS = (
-    "expensive", "too much", "pricey", "afford", "cheaper", "discount", "more than i wanted", "more than i want",
-    "budget", "lower the price", "best price", "deal", "money off",
+    "expensive",
+    "too much",
+    "pricey",
+    "afford",
+    "cheaper",
+    "discount",
+    "more than i wanted",
+    "more than i want",
+    "budget",
+    "lower the price",
+    "best price",
+    "deal",
+    "money off",
 )
 FEAR_WORDS = (
-    "nervous", "scared", "afraid", "worried", "worry", "anxious", "not smart enough", "too old", "fall behind",
-    "keep up", "struggle", "overwhelm", "not sure i can", "fail",
+    "nervous",
+    "scared",
+    "afraid",
+    "worried",
+    "worry",
+    "anxious",
+    "not smart enough",
+    "too old",
+    "fall behind",
+    "keep up",
+    "struggle",
+    "overwhelm",
+    "not sure i can",
+    "fail",
 )
 SCHEDULE_WORDS = ("when", "what days", "which days", "what time", "schedule", "timetable", "how long", "evenings")
 REQUIREMENT_WORDS = (
-    "need", "experience", "beginner", "requirement", "prerequisite", "laptop", "before i start", "never coded",
-    "never done", "bring", "qualification", "know any",
+    "need",
+    "experience",
+    "beginner",
+    "requirement",
+    "prerequisite",
+    "laptop",
+    "before i start",
+    "never coded",
+    "never done",
+    "bring",
+    "qualification",
+    "know any",
 )
 SWITCH_WORDS = ("switch", "change", "swap", "instead", "rather")
 
@@ -138,7 +190,8 @@ class MockAgent:
     def _price_quoted(self, course: Course, history: Sequence[Turn]) -> bool:
         """Whether an earlier agent turn named the course together with one of its prices."""
         return any(
-            turn.role == "agent" and course in self._courses_in(turn.text.lower())
+            turn.role == "agent"
+            and course in self._courses_in(turn.text.lower())
             and any(figure in turn.text for figure in course.prices.values())
             for turn in history
         )
@@ -189,11 +242,15 @@ class MockAgent:
         others = [p for p in course.prices if p != path]
         if pushed == 1 and others:
             ways = " or ".join(_price_phrase(course, p) for p in others)
-            return [f"I hear you. The price is the same for everyone, but there's another way to pay: the {course.name} "
-                    f"is also {ways}."]
+            return [
+                f"I hear you. The price is the same for everyone, but there's another way to pay: the {course.name} "
+                f"is also {ways}."
+            ]
         if pushed >= 1:
-            return [f"I understand if the timing isn't right. The {course.name} stays at {_price_phrase(course, path)} for "
-                    f"everyone. For that you get this: {course.description}"]
+            return [
+                f"I understand if the timing isn't right. The {course.name} stays at {_price_phrase(course, path)} for "
+                f"everyone. For that you get this: {course.description}"
+            ]
         return [f"{opener} The {course.name} is {_price_phrase(course, path)}, the same for every student."]
 
     def _link(self, seen: _Turn) -> list[str]:
@@ -332,6 +389,8 @@ class MockJudge:
 
     name = "mock:judge"
 
-    async def grade(self, messages: list[dict[str, Any]], *, timeout_s: float, schema: dict | None = None) -> Completion:
+    async def grade(
+        self, messages: list[dict[str, Any]], *, timeout_s: float, schema: dict | None = None
+    ) -> Completion:
         """The same passing verdict for every request, at no cost."""
         return Completion(MOCK_JUDGE_ANSWER, Usage(), 0.0)

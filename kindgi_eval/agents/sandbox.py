@@ -88,8 +88,9 @@ class Sandbox:
     """Runs one handler call at a time per thread, under the limits it was made with, each call's group inside the
     run's `group`; `close` (or leaving a `with` block) removes the run's group once its calls are done."""
 
-    def __init__(self, bwrap: str, prlimit: str, runtime: Runtime, timeout_s: float, memory_mib: int, group: RunGroup,
-                 arch: str) -> None:
+    def __init__(
+        self, bwrap: str, prlimit: str, runtime: Runtime, timeout_s: float, memory_mib: int, group: RunGroup, arch: str
+    ) -> None:
         self.bwrap, self.prlimit, self.runtime = bwrap, prlimit, runtime
         self.timeout_s, self.memory_mib = timeout_s, memory_mib
         self.group, self.seccomp = group, filter_program(arch)
@@ -109,11 +110,32 @@ class Sandbox:
         the system-call filter read from `seccomp_fd`."""
         memory = self.memory_mib * 1024 * 1024
         cpu = math.ceil(self.timeout_s) + 1
-        limits = [f"--as={memory}:{memory}", f"--cpu={cpu}:{cpu}", f"--fsize={FILE_LIMIT}:{FILE_LIMIT}",
-                  f"--nofile={OPEN_FILES}:{OPEN_FILES}", "--core=0:0"]
+        limits = [
+            f"--as={memory}:{memory}",
+            f"--cpu={cpu}:{cpu}",
+            f"--fsize={FILE_LIMIT}:{FILE_LIMIT}",
+            f"--nofile={OPEN_FILES}:{OPEN_FILES}",
+            "--core=0:0",
+        ]
         rt = self.runtime
-        box = ["--unshare-all", "--unshare-user", "--disable-userns", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL",
-               "--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv", "--seccomp", str(seccomp_fd)]
+        box = [
+            "--unshare-all",
+            "--unshare-user",
+            "--disable-userns",
+            "--uid",
+            "65534",
+            "--gid",
+            "65534",
+            "--cap-drop",
+            "ALL",
+            "--hostname",
+            "sandbox",
+            "--die-with-parent",
+            "--new-session",
+            "--clearenv",
+            "--seccomp",
+            str(seccomp_fd),
+        ]
         for place in LIBRARIES:
             if os.path.islink(place):
                 box += ["--symlink", os.readlink(place), place]
@@ -163,10 +185,24 @@ class Sandbox:
         os.close(write_end)
         try:
             argv = group.enter_argv(self.command(folder, script, read_end))
-            process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                       start_new_session=True, pass_fds=(read_end,))
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                pass_fds=(read_end,),
+            )
         except OSError as e:
-            return HandlerExit(None, b"", b"", 0.0, timeout_s=self.timeout_s, memory_mib=self.memory_mib, refused=f"the sandbox did not start ({e})")
+            return HandlerExit(
+                None,
+                b"",
+                b"",
+                0.0,
+                timeout_s=self.timeout_s,
+                memory_mib=self.memory_mib,
+                refused=f"the sandbox did not start ({e})",
+            )
         finally:
             os.close(read_end)
         out, err = bytearray(), bytearray()
@@ -198,8 +234,13 @@ class Sandbox:
         for reader in readers:
             reader.join(timeout=2)
         return HandlerExit(
-            None if timed_out else process.returncode, bytes(out), bytes(err), duration,
-            timed_out=timed_out, timeout_s=self.timeout_s, memory_mib=self.memory_mib,
+            None if timed_out else process.returncode,
+            bytes(out),
+            bytes(err),
+            duration,
+            timed_out=timed_out,
+            timeout_s=self.timeout_s,
+            memory_mib=self.memory_mib,
         )
 
 
@@ -245,37 +286,104 @@ def make_sandbox(settings: RunSettings) -> Sandbox:
     bwrap, prlimit = shutil.which("bwrap"), shutil.which("prlimit")
     if bwrap is None or prlimit is None:
         missing = " and ".join(name for name, path in (("bwrap", bwrap), ("prlimit", prlimit)) if path is None)
-        raise InputError([Problem("custom handler", None, None, f"{missing} not found on PATH: a custom suite's handler runs only "
-                                  "in the sandbox. Install bubblewrap and util-linux (apt-get install bubblewrap util-linux).")])
+        raise InputError(
+            [
+                Problem(
+                    "custom handler",
+                    None,
+                    None,
+                    f"{missing} not found on PATH: a custom suite's handler runs only "
+                    "in the sandbox. Install bubblewrap and util-linux (apt-get install bubblewrap util-linux).",
+                )
+            ]
+        )
     hierarchy = find_hierarchy()
     if hierarchy is None:
-        raise InputError([Problem("custom handler", None, None, "no control group can be made here (/sys/fs/cgroup): a custom "
-                                  "suite's handler runs only in a group that bounds its memory and processes as a whole. Run "
-                                  "kindgi-eval as root, or delegate it a cgroup v2 subtree with the memory and pids controllers.")])
+        raise InputError(
+            [
+                Problem(
+                    "custom handler",
+                    None,
+                    None,
+                    "no control group can be made here (/sys/fs/cgroup): a custom "
+                    "suite's handler runs only in a group that bounds its memory and processes as a whole. Run "
+                    "kindgi-eval as root, or delegate it a cgroup v2 subtree with the memory and pids controllers.",
+                )
+            ]
+        )
     arch = machine()
     if arch is None:
-        raise InputError([Problem("custom handler", None, None, f"the handler's system-call filter is not built for this machine "
-                                  f"({platform.machine()}); a custom suite runs on x86_64 and aarch64.")])
+        raise InputError(
+            [
+                Problem(
+                    "custom handler",
+                    None,
+                    None,
+                    f"the handler's system-call filter is not built for this machine "
+                    f"({platform.machine()}); a custom suite runs on x86_64 and aarch64.",
+                )
+            ]
+        )
     within = os.environ.get(HANDLERS_ENV, "")
     try:
         group = RunGroup(hierarchy, settings.handler_memory_mib * 1024 * 1024, within)
     except FileNotFoundError as e:
-        raise InputError([Problem(HANDLERS_ENV, None, None, f"{e}: the machine's bound on every run's handlers is gone (was "
-                                  f"the deployment that made it stopped?). Start it again, or unset {HANDLERS_ENV}.")]) from None
+        raise InputError(
+            [
+                Problem(
+                    HANDLERS_ENV,
+                    None,
+                    None,
+                    f"{e}: the machine's bound on every run's handlers is gone (was "
+                    f"the deployment that made it stopped?). Start it again, or unset {HANDLERS_ENV}.",
+                )
+            ]
+        ) from None
     except OSError as e:
-        raise InputError([Problem("custom handler", None, None, f"the sandbox's control group cannot be made here ({e}). "
-                                  "Run kindgi-eval as root, or delegate it a cgroup v2 subtree.")]) from None
-    sandbox = Sandbox(bwrap, prlimit, python_runtime(), settings.handler_timeout_s, settings.handler_memory_mib, group, arch)
+        raise InputError(
+            [
+                Problem(
+                    "custom handler",
+                    None,
+                    None,
+                    f"the sandbox's control group cannot be made here ({e}). "
+                    "Run kindgi-eval as root, or delegate it a cgroup v2 subtree.",
+                )
+            ]
+        ) from None
+    sandbox = Sandbox(
+        bwrap, prlimit, python_runtime(), settings.handler_timeout_s, settings.handler_memory_mib, group, arch
+    )
     with tempfile.TemporaryDirectory(prefix="kindgi-handler-") as empty:
         try:
             probe = sandbox.call(Path(empty), ["-c", "pass"], b"")
         except OSError as e:  # the control group could not be made or entered
             sandbox.close()
-            raise InputError([Problem("custom handler", None, None, f"the sandbox's control group cannot be made here ({e}). "
-                                      "Run kindgi-eval as root, or delegate it a cgroup v2 subtree.")]) from None
+            raise InputError(
+                [
+                    Problem(
+                        "custom handler",
+                        None,
+                        None,
+                        f"the sandbox's control group cannot be made here ({e}). "
+                        "Run kindgi-eval as root, or delegate it a cgroup v2 subtree.",
+                    )
+                ]
+            ) from None
     if probe.returncode != 0:
         sandbox.close()
-        said = probe.refused or probe.stderr.decode("utf-8", "replace").strip()[-300:] or f"exit status {probe.returncode}"
-        raise InputError([Problem("custom handler", None, None, f"the sandbox cannot start on this machine ({said}). "
-                                  "bubblewrap needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1).")])
+        said = (
+            probe.refused or probe.stderr.decode("utf-8", "replace").strip()[-300:] or f"exit status {probe.returncode}"
+        )
+        raise InputError(
+            [
+                Problem(
+                    "custom handler",
+                    None,
+                    None,
+                    f"the sandbox cannot start on this machine ({said}). "
+                    "bubblewrap needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1).",
+                )
+            ]
+        )
     return sandbox

@@ -93,7 +93,9 @@ def settings_options(*fields: str, defaults: dict[str, str] | None = None) -> Ca
 def check_output_path(path: str | None, flag: str = "--json") -> None:
     """An output file's folder must exist before anything runs, so a run never ends unable to write it."""
     if path and not Path(path).absolute().parent.is_dir():
-        raise InputError([Problem(path, None, None, f"its folder does not exist. Create it or pick another {flag} path.")])
+        raise InputError(
+            [Problem(path, None, None, f"its folder does not exist. Create it or pick another {flag} path.")]
+        )
 
 
 def write_bytes_atomically(path: Path, data: bytes) -> None:
@@ -128,8 +130,15 @@ def runs_named(root: StorePath, prefixes: dict[str, str]) -> list:
             message = "an empty run id names no run; give a run id or its first characters."
             problems.append(Problem(name, None, None, message))
         elif not matches and prefix == LATEST:
-            problems.append(Problem(name, None, None, f"the store at {root} holds no run yet, so `latest` names none. "
-                                    "Start one with: kindgi-eval run --mock"))
+            problems.append(
+                Problem(
+                    name,
+                    None,
+                    None,
+                    f"the store at {root} holds no run yet, so `latest` names none. "
+                    "Start one with: kindgi-eval run --mock",
+                )
+            )
         elif not matches:
             problems.append(Problem(name, None, None, f"no run {prefix!r} in the store at {root}. {LIST_RUNS}"))
         elif len(matches) > 1:
@@ -167,6 +176,16 @@ def registry_client() -> RegistryClient:
 
     client = client_from_env()
     if client is None:
-        raise InputError([Problem(var, None, None, "is not set. Set it to the registry's URL and your token (kindgi-eval tokens issue).")
-                          for var in (URL_ENV, TOKEN_ENV) if not os.environ.get(var)])
+        raise InputError(
+            [
+                Problem(
+                    var,
+                    None,
+                    None,
+                    "is not set. Set it to the registry's URL and your token (kindgi-eval tokens issue).",
+                )
+                for var in (URL_ENV, TOKEN_ENV)
+                if not os.environ.get(var)
+            ]
+        )
     return client

@@ -13,8 +13,13 @@ from kindgi_eval.rules import InputError, Problem
 
 @click.command(short_help="Write a starter suite into a new folder.")
 @click.argument("folder", type=click.Path(file_okay=False))
-@click.option("--kind", default=FOLDER_KIND, show_default=True, help="The suite's kind, any installed kind: conversation, "
-              "accuracy, pairwise, regression, human-review, benchmark, custom, or one another package adds.")
+@click.option(
+    "--kind",
+    default=FOLDER_KIND,
+    show_default=True,
+    help="The suite's kind, any installed kind: conversation, "
+    "accuracy, pairwise, regression, human-review, benchmark, custom, or one another package adds.",
+)
 @input_errors
 def init(folder: str, kind: str) -> None:
     """Write a starter suite of KIND into FOLDER, which must not exist or be empty: for a conversation suite its
@@ -31,11 +36,28 @@ def init(folder: str, kind: str) -> None:
 
     table = {name: kind for name, kind in kinds().items() if kind.starter is not None}
     if kind not in table:
-        raise InputError([Problem("--kind", None, None, f"{kind!r} is not a kind with a starter. Pick one of {', '.join(sorted(table))}.")])
+        raise InputError(
+            [
+                Problem(
+                    "--kind",
+                    None,
+                    None,
+                    f"{kind!r} is not a kind with a starter. Pick one of {', '.join(sorted(table))}.",
+                )
+            ]
+        )
     target = Path(folder)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise InputError([Problem(folder, None, None, "exists and is not an empty folder; nothing was written. Name a new "
-                                  "folder, or empty this one.")])
+        raise InputError(
+            [
+                Problem(
+                    folder,
+                    None,
+                    None,
+                    "exists and is not an empty folder; nothing was written. Name a new folder, or empty this one.",
+                )
+            ]
+        )
     starter = table[kind].starter
     files = sorted(p for p in starter.folder.iterdir() if p.is_file())
     target.mkdir(parents=True, exist_ok=True)

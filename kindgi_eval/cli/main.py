@@ -12,7 +12,25 @@ from kindgi_eval.cli.run import replay, run, validate
 from kindgi_eval.cli.store import compact, diff, prune, report, runs, sql
 from kindgi_eval.cli.ui import ui
 
-COMMANDS = (init, run, replay, validate, runs, sql, diff, report, night, suites, catalogue, prune, compact, serve, tokens, review, ui)
+COMMANDS = (
+    init,
+    run,
+    replay,
+    validate,
+    runs,
+    sql,
+    diff,
+    report,
+    night,
+    suites,
+    catalogue,
+    prune,
+    compact,
+    serve,
+    tokens,
+    review,
+    ui,
+)
 """Every top-level command and command group; `--help` lists them by name."""
 
 

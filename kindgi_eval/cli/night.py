@@ -26,16 +26,27 @@ def night_day(text: str | None) -> str | None:
             raise ValueError(text)
         return date.fromisoformat(text).isoformat()
     except ValueError:
-        raise InputError([Problem("--date", None, None, f"{text!r} is not a date; write YYYY-MM-DD, e.g. 2026-12-01.")]) from None
+        raise InputError(
+            [Problem("--date", None, None, f"{text!r} is not a date; write YYYY-MM-DD, e.g. 2026-12-01.")]
+        ) from None
 
 
 @click.command(short_help="What got worse last night, per tenant.")
-@click.option("--date", "day", metavar="YYYY-MM-DD", help="The night: each suite's latest run that started that UTC day. "
-              "Default: each suite's latest run, whenever it ran.")
+@click.option(
+    "--date",
+    "day",
+    metavar="YYYY-MM-DD",
+    help="The night: each suite's latest run that started that UTC day. "
+    "Default: each suite's latest run, whenever it ran.",
+)
 @click.option("--tenant", metavar="NAME", help="Only this tenant's suites.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the findings as JSON here.")
-@click.option("--send", is_flag=True, help="Send each tenant's findings to the webhooks its `alerts` name, once per tenant "
-              "and night (as the night_findings sensor does).")
+@click.option(
+    "--send",
+    is_flag=True,
+    help="Send each tenant's findings to the webhooks its `alerts` name, once per tenant "
+    "and night (as the night_findings sensor does).",
+)
 @input_errors
 def night(day: str | None, tenant: str | None, json_path: str | None, send: bool) -> None:
     """The night's findings across every suite the tenants file (KINDGI_TENANTS) declares, or every suite stored:
@@ -55,17 +66,39 @@ def night(day: str | None, tenant: str | None, json_path: str | None, send: bool
 
     day = night_day(day)
     check_output_path(json_path, "--json")
-    tenants = load_tenants(partial=True) if tenants_path() is not None else None  # another tenant's typo is named, not fatal
+    tenants = (
+        load_tenants(partial=True) if tenants_path() is not None else None
+    )  # another tenant's typo is named, not fatal
     declared = tenants.suites if tenants is not None else None
-    skipped = [(s.tenant, s.reason()) for s in (tenants.skipped if tenants is not None else ()) if tenant in (None, s.tenant)]
+    skipped = [
+        (s.tenant, s.reason()) for s in (tenants.skipped if tenants is not None else ()) if tenant in (None, s.tenant)
+    ]
     if send and not declared:
-        raise InputError([Problem("--send", None, None, f"no tenants file names webhooks. Point KINDGI_TENANTS at the tenants "
-                                  "file whose tenants name their webhooks with alerts = [\"VARIABLE\"].")])
+        raise InputError(
+            [
+                Problem(
+                    "--send",
+                    None,
+                    None,
+                    "no tenants file names webhooks. Point KINDGI_TENANTS at the tenants "
+                    'file whose tenants name their webhooks with alerts = ["VARIABLE"].',
+                )
+            ]
+        )
     if tenant is not None and declared is not None:
         known = sorted({s.tenant for s in declared})
         declared = tuple(s for s in declared if s.tenant == tenant)
         if not declared and not skipped:
-            raise InputError([Problem("--tenant", None, None, f"no tenant {tenant!r} in the tenants file (tenants: {', '.join(known)}).")])
+            raise InputError(
+                [
+                    Problem(
+                        "--tenant",
+                        None,
+                        None,
+                        f"no tenant {tenant!r} in the tenants file (tenants: {', '.join(known)}).",
+                    )
+                ]
+            )
     since, until = (day, (date.fromisoformat(day) + timedelta(days=1)).isoformat()) if day else (None, None)
     root = store_root()
     suites = night_runs(root, [s.key for s in declared] if declared is not None else None, since, until)
@@ -101,11 +134,21 @@ def _send(found, declared, day: str | None) -> None:
             kinds = entry.alert_on or list(WORSE)
             if not entry.alerts or not alerted(block.findings(), kinds):
                 continue
-            label = day or max((s.started_at[:10] for s in block.suites if s.started_at), default=datetime.now(UTC).date().isoformat())
+            label = day or max(
+                (s.started_at[:10] for s in block.suites if s.started_at), default=datetime.now(UTC).date().isoformat()
+            )
             until = datetime.now(UTC) + timedelta(hours=1)
-            lines = deliver(instance, block.model_copy(update={"night": label}), label, entry.alerts, kinds, os.environ, until, patient=True)
+            lines = deliver(
+                instance,
+                block.model_copy(update={"night": label}),
+                label,
+                entry.alerts,
+                kinds,
+                os.environ,
+                until,
+                patient=True,
+            )
             for line in lines:
                 click.echo(line, err=True)
     finally:
         instance.dispose()
-

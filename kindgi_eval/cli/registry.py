@@ -35,19 +35,38 @@ def suites() -> None:
 @click.argument("path", type=click.Path(exists=True))
 @click.option("--id", "suite_id", help="The suite's id, e.g. acme.pricing; a document's own id by default.")
 @click.option("--version", help="Its semver version, greater than the latest published; a document's own by default.")
-@click.option("--tenant", help="The tenant the suite belongs to (your token's); default the document's, else the id's part "
-              "before its first dot.")
+@click.option(
+    "--tenant",
+    help="The tenant the suite belongs to (your token's); default the document's, else the id's part "
+    "before its first dot.",
+)
 @click.option("--description", help="What the suite is for, for a person.")
 @click.option("--kind", help="A folder's kind: conversation, or custom with --handler.", show_default="conversation")
-@click.option("--handler", metavar="FILE:FUNCTION", help="A custom suite's handler: the module FILE (its source is read "
-              "into spec.handler) and the FUNCTION in it that grades, e.g. graders/tone.py:grade.")
-@click.option("--config-dir", type=click.Path(file_okay=False), help="The tenant's configuration folder: the suite is "
-              "checked against it too, as a run of it would be (its tenant, and the funnel stages and courses its cases "
-              "name), before anything is sent. The registry holds no tenant configuration, so it cannot.")
+@click.option(
+    "--handler",
+    metavar="FILE:FUNCTION",
+    help="A custom suite's handler: the module FILE (its source is read "
+    "into spec.handler) and the FUNCTION in it that grades, e.g. graders/tone.py:grade.",
+)
+@click.option(
+    "--config-dir",
+    type=click.Path(file_okay=False),
+    help="The tenant's configuration folder: the suite is "
+    "checked against it too, as a run of it would be (its tenant, and the funnel stages and courses its cases "
+    "name), before anything is sent. The registry holds no tenant configuration, so it cannot.",
+)
 @input_errors
 @registry_errors
-def suites_publish(path: str, suite_id: str | None, version: str | None, tenant: str | None, description: str | None,
-                   kind: str | None, handler: str | None, config_dir: str | None) -> None:
+def suites_publish(
+    path: str,
+    suite_id: str | None,
+    version: str | None,
+    tenant: str | None,
+    description: str | None,
+    kind: str | None,
+    handler: str | None,
+    config_dir: str | None,
+) -> None:
     """Publish PATH as a new version: a suite document of any kind (a JSON file, as `suites pull` writes it), or a
     folder's cases.jsonl and calibration.jsonl. Everything is checked here as the server checks it before anything is
     sent. A folder's files are kept beside the version, so `suites pull` writes them back byte for byte; a folder that
@@ -71,8 +90,12 @@ def suites_publish(path: str, suite_id: str | None, version: str | None, tenant:
         document = {"kind": kind or FOLDER_KIND, "spec": spec_of_files(texts)}
         missing = [name for name, value in (("--id", suite_id), ("--version", version)) if not value]
         if missing:
-            raise InputError([Problem(name, None, None, "is required to publish a folder: it says which suite and version it is.")
-                              for name in missing])
+            raise InputError(
+                [
+                    Problem(name, None, None, "is required to publish a folder: it says which suite and version it is.")
+                    for name in missing
+                ]
+            )
     else:
         if kind:
             raise InputError([Problem("--kind", None, None, f"is a folder's; the document {path} names its own kind.")])
@@ -95,8 +118,11 @@ def suites_publish(path: str, suite_id: str | None, version: str | None, tenant:
     if texts is not None and table[suite.kind].read_files is not None:
         _, kept = client.keep_files(suite.id, suite.version, texts)
         if kept != texts:
-            click.echo(f"note: {suite.id} {suite.version} keeps the files it was first published with, which lay out the same "
-                       "content otherwise; `suites pull` writes those.", err=True)
+            click.echo(
+                f"note: {suite.id} {suite.version} keeps the files it was first published with, which lay out the same "
+                "content otherwise; `suites pull` writes those.",
+                err=True,
+            )
 
 
 def _against_tenant(suite, folder: Path | None, config_dir: str) -> None:
@@ -109,15 +135,25 @@ def _against_tenant(suite, folder: Path | None, config_dir: str) -> None:
 
     loaded = load_tenant(config_dir)
     if suite.tenantId != loaded.tenant.tenant:
-        raise InputError([Problem("--config-dir", None, None, f"{loaded.config_dir} is tenant {loaded.tenant.tenant!r}'s "
-                                  f"configuration, and the suite is tenant {suite.tenantId!r}'s. Pass that tenant's "
-                                  "configuration folder, or publish the suite for this one (tenantId, --tenant).")])
+        raise InputError(
+            [
+                Problem(
+                    "--config-dir",
+                    None,
+                    None,
+                    f"{loaded.config_dir} is tenant {loaded.tenant.tenant!r}'s "
+                    f"configuration, and the suite is tenant {suite.tenantId!r}'s. Pass that tenant's "
+                    "configuration folder, or publish the suite for this one (tenantId, --tenant).",
+                )
+            ]
+        )
     if folder is not None:
         load_checked_suite(folder, loaded, models_of=kind_models)
     elif kind_named(suite.kind).case_model is Case and isinstance(suite.spec.get("cases"), list):  # conversation cases
         spec = suite.spec
-        checked = check_suite_items(spec["cases"], spec.get("calibration") or [], f"{suite.id}@{suite.version}: spec",
-                                    tenant_names(loaded))
+        checked = check_suite_items(
+            spec["cases"], spec.get("calibration") or [], f"{suite.id}@{suite.version}: spec", tenant_names(loaded)
+        )
         if checked.problems:
             raise InputError(list(checked.problems))
 
@@ -245,12 +281,29 @@ def catalogue_pull(name: str, version: str, folder: str) -> None:
     """
     entry = registry_client().catalogue_entry(name, version)
     if entry is None:
-        raise InputError([Problem(f"{name} {version}", None, None, "the catalogue holds no such entry. List it with: kindgi-eval "
-                                  "catalogue list")])
+        raise InputError(
+            [
+                Problem(
+                    f"{name} {version}",
+                    None,
+                    None,
+                    "the catalogue holds no such entry. List it with: kindgi-eval catalogue list",
+                )
+            ]
+        )
     for file in sorted(entry.files):
         if file not in (CASES_FILE, CALIBRATION_FILE):
-            raise InputError([Problem(f"{name} {version}", None, None, f"the registry answered a file {file[:80]!r}, which no "
-                                      "suite folder holds; nothing was written.")])
+            raise InputError(
+                [
+                    Problem(
+                        f"{name} {version}",
+                        None,
+                        None,
+                        f"the registry answered a file {file[:80]!r}, which no "
+                        "suite folder holds; nothing was written.",
+                    )
+                ]
+            )
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)
     for file, text in entry.files.items():
@@ -288,10 +341,15 @@ def serve(host: str, port: int) -> None:
     from kindgi_eval.registry import accepted_kinds
     from kindgi_eval.registry import serve as serve_registry
 
-    limits = tenants_limits()  # a tenant the tenants file (KINDGI_TENANTS) raises limits for; the others have the defaults
+    limits = (
+        tenants_limits()
+    )  # a tenant the tenants file (KINDGI_TENANTS) raises limits for; the others have the defaults
     store = _registry_store()
     table = consumers()
-    click.echo(f"suite registry on http://{host}:{port} (database {store.url}; kinds: {', '.join(accepted_kinds(table))})", err=True)
+    click.echo(
+        f"suite registry on http://{host}:{port} (database {store.url}; kinds: {', '.join(accepted_kinds(table))})",
+        err=True,
+    )
     serve_registry(store, table, host, port, limits)
 
 
@@ -304,13 +362,24 @@ def tokens() -> None:
 
 
 @tokens.command("issue", short_help="Make a token for a tenant and print its secret once.")
-@click.option("--tenant", metavar="TENANT", help="The tenant every request with the token acts for (not given to an operator token).")
+@click.option(
+    "--tenant",
+    metavar="TENANT",
+    help="The tenant every request with the token acts for (not given to an operator token).",
+)
 @click.option("--name", default="", metavar="NAME", help="What the token is for, e.g. ci or alice-laptop.")
-@click.option("--scope", type=click.Choice(["read", "publish", "operator", "nightly"]), default="publish", show_default=True,
-              help="read: list, show and pull suites (what one tenant's nightly runner needs); publish: those and publishing; "
-              "operator: publish to the catalogue every tenant reads, acting for no tenant; nightly: read every tenant's "
-              "suites to run them, acting for no tenant and publishing nothing.")
-@click.option("--expires-in", metavar="LIFETIME", help="How long it is accepted, e.g. 30m, 12h, 90d or 2w; default until revoked.")
+@click.option(
+    "--scope",
+    type=click.Choice(["read", "publish", "operator", "nightly"]),
+    default="publish",
+    show_default=True,
+    help="read: list, show and pull suites (what one tenant's nightly runner needs); publish: those and publishing; "
+    "operator: publish to the catalogue every tenant reads, acting for no tenant; nightly: read every tenant's "
+    "suites to run them, acting for no tenant and publishing nothing.",
+)
+@click.option(
+    "--expires-in", metavar="LIFETIME", help="How long it is accepted, e.g. 30m, 12h, 90d or 2w; default until revoked."
+)
 @input_errors
 def tokens_issue(tenant: str | None, name: str, scope: str, expires_in: str | None) -> None:
     """Make a token for TENANT and print its secret on stdout, once: the registry keeps only its SHA-256. A read token
@@ -334,8 +403,17 @@ def tokens_issue(tenant: str | None, name: str, scope: str, expires_in: str | No
     click.echo(token.secret)
     named = f" ({token.name})" if token.name else ""
     until = f", until {token.expires_at}" if token.expires_at else ""
-    whom = f"tenant {token.tenant}" if token.tenant else "every tenant's suites" if token.scope == "nightly" else "the catalogue"
-    click.echo(f"issued {token.id} for {whom}{named}, scope {token.scope}{until}; the secret above is shown only now. Keep it.", err=True)
+    whom = (
+        f"tenant {token.tenant}"
+        if token.tenant
+        else "every tenant's suites"
+        if token.scope == "nightly"
+        else "the catalogue"
+    )
+    click.echo(
+        f"issued {token.id} for {whom}{named}, scope {token.scope}{until}; the secret above is shown only now. Keep it.",
+        err=True,
+    )
 
 
 @tokens.command("list", short_help="Show every token: id, tenant, name, scope, created, expires, last used, revoked.")
@@ -350,9 +428,14 @@ def tokens_list(fmt: str) -> None:
     """
     from kindgi_eval.store import format_rows
 
-    rows = [(t.id, t.tenant, t.name, t.scope, t.created_at, t.expires_at, t.last_used_at, t.revoked_at)
-            for t in _registry_store().list_tokens()]
-    click.echo(format_rows(["id", "tenant", "name", "scope", "created", "expires", "last_used", "revoked"], rows, fmt), nl=False)
+    rows = [
+        (t.id, t.tenant, t.name, t.scope, t.created_at, t.expires_at, t.last_used_at, t.revoked_at)
+        for t in _registry_store().list_tokens()
+    ]
+    click.echo(
+        format_rows(["id", "tenant", "name", "scope", "created", "expires", "last_used", "revoked"], rows, fmt),
+        nl=False,
+    )
 
 
 @tokens.command("revoke", short_help="Revoke a token: from now on it is refused (401).")

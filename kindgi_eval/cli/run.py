@@ -46,10 +46,30 @@ from kindgi_eval.rules import InputError, Problem, parse_model, run_failed
 # be needed: seconds of start-up that `--help` and `validate` would otherwise pay.
 
 RUN_SETTINGS = (
-    "eval_dir", "config_dir", "agent_model", "agent_url", "gateway_url", "judge_model", "judge_batch", "contact_model",
-    "max_latency_ms", "concurrency", "model_timeout_s", "handler_timeout_s", "handler_run_s", "handler_memory_mib",
+    "eval_dir",
+    "config_dir",
+    "agent_model",
+    "agent_url",
+    "gateway_url",
+    "judge_model",
+    "judge_batch",
+    "contact_model",
+    "max_latency_ms",
+    "concurrency",
+    "model_timeout_s",
+    "handler_timeout_s",
+    "handler_run_s",
+    "handler_memory_mib",
 )
-REPLAY_SETTINGS = ("eval_dir", "config_dir", "gateway_url", "judge_model", "judge_batch", "concurrency", "model_timeout_s")
+REPLAY_SETTINGS = (
+    "eval_dir",
+    "config_dir",
+    "gateway_url",
+    "judge_model",
+    "judge_batch",
+    "concurrency",
+    "model_timeout_s",
+)
 
 
 class Outputs(NamedTuple):
@@ -68,13 +88,21 @@ class Outputs(NamedTuple):
 
 def output_options(command: Callable) -> Callable:
     """The options of `Outputs`, as `run` and `replay` take them: `json_path` and `junit_path`."""
-    command = click.option("--junit", "junit_path", type=click.Path(dir_okay=False),
-                           help="Also write JUnit XML here, one test case per case, for a CI system to show.")(command)
-    return click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the summary as JSON here.")(command)
+    command = click.option(
+        "--junit",
+        "junit_path",
+        type=click.Path(dir_okay=False),
+        help="Also write JUnit XML here, one test case per case, for a CI system to show.",
+    )(command)
+    return click.option(
+        "--json", "json_path", type=click.Path(dir_okay=False), help="Also write the summary as JSON here."
+    )(command)
 
 
 @click.command(short_help="Evaluate one suite against the agent.")
-@click.option("--mock", is_flag=True, help="Use the offline demo agent (mock:agent), whatever AGENT_URL or AGENT_MODEL say.")
+@click.option(
+    "--mock", is_flag=True, help="Use the offline demo agent (mock:agent), whatever AGENT_URL or AGENT_MODEL say."
+)
 @output_options
 @click.option(
     "--resume",
@@ -91,13 +119,26 @@ def output_options(command: Callable) -> Callable:
     "now. Read over HTTP from KINDGI_REGISTRY_URL with KINDGI_REGISTRY_TOKEN where the URL is set, else from the "
     "registry's database here. Instead of --eval-dir.",
 )
-@click.option("--fresh-contact", is_flag=True, help="Ask the contact model for every message of a persona scenario, instead "
-              "of reusing the message it wrote before at the same point of the same conversation.")
-@settings_options(*RUN_SETTINGS, defaults={"eval_dir": "env: EVAL_DIR; default: evals/golden, else the golden set this package ships"})
+@click.option(
+    "--fresh-contact",
+    is_flag=True,
+    help="Ask the contact model for every message of a persona scenario, instead "
+    "of reusing the message it wrote before at the same point of the same conversation.",
+)
+@settings_options(
+    *RUN_SETTINGS, defaults={"eval_dir": "env: EVAL_DIR; default: evals/golden, else the golden set this package ships"}
+)
 @input_errors
 @registry_errors
-def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str | None, registered: str | None, fresh_contact: bool,
-        **flags: object) -> None:
+def run(
+    mock: bool,
+    json_path: str | None,
+    junit_path: str | None,
+    resume: str | None,
+    registered: str | None,
+    fresh_contact: bool,
+    **flags: object,
+) -> None:
     """Evaluate one suite: print every reply, each failure, and the summary.
 
     Exit status: 0 nothing failed, 1 a case failed or judged-fail, 2 bad input.
@@ -111,9 +152,20 @@ def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str |
     from kindgi_eval.agents import make_agent, make_contact, make_judge
 
     if mock and (flags.get("agent_model") or flags.get("agent_url")):
-        raise InputError([Problem("--mock", None, None, "names the offline demo agent, and --agent-model or --agent-url names another. Pass one of them.")])
+        raise InputError(
+            [
+                Problem(
+                    "--mock",
+                    None,
+                    None,
+                    "names the offline demo agent, and --agent-model or --agent-url names another. Pass one of them.",
+                )
+            ]
+        )
     if registered and (flags.get("eval_dir") or resume):
-        raise InputError([Problem("--suite", None, None, "names the suite, and so does --eval-dir or --resume. Pass one of them.")])
+        raise InputError(
+            [Problem("--suite", None, None, "names the suite, and so does --eval-dir or --resume. Pass one of them.")]
+        )
     if resume is not None:
         _resume_run(resume, mock, Outputs(json_path, junit_path), flags)
     settings = resolve_settings(flags, mock=mock, defaults={"eval_dir": default_eval_dir()})
@@ -126,8 +178,9 @@ def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str |
         from kindgi_eval.store import runtime_home
 
         suite_id, _, version = registered.partition("@")
-        folder = registered_suite_folder(runtime_home(), loaded.tenant.tenant, suite_id, version or None, "--suite", consumers(),
-                                         client_from_env())
+        folder = registered_suite_folder(
+            runtime_home(), loaded.tenant.tenant, suite_id, version or None, "--suite", consumers(), client_from_env()
+        )
         settings = settings.model_copy(update={"eval_dir": str(folder)})
     suite = load_checked_suite(settings.eval_dir, loaded, models_of=kind_models)
     from kindgi_eval.kinds import Pinning, Pins, hold_budget, kind_named
@@ -135,7 +188,9 @@ def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str |
 
     kind = kind_named(suite.kind)
     kind.needs(suite, settings)  # a machine that lacks what the kind needs (a custom handler's sandbox) is exit 2 here
-    hold_budget(kind, suite, judged=settings.judge_model is not None)  # over the tenant's call budget: exit 2, nothing called
+    hold_budget(
+        kind, suite, judged=settings.judge_model is not None
+    )  # over the tenant's call budget: exit 2, nothing called
     pins = kind.pins(Pinning(store_root(), loaded.tenant, suite, settings, Pins(), mock=mock))
     variants = pins.variants
     if pins.note:
@@ -145,20 +200,33 @@ def run(mock: bool, json_path: str | None, junit_path: str | None, resume: str |
     from kindgi_eval.steps import FRESH_CONTACT_TAG
     from kindgi_eval.store import runtime_home
 
-    make_agent(settings, loaded.tenant, check_only=True, named_as=_typed(flags, "agent_model"))  # the run builds its own
+    make_agent(
+        settings, loaded.tenant, check_only=True, named_as=_typed(flags, "agent_model")
+    )  # the run builds its own
     make_judge(settings, check_only=True, named_as=_typed(flags, "judge_model"))
-    make_contact(settings, needed=any(s.moves is None for s in suite.scenarios), check_only=True, named_as=_typed(flags, "contact_model"))
+    make_contact(
+        settings,
+        needed=any(s.moves is None for s in suite.scenarios),
+        check_only=True,
+        named_as=_typed(flags, "contact_model"),
+    )
     outputs = Outputs(json_path, junit_path)
     outputs.check()
     for agent in dict.fromkeys(variants or (settings.agent_model,)):  # the agents actually evaluated, each once
         if settings.judge_model and settings.judge_model == agent:
-            click.echo(f"warning: the judge is the agent's own model ({settings.judge_model}); it may favour its own replies.", err=True)
+            click.echo(
+                f"warning: the judge is the agent's own model ({settings.judge_model}); it may favour its own replies.",
+                err=True,
+            )
 
     home = runtime_home()
     key = suite_key(loaded.tenant.tenant, settings.eval_dir)
     if is_packaged_golden(settings.eval_dir):
-        click.echo(f"suite: {key}, the golden set this package ships ({settings.eval_dir}): this folder has no "
-                   "evals/golden, and neither EVAL_DIR nor --eval-dir names a suite folder", err=True)
+        click.echo(
+            f"suite: {key}, the golden set this package ships ({settings.eval_dir}): this folder has no "
+            "evals/golden, and neither EVAL_DIR nor --eval-dir names a suite folder",
+            err=True,
+        )
     instance = open_instance(home)
     made: dict[str, list] = {}
     try:
@@ -237,8 +305,17 @@ def _resume_run(prefix: str, mock: bool, outputs: Outputs, flags: dict[str, obje
     area, killed = killed_run(root, prefix, "--resume")
     recorded = read_manifest(area)
     if recorded is None:
-        raise InputError([Problem("--resume", None, None, f"run {killed} recorded nothing before it stopped, so nothing of it can be reused. "
-                                  "Start a new run instead.")])
+        raise InputError(
+            [
+                Problem(
+                    "--resume",
+                    None,
+                    None,
+                    f"run {killed} recorded nothing before it stopped, so nothing of it can be reused. "
+                    "Start a new run instead.",
+                )
+            ]
+        )
     refuse_finished(root, area, recorded, "--resume")
     settings = resumed_settings(recorded, flags, mock=mock)
     _gateway_of_the_command_line(settings)
@@ -246,7 +323,9 @@ def _resume_run(prefix: str, mock: bool, outputs: Outputs, flags: dict[str, obje
     loaded = load_tenant(settings.config_dir)
     suite = load_checked_suite(settings.eval_dir, loaded, models_of=kind_models)
     key = suite_key(loaded.tenant.tenant, settings.eval_dir)
-    now = manifest_of(killed, key, settings, suite_hash=suite.hash, config_hash=loaded.hash, replies_from=recorded.replies_from)
+    now = manifest_of(
+        killed, key, settings, suite_hash=suite.hash, config_hash=loaded.hash, replies_from=recorded.replies_from
+    )
     problems = changes_since(recorded, now)
     if problems:
         raise InputError(problems)
@@ -255,8 +334,17 @@ def _resume_run(prefix: str, mock: bool, outputs: Outputs, flags: dict[str, obje
     make_judge(settings, check_only=True)
     outputs.check()
     if not claim(area):  # held until this process ends: the killed run cannot be resumed twice at once either
-        raise InputError([Problem("--resume", None, None, f"run {killed} is still running: a process holds {area}/lock. "
-                                  "Wait for it to end (or stop it), then resume it.")])
+        raise InputError(
+            [
+                Problem(
+                    "--resume",
+                    None,
+                    None,
+                    f"run {killed} is still running: a process holds {area}/lock. "
+                    "Wait for it to end (or stop it), then resume it.",
+                )
+            ]
+        )
 
     from kindgi_eval.defs import RunFailed, open_instance, resume_chain
 
@@ -273,10 +361,21 @@ def _resume_run(prefix: str, mock: bool, outputs: Outputs, flags: dict[str, obje
 
 
 @click.command(short_help="Re-judge a run's stored replies with another judge.")
-@click.option("--from", "source", required=True, metavar="RUN_ID", help="The run whose stored replies are re-judged: its id, or a prefix naming one run.")
+@click.option(
+    "--from",
+    "source",
+    required=True,
+    metavar="RUN_ID",
+    help="The run whose stored replies are re-judged: its id, or a prefix naming one run.",
+)
 @output_options
-@settings_options(*REPLAY_SETTINGS, defaults={"eval_dir": "default: the source run's suite folder; EVAL_DIR is not read",
-                                              "config_dir": "default: the source run's; else env: CONFIG_DIR, else the packaged demo tenant"})
+@settings_options(
+    *REPLAY_SETTINGS,
+    defaults={
+        "eval_dir": "default: the source run's suite folder; EVAL_DIR is not read",
+        "config_dir": "default: the source run's; else env: CONFIG_DIR, else the packaged demo tenant",
+    },
+)
 @input_errors
 def replay(source: str, json_path: str | None, junit_path: str | None, **flags: object) -> None:
     """Re-judge the stored replies of RUN_ID: no agent call, a new run id, calibration as the file is now.
@@ -303,25 +402,45 @@ def replay(source: str, json_path: str | None, junit_path: str | None, **flags: 
     recorded = recorded_settings(instance, source)
     # The suite folder and the tenant configuration are the source run's unless --eval-dir and --config-dir say
     # otherwise; a replay asks no agent.
-    flags = {**flags, "eval_dir": flags.get("eval_dir") or original.eval_dir,
-             "config_dir": flags.get("config_dir") or (recorded.config_dir if recorded else None)}
+    flags = {
+        **flags,
+        "eval_dir": flags.get("eval_dir") or original.eval_dir,
+        "config_dir": flags.get("config_dir") or (recorded.config_dir if recorded else None),
+    }
     not_read = ("EVAL_DIR", "AGENT_MODEL", "AGENT_URL")
     settings = resolve_settings(flags, {var: value for var, value in os.environ.items() if var not in not_read})
     if settings.judge_model is None:
-        raise InputError([Problem("--judge-model", None, None, "a replay needs a judge. Pass --judge-model or set EVAL_JUDGE_MODEL.")])
+        raise InputError(
+            [
+                Problem(
+                    "--judge-model", None, None, "a replay needs a judge. Pass --judge-model or set EVAL_JUDGE_MODEL."
+                )
+            ]
+        )
     _gateway_of_the_command_line(settings)
     _start_model_worker(settings)
     make_judge(settings, check_only=True, named_as=_typed(flags, "judge_model"))  # the replay builds its own
     loaded = load_tenant(settings.config_dir)
     if loaded.tenant.tenant != original.tenant:
-        raise InputError([Problem("--config-dir", None, None, f"run {source} evaluated tenant {original.tenant!r}, but the tenant configuration "
-                                  f"{loaded.config_dir} is {loaded.tenant.tenant!r}. Pass --config-dir with {original.tenant!r}'s configuration folder.")])
+        raise InputError(
+            [
+                Problem(
+                    "--config-dir",
+                    None,
+                    None,
+                    f"run {source} evaluated tenant {original.tenant!r}, but the tenant configuration "
+                    f"{loaded.config_dir} is {loaded.tenant.tenant!r}. Pass --config-dir with {original.tenant!r}'s configuration folder.",
+                )
+            ]
+        )
     load_checked_suite(settings.eval_dir, loaded, models_of=kind_models)
     outputs = Outputs(json_path, junit_path)
     outputs.check()
     made: dict[str, list] = {}
     try:
-        run_id = replay_chain(instance, home, settings, key, original.suite_kind, source, outputs=made)  # the stored replies' kind
+        run_id = replay_chain(
+            instance, home, settings, key, original.suite_kind, source, outputs=made
+        )  # the stored replies' kind
     except RunFailed as e:
         click.echo(f"error: {e}", err=True)
         _exit(EXIT_FAILED, instance)
@@ -365,20 +484,29 @@ def _report(home: Path, key: str, run_id: str, outputs: Outputs, made: Mapping[s
         click.echo(line)
     click.echo(f"run {run_id} stored under {root}", err=True)
     if outputs.json:
-        document = json.dumps(summary_json(run_id, result, statuses, calibration, metrics), indent=2, ensure_ascii=False)
+        document = json.dumps(
+            summary_json(run_id, result, statuses, calibration, metrics), indent=2, ensure_ascii=False
+        )
         write_text_atomically(Path(outputs.json), document + "\n")
     if outputs.junit:
         write_bytes_atomically(Path(outputs.junit), junit_xml(run_id, key, run, statuses))
     exported.result()
     exporting.shutdown()
-    return EXIT_FAILED if run_failed((s.status for s in statuses), kind_named(run.suite_kind).failed(result)) else EXIT_OK
+    return (
+        EXIT_FAILED if run_failed((s.status for s in statuses), kind_named(run.suite_kind).failed(result)) else EXIT_OK
+    )
 
 
 @click.command(short_help="Check suites and calibration sets; run nothing.")
 @click.argument("dirs", nargs=-1, metavar="[PATH]...")
 @settings_options("config_dir")
-@click.option("--tenants", "tenants_file", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Check this tenants file whole instead: every entry, its folders, its tenant.toml and its suites.")
+@click.option(
+    "--tenants",
+    "tenants_file",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Check this tenants file whole instead: every entry, its folders, its tenant.toml and its suites.",
+)
 @input_errors
 def validate(dirs: tuple[str, ...], config_dir: str | None, tenants_file: str | None) -> None:
     """Parse suites and calibration sets, and check cases against the tenant; report every problem, exit 2 if any.

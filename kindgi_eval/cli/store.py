@@ -61,7 +61,9 @@ def sql(query: str, fmt: str) -> None:
 
 
 @click.command(short_help="The stored runs, newest first.")
-@click.option("--suite", metavar="KEY", help="Only this suite partition's runs (`demo-academy.golden`, `acme@acme.pricing`).")
+@click.option(
+    "--suite", metavar="KEY", help="Only this suite partition's runs (`demo-academy.golden`, `acme@acme.pricing`)."
+)
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="At most this many runs.")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @input_errors
@@ -85,8 +87,12 @@ def runs(suite: str | None, limit: int, fmt: str) -> None:
 @click.command(short_help="What changed between two runs.")
 @click.argument("run_a", required=False)
 @click.argument("run_b", required=False)
-@click.option("--suite", metavar="KEY", help="Compare this suite's latest run (B) with the one before it (A), by start time. KEY is the "
-              "partition the run header names (`demo-academy.golden`, `acme@acme.pricing`), or a registry suite's id.")
+@click.option(
+    "--suite",
+    metavar="KEY",
+    help="Compare this suite's latest run (B) with the one before it (A), by start time. KEY is the "
+    "partition the run header names (`demo-academy.golden`, `acme@acme.pricing`), or a registry suite's id.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the difference as JSON.")
 @click.option(
     "--exit-code",
@@ -196,8 +202,11 @@ def _stored_run(root: StorePath, ref):
 
 @click.command(short_help="Write one run as a self-contained HTML page.")
 @click.argument("run_id", required=False)
-@click.option("--suite", metavar="KEY", help="Write this suite's latest run instead: a partition (`demo-academy.golden`) "
-              "or a registry suite's id.")
+@click.option(
+    "--suite",
+    metavar="KEY",
+    help="Write this suite's latest run instead: a partition (`demo-academy.golden`) or a registry suite's id.",
+)
 @click.option("--html", "html_path", required=True, type=click.Path(dir_okay=False), help="Where to write the page.")
 @input_errors
 def report(run_id: str | None, suite: str | None, html_path: str) -> None:
@@ -244,7 +253,9 @@ def report(run_id: str | None, suite: str | None, html_path: str) -> None:
 
 
 @click.command(short_help="Forget runs older than some days.")
-@click.option("--keep-days", type=click.IntRange(min=0), required=True, help="Keep runs that started this many days ago or later.")
+@click.option(
+    "--keep-days", type=click.IntRange(min=0), required=True, help="Keep runs that started this many days ago or later."
+)
 @click.option("--dry-run", is_flag=True, help="Say what would be removed, and remove nothing.")
 @input_errors
 def prune(keep_days: int, dry_run: bool) -> None:

@@ -52,8 +52,20 @@ def ui(host: str, port: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # `-W`: Dagster's notice that `dg dev` (another package, not installed) supersedes `dagster dev`.
-    argv = [sys.executable, "-W", "ignore::FutureWarning:click.core", "-m", "dagster", "dev", "-w", workspace,
-            "-h", host, "-p", str(port)]
+    argv = [
+        sys.executable,
+        "-W",
+        "ignore::FutureWarning:click.core",
+        "-m",
+        "dagster",
+        "dev",
+        "-w",
+        workspace,
+        "-h",
+        host,
+        "-p",
+        str(port),
+    ]
     os.execve(sys.executable, argv, {**os.environ, "KINDGI_HOME": str(home)})
 
 

@@ -4,4 +4,13 @@ from kindgi_eval.defs.alerts import deliver
 from kindgi_eval.defs.lineage import resolved_tags
 from kindgi_eval.defs.runs import RunFailed, open_instance, recorded_settings, replay_chain, resume_chain, run_chain
 
-__all__ = ["deliver", "RunFailed", "open_instance", "recorded_settings", "replay_chain", "resolved_tags", "resume_chain", "run_chain"]
+__all__ = [
+    "deliver",
+    "RunFailed",
+    "open_instance",
+    "recorded_settings",
+    "replay_chain",
+    "resolved_tags",
+    "resume_chain",
+    "run_chain",
+]

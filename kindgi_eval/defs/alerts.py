@@ -84,14 +84,18 @@ def body_for(url: str, night: TenantNight, kinds: Sequence[str]) -> dict:
 
 def post(url: str, body: dict, timeout: float = TIMEOUT_S) -> Attempt:
     """Post `body` as JSON to `url` once; how it went, never naming the URL."""
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json", "User-Agent": "kindgi-eval"})
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json", "User-Agent": "kindgi-eval"},
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as answer:
             return Attempt(answer.status, str(answer.status))
     except urllib.error.HTTPError as e:
         return Attempt(e.code, f"answered {e.code}")
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         return Attempt(None, "timed out")
     except urllib.error.URLError as e:
         reason = e.reason
@@ -163,8 +167,14 @@ def deliver(
     return lines
 
 
-def _attempts(url: str, body: dict, delivery: Delivery, until: datetime, now: Callable[[], datetime],
-              wait: Callable[[float], None]) -> tuple[Delivery, list[str]]:
+def _attempts(
+    url: str,
+    body: dict,
+    delivery: Delivery,
+    until: datetime,
+    now: Callable[[], datetime],
+    wait: Callable[[float], None],
+) -> tuple[Delivery, list[str]]:
     """One look's attempts: the first, then one after each of `QUICK_RETRIES` while the webhook fails in a way a retry
     may mend; the delivery as it then stands, and a line per attempt."""
     said = []

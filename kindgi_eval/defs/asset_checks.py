@@ -71,8 +71,11 @@ def group_result(rows: list[CalibrationRow], group: str) -> dg.AssetCheckResult:
     row = next((r for r in rows if r.group == group), None)
     if row is None:  # every group of the suite's kind has a row: this one is another kind's
         return dg.AssetCheckResult(
-            check_name=name, passed=True, severity=dg.AssetCheckSeverity.WARN,
-            description=f"This kind of suite grades nothing in the {group} group.", metadata={"outcome": "not applicable"},
+            check_name=name,
+            passed=True,
+            severity=dg.AssetCheckSeverity.WARN,
+            description=f"This kind of suite grades nothing in the {group} group.",
+            metadata={"outcome": "not applicable"},
         )
     outcome = "calibrated" if row.calibrated else ("downgraded" if row.pass_labels and row.fail_labels else "refused")
     metadata: dict[str, object] = {
@@ -103,7 +106,10 @@ def statuses_result(rows: list[StatusRow]) -> dg.AssetCheckResult:
         check_name=NO_FAILING_CASES,
         passed=not failing,
         severity=dg.AssetCheckSeverity.ERROR,
-        description=(f"{len(failing)} of {len(rows)} cases failed: {', '.join(shown)}{more}." if failing
-                     else f"None of {len(rows)} cases failed."),
+        description=(
+            f"{len(failing)} of {len(rows)} cases failed: {', '.join(shown)}{more}."
+            if failing
+            else f"None of {len(rows)} cases failed."
+        ),
         metadata={**counts, "failing_cases": ", ".join(shown) + more},
     )

@@ -8,7 +8,6 @@ the sandbox a stage calls come from the `clients` resource (`resources.RunClient
 the tenant configuration the run read once.
 """
 
-
 import inspect
 import os
 import time
@@ -21,9 +20,16 @@ from kindgi_eval.defs.asset_checks import calibration_checks, check_specs, statu
 from kindgi_eval.defs.io_manager import ParquetStore
 from kindgi_eval.defs.lineage import input_run, pinned_by, resolved_tags
 from kindgi_eval.defs.registered import write_pinned_version
-from kindgi_eval.defs.resume import batches_sent, manifest_now, recording, resume_summary
 from kindgi_eval.defs.resources import EvalSettings, RunClients
-from kindgi_eval.defs.ui_metadata import NIGHTS, column_schema, calibration_metadata, history_metadata, result_tags, statuses_metadata
+from kindgi_eval.defs.resume import batches_sent, manifest_now, recording, resume_summary
+from kindgi_eval.defs.ui_metadata import (
+    NIGHTS,
+    calibration_metadata,
+    column_schema,
+    history_metadata,
+    result_tags,
+    statuses_metadata,
+)
 from kindgi_eval.inputs import (
     RunSettings,
     has_calibration_file,
@@ -53,9 +59,9 @@ from kindgi_eval.rules import InputError
 from kindgi_eval.steps import (
     FRESH_CONTACT_TAG,
     ask_agent,
-    contact_side,
     calibration_rows,
     code_version,
+    contact_side,
     judged_rate_rows,
     outcome_rows,
     run_row,
@@ -96,7 +102,10 @@ def chain_asset(name: str) -> dict[str, object]:
 
 @dg.asset(**chain_asset("suite"))
 def suite(
-    context: dg.AssetExecutionContext, eval_settings: EvalSettings, clients: RunClients, io_manager: dg.ResourceParam[ParquetStore]
+    context: dg.AssetExecutionContext,
+    eval_settings: EvalSettings,
+    clients: RunClients,
+    io_manager: dg.ResourceParam[ParquetStore],
 ) -> list[SuiteRow]:
     """Parsed cases and calibration items of one tenant suite, with the suite's and the tenant's content hashes.
 
@@ -108,7 +117,9 @@ def suite(
     """
     settings = _settings(context, eval_settings)
     loaded = _inputs(lambda: clients.tenant(settings))
-    _inputs(lambda: write_pinned_version(context.run.tags, loaded.tenant.tenant, settings.eval_dir))  # a tick's registered version
+    _inputs(
+        lambda: write_pinned_version(context.run.tags, loaded.tenant.tenant, settings.eval_dir)
+    )  # a tick's registered version
     parsed = _inputs(lambda: load_checked_suite(settings.eval_dir, loaded, models_of=models_of))
     key = suite_key(loaded.tenant.tenant, settings.eval_dir)
     if key != context.partition_key:
@@ -120,15 +131,27 @@ def suite(
     tags = context.run.tags
     pinning = Pinning(io_manager.root(), loaded.tenant, parsed, settings, pinned_by(tags), mock=None)
     kind = kind_named(parsed.kind)
-    _inputs(lambda: kind.needs(parsed, settings))  # a custom suite's handler runs only in a sandbox this machine can build
-    _inputs(lambda: hold_budget(kind, parsed, judged=settings.judge_model is not None))  # before the agent is asked anything
+    _inputs(
+        lambda: kind.needs(parsed, settings)
+    )  # a custom suite's handler runs only in a sandbox this machine can build
+    _inputs(
+        lambda: hold_budget(kind, parsed, judged=settings.judge_model is not None)
+    )  # before the agent is asked anything
     pins = _inputs(lambda: kind.pins(pinning))
     resolved = resolved_tags(pins)
     if any(tags.get(tag) != value for tag, value in resolved.items()):
-        context.instance.add_run_tags(context.run.run_id, resolved)  # so a resume or re-execution of this run uses them too
+        context.instance.add_run_tags(
+            context.run.run_id, resolved
+        )  # so a resume or re-execution of this run uses them too
     context.add_output_metadata(
-        {"suite_hash": parsed.hash, "config_hash": loaded.hash, "cases": len(parsed.cases), "calibration_items": len(parsed.calibration),
-         "kind": parsed.kind, **({"baseline_run": pins.baseline} if pins.baseline else {})}
+        {
+            "suite_hash": parsed.hash,
+            "config_hash": loaded.hash,
+            "cases": len(parsed.cases),
+            "calibration_items": len(parsed.calibration),
+            "kind": parsed.kind,
+            **({"baseline_run": pins.baseline} if pins.baseline else {}),
+        }
     )
     return suite_rows(parsed, loaded.tenant.tenant, loaded.hash, kind.stored_params(parsed, pins))
 
@@ -147,15 +170,27 @@ def agent_replies(
     Query: `kindgi-eval sql "SELECT case_id, messages, escalate, latency_ms, cost_usd, error FROM replies WHERE suite = '<partition>'"`.
     """
     settings = _settings(context, eval_settings)
-    agents = [(_inputs(lambda s=s: clients.agent(s)), rows) for s, rows in kind_named(suite[0].suite_kind).askings(settings, suite)]
+    agents = [
+        (_inputs(lambda s=s: clients.agent(s)), rows)
+        for s, rows in kind_named(suite[0].suite_kind).askings(settings, suite)
+    ]
     improvised = any(s.moves is None for s in scenarios_of(suite))
     model = _inputs(lambda: clients.contact(settings, needed=improvised))
-    contact = None if model is None else contact_side(
-        model, catalogue=_inputs(lambda: clients.tenant(settings)).tenant.catalogue_text(), timeout_s=settings.model_timeout_s,
-        cache=None if context.run.tags.get(FRESH_CONTACT_TAG) == "true" else io_manager.root(),
+    contact = (
+        None
+        if model is None
+        else contact_side(
+            model,
+            catalogue=_inputs(lambda: clients.tenant(settings)).tenant.catalogue_text(),
+            timeout_s=settings.model_timeout_s,
+            cache=None if context.run.tags.get(FRESH_CONTACT_TAG) == "true" else io_manager.root(),
+        )
     )
     rows = []
-    with recording(context, io_manager.root(), "agent_replies", _manifest(context, settings, clients)) as (done, record):
+    with recording(context, io_manager.root(), "agent_replies", _manifest(context, settings, clients)) as (
+        done,
+        record,
+    ):
         for agent, cases in agents:
             rows += ask_agent(
                 agent,
@@ -197,14 +232,30 @@ def outcomes(
     cases, handler = cases_of(suite), handler_of(suite)
     handled = None
     if handler is not None:
-        workers = min(settings.concurrency, os.cpu_count() or 1)  # each sandbox may take a core for its whole time limit
-        with _inputs(lambda: clients.sandbox(settings)) as sandbox:  # the run's group over its calls, removed after them
-            handled = grade_replies(sandbox.run, handler, cases, agent_replies, concurrency=workers, budget_s=settings.handler_run_s)
-    rows = outcome_rows(cases, agent_replies, settings.max_latency_ms, handled, assertions=kind_named(suite[0].suite_kind).assertions,
-                        scenarios=scenarios_of(suite))
+        workers = min(
+            settings.concurrency, os.cpu_count() or 1
+        )  # each sandbox may take a core for its whole time limit
+        with _inputs(
+            lambda: clients.sandbox(settings)
+        ) as sandbox:  # the run's group over its calls, removed after them
+            handled = grade_replies(
+                sandbox.run, handler, cases, agent_replies, concurrency=workers, budget_s=settings.handler_run_s
+            )
+    rows = outcome_rows(
+        cases,
+        agent_replies,
+        settings.max_latency_ms,
+        handled,
+        assertions=kind_named(suite[0].suite_kind).assertions,
+        scenarios=scenarios_of(suite),
+    )
     context.add_output_metadata(
         {"assertions": len(rows), "failed_assertions": sum(not r.held for r in rows)}
-        | ({"handler": handler.name, "handler_errors": sum(v.verdict == "error" for v in handled.values())} if handler and handled is not None else {})
+        | (
+            {"handler": handler.name, "handler_errors": sum(v.verdict == "error" for v in handled.values())}
+            if handler and handled is not None
+            else {}
+        )
     )
     return rows
 
@@ -231,8 +282,19 @@ def judge_samples(
     if judge is None:
         return []
     batch = batches_sent(context, io_manager.root(), "judge_samples") if settings.judge_batch else None
-    rows = _judged(context, settings, clients, io_manager, "judge_samples", sample_judge, judge, suite, agent_replies, outcomes,
-                   batch=batch)
+    rows = _judged(
+        context,
+        settings,
+        clients,
+        io_manager,
+        "judge_samples",
+        sample_judge,
+        judge,
+        suite,
+        agent_replies,
+        outcomes,
+        batch=batch,
+    )
     context.add_output_metadata(
         {
             "judge": settings.judge_model,
@@ -246,7 +308,10 @@ def judge_samples(
 
 @dg.asset(**chain_asset("calibration"))
 def calibration(
-    context: dg.AssetExecutionContext, suite: list[SuiteRow], judge_samples: list[SampleRow], eval_settings: EvalSettings
+    context: dg.AssetExecutionContext,
+    suite: list[SuiteRow],
+    judge_samples: list[SampleRow],
+    eval_settings: EvalSettings,
 ) -> Iterator[dg.Output[list[CalibrationRow]] | dg.AssetCheckResult]:
     """The judge's agreement with the hand labels per calibration group, and whether each group may grade.
 
@@ -279,12 +344,23 @@ def statuses(
     """
     settings = _settings(context, eval_settings)
     rows = status_rows(
-        cases_of(suite), agent_replies, outcomes, judge_samples, calibration, judged=settings.judge_model is not None,
+        cases_of(suite),
+        agent_replies,
+        outcomes,
+        judge_samples,
+        calibration,
+        judged=settings.judge_model is not None,
         scenarios=scenarios_of(suite),
     )
     context.instance.add_run_tags(context.run.run_id, result_tags(rows, suite[0].tenant, context.partition_key))
-    metadata = statuses_metadata(rows, agent_replies, judge_samples, [*cases_of(suite), *scenarios_of(suite)], context.run.run_id,
-                                 judged_rate_rows(rows, calibration))
+    metadata = statuses_metadata(
+        rows,
+        agent_replies,
+        judge_samples,
+        [*cases_of(suite), *scenarios_of(suite)],
+        context.run.run_id,
+        judged_rate_rows(rows, calibration),
+    )
     yield dg.Output(rows, metadata=metadata)
     yield statuses_result(rows)
 
@@ -300,8 +376,12 @@ def kind_stage(kind: SuiteKind) -> dg.AssetsDefinition:
     stage = kind.stage
     assert stage is not None
 
-    @dg.asset(name=stage.table, description=inspect.getdoc(stage.compute), **chain_asset(stage.table),
-              ins={name: dg.AssetIn(name, dagster_type=dg.Nothing) for name in STAGE_INPUTS})
+    @dg.asset(
+        name=stage.table,
+        description=inspect.getdoc(stage.compute),
+        **chain_asset(stage.table),
+        ins={name: dg.AssetIn(name, dagster_type=dg.Nothing) for name in STAGE_INPUTS},
+    )
     def _stage(
         context: dg.AssetExecutionContext,
         suite: list[SuiteRow],
@@ -318,9 +398,13 @@ def kind_stage(kind: SuiteKind) -> dg.AssetsDefinition:
             judge = _inputs(lambda: clients.judge(settings))
             return _judged(context, settings, clients, io_manager, stage.table, step, judge, *inputs)
 
-        given = StageInputs(suite, agent_replies, outcomes, statuses, io_manager.root(), judged if settings.judge_model else None)
+        given = StageInputs(
+            suite, agent_replies, outcomes, statuses, io_manager.root(), judged if settings.judge_model else None
+        )
         rows = stage.compute(given)
-        context.add_output_metadata(_figures(kind, suite, KindRows(suite, agent_replies, rows)) | dict(stage.about(rows)))
+        context.add_output_metadata(
+            _figures(kind, suite, KindRows(suite, agent_replies, rows)) | dict(stage.about(rows))
+        )
         return rows
 
     return _stage
@@ -331,7 +415,10 @@ STAGED = [kind for _, kind in sorted(kinds().items()) if kind.stage is not None]
 KIND_STAGES = [kind_stage(kind) for kind in STAGED]
 
 
-@dg.asset(**chain_asset("run_metrics"), ins={kind.stage.table: dg.AssetIn(kind.stage.table, dagster_type=dg.Nothing) for kind in STAGED})
+@dg.asset(
+    **chain_asset("run_metrics"),
+    ins={kind.stage.table: dg.AssetIn(kind.stage.table, dagster_type=dg.Nothing) for kind in STAGED},
+)
 def run_metrics(
     context: dg.AssetExecutionContext,
     suite: list[SuiteRow],
@@ -349,7 +436,9 @@ def run_metrics(
     `kindgi-eval sql "SELECT calibration_group, criterion, name, value, low, high, note FROM run_metrics WHERE name LIKE 'judged%'"`.
     """
     kind = kind_named(suite[0].suite_kind)
-    own = io_manager.upstream(context, kind.stage.table) if kind.stage else ()  # a run of one kind starts no other's stage
+    own = (
+        io_manager.upstream(context, kind.stage.table) if kind.stage else ()
+    )  # a run of one kind starts no other's stage
     return [*kind.metrics(KindRows(suite, agent_replies, own)), *judged_rate_rows(statuses, calibration)]
 
 
@@ -376,7 +465,9 @@ def run_summary(
     record = context.instance.get_run_record_by_id(context.run.run_id)
     started = record.start_time if record and record.start_time else time.time()
     root = io_manager.root()
-    resumed_from, agent_saved, judge_saved = resume_summary(context, root, agent_replies, judge_samples, kind_named(suite[0].suite_kind).stage)
+    resumed_from, agent_saved, judge_saved = resume_summary(
+        context, root, agent_replies, judge_samples, kind_named(suite[0].suite_kind).stage
+    )
     row = run_row(
         suite,
         agent_replies,
@@ -396,7 +487,9 @@ def run_summary(
     )
     earlier = earlier_runs(root, context.partition_key, context.run.run_id, row.started_at, NIGHTS - 1)
     context.add_output_metadata(
-        history_metadata([*earlier, (context.run.run_id, row, calibration)], context.partition_key, result_of(row, run_metrics))
+        history_metadata(
+            [*earlier, (context.run.run_id, row, calibration)], context.partition_key, result_of(row, run_metrics)
+        )
     )
     return [row]
 
@@ -407,7 +500,13 @@ def _settings(context: dg.AssetExecutionContext, eval_settings: EvalSettings) ->
 
 
 def _judged(
-    context: dg.AssetExecutionContext, settings: RunSettings, clients: RunClients, io_manager: ParquetStore, asset: str, step, *inputs,
+    context: dg.AssetExecutionContext,
+    settings: RunSettings,
+    clients: RunClients,
+    io_manager: ParquetStore,
+    asset: str,
+    step,
+    *inputs,
     **options,
 ):
     """`step(*inputs, calibration, ...)`, a stage that pays the judge: given the suite folder's calibration items as

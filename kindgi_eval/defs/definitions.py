@@ -9,9 +9,9 @@ from kindgi_eval.defs.assets import CHAIN
 from kindgi_eval.defs.console_log import LOGGER, short_console
 from kindgi_eval.defs.io_manager import ParquetStore
 from kindgi_eval.defs.jobs import JOBS
-from kindgi_eval.defs.resources import EvalSettings, RunClients
-from kindgi_eval.defs.recovery import given_up_runs
 from kindgi_eval.defs.night import night_findings
+from kindgi_eval.defs.recovery import given_up_runs
+from kindgi_eval.defs.resources import EvalSettings, RunClients
 from kindgi_eval.defs.run_ends import ended_runs
 from kindgi_eval.defs.schedules import nightly_suites, suite_changes
 

@@ -77,15 +77,22 @@ class ParquetStore(dg.ConfigurableIOManager):
         if asset == "run_summary":
             discard_area(run_area(self.root(), context.partition_key, day, run.run_id))
             line = lineage_runs(context.step_context.instance, run)
-            unfinished = {r for r, earlier in line[1:] if earlier is not None and earlier.status != dg.DagsterRunStatus.SUCCESS}
-            if unfinished and (gone := remove_superseded(self.root(), context.partition_key, [r for r, _ in line], unfinished,
-                                                         stored_tables())):
+            unfinished = {
+                r for r, earlier in line[1:] if earlier is not None and earlier.status != dg.DagsterRunStatus.SUCCESS
+            }
+            if unfinished and (
+                gone := remove_superseded(
+                    self.root(), context.partition_key, [r for r, _ in line], unfinished, stored_tables()
+                )
+            ):
                 context.log.info(f"tables made again by this run, removed from the runs it finishes: {', '.join(gone)}")
 
     def load_input(self, context: dg.InputContext) -> list[BaseModel]:
         """The rows of an upstream asset, as its row model: this run's, or those of the run it reads them from
         (`defs.lineage.input_run`: a killed run it finishes, a replay's source, or the latest finished run)."""
-        return self._rows(context.instance, context.asset_key.path[-1], context.asset_partition_key, context.step_context.dagster_run)
+        return self._rows(
+            context.instance, context.asset_key.path[-1], context.asset_partition_key, context.step_context.dagster_run
+        )
 
     def upstream(self, context: dg.AssetExecutionContext, asset: str) -> list[BaseModel]:
         """The rows of `asset` as `load_input` would give them to the running asset: for an asset that declares an

@@ -36,7 +36,10 @@ def suite_job(name: str, selection: dg.AssetSelection, description: str) -> dg.U
     )
 
 
-SELECTIONS = {EVALUATE: dg.AssetSelection.assets(*CHAIN), REPLAY: dg.AssetSelection.assets("judge_samples").downstream()}
+SELECTIONS = {
+    EVALUATE: dg.AssetSelection.assets(*CHAIN),
+    REPLAY: dg.AssetSelection.assets("judge_samples").downstream(),
+}
 """What each job materialises when it is run whole (from the launchpad)."""
 
 

@@ -37,8 +37,10 @@ PINNED_TAGS = (BASELINE_TAG, VARIANTS_TAG)
 
 def resolved_tags(pins: Pins) -> dict[str, str]:
     """The tags that pin a regression suite's baseline run and a pairwise suite's variants to a run."""
-    return {**({BASELINE_TAG: pins.baseline} if pins.baseline else {}),
-            **({VARIANTS_TAG: json.dumps(list(pins.variants))} if pins.variants else {})}
+    return {
+        **({BASELINE_TAG: pins.baseline} if pins.baseline else {}),
+        **({VARIANTS_TAG: json.dumps(list(pins.variants))} if pins.variants else {}),
+    }
 
 
 def pinned_by(tags: Mapping[str, str]) -> Pins:

@@ -40,7 +40,16 @@ def night_deadline(environ: Mapping[str, str] | None = None) -> timedelta:
     text = (os.environ if environ is None else environ).get(DEADLINE_ENV) or DEFAULT_DEADLINE
     found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([hms])\s*", text)
     if not found:
-        raise InputError([Problem(DEADLINE_ENV, None, None, f"{text!r} is not a duration. Write hours, minutes or seconds: 4h, 90m, 300s.")])
+        raise InputError(
+            [
+                Problem(
+                    DEADLINE_ENV,
+                    None,
+                    None,
+                    f"{text!r} is not a duration. Write hours, minutes or seconds: 4h, 90m, 300s.",
+                )
+            ]
+        )
     return timedelta(**{{"h": "hours", "m": "minutes", "s": "seconds"}[found[2]]: float(found[1])})
 
 
@@ -61,8 +70,15 @@ def runs_ended(instance: dg.DagsterInstance, suites: Sequence[TenantSuite], tick
     return waiting == 0 and missing == 0, waiting + missing
 
 
-def tell_tenants(instance: dg.DagsterInstance, suites: Sequence[TenantSuite], tick: datetime, now: datetime, cron: str,
-                 deadline: timedelta, environ: Mapping[str, str]) -> list[str]:
+def tell_tenants(
+    instance: dg.DagsterInstance,
+    suites: Sequence[TenantSuite],
+    tick: datetime,
+    now: datetime,
+    cron: str,
+    deadline: timedelta,
+    environ: Mapping[str, str],
+) -> list[str]:
     """One look at the night of `tick` for every tenant that has webhooks: a tenant whose runs have all ended, or
     every one once the deadline passed, is sent its findings (once); a line for each thing done or waited for."""
     label = tick_label(cron, tick)
@@ -78,18 +94,25 @@ def tell_tenants(instance: dg.DagsterInstance, suites: Sequence[TenantSuite], ti
             continue
         ended, open_runs = runs_ended(instance, own, tick)
         if not ended and now < tick + deadline:
-            lines.append(f"{tenant}: waiting for {open_runs} run{'s' if open_runs > 1 else ''} of the night, until {(tick + deadline).isoformat(timespec='minutes')}")
+            lines.append(
+                f"{tenant}: waiting for {open_runs} run{'s' if open_runs > 1 else ''} of the night, until {(tick + deadline).isoformat(timespec='minutes')}"
+            )
             continue
         record_ended_runs(instance, root, tick, {})  # a run that failed is a row of `runs` before the night is read
-        found = night_of([(tenant, s) for s in night_runs(root, [s.key for s in own], since=tick.isoformat(timespec="seconds"))],
-                         label, missing=True)
+        found = night_of(
+            [(tenant, s) for s in night_runs(root, [s.key for s in own], since=tick.isoformat(timespec="seconds"))],
+            label,
+            missing=True,
+        )
         (block,) = found.tenants
         kinds = own[0].entry.alert_on or list(WORSE)
         if not alerted(block.findings(), kinds):
             lines.append(f"{tenant}: nothing got worse; nothing sent")
             instance.run_storage.set_cursor_values({done_key: DONE})
             continue
-        lines += deliver(instance, block, label, own[0].entry.alerts or [], kinds, environ, tick + deadline + RETRY_AFTER_DEADLINE)
+        lines += deliver(
+            instance, block, label, own[0].entry.alerts or [], kinds, environ, tick + deadline + RETRY_AFTER_DEADLINE
+        )
         states = [kept(instance, sent_key(tenant, label, v)) for v in own[0].entry.alerts or []]
         if all(d is None or d.state != "retrying" for d in states):
             instance.run_storage.set_cursor_values({done_key: DONE})
@@ -122,4 +145,6 @@ def night_findings(context: dg.SensorEvaluationContext) -> dg.SkipReason:
     lines = tell_tenants(context.instance, tenants.suites, tick, datetime.now(UTC), cron, deadline, os.environ)
     for line in lines:
         context.log.info(line)
-    return dg.SkipReason("\n".join(lines) if lines else f"Every tenant's night of {tick.isoformat(timespec='minutes')} was told already.")
+    return dg.SkipReason(
+        "\n".join(lines) if lines else f"Every tenant's night of {tick.isoformat(timespec='minutes')} was told already."
+    )

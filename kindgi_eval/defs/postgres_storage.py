@@ -41,7 +41,12 @@ os.register_at_fork(after_in_child=_forget_in_child)
 def _keep_connections(store: Any) -> None:
     """Give one of Dagster's PostgreSQL stores (runs, events, schedules) an engine that keeps its connections."""
     replaced: Engine = store._engine
-    options: dict[str, Any] = {"isolation_level": "AUTOCOMMIT", "pool_size": KEPT, "max_overflow": OVERFLOW, "pool_pre_ping": True}
+    options: dict[str, Any] = {
+        "isolation_level": "AUTOCOMMIT",
+        "pool_size": KEPT,
+        "max_overflow": OVERFLOW,
+        "pool_pre_ping": True,
+    }
     if existing := replaced.url.query.get("options"):  # as Dagster's own pooled engine (the webserver's) passes them
         options["connect_args"] = {"options": existing}
     store._engine = create_pg_engine(store.postgres_url, store._token_provider, **options)
@@ -52,8 +57,13 @@ def _keep_connections(store: Any) -> None:
 class PooledPostgresStorage(DagsterPostgresStorage):
     """`storage: postgres` whose run, event log and schedule stores each keep a connection open (see the module)."""
 
-    def __init__(self, postgres_url: str, should_autocreate_tables: bool = True, inst_data: ConfigurableClassData | None = None,
-                 token_provider: Any = None):
+    def __init__(
+        self,
+        postgres_url: str,
+        should_autocreate_tables: bool = True,
+        inst_data: ConfigurableClassData | None = None,
+        token_provider: Any = None,
+    ):
         super().__init__(postgres_url, should_autocreate_tables, inst_data, token_provider)
         for store in (self._run_storage, self._event_log_storage, self._schedule_storage):
             _keep_connections(store)

@@ -102,7 +102,9 @@ def given_up_runs(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         recovery_request(record.dagster_run)
         for record in failed
         if PARTITION_TAG in record.dagster_run.tags
-        and is_given_up(record.dagster_run.tags, instance.run_retries_max_retries, instance.run_retries_retry_on_asset_or_op_failure)
+        and is_given_up(
+            record.dagster_run.tags, instance.run_retries_max_retries, instance.run_retries_retry_on_asset_or_op_failure
+        )
         and not has_later_run(instance, record.dagster_run, record.create_timestamp)
     ]
     return dg.SensorResult(run_requests=requests, skip_reason=None if requests else "No run was given up on.")

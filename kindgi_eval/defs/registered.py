@@ -36,8 +36,15 @@ def registered_folder(declared: TenantSuite) -> Path:
     # imported here, not above: the registry's storage and Alembic, which a run of a suite folder never needs
     from kindgi_eval.registry import client_from_env, registered_suite_folder
 
-    return registered_suite_folder(runtime_home(), declared.tenant, declared.registry, declared.entry.version, _where(declared),
-                                   consumers(), client_from_env())
+    return registered_suite_folder(
+        runtime_home(),
+        declared.tenant,
+        declared.registry,
+        declared.entry.version,
+        _where(declared),
+        consumers(),
+        client_from_env(),
+    )
 
 
 class PlannedRun(NamedTuple):
@@ -65,11 +72,20 @@ def planned_run(declared: TenantSuite) -> PlannedRun:
 
     home = runtime_home()
     try:
-        stored = version_in_force(home, declared.tenant, declared.registry, declared.entry.version, _where(declared),
-                                  consumers(), client_from_env())
+        stored = version_in_force(
+            home,
+            declared.tenant,
+            declared.registry,
+            declared.entry.version,
+            _where(declared),
+            consumers(),
+            client_from_env(),
+        )
     except RegistryUnreachable as e:  # the registry's trouble costs its suites this run, not the tick
         raise InputError([Problem(_where(declared), None, None, str(e))]) from None
-    settings = declared.settings({"eval_dir": str(version_folder(home, declared.tenant, stored.suite_id, stored.version))})
+    settings = declared.settings(
+        {"eval_dir": str(version_folder(home, declared.tenant, stored.suite_id, stored.version))}
+    )
     return PlannedRun(settings, stored.kind, stored.sha256, {REGISTERED_TAG: f"{stored.suite_id}@{stored.version}"})
 
 
@@ -86,9 +102,18 @@ def write_pinned_version(tags: Mapping[str, str], tenant: str, eval_dir: str) ->
     where = f"{REGISTERED_TAG} {pinned}"
     folder = registered_suite_folder(runtime_home(), tenant, suite_id, version, where, consumers(), client_from_env())
     if folder != Path(eval_dir):
-        raise InputError([Problem(where, None, None, f"is written out at {folder} for tenant {tenant!r}, and the run's suite "
-                                  f"folder is {eval_dir}. Run the schedule and its runs with the same KINDGI_HOME, and "
-                                  "name each tenant in the tenants file as its tenant.toml does.")])
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    None,
+                    None,
+                    f"is written out at {folder} for tenant {tenant!r}, and the run's suite "
+                    f"folder is {eval_dir}. Run the schedule and its runs with the same KINDGI_HOME, and "
+                    "name each tenant in the tenants file as its tenant.toml does.",
+                )
+            ]
+        )
 
 
 def _where(declared: TenantSuite) -> str:

@@ -63,7 +63,9 @@ class EvalSettings(dg.ConfigurableResource):
         if self._pinned is not None:
             return deployment_settings(self._pinned)
         overrides = {field: getattr(self, field) for field in LAUNCHPAD_FIELDS}
-        return deployment_settings(suite_settings(load_tenants(partial=True).suite(key), overrides))  # another's typo is no problem here
+        return deployment_settings(
+            suite_settings(load_tenants(partial=True).suite(key), overrides)
+        )  # another's typo is no problem here
 
     @classmethod
     def of(cls, settings: RunSettings) -> EvalSettings:

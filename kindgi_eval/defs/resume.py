@@ -45,7 +45,11 @@ from kindgi_eval.store import (
 KEY_OF: dict[str, Callable[[Any], object]] = {
     "agent_replies": recorded_key,
     "judge_samples": sample_key,
-    **{k.stage.table: k.stage.recorded_key for k in kinds().values() if k.stage is not None and k.stage.recorded_key is not None},
+    **{
+        k.stage.table: k.stage.recorded_key
+        for k in kinds().values()
+        if k.stage is not None and k.stage.recorded_key is not None
+    },
 }
 """The paid stages, and what names one of their rows: a reply by its case (a scenario's by how far it got), a sample by subject, criterion and
 number, and a kind's own paid stage's rows as it says (a judged pair by its prompt or labelled pair)."""
@@ -85,14 +89,22 @@ def recorded_rows(root: StorePath, partition: str, run_ids: list[str], asset: st
             if problems:
                 raise InputError(problems)
         table = read_table(root, stored, partition, run_id)
-        found = from_table(table, stored.row) if table is not None else read_batches(area / asset, stored.row) if area is not None else []
+        found = (
+            from_table(table, stored.row)
+            if table is not None
+            else read_batches(area / asset, stored.row)
+            if area is not None
+            else []
+        )
         for row in found:
             rows.setdefault(key(row), row)
     return list(rows.values())
 
 
 @contextmanager
-def recording(context: dg.AssetExecutionContext, root: StorePath, asset: str, now: Manifest) -> Iterator[tuple[list, Callable]]:
+def recording(
+    context: dg.AssetExecutionContext, root: StorePath, asset: str, now: Manifest
+) -> Iterator[tuple[list, Callable]]:
     """(what the killed runs this run finishes recorded, where to record each new row) for one paid stage.
 
     Holds the locks of this run's area and of the killed runs' (a run still recording cannot be resumed, nor
@@ -102,7 +114,9 @@ def recording(context: dg.AssetExecutionContext, root: StorePath, asset: str, no
     for run_id in ids[1:]:
         area = area_of(root, partition, run_id)
         if area is not None and not claim(area):
-            raise dg.Failure(f"run {run_id} is still running (a process holds {area}/lock); resume it once it has ended.")
+            raise dg.Failure(
+                f"run {run_id} is still running (a process holds {area}/lock); resume it once it has ended."
+            )
     try:
         done = recorded_rows(root, partition, ids, asset, now)
     except InputError as e:
@@ -113,7 +127,9 @@ def recording(context: dg.AssetExecutionContext, root: StorePath, asset: str, no
     if read_manifest(own) is None:
         write_manifest(own, now)
     if len(done):
-        context.log.info(f"{asset}: {len(done)} rows recorded by run {', '.join(ids[1:]) or 'this run'} are reused, not asked again")
+        context.log.info(
+            f"{asset}: {len(done)} rows recorded by run {', '.join(ids[1:]) or 'this run'} are reused, not asked again"
+        )
     with BatchWriter(own / asset, table_named(asset).row) as writer:
         yield done, writer.add
 
@@ -155,4 +171,8 @@ def resume_summary(
         source = input_run(context.instance, root, stage.table, context.partition_key, context.run)
         own = from_table(read_table(root, stage.stored, context.partition_key, source), stage.row)
         judge_calls += stage.judge_calls_per_row * saved(stage.table, own)
-    return ids[1], agent_calls_saved(replies, recorded_rows(root, context.partition_key, earlier, "agent_replies")), judge_calls
+    return (
+        ids[1],
+        agent_calls_saved(replies, recorded_rows(root, context.partition_key, earlier, "agent_replies")),
+        judge_calls,
+    )

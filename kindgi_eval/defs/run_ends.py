@@ -70,10 +70,14 @@ def record_ended_run(instance: dg.DagsterInstance, root: StorePath, record: dg.R
     return record_run_end(root, partition, run.run_id, row)
 
 
-def record_ended_runs(instance: dg.DagsterInstance, root: StorePath, since: datetime, tags: dict[str, str] | None = None) -> int:
+def record_ended_runs(
+    instance: dg.DagsterInstance, root: StorePath, since: datetime, tags: dict[str, str] | None = None
+) -> int:
     """Keep every suite run of the chain's jobs updated since `since` that failed or was stopped (only those
     carrying `tags`, when given); how many were newly kept."""
-    records = instance.get_run_records(dg.RunsFilter(job_name=None, statuses=list(ENDED), updated_after=since, tags=tags or {}))
+    records = instance.get_run_records(
+        dg.RunsFilter(job_name=None, statuses=list(ENDED), updated_after=since, tags=tags or {})
+    )
     return sum(record_ended_run(instance, root, r) for r in records if r.dagster_run.job_name in (EVALUATE, REPLAY))
 
 
@@ -90,4 +94,8 @@ def ended_runs(context: dg.SensorEvaluationContext) -> dg.SkipReason:
     since = datetime.fromisoformat(context.cursor) if context.cursor else now - LOOKBACK
     kept = record_ended_runs(context.instance, store_root(), since - timedelta(seconds=INTERVAL_S))
     context.update_cursor(now.isoformat())
-    return dg.SkipReason(f"kept {kept} run{'s' if kept != 1 else ''} that failed or was stopped" if kept else "no run failed or was stopped")
+    return dg.SkipReason(
+        f"kept {kept} run{'s' if kept != 1 else ''} that failed or was stopped"
+        if kept
+        else "no run failed or was stopped"
+    )

@@ -86,18 +86,33 @@ def run_chain(
         detail = failure_cause(failures[0]) if failures else "see the Dagster run's logs"
         raise RunFailed(f"run {result.run_id} did not complete: {detail}")
     if outputs is not None:
-        outputs.update({asset.path[-1]: result.asset_value(asset) for asset in selection})  # held by the result as it ran
+        outputs.update(
+            {asset.path[-1]: result.asset_value(asset) for asset in selection}
+        )  # held by the result as it ran
     return result.run_id
 
 
-def replay_chain(instance: dg.DagsterInstance, home: Path, settings: RunSettings, key: str, kind: str, source: str,
-                 outputs: dict[str, list] | None = None) -> str:
+def replay_chain(
+    instance: dg.DagsterInstance,
+    home: Path,
+    settings: RunSettings,
+    key: str,
+    kind: str,
+    source: str,
+    outputs: dict[str, list] | None = None,
+) -> str:
     """Materialise only the judged stages, reading `source`'s stored suite, replies and outcomes: no agent call."""
     return run_chain(instance, home, settings, key, kind, job=REPLAY, tags={SOURCE_RUN_TAG: source}, outputs=outputs)
 
 
 def resume_chain(
-    instance: dg.DagsterInstance, home: Path, settings: RunSettings, key: str, kind: str, killed: str, replies_from: str | None,
+    instance: dg.DagsterInstance,
+    home: Path,
+    settings: RunSettings,
+    key: str,
+    kind: str,
+    killed: str,
+    replies_from: str | None,
     outputs: dict[str, list] | None = None,
 ) -> str:
     """Finish a killed run as a new run, under its own id, tagged `kindgi/resumes=<killed>`: every stage runs again,
@@ -107,7 +122,11 @@ def resume_chain(
     baseline or variants it resolved are the resumed run's too (`lineage.PINNED_TAGS`)."""
     old = instance.get_run_by_id(killed)
     if old is not None and not old.is_finished:
-        instance.report_run_failed(old, message="its process ended without finishing the run (killed); resumed by kindgi-eval run --resume")
+        instance.report_run_failed(
+            old, message="its process ended without finishing the run (killed); resumed by kindgi-eval run --resume"
+        )
     pinned = {tag: old.tags[tag] for tag in PINNED_TAGS if old is not None and tag in old.tags}
     tags = {RESUMES_TAG: killed, **pinned, **({SOURCE_RUN_TAG: replies_from} if replies_from else {})}
-    return run_chain(instance, home, settings, key, kind, job=REPLAY if replies_from else EVALUATE, tags=tags, outputs=outputs)
+    return run_chain(
+        instance, home, settings, key, kind, job=REPLAY if replies_from else EVALUATE, tags=tags, outputs=outputs
+    )

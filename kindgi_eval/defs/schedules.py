@@ -34,7 +34,14 @@ def schedule_timezone(environ: dict[str, str] | None = None) -> str:
         ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
         raise InputError(
-            [Problem(TIMEZONE_ENV, None, None, f"{name!r} is not a timezone. Use an IANA name such as Europe/Lisbon or UTC.")]
+            [
+                Problem(
+                    TIMEZONE_ENV,
+                    None,
+                    None,
+                    f"{name!r} is not a timezone. Use an IANA name such as Europe/Lisbon or UTC.",
+                )
+            ]
         ) from None
     return name
 
@@ -45,8 +52,17 @@ def schedule_cron(environ: dict[str, str] | None = None) -> str:
     try:
         dg.ScheduleDefinition(name="cron_check", cron_schedule=text, job=evaluate_suite)  # Dagster's own reading
     except dg.DagsterInvalidDefinitionError:
-        raise InputError([Problem(CRON_ENV, None, None, f"{text!r} is not a cron expression. Use five fields, such as "
-                                  f"'{NIGHTLY_CRON}' (02:00 daily) or '*/5 * * * *' (every five minutes).")]) from None
+        raise InputError(
+            [
+                Problem(
+                    CRON_ENV,
+                    None,
+                    None,
+                    f"{text!r} is not a cron expression. Use five fields, such as "
+                    f"'{NIGHTLY_CRON}' (02:00 daily) or '*/5 * * * *' (every five minutes).",
+                )
+            ]
+        ) from None
     return text
 
 
@@ -83,7 +99,9 @@ def run_request(declared: TenantSuite, run_key: str, planned: PlannedRun | None 
     registered suite cannot be found."""
     planned = planned or planned_run(declared)
     tags = {**declared.tags(), **pinned_tags(planned.settings), **planned.tags}
-    return dg.RunRequest(run_key=run_key, partition_key=declared.key, tags=tags, asset_selection=kind_selection(EVALUATE, planned.kind))
+    return dg.RunRequest(
+        run_key=run_key, partition_key=declared.key, tags=tags, asset_selection=kind_selection(EVALUATE, planned.kind)
+    )
 
 
 def _add_partitions(instance: dg.DagsterInstance, keys: list[str]) -> None:
@@ -114,8 +132,11 @@ def nightly_schedule(timezone: str | None = None, cron: str | None = None) -> dg
             context.log.warning(f"not run: {refused}")
         if requests.runs:
             return requests.runs
-        return dg.SkipReason(f"No suite of {tenants.source} can run here: {'; '.join(requests.refused)}" if requests.refused
-                             else f"{tenants.source} declares no tenant suite.")
+        return dg.SkipReason(
+            f"No suite of {tenants.source} can run here: {'; '.join(requests.refused)}"
+            if requests.refused
+            else f"{tenants.source} declares no tenant suite."
+        )
 
     return nightly_suites
 
@@ -161,7 +182,9 @@ def suite_changes(context: dg.SensorEvaluationContext) -> dg.SensorResult:
             # Keyed by the new hash and the materialisation it replaces: a change is run once, and changing back
             # to an older content after a newer one was run is a change again.
             requests.append(run_request(declared, f"{declared.key}@{planned.hash[:16]}@{event or 'never'}", planned))
-    new = [r.partition_key for r in requests if not context.instance.has_dynamic_partition(SUITES.name, r.partition_key)]
+    new = [
+        r.partition_key for r in requests if not context.instance.has_dynamic_partition(SUITES.name, r.partition_key)
+    ]
     skip = None if requests else ("No suite changed" + (f"; not run: {', '.join(not_run)}" if not_run else "") + ".")
     return dg.SensorResult(
         run_requests=requests,

@@ -8,7 +8,17 @@ from pydantic import BaseModel
 
 from kindgi_eval.inputs import TAG_RESULT, TAG_SUITE, TAG_TENANT
 from kindgi_eval.kinds import KindResult
-from kindgi_eval.reports import escape_md, group_rates, judge_error_text, kind_lines, pass_rate, pass_rate_corrected, run_result, summary_rate_lines, verdicts_markdown
+from kindgi_eval.reports import (
+    escape_md,
+    group_rates,
+    judge_error_text,
+    kind_lines,
+    pass_rate,
+    pass_rate_corrected,
+    run_result,
+    summary_rate_lines,
+    verdicts_markdown,
+)
 from kindgi_eval.rules import FAILING, STATUSES, Case, Scenario, clip, judge_was_down
 from kindgi_eval.store import CalibrationRow, MetricRow, ReplyRow, RunRow, SampleRow, StatusRow, arrow_schema
 
@@ -30,22 +40,34 @@ VERDICT_COLUMNS = dg.TableSchema(
     columns=[
         dg.TableColumn("case", "string", description="The case id."),
         dg.TableColumn("criterion", "string", description="The criterion judged, clipped."),
-        dg.TableColumn("verdict", "string", description="The majority verdict, `split 2-1` when it stands 2-1, and the samples' votes."),
+        dg.TableColumn(
+            "verdict",
+            "string",
+            description="The majority verdict, `split 2-1` when it stands 2-1, and the samples' votes.",
+        ),
     ]
 )
 FAILED_COLUMNS = dg.TableSchema(
     columns=[
         dg.TableColumn("case", "string", description="The case id."),
-        dg.TableColumn("failures", "string", description="The assertions that failed (an agent's error among them), clipped."),
+        dg.TableColumn(
+            "failures", "string", description="The assertions that failed (an agent's error among them), clipped."
+        ),
     ]
 )
 CALIBRATION_COLUMNS = dg.TableSchema(
     columns=[
         dg.TableColumn("group", "string"),
         dg.TableColumn("items", "int"),
-        dg.TableColumn("agreement", "float", description="Empty when the group has no items; its lower bound is in `notes`."),
-        dg.TableColumn("sensitivity", "float", description="The share of graded fail labels the judge failed; empty without one."),
-        dg.TableColumn("specificity", "float", description="The share of graded pass labels the judge passed; empty without one."),
+        dg.TableColumn(
+            "agreement", "float", description="Empty when the group has no items; its lower bound is in `notes`."
+        ),
+        dg.TableColumn(
+            "sensitivity", "float", description="The share of graded fail labels the judge failed; empty without one."
+        ),
+        dg.TableColumn(
+            "specificity", "float", description="The share of graded pass labels the judge passed; empty without one."
+        ),
         dg.TableColumn("calibrated", "bool"),
     ]
 )
@@ -83,7 +105,11 @@ def result_tags(rows: list[StatusRow], tenant: str, suite: str) -> dict[str, str
 
 
 def statuses_metadata(
-    rows: list[StatusRow], replies: list[ReplyRow], samples: list[SampleRow], cases: list[Case | Scenario], run_id: str,
+    rows: list[StatusRow],
+    replies: list[ReplyRow],
+    samples: list[SampleRow],
+    cases: list[Case | Scenario],
+    run_id: str,
     rates: Sequence[MetricRow] = (),
 ) -> dict[str, object]:
     """What the UI shows of a `statuses` materialisation: its counts and costs (plotted by partition, each suite's
@@ -113,28 +139,33 @@ def judged_rates_metadata(rates: Sequence[MetricRow]) -> dict[str, object]:
     (a figure that does not exist is left out, never shown as a number), and the summary's lines of them."""
     numbers: dict[str, object] = {}
     for rate in group_rates(rates):
-        for key, row in ((f"judged_fail_rate/{rate.group}", rate.observed), (f"judged_fail_rate_corrected/{rate.group}", rate.corrected)):
+        for key, row in (
+            (f"judged_fail_rate/{rate.group}", rate.observed),
+            (f"judged_fail_rate_corrected/{rate.group}", rate.corrected),
+        ):
             numbers |= _with_interval(key, row)
     passes = pass_rate_corrected(rates)
     if passes is not None:
         numbers |= _with_interval("pass_rate_corrected", passes)
     said = summary_rate_lines(rates)
-    return numbers | ({"judged_rates": dg.MetadataValue.md("\n\n".join(escape_md(line.strip()) for line in said))} if said else {})
+    return numbers | (
+        {"judged_rates": dg.MetadataValue.md("\n\n".join(escape_md(line.strip()) for line in said))} if said else {}
+    )
 
 
 def _with_interval(key: str, row: MetricRow) -> dict[str, float]:
     """A figure and its bounds under `key`, `key/low` and `key/high`; nothing when it has no value."""
     if row.value is None:
         return {}
-    return {key: float(row.value)} | {f"{key}/{part}": float(v) for part, v in (("low", row.low), ("high", row.high)) if v is not None}
+    return {key: float(row.value)} | {
+        f"{key}/{part}": float(v) for part, v in (("low", row.low), ("high", row.high)) if v is not None
+    }
 
 
 def calibration_metadata(rows: list[CalibrationRow]) -> dict[str, object]:
     """Agreement per group as numbers, the count of groups that may grade, a table of the groups and a report of
     each group's labels, invalid samples and note."""
-    metadata: dict[str, object] = {
-        f"agreement/{r.group}": float(r.agreement) for r in rows if r.agreement is not None
-    }
+    metadata: dict[str, object] = {f"agreement/{r.group}": float(r.agreement) for r in rows if r.agreement is not None}
     metadata |= {f"sensitivity/{r.group}": float(r.sensitivity) for r in rows if r.sensitivity is not None}
     metadata |= {f"specificity/{r.group}": float(r.specificity) for r in rows if r.specificity is not None}
     metadata["calibrated_groups"] = int(sum(r.calibrated for r in rows))
@@ -193,13 +224,17 @@ def _change(run: RunRow, previous: RunRow | None) -> str:
     if previous is None:
         return ""
     now, before = _counts(run), _counts(previous)
-    change = ", ".join(f"{status} {now[status] - before[status]:+d}" for status in STATUSES if now[status] != before[status])
+    change = ", ".join(
+        f"{status} {now[status] - before[status]:+d}" for status in STATUSES if now[status] != before[status]
+    )
     if run.suite_hash != previous.suite_hash:  # then the change may be the suite's, not the agent's
         return f"suite content changed; {change or 'no change'}"
     return change or "no change"
 
 
-def history_metadata(runs: list[tuple[str, RunRow, list[CalibrationRow]]], suite: str, result: KindResult) -> dict[str, object]:
+def history_metadata(
+    runs: list[tuple[str, RunRow, list[CalibrationRow]]], suite: str, result: KindResult
+) -> dict[str, object]:
     """This suite's last runs, oldest first, as a table with each night's change; this run's figures under keys named
     for the suite, so the UI's Plots (Events) draw each suite's own history by run time rather than mixing suites;
     and the line its kind reports of `result` (this run's), if it has one."""
@@ -222,5 +257,8 @@ def history_metadata(runs: list[tuple[str, RunRow, list[CalibrationRow]]], suite
     plotted[f"{suite}/agent_usd"] = float(latest.agent_usd)
     plotted[f"{suite}/judge_usd"] = float(latest.judge_usd)
     said = kind_lines(result)
-    return {"nights": dg.MetadataValue.table(records, schema=HISTORY_COLUMNS), **plotted,
-            **({"kind_result": dg.MetadataValue.text("\n".join(said))} if said else {})}
+    return {
+        "nights": dg.MetadataValue.table(records, schema=HISTORY_COLUMNS),
+        **plotted,
+        **({"kind_result": dg.MetadataValue.text("\n".join(said))} if said else {}),
+    }

@@ -25,10 +25,14 @@ class Seed(NamedTuple):
 
     def files(self) -> dict[str, str]:
         """Its files' texts by name; ValueError when they no longer hash to the pinned content."""
-        found = {p.name: p.read_bytes() for p in (self.folder / CASES_FILE, self.folder / CALIBRATION_FILE) if p.is_file()}
+        found = {
+            p.name: p.read_bytes() for p in (self.folder / CASES_FILE, self.folder / CALIBRATION_FILE) if p.is_file()
+        }
         if folder_hash(found) != self.sha256:
-            raise ValueError(f"{self.folder} holds other content than catalogue entry {self.name} {self.version} was pinned to "
-                             f"(sha256 {self.sha256[:12]}…). An entry never changes: restore its files, or add a new version.")
+            raise ValueError(
+                f"{self.folder} holds other content than catalogue entry {self.name} {self.version} was pinned to "
+                f"(sha256 {self.sha256[:12]}…). An entry never changes: restore its files, or add a new version."
+            )
         return {name: data.decode("utf-8") for name, data in found.items()}
 
 

@@ -27,7 +27,9 @@ def manifest_of(
     resumes: str | None = None,
 ) -> Manifest:
     """What a run's rows are recorded under: its settings and the hashes of the files it reads."""
-    from kindgi_eval.store import Manifest  # here, not above: the store's Parquet and DuckDB, which --help and validate never need
+    from kindgi_eval.store import (
+        Manifest,
+    )  # here, not above: the store's Parquet and DuckDB, which --help and validate never need
 
     return Manifest(
         run_id=run_id,
@@ -48,21 +50,51 @@ def changes_since(recorded: Manifest, now: Manifest) -> list[Problem]:
     now_settings = RunSettings.model_validate(now.settings)
     refused = "so its recorded replies and judge samples would not be this run's. Start a new run instead."
     if recorded.partition != now.partition:
-        problems.append(Problem("--resume", None, None, f"run {run} evaluated suite {recorded.partition}, not {now.partition}; {refused}"))
+        problems.append(
+            Problem(
+                "--resume",
+                None,
+                None,
+                f"run {run} evaluated suite {recorded.partition}, not {now.partition}; {refused}",
+            )
+        )
     if recorded.suite_hash != now.suite_hash:
         problems.append(
-            Problem(now_settings.eval_dir, None, None, f"the suite (cases.jsonl or calibration.jsonl) changed since run {run} read it, {refused}")
+            Problem(
+                now_settings.eval_dir,
+                None,
+                None,
+                f"the suite (cases.jsonl or calibration.jsonl) changed since run {run} read it, {refused}",
+            )
         )
     if recorded.config_hash != now.config_hash:
-        where = f"{now_settings.config_dir}/tenant.toml" if now_settings.config_dir else "the packaged demo tenant's tenant.toml"
-        problems.append(Problem(where, None, None, f"the tenant configuration changed since run {run} read it, {refused}"))
+        where = (
+            f"{now_settings.config_dir}/tenant.toml"
+            if now_settings.config_dir
+            else "the packaged demo tenant's tenant.toml"
+        )
+        problems.append(
+            Problem(where, None, None, f"the tenant configuration changed since run {run} read it, {refused}")
+        )
     for s in SETTINGS:
         before, after = getattr(then_settings, s.field), getattr(now_settings, s.field)
         if s.field not in MAY_CHANGE and before != after:
-            problems.append(Problem(f"{s.flag} ({s.var})", None, None, f"run {run} ran with {_shown(before)}, this run with {_shown(after)}; {refused}"))
+            problems.append(
+                Problem(
+                    f"{s.flag} ({s.var})",
+                    None,
+                    None,
+                    f"run {run} ran with {_shown(before)}, this run with {_shown(after)}; {refused}",
+                )
+            )
     if recorded.replies_from != now.replies_from:
         problems.append(
-            Problem("--resume", None, None, f"run {run} judged the replies of {_shown(recorded.replies_from)}, this run those of {_shown(now.replies_from)}; {refused}")
+            Problem(
+                "--resume",
+                None,
+                None,
+                f"run {run} judged the replies of {_shown(recorded.replies_from)}, this run those of {_shown(now.replies_from)}; {refused}",
+            )
         )
     return problems
 
@@ -88,8 +120,13 @@ def resumed_settings(recorded: Manifest, flags: Mapping[str, object], *, mock: b
         elif value != getattr(settings, field):
             flag = "--mock" if mock and field == "agent_model" else SETTING[field].flag
             problems.append(
-                Problem(flag, None, None, f"run {recorded.run_id} ran with {_shown(getattr(settings, field))}, not {_shown(value)}; "
-                        "a resume finishes a run with the settings it started with. Drop the flag, or start a new run.")
+                Problem(
+                    flag,
+                    None,
+                    None,
+                    f"run {recorded.run_id} ran with {_shown(getattr(settings, field))}, not {_shown(value)}; "
+                    "a resume finishes a run with the settings it started with. Drop the flag, or start a new run.",
+                )
             )
     if problems:
         raise InputError(problems)

@@ -20,7 +20,18 @@ from kindgi_eval.inputs.file_limits import SUITE_FILE_LIMIT, FileTooLarge, read_
 from kindgi_eval.inputs.suite_folder import json_lines
 from kindgi_eval.rules import InputError, Problem
 
-REVIEW_COLUMNS = ("run_id", "case_id", "rubric_item", "reviewer_role", "history", "message", "reply", "reviewer", "label", "note")
+REVIEW_COLUMNS = (
+    "run_id",
+    "case_id",
+    "rubric_item",
+    "reviewer_role",
+    "history",
+    "message",
+    "reply",
+    "reviewer",
+    "label",
+    "note",
+)
 """What an exported review file holds, in order: which reply and rubric item, who reviews, the conversation, the
 contact's message, the reply as the contact saw it, and the three columns a person fills in."""
 REQUIRED_COLUMNS = ("run_id", "case_id", "rubric_item", "label", "note")
@@ -73,15 +84,21 @@ def read_label_file(path: str | Path) -> LabelFile:
         content = read_limited(path, SUITE_FILE_LIMIT, "a review file")
         text = content.decode("utf-8-sig")
     except FileNotFoundError:
-        raise InputError([Problem(where, None, None, "file not found. Give the file kindgi-eval review export wrote, filled in.")]) from None
+        raise InputError(
+            [Problem(where, None, None, "file not found. Give the file kindgi-eval review export wrote, filled in.")]
+        ) from None
     except FileTooLarge as e:
         raise InputError([Problem(where, None, None, f"{e}. Split it into several files.")]) from None
     except UnicodeDecodeError as e:
-        raise InputError([Problem(where, None, None, f"is not UTF-8 text (byte {e.start}). Save it as UTF-8.")]) from None
+        raise InputError(
+            [Problem(where, None, None, f"is not UTF-8 text (byte {e.start}). Save it as UTF-8.")]
+        ) from None
     except OSError as e:
         raise InputError([Problem(where, None, None, f"cannot be read: {e.strerror or e}.")]) from None
     problems: list[Problem] = []
-    rows = _csv_rows(where, text, problems) if file_format(path, content) == "csv" else _jsonl_rows(where, text, problems)
+    rows = (
+        _csv_rows(where, text, problems) if file_format(path, content) == "csv" else _jsonl_rows(where, text, problems)
+    )
     lines: list[LabelLine] = []
     unlabelled = 0
     first: dict[tuple[str, str, str], int] = {}
@@ -94,14 +111,30 @@ def read_label_file(path: str | Path) -> LabelFile:
             continue
         key = (found.run_id, found.case_id, found.rubric_item)
         if key in first:
-            problems.append(Problem(where, number, "rubric_item", f"this reply and rubric item are labelled already, on line {first[key]}. "
-                                    "Keep one row per reply and rubric item."))
+            problems.append(
+                Problem(
+                    where,
+                    number,
+                    "rubric_item",
+                    f"this reply and rubric item are labelled already, on line {first[key]}. "
+                    "Keep one row per reply and rubric item.",
+                )
+            )
             continue
         first[key] = number
         lines.append(found)
     if not lines and not problems:
-        raise InputError([Problem(where, None, "label", f"no row is labelled ({unlabelled} rows left empty). Write pass or fail in "
-                                  "the label column of the rows you reviewed.")])
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    None,
+                    "label",
+                    f"no row is labelled ({unlabelled} rows left empty). Write pass or fail in "
+                    "the label column of the rows you reviewed.",
+                )
+            ]
+        )
     return LabelFile(tuple(lines), unlabelled, tuple(sorted(problems, key=lambda p: p.line or 0)))
 
 
@@ -114,7 +147,9 @@ class QueueKeys(NamedTuple):
     """Its (case id, rubric item) pairs."""
 
 
-def check_labels(path: str | Path, lines: tuple[LabelLine, ...], queues: Mapping[str, QueueKeys | None]) -> list[Problem]:
+def check_labels(
+    path: str | Path, lines: tuple[LabelLine, ...], queues: Mapping[str, QueueKeys | None]
+) -> list[Problem]:
     """Every label that names no run, no case of its run's queue, or no rubric item of it; `queues` maps each run id
     the file names to its queue, or to None when the store holds no such run (pure)."""
     where = str(path)
@@ -122,13 +157,38 @@ def check_labels(path: str | Path, lines: tuple[LabelLine, ...], queues: Mapping
     for line in lines:
         queue = queues.get(line.run_id)
         if queue is None:
-            problems.append(Problem(where, line.line, "run_id", f"no run {line.run_id!r} in the store. Label the file kindgi-eval review export wrote for a stored run."))
+            problems.append(
+                Problem(
+                    where,
+                    line.line,
+                    "run_id",
+                    f"no run {line.run_id!r} in the store. Label the file kindgi-eval review export wrote for a stored run.",
+                )
+            )
         elif not queue.cases:
-            problems.append(Problem(where, line.line, "run_id", f"run {line.run_id} has no review queue: it is not a run of a human-review suite."))
+            problems.append(
+                Problem(
+                    where,
+                    line.line,
+                    "run_id",
+                    f"run {line.run_id} has no review queue: it is not a run of a human-review suite.",
+                )
+            )
         elif line.case_id not in queue.cases:
-            problems.append(Problem(where, line.line, "case_id", f"{line.case_id!r} is no case of run {line.run_id}'s review queue."))
+            problems.append(
+                Problem(
+                    where, line.line, "case_id", f"{line.case_id!r} is no case of run {line.run_id}'s review queue."
+                )
+            )
         elif (line.case_id, line.rubric_item) not in queue.items:
-            problems.append(Problem(where, line.line, "rubric_item", f"{_short(line.rubric_item)} is no rubric item of case {line.case_id!r} in run {line.run_id}'s review queue."))
+            problems.append(
+                Problem(
+                    where,
+                    line.line,
+                    "rubric_item",
+                    f"{_short(line.rubric_item)} is no rubric item of case {line.case_id!r} in run {line.run_id}'s review queue.",
+                )
+            )
     return problems
 
 
@@ -138,15 +198,19 @@ def _csv_rows(where: str, text: str, problems: list[Problem]) -> list[tuple[int,
     try:
         header = next(reader)
     except StopIteration:
-        problems.append(Problem(where, None, None, "is empty. Give the file kindgi-eval review export wrote, filled in."))
+        problems.append(
+            Problem(where, None, None, "is empty. Give the file kindgi-eval review export wrote, filled in.")
+        )
         return []
     except csv.Error as e:
         problems.append(Problem(where, 1, None, f"is not CSV: {e}."))
         return []
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
-        problems += [Problem(where, 1, column, "missing column. A review file's header names " + ", ".join(REVIEW_COLUMNS) + ".")
-                     for column in missing]
+        problems += [
+            Problem(where, 1, column, "missing column. A review file's header names " + ", ".join(REVIEW_COLUMNS) + ".")
+            for column in missing
+        ]
         return []
     rows = []
     start = reader.line_num + 1
@@ -154,7 +218,14 @@ def _csv_rows(where: str, text: str, problems: list[Problem]) -> list[tuple[int,
         for cells in reader:
             if any(cell.strip() for cell in cells):
                 if len(cells) != len(header):
-                    problems.append(Problem(where, start, None, f"has {len(cells)} cells and the header {len(header)}. Keep every row's cells under their columns."))
+                    problems.append(
+                        Problem(
+                            where,
+                            start,
+                            None,
+                            f"has {len(cells)} cells and the header {len(header)}. Keep every row's cells under their columns.",
+                        )
+                    )
                 else:
                     rows.append((start, dict(zip(header, cells, strict=True))))
             start = reader.line_num + 1
@@ -168,20 +239,33 @@ def _jsonl_rows(where: str, text: str, problems: list[Problem]) -> list[tuple[in
     rows = []
     for number, _, data in json_lines(where, text, problems):
         if not isinstance(data, dict):
-            problems.append(Problem(where, number, None, "each line must be one JSON object, as kindgi-eval review export wrote it."))
+            problems.append(
+                Problem(
+                    where, number, None, "each line must be one JSON object, as kindgi-eval review export wrote it."
+                )
+            )
             continue
         rows.append((number, data))
     return rows
 
 
-def _label_line(where: str, number: int, row: Mapping[str, object], problems: list[Problem]) -> LabelLine | Literal["unlabelled"] | None:
+def _label_line(
+    where: str, number: int, row: Mapping[str, object], problems: list[Problem]
+) -> LabelLine | Literal["unlabelled"] | None:
     """One row as a label, "unlabelled" when its label and note are empty, None (with its problems) when wrong."""
     found: list[Problem] = []
     values: dict[str, str | None] = {}
     for column in (*REQUIRED_COLUMNS, "reviewer"):
         value = row.get(column)
         if column not in row and column != "reviewer":
-            found.append(Problem(where, number, column, "missing column. Every row needs run_id, case_id, rubric_item, label and note."))
+            found.append(
+                Problem(
+                    where,
+                    number,
+                    column,
+                    "missing column. Every row needs run_id, case_id, rubric_item, label and note.",
+                )
+            )
         elif value is not None and not isinstance(value, str):
             found.append(Problem(where, number, column, f"must be a string, not {json.dumps(value)[:40]}."))
         else:
@@ -195,16 +279,34 @@ def _label_line(where: str, number: int, row: Mapping[str, object], problems: li
     if not label and not note.strip():
         return "unlabelled"
     if label not in LABELS:
-        problems.append(Problem(where, number, "label", f"{label!r} is not a label. Write pass or fail." if label else
-                                "is empty, and the row has a note. Write pass or fail, or clear the note."))
+        problems.append(
+            Problem(
+                where,
+                number,
+                "label",
+                f"{label!r} is not a label. Write pass or fail."
+                if label
+                else "is empty, and the row has a note. Write pass or fail, or clear the note.",
+            )
+        )
         return None
-    empty = [Problem(where, number, column, "is empty. Keep the value kindgi-eval review export wrote.")
-             for column in ("run_id", "case_id", "rubric_item") if not values[column]]
+    empty = [
+        Problem(where, number, column, "is empty. Keep the value kindgi-eval review export wrote.")
+        for column in ("run_id", "case_id", "rubric_item")
+        if not values[column]
+    ]
     if empty:
         problems.extend(empty)
         return None
-    return LabelLine(number, values["run_id"] or "", values["case_id"] or "", values["rubric_item"] or "", values["reviewer"] or None,
-                     label, note)  # type: ignore[arg-type]
+    return LabelLine(
+        number,
+        values["run_id"] or "",
+        values["case_id"] or "",
+        values["rubric_item"] or "",
+        values["reviewer"] or None,
+        label,
+        note,
+    )  # type: ignore[arg-type]
 
 
 def _short(text: str) -> str:

@@ -15,7 +15,17 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from kindgi_eval.inputs.file_limits import SUITE_FILE_LIMIT, FileTooLarge, read_limited
 from kindgi_eval.inputs.tenant_file import LoadedTenant
 from kindgi_eval.inputs.tenant_limits import limits_of
-from kindgi_eval.rules import DEFAULT_LIMITS, CalibrationItem, Case, InputError, Problem, Scenario, SuiteLimits, case_problems, problems_from_validation
+from kindgi_eval.rules import (
+    DEFAULT_LIMITS,
+    CalibrationItem,
+    Case,
+    InputError,
+    Problem,
+    Scenario,
+    SuiteLimits,
+    case_problems,
+    problems_from_validation,
+)
 
 CASES_FILE = "cases.jsonl"
 SCENARIOS_FILE = "scenarios.jsonl"
@@ -126,8 +136,22 @@ class RegisteredAs(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     FORMER_FIELDS: ClassVar[frozenset[str]] = frozenset(
-        {"baseline_run_id", "baseline_suite_id", "baseline_version", "benchmark_name", "benchmark_version", "benchmark_hash",
-         "handler_hash", "rubric", "reviewer_role", "variant_a_id", "variant_a_version", "variant_b_id", "variant_b_version"})
+        {
+            "baseline_run_id",
+            "baseline_suite_id",
+            "baseline_version",
+            "benchmark_name",
+            "benchmark_version",
+            "benchmark_hash",
+            "handler_hash",
+            "rubric",
+            "reviewer_role",
+            "variant_a_id",
+            "variant_a_version",
+            "variant_b_id",
+            "variant_b_version",
+        }
+    )
     """Fields that held a kind's parameters before `params`, still in the `registry.json` of folders written before."""
 
     suite_id: str
@@ -185,7 +209,9 @@ class Suite(NamedTuple):
         return self.registered.kind if self.registered else FOLDER_KIND
 
 
-def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None, *, models_of: ModelsOf, limits: SuiteLimits | None = None) -> Suite:
+def load_suite(
+    eval_dir: str | Path, tenant: TenantNames | None = None, *, models_of: ModelsOf, limits: SuiteLimits | None = None
+) -> Suite:
     """Parse `<eval_dir>/cases.jsonl` and, if present, `calibration.jsonl`, each item as its kind's model says, and
     in a folder of one's own `scenarios.jsonl` (which may stand instead of cases.jsonl); InputError lists every problem.
     With `limits`, the cases are held to them (each case over one named at its line).
@@ -198,7 +224,9 @@ def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None, *, model
     calibration_path = folder / CALIBRATION_FILE
     problems: list[Problem] = []
     registered = _registered(folder / REGISTRY_FILE)
-    case_model, calibration_model, files_of = _models(folder / REGISTRY_FILE, registered.kind, models_of) if registered else FOLDER_MODELS
+    case_model, calibration_model, files_of = (
+        _models(folder / REGISTRY_FILE, registered.kind, models_of) if registered else FOLDER_MODELS
+    )
     kind_files = files_of(folder, registered, problems) if registered and files_of else ()
     scenarios_path = folder / SCENARIOS_FILE
     has_scenarios = not registered and scenarios_path.exists()
@@ -207,24 +235,41 @@ def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None, *, model
     calibration_bytes = _read(calibration_path, problems, required=False)
     first_place_of: dict[str, Place] = {}
     cases = (
-        _parse(cases_path, cases_bytes, case_model, problems, lambda case, place: _case_problems(case, place, tenant), first_place_of)
+        _parse(
+            cases_path,
+            cases_bytes,
+            case_model,
+            problems,
+            lambda case, place: _case_problems(case, place, tenant),
+            first_place_of,
+        )
         if cases_bytes is not None
         else []
     )
     scenarios = (
-        _parse(scenarios_path, scenarios_bytes, Scenario, problems, lambda item, place: _case_problems(item, place, tenant),
-               first_place_of)
+        _parse(
+            scenarios_path,
+            scenarios_bytes,
+            Scenario,
+            problems,
+            lambda item, place: _case_problems(item, place, tenant),
+            first_place_of,
+        )
         if scenarios_bytes is not None
         else []
     )
     calibration = (
-        _parse(calibration_path, calibration_bytes, calibration_model, problems) if calibration_bytes is not None else []
+        _parse(calibration_path, calibration_bytes, calibration_model, problems)
+        if calibration_bytes is not None
+        else []
     )
     if cases_bytes is not None and not cases and not scenarios and not problems:
         problems.append(Problem(str(cases_path), None, None, "holds no cases. Write one JSON object per line."))
     if limits is not None:
-        problems += [Problem(str(cases_path), cases[o.index].line if o.index < len(cases) else None, None, o.message)
-                     for o in case_problems(limits, [c.item for c in cases])]
+        problems += [
+            Problem(str(cases_path), cases[o.index].line if o.index < len(cases) else None, None, o.message)
+            for o in case_problems(limits, [c.item for c in cases])
+        ]
     if scenarios_bytes is not None and cases_bytes is None and not scenarios and not problems:
         problems.append(Problem(str(scenarios_path), None, None, "holds no scenarios. Write one JSON object per line."))
     if problems:
@@ -235,8 +280,11 @@ def load_suite(eval_dir: str | Path, tenant: TenantNames | None = None, *, model
         case_lines=tuple(c.line for c in cases),
         calibration=tuple(c.item for c in calibration),  # type: ignore[misc]
         has_calibration=calibration_bytes is not None,
-        hash=registered.registry_hash if registered else folder_hash(
-            {CASES_FILE: cases_bytes, CALIBRATION_FILE: calibration_bytes, SCENARIOS_FILE: scenarios_bytes}),
+        hash=registered.registry_hash
+        if registered
+        else folder_hash(
+            {CASES_FILE: cases_bytes, CALIBRATION_FILE: calibration_bytes, SCENARIOS_FILE: scenarios_bytes}
+        ),
         registered=registered,
         kind_files=kind_files,
         limits=limits or DEFAULT_LIMITS,
@@ -268,14 +316,25 @@ def suite_identity(eval_dir: str | Path) -> SuiteIdentity:
     calibration = _read(folder / CALIBRATION_FILE, problems, required=False)
     if problems:
         raise InputError(problems)
-    return SuiteIdentity(FOLDER_KIND, folder_hash({CASES_FILE: cases, CALIBRATION_FILE: calibration, SCENARIOS_FILE: scenarios}))
+    return SuiteIdentity(
+        FOLDER_KIND, folder_hash({CASES_FILE: cases, CALIBRATION_FILE: calibration, SCENARIOS_FILE: scenarios})
+    )
 
 
 def _suite_folder(eval_dir: str | Path) -> Path:
     """`eval_dir` as a folder; InputError when there is none."""
     folder = Path(eval_dir)
     if not folder.is_dir():
-        raise InputError([Problem(str(folder), None, None, "no such suite folder. Point EVAL_DIR or --eval-dir at a folder holding cases.jsonl.")])
+        raise InputError(
+            [
+                Problem(
+                    str(folder),
+                    None,
+                    None,
+                    "no such suite folder. Point EVAL_DIR or --eval-dir at a folder holding cases.jsonl.",
+                )
+            ]
+        )
     return folder
 
 
@@ -297,8 +356,17 @@ def _models(path: Path, kind: str, models_of: ModelsOf) -> SuiteModels:
     try:
         return models_of(kind)
     except KeyError as e:
-        raise InputError([Problem(str(path), None, "kind", f"{e.args[0]}. Install the package that adds it, or delete the "
-                                  "folder; the next run writes it again.")]) from None
+        raise InputError(
+            [
+                Problem(
+                    str(path),
+                    None,
+                    "kind",
+                    f"{e.args[0]}. Install the package that adds it, or delete the "
+                    "folder; the next run writes it again.",
+                )
+            ]
+        ) from None
 
 
 def _registered(path: Path) -> RegisteredAs | None:
@@ -308,8 +376,17 @@ def _registered(path: Path) -> RegisteredAs | None:
     except FileNotFoundError:
         return None
     except (OSError, ValidationError) as e:
-        raise InputError([Problem(str(path), None, None, f"is not the registry's record of this folder ({e}). "
-                                  "Delete the folder; the next run writes it again.")]) from None
+        raise InputError(
+            [
+                Problem(
+                    str(path),
+                    None,
+                    None,
+                    f"is not the registry's record of this folder ({e}). "
+                    "Delete the folder; the next run writes it again.",
+                )
+            ]
+        ) from None
 
 
 def _read(path: Path, problems: list[Problem], *, required: bool) -> bytes | None:
@@ -389,10 +466,19 @@ def _checked_item(
     first = first_place_of.get(item_id)
     if first is not None:
         if first.file == place.file:
-            problems.append(place.problem("id", f"duplicate id {item_id!r}, first used {first.label}. Ids must be unique in {place.scope}."))
+            problems.append(
+                place.problem(
+                    "id", f"duplicate id {item_id!r}, first used {first.label}. Ids must be unique in {place.scope}."
+                )
+            )
         else:
-            problems.append(place.problem("id", f"duplicate id {item_id!r}, first used in {Path(first.file).name} {first.label}. "
-                                          "Ids must be unique across a suite folder's cases and scenarios."))
+            problems.append(
+                place.problem(
+                    "id",
+                    f"duplicate id {item_id!r}, first used in {Path(first.file).name} {first.label}. "
+                    "Ids must be unique across a suite folder's cases and scenarios.",
+                )
+            )
     if check is not None:
         problems.extend(check(item, place))
     if first is not None:
@@ -407,7 +493,9 @@ def check_suite_items(
     """Cases and calibration items given as JSON values (a registered suite's `spec`), checked by the very rules of a
     suite folder's lines; each problem names `where` and the item's path, e.g. `spec` and `cases[3].must_contain`."""
     problems: list[Problem] = []
-    parsed_cases = _parse_list(where, "cases", cases, Case, problems, lambda case, place: _case_problems(case, place, tenant))
+    parsed_cases = _parse_list(
+        where, "cases", cases, Case, problems, lambda case, place: _case_problems(case, place, tenant)
+    )
     parsed_calibration = _parse_list(where, "calibration", calibration, CalibrationItem, problems)
     if not cases:
         problems.append(Problem(where, None, "cases", "holds no cases. Give at least one case object."))
@@ -476,10 +564,19 @@ def _against_tenant(case: Case, place: Place, tenant: TenantNames) -> list[Probl
         return problems
     if case.contact.funnel_stage is not None and case.contact.funnel_stage not in tenant.stages:
         known = ", ".join(tenant.stages)
-        problems.append(place.problem("contact.funnel_stage", f"{case.contact.funnel_stage!r} is not a funnel stage of {tenant.config} (stages: {known})."))
+        problems.append(
+            place.problem(
+                "contact.funnel_stage",
+                f"{case.contact.funnel_stage!r} is not a funnel stage of {tenant.config} (stages: {known}).",
+            )
+        )
     if case.contact.course is not None and case.contact.course not in tenant.courses:
         known = ", ".join(tenant.courses)
-        problems.append(place.problem("contact.course", f"{case.contact.course!r} is not a course of {tenant.config} (courses: {known})."))
+        problems.append(
+            place.problem(
+                "contact.course", f"{case.contact.course!r} is not a course of {tenant.config} (courses: {known})."
+            )
+        )
     return problems
 
 
@@ -490,7 +587,10 @@ def _repeated_review(case: Case, place: Place) -> list[Problem]:
     for index, entry in enumerate(case.review_criteria):
         if entry in first_index_of:
             problems.append(
-                place.problem(f"review[{index}]", f"duplicate review entry {_short(entry)}, first given as review[{first_index_of[entry]}]. Give each criterion once per case.")
+                place.problem(
+                    f"review[{index}]",
+                    f"duplicate review entry {_short(entry)}, first given as review[{first_index_of[entry]}]. Give each criterion once per case.",
+                )
             )
             continue
         first_index_of[entry] = index
@@ -521,4 +621,6 @@ def load_checked_suite(eval_dir: str | Path, loaded: LoadedTenant, *, models_of:
 def tenant_names(loaded: LoadedTenant) -> TenantNames:
     """The funnel stages and courses of a tenant configuration, which a suite's cases may name."""
     tenant = loaded.tenant
-    return TenantNames(tenant.stage_names(), tuple(c.id for c in tenant.courses), f"the tenant configuration {loaded.config_dir}")
+    return TenantNames(
+        tenant.stage_names(), tuple(c.id for c in tenant.courses), f"the tenant configuration {loaded.config_dir}"
+    )

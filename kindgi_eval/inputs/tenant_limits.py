@@ -28,8 +28,16 @@ def tenants_limits(environ: Mapping[str, str] | None = None) -> dict[str, SuiteL
     try:
         data = tomllib.loads(read_limited(path, CONFIG_FILE_LIMIT, "a tenants file").decode("utf-8"))
     except (FileTooLarge, OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise InputError([Problem(str(path), None, None, f"cannot be read for its tenants' limits: {e}. Point {TENANTS_ENV} "
-                                  "at the tenants file.")]) from None
+        raise InputError(
+            [
+                Problem(
+                    str(path),
+                    None,
+                    None,
+                    f"cannot be read for its tenants' limits: {e}. Point {TENANTS_ENV} at the tenants file.",
+                )
+            ]
+        ) from None
     found: dict[str, SuiteLimits] = {}
     problems: list[Problem] = []
     tables = data.get("tenant", [])
@@ -39,8 +47,10 @@ def tenants_limits(environ: Mapping[str, str] | None = None) -> dict[str, SuiteL
         try:
             limits = SuiteLimits.model_validate(table["limits"])
         except ValidationError as e:
-            problems += [Problem(str(path), None, f"tenant[{index}].limits{'.' + p.field if p.field else ''}", p.message)
-                         for p in problems_from_validation(e, str(path), None)]
+            problems += [
+                Problem(str(path), None, f"tenant[{index}].limits{'.' + p.field if p.field else ''}", p.message)
+                for p in problems_from_validation(e, str(path), None)
+            ]
             continue
         found.setdefault(table["name"], limits)
     if problems:

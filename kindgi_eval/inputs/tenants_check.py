@@ -30,8 +30,15 @@ def check_tenants(path: str | Path, models_of: ModelsOf) -> list[str]:
             named = configs[s.config_dir].tenant.tenant
             if named != s.tenant:
                 where = str(Path(s.config_dir or ".") / TENANT_FILE)
-                problems.append(Problem(tenants.source, None, "name", f"tenant {s.tenant}: its {where} names tenant {named!r}. "
-                                        "Make the entry's name and the tenant.toml's tenant the same."))
+                problems.append(
+                    Problem(
+                        tenants.source,
+                        None,
+                        "name",
+                        f"tenant {s.tenant}: its {where} names tenant {named!r}. "
+                        "Make the entry's name and the tenant.toml's tenant the same.",
+                    )
+                )
         loaded = configs[s.config_dir]
         if loaded is None:
             continue

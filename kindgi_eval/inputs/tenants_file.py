@@ -109,7 +109,9 @@ class DeclaredAgent(BaseModel):
 
 def _variable_name(value: str) -> str:
     if "://" in value:  # never quoted back: it is a secret that should not be in the file
-        raise ValueError("holds a URL; a webhook URL is a secret: put it in an environment variable and name the variable here")
+        raise ValueError(
+            "holds a URL; a webhook URL is a secret: put it in an environment variable and name the variable here"
+        )
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
         raise ValueError(f"{value!r} is not an environment variable's name; name one such as ACME_SLACK_WEBHOOK")
     return value
@@ -197,7 +199,9 @@ class TenantSuite(NamedTuple):
     """The registered suite's id, when this suite is read from the registry (then eval_dir is where the run
     writes the version in force, known only when the run starts)."""
 
-    def settings(self, overrides: Mapping[str, object] | None = None, environ: Mapping[str, str] | None = None) -> RunSettings:
+    def settings(
+        self, overrides: Mapping[str, object] | None = None, environ: Mapping[str, str] | None = None
+    ) -> RunSettings:
         """The run settings of this suite: overrides (a launchpad's) over the entry over the tuning variables."""
         flags: dict[str, object] = {field: getattr(self.entry, field) for field in ENV if hasattr(self.entry, field)}
         flags.update(eval_dir=str(self.eval_dir), config_dir=str(self.config_dir) if self.config_dir else None)
@@ -209,7 +213,11 @@ class TenantSuite(NamedTuple):
 
     def tags(self) -> dict[str, str]:
         """The run tags of this suite's runs: tenant, suite and the providers its agent and judge call."""
-        tags = {TAG_TENANT: self.tenant, TAG_SUITE: self.key, TAG_AGENT_PROVIDER: provider_of(self.entry.agent_url or self.entry.agent_model)}
+        tags = {
+            TAG_TENANT: self.tenant,
+            TAG_SUITE: self.key,
+            TAG_AGENT_PROVIDER: provider_of(self.entry.agent_url or self.entry.agent_model),
+        }
         if self.entry.judge_model:
             tags[TAG_JUDGE_PROVIDER] = provider_of(self.entry.judge_model)
         if self.entry.judge_batch:
@@ -254,8 +262,15 @@ class Tenants(NamedTuple):
             if key.startswith((f"{left_out.tenant}.", f"{left_out.tenant}@")):
                 raise InputError(list(left_out.problems))
         raise InputError(
-            [Problem(self.source, None, None, f"suite {key!r} is not declared here (declared: {', '.join(self.keys) or 'none'}). "
-                     f"Add it to a tenant's suites, or point {TENANTS_ENV} at the file that declares it.")]
+            [
+                Problem(
+                    self.source,
+                    None,
+                    None,
+                    f"suite {key!r} is not declared here (declared: {', '.join(self.keys) or 'none'}). "
+                    f"Add it to a tenant's suites, or point {TENANTS_ENV} at the file that declares it.",
+                )
+            ]
         )
 
 
@@ -286,9 +301,13 @@ def load_tenants(path: str | Path | None = None, *, partial: bool = False) -> Te
     try:
         content = read_limited(path, CONFIG_FILE_LIMIT, "a tenants file")
     except FileTooLarge as e:
-        raise InputError([Problem(str(path), None, None, f"{e}. Check that {TENANTS_ENV} names the tenants file.")]) from None
+        raise InputError(
+            [Problem(str(path), None, None, f"{e}. Check that {TENANTS_ENV} names the tenants file.")]
+        ) from None
     except FileNotFoundError:
-        raise InputError([Problem(str(path), None, None, f"file not found. Point {TENANTS_ENV} at the tenants file.")]) from None
+        raise InputError(
+            [Problem(str(path), None, None, f"file not found. Point {TENANTS_ENV} at the tenants file.")]
+        ) from None
     except OSError as e:
         raise InputError([Problem(str(path), None, None, f"cannot be read: {e.strerror or e}.")]) from None
     return parse_tenants(content, path, partial=partial)
@@ -317,12 +336,17 @@ def parse_tenants(content: bytes, file: Path, *, partial: bool = False) -> Tenan
         text = content.decode("utf-8")
         data = tomllib.loads(text)
     except UnicodeDecodeError as e:
-        raise InputError([Problem(name, None, None, f"is not UTF-8 text (byte {e.start}). Save it as UTF-8.")]) from None
+        raise InputError(
+            [Problem(name, None, None, f"is not UTF-8 text (byte {e.start}). Save it as UTF-8.")]
+        ) from None
     except tomllib.TOMLDecodeError as e:
         raise InputError([Problem(name, None, None, f"not valid TOML: {e}. Fix the syntax.")]) from None
     lines = field_lines(text)
     unknown = sorted(set(data) - {"tenant", "defaults"})
-    problems = [Problem(name, lines.get(key), key, "unknown key; a tenants file holds only [[tenant]] tables and [defaults].") for key in unknown]
+    problems = [
+        Problem(name, lines.get(key), key, "unknown key; a tenants file holds only [[tenant]] tables and [defaults].")
+        for key in unknown
+    ]
     defaults = Defaults()
     try:
         defaults = Defaults.model_validate(data.get("defaults", {}))
@@ -339,9 +363,17 @@ def parse_tenants(content: bytes, file: Path, *, partial: bool = False) -> Tenan
     for index, table in enumerate(raw):
         try:
             entry = TenantEntry.model_validate(table)
-            entries.append((index, entry.model_copy(update={
-                "alerts": defaults.alerts if entry.alerts is None else entry.alerts,
-                "alert_on": defaults.alert_on if entry.alert_on is None else entry.alert_on})))
+            entries.append(
+                (
+                    index,
+                    entry.model_copy(
+                        update={
+                            "alerts": defaults.alerts if entry.alerts is None else entry.alerts,
+                            "alert_on": defaults.alert_on if entry.alert_on is None else entry.alert_on,
+                        }
+                    ),
+                )
+            )
         except ValidationError as e:
             for p in problems_from_validation(e, name, None):
                 field = f"tenant[{index}].{p.field}" if p.field else f"tenant[{index}]"
@@ -356,7 +388,9 @@ def parse_tenants(content: bytes, file: Path, *, partial: bool = False) -> Tenan
             of_folders[index] = own
     if problems or ((of_table or of_folders) and not partial):  # every problem at once: the file's, the entries'
         # tables, then their folders
-        raise InputError(problems + [p for found in (of_table, of_folders) for index in sorted(found) for p in found[index]])
+        raise InputError(
+            problems + [p for found in (of_table, of_folders) for index in sorted(found) for p in found[index]]
+        )
     of_entry = {**of_table, **of_folders}  # an entry is either: one whose table is wrong has no folders looked at
     skipped = tuple(Skipped(_entry_name(raw[index], index), tuple(of_entry[index])) for index in sorted(of_entry))
     return Tenants(name, tuple(suites), skipped)
@@ -393,15 +427,21 @@ def _suites_of(
         refuse("name", "is declared twice. Give each tenant one [[tenant]] table.")
     for other, other_home in homes.items():
         if home == other_home or home.is_relative_to(other_home) or other_home.is_relative_to(home):
-            refuse("home", f"{home} overlaps tenant {other}'s home {other_home}, so one could read the other's files. "
-                   "Give each tenant a folder of its own.")
+            refuse(
+                "home",
+                f"{home} overlaps tenant {other}'s home {other_home}, so one could read the other's files. "
+                "Give each tenant a folder of its own.",
+            )
     homes.setdefault(entry.name, home)
 
     def inside(field: str, given: str, what: str) -> Path | None:
         path = (home / os.path.expanduser(given)).resolve()
         if not path.is_relative_to(home):
-            refuse(field, f"{given!r} resolves to {path}, outside the tenant's home {home}. "
-                   f"Keep a tenant's {what} under its home.")
+            refuse(
+                field,
+                f"{given!r} resolves to {path}, outside the tenant's home {home}. "
+                f"Keep a tenant's {what} under its home.",
+            )
             return None
         if not path.is_dir():
             refuse(field, f"{given!r} ({path}) is not a folder. Create it or fix the path.")
@@ -412,7 +452,10 @@ def _suites_of(
     if entry.config is not None:
         config_dir = inside("config", entry.config, "configuration")
     elif entry.name != DEMO_TENANT:
-        refuse("config", f"is missing. Name the folder holding the tenant's tenant.toml; only {DEMO_TENANT} may leave it out.")
+        refuse(
+            "config",
+            f"is missing. Name the folder holding the tenant's tenant.toml; only {DEMO_TENANT} may leave it out.",
+        )
     suite_dirs: list[tuple[int, Path]] = []
     for number, given in enumerate(entry.suites or []):
         found = inside(f"suites[{number}]", given, "suites")
@@ -422,11 +465,14 @@ def _suites_of(
     for number, folder in suite_dirs:
         key = suite_key(entry.name, folder)
         if key in keys:
-            refuse(f"suites[{number}]", f"is a second suite with the partition key {key!r} (like suites[{keys[key]}]). "
-                   "Suite folders of one tenant need different names.")
+            refuse(
+                f"suites[{number}]",
+                f"is a second suite with the partition key {key!r} (like suites[{keys[key]}]). "
+                "Suite folders of one tenant need different names.",
+            )
         keys.setdefault(key, number)
     if not entry.suites and entry.registry is None:
-        refuse("suites", "is missing. Name the tenant's suite folders, or a registered suite with registry = \"ID\".")
+        refuse("suites", 'is missing. Name the tenant\'s suite folders, or a registered suite with registry = "ID".')
     if entry.version is not None and entry.registry is None:
         refuse("version", "is given without registry. A version names a version of a registered suite.")
     if entry.agent_model and entry.agent_url:
@@ -440,10 +486,23 @@ def _suites_of(
             refuse(p.file.removeprefix("--").replace("-", "_"), p.message)
     if len(problems) > before:
         return []
-    declared = [TenantSuite(suite_key(entry.name, folder), entry.name, folder, config_dir, home, entry) for _, folder in suite_dirs]
+    declared = [
+        TenantSuite(suite_key(entry.name, folder), entry.name, folder, config_dir, home, entry)
+        for _, folder in suite_dirs
+    ]
     if entry.registry is not None:
         name = registered_name(entry.name, entry.registry)
-        declared.append(TenantSuite(registry_key(entry.name, entry.registry), entry.name, home / name, config_dir, home, entry, entry.registry))
+        declared.append(
+            TenantSuite(
+                registry_key(entry.name, entry.registry),
+                entry.name,
+                home / name,
+                config_dir,
+                home,
+                entry,
+                entry.registry,
+            )
+        )
     return declared
 
 
@@ -469,12 +528,23 @@ def declared_variant(tenant: str, agent_id: str, version: str, where: str, path:
     declared = agents.get(agent_id)
     if declared is None or declared.version != version:
         known = ", ".join(f"{name} {a.version}" for name, a in agents.items()) or "none"
-        raise InputError([Problem(where, None, None, f"agent {agent_id!r} version {version!r} is not declared for tenant {tenant!r} in "
-                                  f"{tenants.source} (declared: {known}). Add it under [tenant.agents.{agent_id}] with agent_model or agent_url and version.")])
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    None,
+                    None,
+                    f"agent {agent_id!r} version {version!r} is not declared for tenant {tenant!r} in "
+                    f"{tenants.source} (declared: {known}). Add it under [tenant.agents.{agent_id}] with agent_model or agent_url and version.",
+                )
+            ]
+        )
     return declared.agent
 
 
 def variant_settings(settings: RunSettings, agent: str) -> RunSettings:
     """The run's settings with `agent` (a declared variant's model or URL) as the agent asked."""
     is_url = agent.startswith(("http://", "https://"))
-    return settings.model_copy(update={"agent_url": agent if is_url else None, "agent_model": None if is_url else agent})
+    return settings.model_copy(
+        update={"agent_url": agent if is_url else None, "agent_model": None if is_url else agent}
+    )

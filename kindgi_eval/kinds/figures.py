@@ -9,7 +9,18 @@ from collections.abc import Mapping, Sequence
 from kindgi_eval.kinds.kind import KindResult, SuiteKind
 from kindgi_eval.kinds.table import kind_named, kinds, stored_tables
 from kindgi_eval.rules import Interval
-from kindgi_eval.store import SHARED, FigureColumn, KindView, MetricRow, RunRow, StorePath, Views, from_table, read_stored, rows_if_stored
+from kindgi_eval.store import (
+    SHARED,
+    FigureColumn,
+    KindView,
+    MetricRow,
+    RunRow,
+    StorePath,
+    Views,
+    from_table,
+    read_stored,
+    rows_if_stored,
+)
 
 
 def count(name: str, n: int | None) -> MetricRow:
@@ -75,4 +86,6 @@ def own_rows(root: StorePath, partition: str, run_id: str, suite_kind: str) -> l
 def store_views() -> Views:
     """What `kindgi-eval sql` can query of a store with the installed kinds: every table, and the view of every kind
     that has figures or parameters of its own."""
-    return Views(stored_tables(), [KindView(name, kind.figures) for name, kind in sorted(kinds().items()) if kind.figures])
+    return Views(
+        stored_tables(), [KindView(name, kind.figures) for name, kind in sorted(kinds().items()) if kind.figures]
+    )

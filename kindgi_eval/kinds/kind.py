@@ -11,8 +11,28 @@ from pydantic import BaseModel
 
 from kindgi_eval.inputs import KindFilesReader, RunSettings, Suite
 from kindgi_eval.registry import Consumer
-from kindgi_eval.rules import GROUPS, AgentReply, AssertionResult, CalibrationItem, Case, Group, Tenant, check_case, group_of
-from kindgi_eval.store import FigureColumn, MetricRow, OutcomeRow, ReplyRow, RunRow, StatusRow, StorePath, SuiteRow, Table
+from kindgi_eval.rules import (
+    GROUPS,
+    AgentReply,
+    AssertionResult,
+    CalibrationItem,
+    Case,
+    Group,
+    Tenant,
+    check_case,
+    group_of,
+)
+from kindgi_eval.store import (
+    FigureColumn,
+    MetricRow,
+    OutcomeRow,
+    ReplyRow,
+    RunRow,
+    StatusRow,
+    StorePath,
+    SuiteRow,
+    Table,
+)
 
 
 class KindRows(NamedTuple):
@@ -106,8 +126,9 @@ class Items(NamedTuple):
 class Assertions(Protocol):
     """Every deterministic assertion of one case against its reply (None when the agent failed), in a fixed order."""
 
-    def __call__(self, case: Case, reply: AgentReply | None, *, error: str | None, latency_ms: float,
-                 max_latency_ms: float) -> list[AssertionResult]: ...
+    def __call__(
+        self, case: Case, reply: AgentReply | None, *, error: str | None, latency_ms: float, max_latency_ms: float
+    ) -> list[AssertionResult]: ...
 
 
 class Starter(NamedTuple):
@@ -123,13 +144,16 @@ class Starter(NamedTuple):
 def published_starter(folder: Path, *needs: str) -> Starter:
     """The starter of a kind a run reads from the registry: its `suite.json`, checked by `validate`, then published
     and run by id; `needs` says what else a run of it needs."""
-    return Starter(folder, (
-        "check it: kindgi-eval validate {folder}",
-        "it runs from a suite registry: kindgi-eval suites publish {folder}/suite.json (KINDGI_REGISTRY_URL and "
-        "KINDGI_REGISTRY_TOKEN name it; kindgi-eval serve runs one), then kindgi-eval run --mock --suite ID "
-        "--config-dir YOUR_CONFIG",
-        *needs,
-    ))
+    return Starter(
+        folder,
+        (
+            "check it: kindgi-eval validate {folder}",
+            "it runs from a suite registry: kindgi-eval suites publish {folder}/suite.json (KINDGI_REGISTRY_URL and "
+            "KINDGI_REGISTRY_TOKEN name it; kindgi-eval serve runs one), then kindgi-eval run --mock --suite ID "
+            "--config-dir YOUR_CONFIG",
+            *needs,
+        ),
+    )
 
 
 Askings = Callable[[RunSettings, Sequence[SuiteRow]], list[tuple[RunSettings, list[SuiteRow]]]]

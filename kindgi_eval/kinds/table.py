@@ -28,7 +28,9 @@ def kinds() -> Mapping[str, SuiteKind]:
     for point in entry_points(group=GROUP):
         kind = point.load()
         if not isinstance(kind, SuiteKind) or kind.name != point.name:
-            raise KindTableError(f"entry point {point.name} = {point.value} of group {GROUP} must name a SuiteKind called {point.name!r}")
+            raise KindTableError(
+                f"entry point {point.name} = {point.value} of group {GROUP} must name a SuiteKind called {point.name!r}"
+            )
         table[point.name] = kind
     return table
 
@@ -66,7 +68,9 @@ def scenarios_of(rows: Sequence[SuiteRow]) -> list[Scenario]:
 def stored_tables() -> tuple[Table, ...]:
     """Every table a store holds, in its order: the shared ones, with the own tables of the installed kinds (by name)
     before `run_metrics` and `run_summary`."""
-    return store_tables(sorted((kind.stage.stored for kind in kinds().values() if kind.stage is not None), key=lambda t: t.asset))
+    return store_tables(
+        sorted((kind.stage.stored for kind in kinds().values() if kind.stage is not None), key=lambda t: t.asset)
+    )
 
 
 def table_named(asset: str) -> Table:

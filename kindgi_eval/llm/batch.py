@@ -20,7 +20,14 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from kindgi_eval.llm.call_error import ModelCallError
-from kindgi_eval.llm.calls import _litellm, is_retryable, knows_cached_price, read_fault, supports_schema, with_breakpoints
+from kindgi_eval.llm.calls import (
+    _litellm,
+    is_retryable,
+    knows_cached_price,
+    read_fault,
+    supports_schema,
+    with_breakpoints,
+)
 from kindgi_eval.llm.gateway import Gateway, GatewayRefusal
 from kindgi_eval.rules import Completion, ModelRef, Usage, clip, unicode_text
 
@@ -59,7 +66,14 @@ class BatchState(NamedTuple):
 def batch_lines(model: str, requests: Mapping[str, list[dict[str, Any]]], params: Mapping[str, Any]) -> bytes:
     """The batch's input file: one chat completion request a line, its id the request's."""
     lines = [
-        json.dumps({"custom_id": key, "method": "POST", "url": ENDPOINT, "body": {"model": model, "messages": messages, **params}})
+        json.dumps(
+            {
+                "custom_id": key,
+                "method": "POST",
+                "url": ENDPOINT,
+                "body": {"model": model, "messages": messages, **params},
+            }
+        )
         for key, messages in requests.items()
     ]
     return ("\n".join(lines) + "\n").encode()
@@ -85,7 +99,9 @@ def read_lines(text: str, price: Callable[[dict[str, Any]], Usage]) -> Answers:
             except (KeyError, IndexError, TypeError):
                 answers[key] = "the batch's answer is not a chat completion"
                 continue
-            answers[key] = Completion(unicode_text(content) if content is not None else None, price(body.get("usage") or {}), 0.0)
+            answers[key] = Completion(
+                unicode_text(content) if content is not None else None, price(body.get("usage") or {}), 0.0
+            )
         else:
             message = error.get("message", "") if isinstance(error, dict) else str(error or "")
             answers[key] = f"the batch reports the request failed (HTTP {status}): {clip(message, 200)}"
@@ -126,16 +142,22 @@ def anthropic_usage(usage: dict[str, Any]) -> dict[str, Any]:
     """Anthropic's usage as litellm counts it: the cache's reads and writes among the prompt tokens."""
     read, written = int(usage.get("cache_read_input_tokens") or 0), int(usage.get("cache_creation_input_tokens") or 0)
     prompt = int(usage.get("input_tokens") or 0) + read + written
-    return {"prompt_tokens": prompt, "completion_tokens": int(usage.get("output_tokens") or 0),
-            "total_tokens": prompt + int(usage.get("output_tokens") or 0),
-            "prompt_tokens_details": {"cached_tokens": read, "cache_creation_tokens": written},
-            "cache_read_input_tokens": read, "cache_creation_input_tokens": written}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": int(usage.get("output_tokens") or 0),
+        "total_tokens": prompt + int(usage.get("output_tokens") or 0),
+        "prompt_tokens_details": {"cached_tokens": read, "cache_creation_tokens": written},
+        "cache_read_input_tokens": read,
+        "cache_creation_input_tokens": written,
+    }
 
 
 def batch_price(ref: ModelRef, usage: dict[str, Any]) -> Usage:
     """A batch answer's tokens (as litellm counts them) at the model's batch price in litellm's cost map; a model it
     cannot price costs 0 and is flagged, and so is one whose cached price it does not know, for cached tokens."""
-    from litellm.cost_calculator import batch_cost_calculator  # litellm's own batch pricing, which has no top-level name
+    from litellm.cost_calculator import (
+        batch_cost_calculator,
+    )  # litellm's own batch pricing, which has no top-level name
 
     litellm = _litellm()
     counted = litellm.Usage(**{k: v for k, v in usage.items() if v is not None})
@@ -145,8 +167,13 @@ def batch_price(ref: ModelRef, usage: dict[str, Any]) -> Usage:
     except Exception:  # noqa: BLE001 - a model litellm cannot place has no price
         info = None
     cost = sum(batch_cost_calculator(counted, ref.litellm_name)) if info else 0.0
-    return Usage(prompt_tokens=counted.prompt_tokens or 0, completion_tokens=counted.completion_tokens or 0, cached_tokens=cached,
-                 cost_usd=cost, cost_known=info is not None and (not cached or knows_cached_price(ref.litellm_name)))
+    return Usage(
+        prompt_tokens=counted.prompt_tokens or 0,
+        completion_tokens=counted.completion_tokens or 0,
+        cached_tokens=cached,
+        cost_usd=cost,
+        cost_known=info is not None and (not cached or knows_cached_price(ref.litellm_name)),
+    )
 
 
 async def _http(method: str, url: str, headers: Mapping[str, str], **options: Any) -> Any:
@@ -160,7 +187,9 @@ async def _http(method: str, url: str, headers: Mapping[str, str], **options: An
     except httpx.TransportError as e:
         raise GatewayRefusal(f"{url} could not be reached: {type(e).__name__}: {e}", 500) from None
     if not response.is_success:
-        raise GatewayRefusal(f"{url} answered HTTP {response.status_code}: {response.text[:300]}", response.status_code, response)
+        raise GatewayRefusal(
+            f"{url} answered HTTP {response.status_code}: {response.text[:300]}", response.status_code, response
+        )
     return response
 
 
@@ -187,18 +216,26 @@ class _Litellm:
         return await _read_files(self, state)
 
     async def upload(self, data: bytes) -> str:
-        made = await self.litellm.acreate_file(file=("requests.jsonl", data), purpose="batch", custom_llm_provider=self.ref.provider)
+        made = await self.litellm.acreate_file(
+            file=("requests.jsonl", data), purpose="batch", custom_llm_provider=self.ref.provider
+        )
         return made.id
 
     async def create(self, file_id: str) -> str:
-        made = await self.litellm.acreate_batch(completion_window="24h", endpoint=ENDPOINT, input_file_id=file_id,
-                                                custom_llm_provider=self.ref.provider)
+        made = await self.litellm.acreate_batch(
+            completion_window="24h", endpoint=ENDPOINT, input_file_id=file_id, custom_llm_provider=self.ref.provider
+        )
         return made.id
 
     async def look(self, batch_id: str) -> BatchState:
         batch = await self.litellm.aretrieve_batch(batch_id=batch_id, custom_llm_provider=self.ref.provider)
         errors = getattr(getattr(batch, "errors", None), "data", None) or []
-        return BatchState(batch.status, batch.output_file_id, batch.error_file_id, "; ".join(str(getattr(e, "message", e)) for e in errors))
+        return BatchState(
+            batch.status,
+            batch.output_file_id,
+            batch.error_file_id,
+            "; ".join(str(getattr(e, "message", e)) for e in errors),
+        )
 
     async def content(self, file_id: str) -> str:
         return (await self.litellm.afile_content(file_id=file_id, custom_llm_provider=self.ref.provider)).text
@@ -228,14 +265,23 @@ class _Gateway:
         return (await self._call("POST", "/v1/files", data=form, files={"file": ("requests.jsonl", data)})).json()["id"]
 
     async def create(self, file_id: str) -> str:
-        body = {"input_file_id": file_id, "endpoint": ENDPOINT, "completion_window": "24h", "custom_llm_provider": self.ref.provider}
+        body = {
+            "input_file_id": file_id,
+            "endpoint": ENDPOINT,
+            "completion_window": "24h",
+            "custom_llm_provider": self.ref.provider,
+        }
         return (await self._call("POST", "/v1/batches", json=body)).json()["id"]
 
     async def look(self, batch_id: str) -> BatchState:
         batch = (await self._call("GET", f"/v1/batches/{batch_id}")).json()
         errors = (batch.get("errors") or {}).get("data") or []
-        return BatchState(batch["status"], batch.get("output_file_id"), batch.get("error_file_id"),
-                          "; ".join(str(e.get("message", e)) for e in errors))
+        return BatchState(
+            batch["status"],
+            batch.get("output_file_id"),
+            batch.get("error_file_id"),
+            "; ".join(str(e.get("message", e)) for e in errors),
+        )
 
     async def content(self, file_id: str) -> str:
         return (await self._call("GET", f"/v1/files/{file_id}/content")).text
@@ -243,8 +289,13 @@ class _Gateway:
     def price(self, usage: dict[str, Any]) -> Usage:
         """Tokens as counted; the gateway prices no batch answer, so the cost is flagged as not known."""
         cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
-        return Usage(prompt_tokens=int(usage.get("prompt_tokens") or 0), completion_tokens=int(usage.get("completion_tokens") or 0),
-                     cached_tokens=cached, cost_usd=0.0, cost_known=False)
+        return Usage(
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            cached_tokens=cached,
+            cost_usd=0.0,
+            cost_known=False,
+        )
 
 
 class _Anthropic:
@@ -253,7 +304,9 @@ class _Anthropic:
 
     def __init__(self, ref: ModelRef):
         self.ref = ref
-        self.base = (os.environ.get("ANTHROPIC_API_BASE") or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com").rstrip("/")
+        self.base = (
+            os.environ.get("ANTHROPIC_API_BASE") or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+        ).rstrip("/")
         self.headers = {"x-api-key": os.environ.get("ANTHROPIC_API_KEY", ""), "anthropic-version": ANTHROPIC_VERSION}
 
     async def _call(self, method: str, url: str, **options: Any) -> Any:
@@ -261,9 +314,15 @@ class _Anthropic:
 
     async def send(self, requests: Mapping[str, list[dict[str, Any]]], params: Mapping[str, Any]) -> str:
         batch = [
-            {"custom_id": key, "params": {"model": self.ref.model, "max_tokens": ANTHROPIC_MAX_TOKENS,
-                                          "system": "".join(m["content"] for m in messages if m["role"] == "system"),
-                                          "messages": [m for m in messages if m["role"] != "system"]}}
+            {
+                "custom_id": key,
+                "params": {
+                    "model": self.ref.model,
+                    "max_tokens": ANTHROPIC_MAX_TOKENS,
+                    "system": "".join(m["content"] for m in messages if m["role"] == "system"),
+                    "messages": [m for m in messages if m["role"] != "system"],
+                },
+            }
             for key, messages in requests.items()
         ]
         return (await self._call("POST", f"{self.base}/v1/messages/batches", json={"requests": batch})).json()["id"]
@@ -310,7 +369,13 @@ async def run_batch(
     """Every request's answer, or the error that stands in for it, by its id: through the batch `sent` where a killed
     attempt created one, else through a new batch whose id goes to `remember` at once. ModelCallError when the batch
     cannot be created or looked at (every request then has no answer)."""
-    api = _Gateway(gateway, ref) if gateway is not None else _Anthropic(ref) if ref.provider == "anthropic" else _Litellm(ref)
+    api = (
+        _Gateway(gateway, ref)
+        if gateway is not None
+        else _Anthropic(ref)
+        if ref.provider == "anthropic"
+        else _Litellm(ref)
+    )
     try:
         batch_id = sent
         if batch_id is None:

@@ -33,7 +33,17 @@ from typing import Any, NamedTuple
 from kindgi_eval.llm.call_error import FaultCause, ModelCallError
 from kindgi_eval.llm.gateway import Gateway, gateway_attempt
 from kindgi_eval.llm.worker import running
-from kindgi_eval.rules import CACHE_BREAKS, NO_CREDENTIALS, REFUSED_CREDENTIALS, Completion, ModelRef, Role, Usage, clip, unicode_text
+from kindgi_eval.rules import (
+    CACHE_BREAKS,
+    NO_CREDENTIALS,
+    REFUSED_CREDENTIALS,
+    Completion,
+    ModelRef,
+    Role,
+    Usage,
+    clip,
+    unicode_text,
+)
 
 log = logging.getLogger(__name__)
 
@@ -212,7 +222,6 @@ class Circuit:
         )
 
 
-
 BREAKPOINT = {"type": "ephemeral"}
 """The mark that ends a prefix a provider caches only where it is told to (Anthropic's `cache_control`, which litellm
 passes on to Anthropic and Bedrock)."""
@@ -273,21 +282,59 @@ def _litellm():
     return _loaded
 
 
-WELL_KNOWN_PROVIDERS = frozenset({
-    "openai", "anthropic", "azure", "azure_ai", "ollama", "ollama_chat", "gemini", "vertex_ai", "bedrock", "groq",
-    "mistral", "together_ai", "openrouter", "deepseek", "cohere", "huggingface", "fireworks_ai", "xai", "perplexity",
-    "hosted_vllm", "lm_studio", "cerebras", "databricks", "watsonx", "sagemaker", "nvidia_nim", "deepinfra",
-    "replicate", "openai_like", "custom_openai",
-})
+WELL_KNOWN_PROVIDERS = frozenset(
+    {
+        "openai",
+        "anthropic",
+        "azure",
+        "azure_ai",
+        "ollama",
+        "ollama_chat",
+        "gemini",
+        "vertex_ai",
+        "bedrock",
+        "groq",
+        "mistral",
+        "together_ai",
+        "openrouter",
+        "deepseek",
+        "cohere",
+        "huggingface",
+        "fireworks_ai",
+        "xai",
+        "perplexity",
+        "hosted_vllm",
+        "lm_studio",
+        "cerebras",
+        "databricks",
+        "watsonx",
+        "sagemaker",
+        "nvidia_nim",
+        "deepinfra",
+        "replicate",
+        "openai_like",
+        "custom_openai",
+    }
+)
 """Providers taken as known without asking litellm, whose whole list (`provider_names`) is had only by importing it:
 seconds a run would wait before it may start. A test checks that the installed litellm routes each of them."""
 
 CREDENTIALS: dict[str, tuple[str, ...]] = {
-    "openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY",), "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-    "groq": ("GROQ_API_KEY",), "mistral": ("MISTRAL_API_KEY",), "deepseek": ("DEEPSEEK_API_KEY",),
-    "openrouter": ("OPENROUTER_API_KEY",), "xai": ("XAI_API_KEY",), "cohere": ("COHERE_API_KEY",),
-    "perplexity": ("PERPLEXITYAI_API_KEY",), "fireworks_ai": ("FIREWORKS_AI_API_KEY",), "together_ai": ("TOGETHERAI_API_KEY",),
-    "cerebras": ("CEREBRAS_API_KEY",), "deepinfra": ("DEEPINFRA_API_KEY",), "replicate": ("REPLICATE_API_KEY",),
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "groq": ("GROQ_API_KEY",),
+    "mistral": ("MISTRAL_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "xai": ("XAI_API_KEY",),
+    "cohere": ("COHERE_API_KEY",),
+    "perplexity": ("PERPLEXITYAI_API_KEY",),
+    "fireworks_ai": ("FIREWORKS_AI_API_KEY",),
+    "together_ai": ("TOGETHERAI_API_KEY",),
+    "cerebras": ("CEREBRAS_API_KEY",),
+    "deepinfra": ("DEEPINFRA_API_KEY",),
+    "replicate": ("REPLICATE_API_KEY",),
     "nvidia_nim": ("NVIDIA_NIM_API_KEY",),
 }
 """The variable (any one of them) a provider's key is read from, checked before a run starts, without importing
@@ -328,7 +375,9 @@ def prepare() -> None:
 async def warm_up() -> None:
     """Build what litellm builds on its first call (its response types' schemas: about 0.3 s) with a call litellm
     answers itself (`mock_response`), so nothing is sent: for a process idle before its first real call."""
-    await _litellm().acompletion(model="openai/warm-up", messages=[{"role": "user", "content": "ok"}], mock_response="ok")
+    await _litellm().acompletion(
+        model="openai/warm-up", messages=[{"role": "user", "content": "ok"}], mock_response="ok"
+    )
 
 
 def forget_clients() -> None:
@@ -392,9 +441,17 @@ async def complete(
     if gateway is not None:
         if schema is not None:
             params = {**params, "response_format": {"type": "json_schema", "json_schema": schema}}
-        return await _attempts(ref, role, policy, timeout_s, functools.partial(gateway_attempt, gateway, ref.litellm_name, messages, params))
+        return await _attempts(
+            ref,
+            role,
+            policy,
+            timeout_s,
+            functools.partial(gateway_attempt, gateway, ref.litellm_name, messages, params),
+        )
     if (worker := running()) is not None:
-        return await worker.complete(ref, messages, timeout_s=timeout_s, role=role, policy=policy, schema=schema, **params)
+        return await worker.complete(
+            ref, messages, timeout_s=timeout_s, role=role, policy=policy, schema=schema, **params
+        )
     litellm = _litellm()  # before the clock starts: the import's seconds are no provider's latency
     if schema is not None and supports_schema(ref.litellm_name):
         params = {**params, "response_format": {"type": "json_schema", "json_schema": schema}}
@@ -439,7 +496,9 @@ async def _attempts(ref: ModelRef, role: Role, policy: CallPolicy, timeout_s: fl
         circuit.succeeded()
         _log_call(role, ref, attempts, started, usage, None)
         # a provider's JSON may escape half a surrogate pair inside the content; kept as U+FFFD, it can be stored
-        return Completion(unicode_text(content) if content is not None else None, usage, (time.monotonic() - started) * 1000)
+        return Completion(
+            unicode_text(content) if content is not None else None, usage, (time.monotonic() - started) * 1000
+        )
 
 
 def _status(fault: Fault) -> str:
@@ -476,7 +535,13 @@ def _log_call(role: Role, ref: ModelRef, attempts: int, started: float, usage: U
         return
     log.info(
         "%s call to %s: %d attempt(s), %.0f ms, %d+%d tokens, $%.6f%s",
-        role, ref, attempts, latency_ms, usage.prompt_tokens, usage.completion_tokens, usage.cost_usd,
+        role,
+        ref,
+        attempts,
+        latency_ms,
+        usage.prompt_tokens,
+        usage.completion_tokens,
+        usage.cost_usd,
         "" if usage.cost_known else " (price unknown)",
     )
 

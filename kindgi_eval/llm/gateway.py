@@ -47,7 +47,12 @@ class GatewayRefusal(Exception):
 
 
 async def gateway_attempt(
-    gateway: Gateway, model: str, messages: list[dict[str, Any]], params: dict[str, Any], remaining_s: float, _first: bool
+    gateway: Gateway,
+    model: str,
+    messages: list[dict[str, Any]],
+    params: dict[str, Any],
+    remaining_s: float,
+    _first: bool,
 ) -> tuple[str | None, Usage]:
     """One chat completion request within `remaining_s` (every attempt alike, so `_first` is not read): its content
     and usage; TimeoutError, or GatewayRefusal."""
@@ -69,18 +74,27 @@ async def gateway_attempt(
             left = deadline - time.monotonic()
             await asyncio.sleep(max(0.0, min(RECONNECT_S, left)))
             if left <= RECONNECT_S:
-                raise GatewayRefusal(f"the gateway at {gateway.url} could not be reached for {time.monotonic() - started:.1f} s: "
-                                     f"{type(e).__name__}: {e}", 500) from None
+                raise GatewayRefusal(
+                    f"the gateway at {gateway.url} could not be reached for {time.monotonic() - started:.1f} s: "
+                    f"{type(e).__name__}: {e}",
+                    500,
+                ) from None
         except httpx.TransportError as e:
-            raise GatewayRefusal(f"the gateway at {gateway.url} broke the connection: {type(e).__name__}: {e}", 500) from None
+            raise GatewayRefusal(
+                f"the gateway at {gateway.url} broke the connection: {type(e).__name__}: {e}", 500
+            ) from None
     if not response.is_success:
         text = _without_key(response.text[:_BODY_CHARS], gateway.key)
-        raise GatewayRefusal(f"the gateway answered HTTP {response.status_code}: {text}", response.status_code, response)
+        raise GatewayRefusal(
+            f"the gateway answered HTTP {response.status_code}: {text}", response.status_code, response
+        )
     try:
         reply = response.json()
         content = reply["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError):
-        raise GatewayRefusal(f"the gateway's reply is not a chat completion: {response.text[:200]}", 500, response) from None
+        raise GatewayRefusal(
+            f"the gateway's reply is not a chat completion: {response.text[:200]}", 500, response
+        ) from None
     return content, _usage(reply.get("usage") or {}, response.headers.get(COST_HEADER))
 
 

@@ -46,8 +46,12 @@ def spawn() -> WorkerProcess:
         requests_read, requests_write = os.pipe()
         replies_read, replies_write = os.pipe()
         child_ends, ours = (requests_read, replies_write), (requests_write, replies_read)
-    process = WorkerProcess([sys.executable, "-c", f"import {CHILD}; {CHILD}.main({child_ends!r})"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, pass_fds=child_ends)
+    process = WorkerProcess(
+        [sys.executable, "-c", f"import {CHILD}; {CHILD}.main({child_ends!r})"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        pass_fds=child_ends,
+    )
     for fd in child_ends:
         os.close(fd)
     process.sibling = ours

@@ -155,7 +155,9 @@ def read_reply(content: str | None) -> AgentReply:
     untext = [f"messages.{i}" for i, m in enumerate(reply.messages) if not is_text(m)]
     untext += ["reason"] if reply.reason is not None and not is_text(reply.reason) else []
     if untext:  # JSON may escape half a surrogate pair: not a character, and no store can hold it
-        raise UnreadableReply(f"unreadable reply: {', '.join(untext)} holds a lone surrogate escape, which is not a Unicode character")
+        raise UnreadableReply(
+            f"unreadable reply: {', '.join(untext)} holds a lone surrogate escape, which is not a Unicode character"
+        )
     return AgentReply(messages=tuple(reply.messages), escalate=reply.escalate, reason=reply.reason)
 
 
@@ -202,4 +204,3 @@ def _prohibitions(tenant: Tenant) -> str:
 
 def _speaker(turn: Turn) -> str:
     return "contact" if turn.role == "user" else "agent (you)"
-

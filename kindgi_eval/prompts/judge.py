@@ -110,7 +110,9 @@ from a single turn; on "pass" it may be "".
 All three keys are required and each value is a string; an answer without one is not counted."""
 
 
-def transcript_messages(*, criterion: str, catalogue: str, history: Sequence[Turn], replies: Sequence[str]) -> list[dict[str, str]]:
+def transcript_messages(
+    *, criterion: str, catalogue: str, history: Sequence[Turn], replies: Sequence[str]
+) -> list[dict[str, str]]:
     """The chat messages of one conversation-level request: a scenario's review entry, the whole conversation, and
     each agent turn's reply (its messages joined by one space) apart, fenced, for the evidence to be quoted from."""
     conversation = "\n".join(f"{turn.role}: {turn.text}" for turn in history) or "(no turns)"
@@ -119,7 +121,8 @@ def transcript_messages(*, criterion: str, catalogue: str, history: Sequence[Tur
             CRITERION_HEAD + criterion_text("review", criterion),
             CATALOGUE_HEAD + fence("catalogue", catalogue),
             "The whole conversation:\n" + fence("history", conversation),
-            "The agent's turns, one paragraph each (its messages joined by one space):\n" + fence("reply", "\n\n".join(replies)),
+            "The agent's turns, one paragraph each (its messages joined by one space):\n"
+            + fence("reply", "\n\n".join(replies)),
             "Grade the agent's side of the conversation against the criterion only. Answer with the JSON object.",
         ]
     )
@@ -129,7 +132,13 @@ def transcript_messages(*, criterion: str, catalogue: str, history: Sequence[Tur
 def template_hash() -> str:
     """A hash of the judge's framework text, recorded with each run so a prompt change is visible in lineage."""
     layout = (CATALOGUE_HEAD, CRITERION_HEAD, GRADE_LINE)  # the order of the parts, which changes what is cached
-    parts = [SYSTEM, *sorted(f"{k}={v}" for k, v in DIMENSION_RULES.items()), criterion_text("review", "{}"), *layout, TRANSCRIPT_SYSTEM]
+    parts = [
+        SYSTEM,
+        *sorted(f"{k}={v}" for k, v in DIMENSION_RULES.items()),
+        criterion_text("review", "{}"),
+        *layout,
+        TRANSCRIPT_SYSTEM,
+    ]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
@@ -159,7 +168,10 @@ def pairwise_messages(
         "user",
         [
             [CATALOGUE_HEAD + fence("catalogue", catalogue)],
-            ["The conversation so far:\n" + fence("history", conversation), "The contact's message:\n" + fence("contact message", text)],
+            [
+                "The conversation so far:\n" + fence("history", conversation),
+                "The contact's message:\n" + fence("contact message", text),
+            ],
             [
                 "Reply A (its messages joined by one space):\n" + fence("reply A", joined_reply(first)),
                 "Reply B (its messages joined by one space):\n" + fence("reply B", joined_reply(second)),

@@ -23,6 +23,8 @@ from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 
 from kindgi_eval.registry.catalogue import ENTRY_NAME_PATTERN, CatalogueEntry, CataloguePage
+from kindgi_eval.registry.checking import PublishChecks
+from kindgi_eval.registry.consumers import Consumers, checked_consumers
 from kindgi_eval.registry.errors import STATUS_OF, ErrorCode, RegistryError
 from kindgi_eval.registry.model import (
     SUITE_ID_PATTERN,
@@ -34,8 +36,6 @@ from kindgi_eval.registry.model import (
     VersionFiles,
     VersionList,
 )
-from kindgi_eval.registry.consumers import Consumers, checked_consumers
-from kindgi_eval.registry.checking import PublishChecks
 from kindgi_eval.registry.publishing import MAX_BODY, NewEntry, read_entry, read_files
 from kindgi_eval.registry.semver import is_semver
 from kindgi_eval.registry.storage import Answer, Idempotency, RegistryStore, StoredVersion
@@ -62,17 +62,26 @@ class _RegistryBearer(HTTPBearer):
     async def __call__(self, request: Request) -> str:  # type: ignore[override]
         header = request.headers.get("authorization")
         if header is None:
-            raise RegistryError("unauthorized", "Authorization: missing. Send `Authorization: Bearer <token>`; "
-                                "`kindgi-eval tokens issue --tenant T` makes a token.")
+            raise RegistryError(
+                "unauthorized",
+                "Authorization: missing. Send `Authorization: Bearer <token>`; "
+                "`kindgi-eval tokens issue --tenant T` makes a token.",
+            )
         scheme, _, secret = header.strip().partition(" ")
         if scheme.lower() != "bearer" or not is_token_shaped(secret.strip()):
-            raise RegistryError("unauthorized", "Authorization: not `Bearer <token>` with a token of this registry "
-                                "(kgi_ and 43 characters). Send the token `kindgi-eval tokens issue` printed.")
+            raise RegistryError(
+                "unauthorized",
+                "Authorization: not `Bearer <token>` with a token of this registry "
+                "(kgi_ and 43 characters). Send the token `kindgi-eval tokens issue` printed.",
+            )
         return secret.strip()
 
 
-_BEARER = _RegistryBearer(scheme_name="HTTPBearer", auto_error=False,
-                          description="A registry token (`kindgi-eval tokens issue --tenant T`); it names the tenant.")
+_BEARER = _RegistryBearer(
+    scheme_name="HTTPBearer",
+    auto_error=False,
+    description="A registry token (`kindgi-eval tokens issue --tenant T`); it names the tenant.",
+)
 Secret = Annotated[str, Security(_BEARER)]
 """The calling token's secret, not yet checked: a route that takes it checks it in its own read, before anything else."""
 
@@ -88,24 +97,34 @@ Caller = Annotated[TokenInfo, Depends(caller)]
 """The calling token: a route that takes it answers 401 before anything else."""
 
 
-_CAN = {"read": "it lists, shows and pulls suites", "publish": "it publishes its tenant's suites",
-        "operator": "it publishes to the catalogue, and acts for no tenant",
-        "nightly": "it reads every tenant's suites to run them, and acts for no tenant"}
+_CAN = {
+    "read": "it lists, shows and pulls suites",
+    "publish": "it publishes its tenant's suites",
+    "operator": "it publishes to the catalogue, and acts for no tenant",
+    "nightly": "it reads every tenant's suites to run them, and acts for no tenant",
+}
 """What each scope lets a token do, as a 403 says it."""
 
 
 def _allowed(token: TokenInfo, scope: str, refused: str, fix: str) -> TokenInfo:
     """The token, if it has `scope`; 403 naming its scope, what it may do and what it was refused, otherwise."""
     if token.scope != scope:
-        raise RegistryError("forbidden", f"Authorization: token {token.id} has scope {token.scope!r}: {_CAN[token.scope]}, and "
-                            f"cannot {refused}. {fix}")
+        raise RegistryError(
+            "forbidden",
+            f"Authorization: token {token.id} has scope {token.scope!r}: {_CAN[token.scope]}, and "
+            f"cannot {refused}. {fix}",
+        )
     return token
 
 
 async def publisher(token: Caller) -> TokenInfo:
     """The calling token, if its scope lets it publish; 403 naming its scope otherwise (after 401, before anything else)."""
-    return _allowed(token, "publish", "publish a suite", "Publish with a token of scope 'publish' (kindgi-eval tokens issue "
-                    "--tenant T --scope publish).")
+    return _allowed(
+        token,
+        "publish",
+        "publish a suite",
+        "Publish with a token of scope 'publish' (kindgi-eval tokens issue --tenant T --scope publish).",
+    )
 
 
 Publisher = Annotated[TokenInfo, Depends(publisher)]
@@ -114,15 +133,25 @@ Publisher = Annotated[TokenInfo, Depends(publisher)]
 
 async def operator(token: Caller) -> TokenInfo:
     """The calling token, if it is an operator's; 403 naming its scope otherwise: no tenant writes the shared catalogue."""
-    return _allowed(token, "operator", "publish to the catalogue, which every tenant reads", "An operator publishes there, "
-                    "with a token of scope 'operator' (kindgi-eval tokens issue --scope operator).")
+    return _allowed(
+        token,
+        "operator",
+        "publish to the catalogue, which every tenant reads",
+        "An operator publishes there, with a token of scope 'operator' (kindgi-eval tokens issue --scope operator).",
+    )
 
 
 Operator = Annotated[TokenInfo, Depends(operator)]
 """The calling token, an operator's."""
 
-Tenant = Annotated[str | None, Query(pattern=r"^[a-z0-9][a-z0-9-]{0,127}$", description="The tenant whose suites a nightly "
-                                     "token reads, one tenant a request; a tenant's own token reads its own suites alone.")]
+Tenant = Annotated[
+    str | None,
+    Query(
+        pattern=r"^[a-z0-9][a-z0-9-]{0,127}$",
+        description="The tenant whose suites a nightly "
+        "token reads, one tenant a request; a tenant's own token reads its own suites alone.",
+    ),
+]
 """The tenant a read names, if it names one."""
 
 
@@ -132,19 +161,30 @@ def _reads_for(token: TokenInfo, tenant: str | None) -> str:
     if token.scope != "nightly":
         return token.tenant
     if tenant is None:
-        raise RegistryError("invalid", "tenant: required with a nightly token, which reads every tenant's suites, one "
-                            "tenant a request. Name it: ?tenant=acme.")
+        raise RegistryError(
+            "invalid",
+            "tenant: required with a nightly token, which reads every tenant's suites, one "
+            "tenant a request. Name it: ?tenant=acme.",
+        )
     return tenant
 
 
 _READS_OF_THE_VERSION = {
-    "latest": {"operationId": "latest", "parameters": {"suite_id": "$response.body#/suite/id"},
-               "description": "The suite this version belongs to, at its latest version."},
-    "versions": {"operationId": "versions", "parameters": {"suite_id": "$response.body#/suite/id"},
-                 "description": "Every version of the suite, this one among them."},
-    "one_version": {"operationId": "one_version",
-                    "parameters": {"suite_id": "$response.body#/suite/id", "version": "$response.body#/suite/version"},
-                    "description": "This version, read back."},
+    "latest": {
+        "operationId": "latest",
+        "parameters": {"suite_id": "$response.body#/suite/id"},
+        "description": "The suite this version belongs to, at its latest version.",
+    },
+    "versions": {
+        "operationId": "versions",
+        "parameters": {"suite_id": "$response.body#/suite/id"},
+        "description": "Every version of the suite, this one among them.",
+    },
+    "one_version": {
+        "operationId": "one_version",
+        "parameters": {"suite_id": "$response.body#/suite/id", "version": "$response.body#/suite/version"},
+        "description": "This version, read back.",
+    },
 }
 """OpenAPI links from a publish's answer to the reads of the version it names, so a client (or a stateful fuzzer)
 that publishes knows where what it made is read; the keys are the routes' operation ids (their function names)."""
@@ -152,10 +192,16 @@ that publishes knows where what it made is read; the keys are the routes' operat
 
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The OpenAPI answers of the refusals a route can give, all of the one error shape."""
-    words = {401: "missing, malformed, unknown, revoked or expired token", 403: "tenantId is not the caller's tenant, or the token's scope may not do this",
-             404: "no such suite or version of the caller's", 409: "other content under that version, or a version not greater than the latest",
-             412: "If-Match does not hold for the latest version", 413: "body over 1 MiB", 422: "invalid request",
-             503: "the publish could not be checked in time (other publishes were being checked): retry it"}
+    words = {
+        401: "missing, malformed, unknown, revoked or expired token",
+        403: "tenantId is not the caller's tenant, or the token's scope may not do this",
+        404: "no such suite or version of the caller's",
+        409: "other content under that version, or a version not greater than the latest",
+        412: "If-Match does not hold for the latest version",
+        413: "body over 1 MiB",
+        422: "invalid request",
+        503: "the publish could not be checked in time (other publishes were being checked): retry it",
+    }
     return {status: {"model": ErrorBody, "description": words[status]} for status in statuses}
 
 
@@ -164,7 +210,9 @@ async def _serving(app: FastAPI) -> AsyncIterator[None]:
     """The app's life on one event loop: the worker that checks publishes starts and stops with it, and what the
     store opened on that loop is closed on it at shutdown."""
     store: RegistryStore = app.state.store
-    app.state.checks = PublishChecks(store.engine.url.render_as_string(hide_password=False), app.state.consumers, app.state.limits)
+    app.state.checks = PublishChecks(
+        store.engine.url.render_as_string(hide_password=False), app.state.consumers, app.state.limits
+    )
     app.state.checks.start()
     try:
         yield
@@ -173,7 +221,9 @@ async def _serving(app: FastAPI) -> AsyncIterator[None]:
         await store.aclose()
 
 
-def create_app(store: RegistryStore, consumers: Consumers, limits: Mapping[str, SuiteLimits] | None = None) -> FastAPI:  # reads run on the event loop, writes in the thread pool
+def create_app(
+    store: RegistryStore, consumers: Consumers, limits: Mapping[str, SuiteLimits] | None = None
+) -> FastAPI:  # reads run on the event loop, writes in the thread pool
     """The registry's ASGI application over `store`, accepting the kinds `consumers` run, each tenant's suites held to
     its `limits` (the defaults for a tenant not named)."""
     consumers = checked_consumers(consumers)
@@ -200,18 +250,36 @@ def create_app(store: RegistryStore, consumers: Consumers, limits: Mapping[str, 
         status_code=201,
         response_model=SuiteVersion,
         summary="Publish a suite version",
-        responses={201: {"description": "a new version, stored", "links": _READS_OF_THE_VERSION},
-                   200: {"model": SuiteVersion, "description": "that content is already stored under that version",
-                         "links": _READS_OF_THE_VERSION},
-                   **_errors(401, 403, 409, 412, 413, 422, 503)},
-        openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/EvalSuite"}}}}},
+        responses={
+            201: {"description": "a new version, stored", "links": _READS_OF_THE_VERSION},
+            200: {
+                "model": SuiteVersion,
+                "description": "that content is already stored under that version",
+                "links": _READS_OF_THE_VERSION,
+            },
+            **_errors(401, 403, 409, 412, 413, 422, 503),
+        },
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/EvalSuite"}}},
+            }
+        },
     )
     async def publish(
         request: Request,
         token: Publisher,
-        if_match: Annotated[str | None, Header(description="Publish only if the suite's latest ETag is one of these.")] = None,
-        idempotency_key: Annotated[str | None, Header(min_length=1, max_length=255, description="Retry-safe: the same key and "
-                                                      "body answer the first answer again.")] = None,
+        if_match: Annotated[
+            str | None, Header(description="Publish only if the suite's latest ETag is one of these.")
+        ] = None,
+        idempotency_key: Annotated[
+            str | None,
+            Header(
+                min_length=1,
+                max_length=255,
+                description="Retry-safe: the same key and body answer the first answer again.",
+            ),
+        ] = None,
     ) -> Response:
         """Publish a new, immutable version; 201 new, 200 that exact content is already stored under that version."""
         body = await _read_body(request)
@@ -221,26 +289,47 @@ def create_app(store: RegistryStore, consumers: Consumers, limits: Mapping[str, 
             if replayed is not None:
                 return _answer(replayed)
         suite = await request.app.state.checks.suite(body, token.tenant)  # in a worker process: RE2 holds the GIL
-        answer = await run_in_threadpool(lambda: store.publish(token.tenant, token.id, suite, if_match=if_match, idempotency=idempotency))
+        answer = await run_in_threadpool(
+            lambda: store.publish(token.tenant, token.id, suite, if_match=if_match, idempotency=idempotency)
+        )
         return _answer(answer)
 
-    @app.get("/v1/eval-suites", response_model=SuitePage, summary="List the caller's suites", responses=_errors(401, 403, 422))
+    @app.get(
+        "/v1/eval-suites",
+        response_model=SuitePage,
+        summary="List the caller's suites",
+        responses=_errors(401, 403, 422),
+    )
     async def list_suites(
         token: Caller,
         tenant: Tenant = None,
-        after: Annotated[str | None, Query(pattern=SUITE_ID_PATTERN, description="A suite id: the page holds the suites "
-                                           "after it, by id. The `next` of the page before is the id it ended with.")] = None,
+        after: Annotated[
+            str | None,
+            Query(
+                pattern=SUITE_ID_PATTERN,
+                description="A suite id: the page holds the suites "
+                "after it, by id. The `next` of the page before is the id it ended with.",
+            ),
+        ] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Suites per page.")] = DEFAULT_LIMIT,
     ) -> SuitePage:
         """The caller's suites by id, the latest version of each, a page at a time."""
         reads = _reads_for(token, tenant)
         if tenant not in (None, reads):
-            raise RegistryError("forbidden", f"tenant: token {token.id} reads tenant {token.tenant!r}'s suites alone. List "
-                                f"tenant {tenant!r}'s with a token of that tenant.")
+            raise RegistryError(
+                "forbidden",
+                f"tenant: token {token.id} reads tenant {token.tenant!r}'s suites alone. List "
+                f"tenant {tenant!r}'s with a token of that tenant.",
+            )
         summaries, more = await run_in_threadpool(store.list_suites, reads, after, limit)
         return SuitePage(data=summaries, next=summaries[-1].id if more else None)
 
-    @app.get("/v1/eval-suites/{suite_id}", response_model=SuiteVersion, summary="The latest version", responses=_errors(401, 404, 422))
+    @app.get(
+        "/v1/eval-suites/{suite_id}",
+        response_model=SuiteVersion,
+        summary="The latest version",
+        responses=_errors(401, 404, 422),
+    )
     async def latest(secret: Secret, suite_id: str, tenant: Tenant = None) -> Response:
         """The latest (greatest) version of one of the caller's suites."""
         # the busiest route: the token's check and the read are one statement (401 still comes first)
@@ -251,15 +340,24 @@ def create_app(store: RegistryStore, consumers: Consumers, limits: Mapping[str, 
             stored = await run_in_threadpool(store.latest, reads, valid) if valid is not None else None
         return _version(_found(stored, suite_id))
 
-    @app.get("/v1/eval-suites/{suite_id}/versions", response_model=VersionList, summary="Every version", responses=_errors(401, 404, 422))
+    @app.get(
+        "/v1/eval-suites/{suite_id}/versions",
+        response_model=VersionList,
+        summary="Every version",
+        responses=_errors(401, 404, 422),
+    )
     async def versions(token: Caller, suite_id: str, tenant: Tenant = None) -> VersionList:
         """Every version of one of the caller's suites, newest first."""
         reads = _reads_for(token, tenant)
         found = store.versions(reads, suite_id) if _SUITE_ID.fullmatch(suite_id) else None
         return VersionList(data=_found(found, suite_id))
 
-    @app.get("/v1/eval-suites/{suite_id}/versions/{version}", response_model=SuiteVersion, summary="One version",
-             responses=_errors(401, 404, 422))
+    @app.get(
+        "/v1/eval-suites/{suite_id}/versions/{version}",
+        response_model=SuiteVersion,
+        summary="One version",
+        responses=_errors(401, 404, 422),
+    )
     async def one_version(token: Caller, suite_id: str, version: str, tenant: Tenant = None) -> Response:
         """One version of one of the caller's suites."""
         return _version(_one_version(store, _reads_for(token, tenant), suite_id, version))
@@ -269,9 +367,16 @@ def create_app(store: RegistryStore, consumers: Consumers, limits: Mapping[str, 
         status_code=201,
         response_model=SuiteFiles,
         summary="Keep the files a version was published from",
-        responses={200: {"model": SuiteFiles, "description": "the version keeps files already: those first given"},
-                   **_errors(401, 403, 404, 413, 422)},
-        openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SuiteFiles"}}}}},
+        responses={
+            200: {"model": SuiteFiles, "description": "the version keeps files already: those first given"},
+            **_errors(401, 403, 404, 413, 422),
+        },
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SuiteFiles"}}},
+            }
+        },
     )
     async def keep_files(request: Request, token: Publisher, suite_id: str, version: str) -> Response:
         """Keep the texts of the suite files a published version was read from, so a pull writes them byte for byte;
@@ -279,12 +384,20 @@ def create_app(store: RegistryStore, consumers: Consumers, limits: Mapping[str, 
         body = await _read_body(request)
         stored = _one_version(store, token.tenant, suite_id, version)
         where = f"suite {suite_id!r} version {version}"
-        files = await run_in_threadpool(lambda: read_files(body, stored.kind, json.loads(stored.document)["spec"], where, consumers))
+        files = await run_in_threadpool(
+            lambda: read_files(body, stored.kind, json.loads(stored.document)["spec"], where, consumers)
+        )
         kept = await run_in_threadpool(store.keep_files, token.tenant, suite_id, version, files)
-        return Response(SuiteFiles(files=kept.files).model_dump_json(), status_code=kept.status, media_type="application/json")
+        return Response(
+            SuiteFiles(files=kept.files).model_dump_json(), status_code=kept.status, media_type="application/json"
+        )
 
-    @app.get("/v1/eval-suites/{suite_id}/versions/{version}/files", response_model=VersionFiles,
-             summary="The files a version was published from", responses=_errors(401, 404, 422))
+    @app.get(
+        "/v1/eval-suites/{suite_id}/versions/{version}/files",
+        response_model=VersionFiles,
+        summary="The files a version was published from",
+        responses=_errors(401, 404, 422),
+    )
     async def version_files(token: Caller, suite_id: str, version: str, tenant: Tenant = None) -> VersionFiles:
         """The texts of the suite files one of the caller's versions was published from, or null when it was published
         as a JSON document."""
@@ -292,21 +405,35 @@ def create_app(store: RegistryStore, consumers: Consumers, limits: Mapping[str, 
         _one_version(store, reads, suite_id, version)
         return VersionFiles(files=await run_in_threadpool(store.files, reads, suite_id, version))
 
-    @app.get("/v1/catalogue", response_model=CataloguePage, summary="List the catalogue", tags=["catalogue"], responses=_errors(401))
+    @app.get(
+        "/v1/catalogue",
+        response_model=CataloguePage,
+        summary="List the catalogue",
+        tags=["catalogue"],
+        responses=_errors(401),
+    )
     async def catalogue(token: Caller) -> CataloguePage:
         """Every entry of the catalogue of standard suites, which every tenant reads: by name, the newest version first."""
         return CataloguePage(data=await run_in_threadpool(store.catalogue_entries))
 
-    @app.get("/v1/catalogue/{owner}/{name}/versions/{version}", response_model=CatalogueEntry, summary="One catalogue entry",
-             tags=["catalogue"], responses=_errors(401, 404))
+    @app.get(
+        "/v1/catalogue/{owner}/{name}/versions/{version}",
+        response_model=CatalogueEntry,
+        summary="One catalogue entry",
+        tags=["catalogue"],
+        responses=_errors(401, 404),
+    )
     async def catalogue_entry(token: Caller, owner: str, name: str, version: str) -> CatalogueEntry:
         """One entry of the catalogue, with its files."""
         # checked like the suite routes' segments: a name or version no entry can have (a NUL, a slash) is never looked up
         valid = _ENTRY_NAME.fullmatch(f"{owner}/{name}") is not None and is_semver(version)
         found = await run_in_threadpool(store.catalogue_entry, f"{owner}/{name}", version) if valid else None
         if found is None:
-            raise RegistryError("not_found", f"catalogue entry {_shown(f'{owner}/{name}')} {_shown(version)}: the catalogue "
-                                "holds no such entry. List it with GET /v1/catalogue.")
+            raise RegistryError(
+                "not_found",
+                f"catalogue entry {_shown(f'{owner}/{name}')} {_shown(version)}: the catalogue "
+                "holds no such entry. List it with GET /v1/catalogue.",
+            )
         return found
 
     @app.post(
@@ -315,9 +442,13 @@ def create_app(store: RegistryStore, consumers: Consumers, limits: Mapping[str, 
         response_model=CatalogueEntry,
         summary="Publish a catalogue entry",
         tags=["catalogue"],
-        responses={200: {"model": CatalogueEntry, "description": "that content is already the entry of that name and version"},
-                   **_errors(401, 403, 409, 413, 422)},
-        openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": NewEntry.model_json_schema()}}}},
+        responses={
+            200: {"model": CatalogueEntry, "description": "that content is already the entry of that name and version"},
+            **_errors(401, 403, 409, 413, 422),
+        },
+        openapi_extra={
+            "requestBody": {"required": True, "content": {"application/json": {"schema": NewEntry.model_json_schema()}}}
+        },
     )
     async def publish_entry(request: Request, token: Operator) -> Response:
         """Add an immutable, versioned entry to the catalogue every tenant reads; an operator's token only."""
@@ -358,8 +489,11 @@ async def _read_body(request: Request) -> bytes:
 
 def _too_large(size: int | None) -> RegistryError:
     said = f"{size} bytes" if size is not None else "more bytes than that"
-    return RegistryError("too_large", f"body: {said}, over the limit of 1 MiB ({MAX_BODY} bytes). Publish a smaller suite, "
-                         "or split its cases over several suites.")
+    return RegistryError(
+        "too_large",
+        f"body: {said}, over the limit of 1 MiB ({MAX_BODY} bytes). Publish a smaller suite, "
+        "or split its cases over several suites.",
+    )
 
 
 def _answer(answer: Answer) -> Response:
@@ -378,15 +512,20 @@ def _one_version(store: RegistryStore, tenant: str, suite_id: str, version: str)
     valid = _SUITE_ID.fullmatch(suite_id) is not None and is_semver(version)
     stored = store.version(tenant, suite_id, version) if valid else None
     if stored is None and _SUITE_ID.fullmatch(suite_id) and store.latest(tenant, suite_id) is not None:
-        raise RegistryError("not_found", f"suite {suite_id!r}: has no version {_shown(version)}. "
-                            f"List its versions with GET /v1/eval-suites/{suite_id}/versions.")
+        raise RegistryError(
+            "not_found",
+            f"suite {suite_id!r}: has no version {_shown(version)}. "
+            f"List its versions with GET /v1/eval-suites/{suite_id}/versions.",
+        )
     return _found(stored, suite_id)
 
 
 def _found(value: Any, suite_id: str) -> Any:
     """The value, or 404; another tenant's suite is answered exactly as one that does not exist."""
     if value is None:
-        raise RegistryError("not_found", f"suite {_shown(suite_id)}: you have no such suite. List yours with GET /v1/eval-suites.")
+        raise RegistryError(
+            "not_found", f"suite {_shown(suite_id)}: you have no such suite. List yours with GET /v1/eval-suites."
+        )
     return value
 
 
@@ -400,7 +539,9 @@ def _handle_errors(app: FastAPI) -> None:
 
     def error(code: ErrorCode, message: str, status: int, headers: dict[str, str] | None = None) -> JSONResponse:
         # a message may quote the request (a key, a value): made text that encodes, whatever the request held
-        return JSONResponse({"error": {"code": code, "message": unicode_text(message)}}, status_code=status, headers=headers)
+        return JSONResponse(
+            {"error": {"code": code, "message": unicode_text(message)}}, status_code=status, headers=headers
+        )
 
     @app.exception_handler(ClientDisconnect)
     async def client_gone(_: Request, e: ClientDisconnect) -> Response:
@@ -417,7 +558,9 @@ def _handle_errors(app: FastAPI) -> None:
     async def validation_error(_: Request, e: RequestValidationError) -> JSONResponse:
         lines = []
         for problem in e.errors():
-            loc = [str(part) for part in problem.get("loc", ())]  # ("query", "limit"): the parameter is what a client names
+            loc = [
+                str(part) for part in problem.get("loc", ())
+            ]  # ("query", "limit"): the parameter is what a client names
             where = ".".join(loc[1:]) or (loc[0] if loc else "request")
             message = str(problem.get("msg") or "invalid")
             lines.append(f"{where}: {message[:1].lower()}{message[1:]} (got {repr(problem.get('input'))[:60]})")
@@ -426,7 +569,11 @@ def _handle_errors(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, e: StarletteHTTPException) -> JSONResponse:
         if e.status_code == 404:
-            return error("not_found", f"{request.url.path}: no such route. The API is under /v1/eval-suites; see /openapi.json.", 404)
+            return error(
+                "not_found",
+                f"{request.url.path}: no such route. The API is under /v1/eval-suites; see /openapi.json.",
+                404,
+            )
         if e.status_code == 405:
             allowed = _methods_of(request)
             message = f"{request.method} {request.url.path}: not a method of this route, which takes {', '.join(allowed)}. See /openapi.json."

@@ -73,8 +73,12 @@ class PublishChecks:
     def _new_worker(self) -> tuple[BaseProcess, Connection]:
         context = multiprocessing.get_context("spawn")  # never a fork of the server's threads
         ours, theirs = context.Pipe()
-        process = context.Process(target=_work, args=(theirs, self._database_url, self._consumers, self._limits), daemon=True,
-                                  name="kindgi-publish-checks")
+        process = context.Process(
+            target=_work,
+            args=(theirs, self._database_url, self._consumers, self._limits),
+            daemon=True,
+            name="kindgi-publish-checks",
+        )
         process.start()
         theirs.close()
         self._ready = False
@@ -148,5 +152,8 @@ async def _within(acquired, deadline: float, behind: str) -> None:
     try:
         await asyncio.wait_for(acquired, max(0.0, deadline - asyncio.get_running_loop().time()))
     except TimeoutError:
-        raise RegistryError("busy", f"body: not checked: {behind}, and this publish waited {WAIT_S:g} s for its turn. "
-                            "Retry it in a little while.") from None
+        raise RegistryError(
+            "busy",
+            f"body: not checked: {behind}, and this publish waited {WAIT_S:g} s for its turn. "
+            "Retry it in a little while.",
+        ) from None

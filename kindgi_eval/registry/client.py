@@ -38,7 +38,9 @@ class RegistryClient:
         self.token = token
         self.timeout_s = timeout_s
 
-    def publish(self, suite: dict[str, Any], *, idempotency_key: str | None = None, if_match: str | None = None) -> tuple[int, dict]:
+    def publish(
+        self, suite: dict[str, Any], *, idempotency_key: str | None = None, if_match: str | None = None
+    ) -> tuple[int, dict]:
         """Publish one suite version: (201, the stored version) when new, (200, it) when already stored as is."""
         headers = {"Content-Type": "application/json"}
         if idempotency_key:
@@ -93,16 +95,32 @@ class RegistryClient:
         status, found = self._request("GET", _entry_path(name, version), missing_ok=True)
         return None if status == 404 else CatalogueEntry.model_validate(found)
 
-    def publish_entry(self, name: str, version: str, description: str, files: dict[str, str]) -> tuple[int, CatalogueEntry]:
+    def publish_entry(
+        self, name: str, version: str, description: str, files: dict[str, str]
+    ) -> tuple[int, CatalogueEntry]:
         """Add an entry to the catalogue (an operator's token): (201, it) when new, (200, it) when already stored as is."""
-        body = json.dumps({"name": name, "version": version, "description": description, "files": files}, ensure_ascii=False)
-        status, added = self._request("POST", "/v1/catalogue", body.encode("utf-8"), {"Content-Type": "application/json"})
+        body = json.dumps(
+            {"name": name, "version": version, "description": description, "files": files}, ensure_ascii=False
+        )
+        status, added = self._request(
+            "POST", "/v1/catalogue", body.encode("utf-8"), {"Content-Type": "application/json"}
+        )
         return status, CatalogueEntry.model_validate(added)
 
-    def _request(self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None, *,
-                 missing_ok: bool = False) -> tuple[int, dict]:
+    def _request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        *,
+        missing_ok: bool = False,
+    ) -> tuple[int, dict]:
         request = urllib.request.Request(
-            self.url + path, data=body, method=method, headers={"Authorization": f"Bearer {self.token}", **(headers or {})}
+            self.url + path,
+            data=body,
+            method=method,
+            headers={"Authorization": f"Bearer {self.token}", **(headers or {})},
         )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310 - the URL is the user's
@@ -129,8 +147,17 @@ def client_from_env(environ: Mapping[str, str] | None = None) -> RegistryClient 
     if not url:
         return None
     if not token:
-        raise InputError([Problem(TOKEN_ENV, None, None, f"is not set, and {URL_ENV} is. Set it to a token of the registry "
-                                  "(kindgi-eval tokens issue, on the registry's host).")])
+        raise InputError(
+            [
+                Problem(
+                    TOKEN_ENV,
+                    None,
+                    None,
+                    f"is not set, and {URL_ENV} is. Set it to a token of the registry "
+                    "(kindgi-eval tokens issue, on the registry's host).",
+                )
+            ]
+        )
     return RegistryClient(url, token)
 
 

@@ -39,8 +39,10 @@ def written_too_large(written: int, version: int) -> str | None:
     bound = MAX_GROWTH * version + GROWTH_ALLOWANCE
     if written <= bound:
         return None
-    return (f"would write {written / 1e6:,.1f} MB, more than {MAX_GROWTH} times the suite's own {version / 1e6:,.2f} MB "
-            f"(and {GROWTH_ALLOWANCE >> 20} MiB more)")
+    return (
+        f"would write {written / 1e6:,.1f} MB, more than {MAX_GROWTH} times the suite's own {version / 1e6:,.2f} MB "
+        f"(and {GROWTH_ALLOWANCE >> 20} MiB more)"
+    )
 
 
 def jsonl(items: Iterable[object]) -> bytes:
@@ -81,7 +83,9 @@ def checked_consumers(consumers: Consumers) -> Consumers:
     """`consumers`, each under its own kind and every kind one of the schema's; ValueError otherwise."""
     for name, consumer in consumers.items():
         if consumer.kind != name or consumer.kind not in KINDS:
-            raise ValueError(f"{name!r}: a consumer must run a kind of the schema ({', '.join(KINDS)}) under that kind's name")
+            raise ValueError(
+                f"{name!r}: a consumer must run a kind of the schema ({', '.join(KINDS)}) under that kind's name"
+            )
     return consumers
 
 

@@ -35,9 +35,15 @@ def read_conversation(spec: Mapping[str, Any], where: str = "spec") -> SuiteItem
     for key in SPEC_KEYS:
         value = spec.get(key, [])
         if key == "cases" and key not in spec:
-            problems.append(Problem(where, None, key, "required field is missing. Give the suite's cases as a list of case objects."))
+            problems.append(
+                Problem(
+                    where, None, key, "required field is missing. Give the suite's cases as a list of case objects."
+                )
+            )
         elif not isinstance(value, list):
-            problems.append(Problem(where, None, key, f"must be a list of {_ITEM[key]} objects, not a JSON {_json_type(value)}."))
+            problems.append(
+                Problem(where, None, key, f"must be a list of {_ITEM[key]} objects, not a JSON {_json_type(value)}.")
+            )
         lists[key] = value if isinstance(value, list) else []
     items = check_suite_items(lists["cases"], lists["calibration"], where)
     # "holds no cases" is said only of a list that is there and empty; a missing or mistyped one is said above
@@ -76,7 +82,9 @@ def spec_of_files(files: Mapping[str, str]) -> dict[str, list[Any]]:
     file this kind does not read, or a line that is not JSON."""
     unknown = sorted(set(files) - set(FILE_OF.values()))
     if unknown:
-        raise ValueError(f"{unknown[0][:80]!r}: not a file of a conversation suite, which has {' and '.join(FILE_OF.values())}.")
+        raise ValueError(
+            f"{unknown[0][:80]!r}: not a file of a conversation suite, which has {' and '.join(FILE_OF.values())}."
+        )
     return {key: _items(name, files[name]) for key, name in FILE_OF.items() if name in files}
 
 
@@ -111,6 +119,13 @@ def conversation_cases(spec: Mapping[str, Any]) -> list[tuple[str, Case]]:
     return [(f"spec.cases[{index}]", case) for index, case in enumerate(read_conversation(spec).cases)]
 
 
-CONVERSATION = Consumer("conversation", conversation_problems, "kindgi-eval run", conversation_folder, spec_of_files, suite_files,
-                        cases=conversation_cases)
+CONVERSATION = Consumer(
+    "conversation",
+    conversation_problems,
+    "kindgi-eval run",
+    conversation_folder,
+    spec_of_files,
+    suite_files,
+    cases=conversation_cases,
+)
 """The consumer of conversation suites, whose folder format the other kinds write theirs in."""

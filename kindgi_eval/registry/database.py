@@ -151,8 +151,17 @@ def open_engine(url: str) -> Engine:
     try:
         parsed = make_url(url)
     except ArgumentError:
-        raise InputError([Problem(REGISTRY_DB_ENV, None, None, "is not a SQLAlchemy URL. Write it like "
-                                  "postgresql://user:password@host/dbname or sqlite:////path/registry.sqlite.")]) from None
+        raise InputError(
+            [
+                Problem(
+                    REGISTRY_DB_ENV,
+                    None,
+                    None,
+                    "is not a SQLAlchemy URL. Write it like "
+                    "postgresql://user:password@host/dbname or sqlite:////path/registry.sqlite.",
+                )
+            ]
+        ) from None
     if parsed.drivername == "postgresql":
         # SQLAlchemy 2.1 reads a bare postgresql:// as psycopg 3; the driver this package ships with is psycopg2
         parsed = parsed.set(drivername="postgresql+psycopg2")
@@ -162,21 +171,41 @@ def open_engine(url: str) -> Engine:
         else:
             engine = sa.create_engine(parsed, pool_pre_ping=True)
     except (NoSuchModuleError, ImportError) as e:
-        raise InputError([Problem(where, None, None, f"no database driver for it ({e}). Use postgresql:// or sqlite:///.")]) from None
+        raise InputError(
+            [Problem(where, None, None, f"no database driver for it ({e}). Use postgresql:// or sqlite:///.")]
+        ) from None
     try:
         migrate(engine)
     except SQLAlchemyError as e:
         engine.dispose()
         reason = str(e.orig if getattr(e, "orig", None) is not None else e).strip().splitlines()[0]
-        raise InputError([Problem(where, None, None, f"cannot open the registry database: {reason}. Check the URL and that the server is up.")]) from None
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    None,
+                    None,
+                    f"cannot open the registry database: {reason}. Check the URL and that the server is up.",
+                )
+            ]
+        ) from None
     return engine
 
 
 def _sqlite_engine(url: URL, where: str) -> Engine:
     """A SQLite file: its folder made, WAL journal, foreign keys on, and transactions SQLAlchemy begins itself."""
     if not url.database or url.database == ":memory:":
-        raise InputError([Problem(where, None, None, "names an in-memory database, which each connection would see "
-                                  "empty. Name a file: sqlite:////path/registry.sqlite.")])
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    None,
+                    None,
+                    "names an in-memory database, which each connection would see "
+                    "empty. Name a file: sqlite:////path/registry.sqlite.",
+                )
+            ]
+        )
     Path(url.database).absolute().parent.mkdir(parents=True, exist_ok=True)
     engine = sa.create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
 

@@ -27,14 +27,26 @@ def read_document(path: Path) -> dict[str, Any]:
     try:
         document = json.loads(data)
     except UnicodeDecodeError as e:
-        raise InputError([Problem(str(path), None, None, f"is not UTF-8 text ({e.reason} at byte {e.start}).")]) from None
+        raise InputError(
+            [Problem(str(path), None, None, f"is not UTF-8 text ({e.reason} at byte {e.start}).")]
+        ) from None
     except json.JSONDecodeError as e:
-        raise InputError([Problem(str(path), e.lineno, None, f"not valid JSON: {e.msg} at column {e.colno}.")]) from None
+        raise InputError(
+            [Problem(str(path), e.lineno, None, f"not valid JSON: {e.msg} at column {e.colno}.")]
+        ) from None
     except RecursionError:
         raise InputError([Problem(str(path), None, None, "is nested too deeply to read.")]) from None
     if not isinstance(document, dict):
-        raise InputError([Problem(str(path), None, None, 'must hold one JSON object, a suite: {"id", "tenantId", "version", '
-                                  '"kind", "spec"}.')])
+        raise InputError(
+            [
+                Problem(
+                    str(path),
+                    None,
+                    None,
+                    'must hold one JSON object, a suite: {"id", "tenantId", "version", "kind", "spec"}.',
+                )
+            ]
+        )
     return document
 
 
@@ -43,13 +55,24 @@ def handler_of_file(given: str, base: Path) -> dict[str, str]:
     the file's path below `base` (the folder of what is published) where it lies there, else its name."""
     file, colon, function = given.rpartition(":")
     if not colon or not file or not function:
-        raise InputError([Problem("--handler", None, None, f"{given!r} names no function. Write FILE:FUNCTION, e.g. graders/tone.py:grade.")])
+        raise InputError(
+            [
+                Problem(
+                    "--handler",
+                    None,
+                    None,
+                    f"{given!r} names no function. Write FILE:FUNCTION, e.g. graders/tone.py:grade.",
+                )
+            ]
+        )
     path = Path(file)
     source = _read(path, "a handler's module")
     try:
         text = source.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise InputError([Problem(str(path), None, None, f"is not UTF-8 text ({e.reason} at byte {e.start}).")]) from None
+        raise InputError(
+            [Problem(str(path), None, None, f"is not UTF-8 text ({e.reason} at byte {e.start}).")]
+        ) from None
     try:
         module = path.resolve().relative_to(base.resolve()).as_posix()
     except ValueError:
@@ -84,8 +107,15 @@ class ShippedCatalogue:
         seed = CATALOGUE_SEED
         if (name, version) != (seed.name, seed.version):
             return None
-        return CatalogueEntry(name=seed.name, version=seed.version, hash=seed.sha256, description=seed.description,
-                              published_at="", published_by="package", files=seed.files())
+        return CatalogueEntry(
+            name=seed.name,
+            version=seed.version,
+            hash=seed.sha256,
+            description=seed.description,
+            published_at="",
+            published_by="package",
+            files=seed.files(),
+        )
 
 
 def pulled_files(document: Mapping[str, Any], kept: Mapping[str, str] | None, consumers: Consumers) -> dict[str, bytes]:
@@ -102,8 +132,16 @@ def pulled_files(document: Mapping[str, Any], kept: Mapping[str, str] | None, co
     for name in files:
         parts = PurePosixPath(name).parts
         if not parts or name.startswith("/") or ".." in parts or "\\" in name or name == SUITE_DOCUMENT:
-            raise InputError([Problem(f"suite {document.get('id')} {document.get('version')}", None, None,
-                                      f"names a file {name[:80]!r} that is not a path inside the folder; nothing was written.")])
+            raise InputError(
+                [
+                    Problem(
+                        f"suite {document.get('id')} {document.get('version')}",
+                        None,
+                        None,
+                        f"names a file {name[:80]!r} that is not a path inside the folder; nothing was written.",
+                    )
+                ]
+            )
     text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     return {SUITE_DOCUMENT: text.encode("utf-8"), **files}
 
@@ -114,6 +152,8 @@ def _read(path: Path, what: str) -> bytes:
     except FileNotFoundError:
         raise InputError([Problem(str(path), None, None, "file not found.")]) from None
     except FileTooLarge as e:
-        raise InputError([Problem(str(path), None, None, f"{e}: the registry takes a suite of at most 1 MiB.")]) from None
+        raise InputError(
+            [Problem(str(path), None, None, f"{e}: the registry takes a suite of at most 1 MiB.")]
+        ) from None
     except OSError as e:
         raise InputError([Problem(str(path), None, None, f"cannot be read ({e.strerror}).")]) from None

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-ErrorCode = Literal["conflict", "not_found", "unauthorized", "forbidden", "invalid", "too_large", "precondition_failed", "busy"]
+ErrorCode = Literal[
+    "conflict", "not_found", "unauthorized", "forbidden", "invalid", "too_large", "precondition_failed", "busy"
+]
 """The `error.code` of every refusal; clients branch on it, so a code never changes meaning."""
 
 STATUS_OF: dict[ErrorCode, int] = {

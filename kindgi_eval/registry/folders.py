@@ -35,31 +35,57 @@ FOLDER = "registry-suites"
 """The runtime folder's subfolder holding every registered suite version a run has read."""
 
 
-def resolve_version(store: RegistryStore, tenant: str, suite_id: str, version: str | None, where: str,
-                    consumers: Consumers) -> StoredVersion:
+def resolve_version(
+    store: RegistryStore, tenant: str, suite_id: str, version: str | None, where: str, consumers: Consumers
+) -> StoredVersion:
     """The version in force: the one named, else the latest now; InputError naming what is missing, or a kind none of
     `consumers` runs."""
     found = store.version(tenant, suite_id, version) if version else store.latest(tenant, suite_id)
     if found is None:
         what = f"version {version} of suite {suite_id!r}" if version else f"suite {suite_id!r}"
-        raise InputError([Problem(where, None, None, f"the registry at {store.url} has no {what} of tenant {tenant!r}. "
-                                  + (_config_dir_fix(suite_id.split(".", 1)[0], tenant) if "." in suite_id else "")
-                                  + "List them with: kindgi-eval suites list")])
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    None,
+                    None,
+                    f"the registry at {store.url} has no {what} of tenant {tenant!r}. "
+                    + (_config_dir_fix(suite_id.split(".", 1)[0], tenant) if "." in suite_id else "")
+                    + "List them with: kindgi-eval suites list",
+                )
+            ]
+        )
     _runs_its_kind(found.kind, f"{suite_id} {found.version}", where, consumers)
     return found
 
 
-def registered_suite_folder(home: Path, tenant: str, suite_id: str, version: str | None, where: str, consumers: Consumers,
-                            client: RegistryClient | None) -> Path:
+def registered_suite_folder(
+    home: Path,
+    tenant: str,
+    suite_id: str,
+    version: str | None,
+    where: str,
+    consumers: Consumers,
+    client: RegistryClient | None,
+) -> Path:
     """The suite folder of `tenant`'s suite `suite_id`: `version`, else the latest now, written out if new. It is read
     over HTTP through `client` where one is given (the registry KINDGI_REGISTRY_URL names), else from the database of
     `home` (`database_url`). InputError naming `where` when that registry has no such suite; nothing is written then."""
     with _registry(home, client, where) as catalogue:
-        return materialize(_in_force(catalogue, tenant, suite_id, version, where, consumers), tenant, home, consumers, catalogue)
+        return materialize(
+            _in_force(catalogue, tenant, suite_id, version, where, consumers), tenant, home, consumers, catalogue
+        )
 
 
-def version_in_force(home: Path, tenant: str, suite_id: str, version: str | None, where: str, consumers: Consumers,
-                     client: RegistryClient | None) -> StoredVersion:
+def version_in_force(
+    home: Path,
+    tenant: str,
+    suite_id: str,
+    version: str | None,
+    where: str,
+    consumers: Consumers,
+    client: RegistryClient | None,
+) -> StoredVersion:
     """Which version of `tenant`'s suite `suite_id` is in force (`version`, else the latest now), read as
     `registered_suite_folder` reads it, without checking its spec or writing it out: what a tick may afford for every
     tenant. InputError naming `where` when that registry has no such suite, or none of `consumers` runs its kind."""
@@ -81,8 +107,17 @@ def _registry(home: Path, client: RegistryClient | None, where: str) -> Iterator
         return
     url = database_url(home)
     if not database_exists(url):
-        raise InputError([Problem(where, None, None, f"no registry is here: {shown(url)} does not exist. Set {URL_ENV} and "
-                                  f"{TOKEN_ENV} to read the registry a server holds, or {REGISTRY_DB_ENV} to its database.")])
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    None,
+                    None,
+                    f"no registry is here: {shown(url)} does not exist. Set {URL_ENV} and "
+                    f"{TOKEN_ENV} to read the registry a server holds, or {REGISTRY_DB_ENV} to its database.",
+                )
+            ]
+        )
     store = open_store(url)
     try:
         yield store
@@ -90,37 +125,67 @@ def _registry(home: Path, client: RegistryClient | None, where: str) -> Iterator
         store.close()
 
 
-def _in_force(registry: RegistryClient | RegistryStore, tenant: str, suite_id: str, version: str | None, where: str,
-              consumers: Consumers) -> StoredVersion:
+def _in_force(
+    registry: RegistryClient | RegistryStore,
+    tenant: str,
+    suite_id: str,
+    version: str | None,
+    where: str,
+    consumers: Consumers,
+) -> StoredVersion:
     if isinstance(registry, RegistryClient):
         return remote_version(registry, tenant, suite_id, version, where, consumers)
     return resolve_version(registry, tenant, suite_id, version, where, consumers)
 
 
-def remote_version(client: RegistryClient, tenant: str, suite_id: str, version: str | None, where: str,
-                   consumers: Consumers) -> StoredVersion:
+def remote_version(
+    client: RegistryClient, tenant: str, suite_id: str, version: str | None, where: str, consumers: Consumers
+) -> StoredVersion:
     """The version in force as the registry at `client.url` answers it: the one named, else the latest now. The answer
     is checked before it is used: its content must hash to the hash it is answered with, belong to `tenant` and be of a
     kind one of `consumers` runs."""
     found = client.find_suite(suite_id, version, tenant=tenant)
     if found is None:
         what = f"version {version} of suite {suite_id!r}" if version else f"suite {suite_id!r}"
-        raise InputError([Problem(where, None, None, f"the registry at {client.url} has no {what} your token may read. "
-                                  + (_config_dir_fix(suite_id.split(".", 1)[0], tenant, token=True) if "." in suite_id else "")
-                                  + "List them with: kindgi-eval suites list")])
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    None,
+                    None,
+                    f"the registry at {client.url} has no {what} your token may read. "
+                    + (_config_dir_fix(suite_id.split(".", 1)[0], tenant, token=True) if "." in suite_id else "")
+                    + "List them with: kindgi-eval suites list",
+                )
+            ]
+        )
     try:
         suite = EvalSuite.model_validate(found["suite"])
         text = canonical_json(found["suite"]).decode("utf-8")
         sha256, published_at, published_by = str(found["hash"]), str(found["published_at"]), str(found["published_by"])
     except (KeyError, TypeError, ValueError, ValidationError) as e:
-        raise RegistryUnreachable(f"{client.url}: the registry answered {suite_id} with something other than a suite "
-                                  f"version ({type(e).__name__}); nothing was run.") from None
+        raise RegistryUnreachable(
+            f"{client.url}: the registry answered {suite_id} with something other than a suite "
+            f"version ({type(e).__name__}); nothing was run."
+        ) from None
     if hashlib.sha256(text.encode("utf-8")).hexdigest() != sha256:
-        raise RegistryUnreachable(f"{client.url}: the registry answered {suite_id} {suite.version} with content that does "
-                                  f"not hash to its sha256 {sha256[:12]}…; nothing was run.")
+        raise RegistryUnreachable(
+            f"{client.url}: the registry answered {suite_id} {suite.version} with content that does "
+            f"not hash to its sha256 {sha256[:12]}…; nothing was run."
+        )
     if suite.tenantId != tenant:
-        raise InputError([Problem(where, None, None, f"{suite_id} is tenant {suite.tenantId}'s suite, and this run is for "
-                                  f"tenant {tenant!r} (its tenant configuration's). " + _config_dir_fix(suite.tenantId, tenant).rstrip())])
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    None,
+                    None,
+                    f"{suite_id} is tenant {suite.tenantId}'s suite, and this run is for "
+                    f"tenant {tenant!r} (its tenant configuration's). "
+                    + _config_dir_fix(suite.tenantId, tenant).rstrip(),
+                )
+            ]
+        )
     _runs_its_kind(suite.kind, f"{suite_id} {suite.version}", where, consumers)
     return StoredVersion(suite.id, suite.version, suite.kind, sha256, text, published_at, published_by)
 
@@ -132,15 +197,26 @@ def _config_dir_fix(suite_tenant: str, tenant: str, *, token: bool = False) -> s
     if suite_tenant == tenant:
         return ""
     with_token = f", with a token of tenant {suite_tenant} in KINDGI_REGISTRY_TOKEN" if token else ""
-    return (f"To run it as tenant {suite_tenant}, pass --config-dir with that tenant's configuration folder (its "
-            f"tenant.toml says tenant = \"{suite_tenant}\"){with_token}. ")
+    return (
+        f"To run it as tenant {suite_tenant}, pass --config-dir with that tenant's configuration folder (its "
+        f'tenant.toml says tenant = "{suite_tenant}"){with_token}. '
+    )
 
 
 def _runs_its_kind(kind: str, version: str, where: str, consumers: Consumers) -> None:
     """InputError naming `where` when none of `consumers` runs `kind`, the kind of `version` (`acme.pricing 1.4.0`)."""
     if kind not in consumers:
-        raise InputError([Problem(where, None, None, f"{version} is a {kind!r} suite, and this kindgi-eval runs "
-                                  f"{', '.join(accepted_kinds(consumers))} suites.")])
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    None,
+                    None,
+                    f"{version} is a {kind!r} suite, and this kindgi-eval runs "
+                    f"{', '.join(accepted_kinds(consumers))} suites.",
+                )
+            ]
+        )
 
 
 def materialize(stored: StoredVersion, tenant: str, home: Path, consumers: Consumers, catalogue: Catalogue) -> Path:
@@ -152,23 +228,49 @@ def materialize(stored: StoredVersion, tenant: str, home: Path, consumers: Consu
     where = f"suite {stored.suite_id} {stored.version}"
     consumer = consumers.get(stored.kind)
     if consumer is None:
-        raise InputError([Problem(where, None, None, f"is a {stored.kind!r} suite, and this kindgi-eval runs "
-                                  f"{', '.join(accepted_kinds(consumers))} suites.")])
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    None,
+                    None,
+                    f"is a {stored.kind!r} suite, and this kindgi-eval runs "
+                    f"{', '.join(accepted_kinds(consumers))} suites.",
+                )
+            ]
+        )
     spec = json.loads(stored.document)["spec"]
     problems = consumer.check(spec, catalogue)
     if problems:
-        raise InputError([Problem(where, None, None, f"{line} The stored version no longer passes the {stored.kind} kind's "
-                                  "check; publish a corrected version.") for line in problems])
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    None,
+                    None,
+                    f"{line} The stored version no longer passes the {stored.kind} kind's "
+                    "check; publish a corrected version.",
+                )
+                for line in problems
+            ]
+        )
     content = consumer.folder(spec, catalogue)
-    record = RegisteredAs(suite_id=stored.suite_id, suite_version=stored.version, registry_hash=stored.sha256, kind=stored.kind,
-                          params=content.params)
+    record = RegisteredAs(
+        suite_id=stored.suite_id,
+        suite_version=stored.version,
+        registry_hash=stored.sha256,
+        kind=stored.kind,
+        params=content.params,
+    )
     files = {**content.files, REGISTRY_FILE: (record.model_dump_json() + "\n").encode("utf-8")}
     folder = version_folder(home, tenant, stored.suite_id, stored.version)
     if folder.is_dir():
         if _holds(folder, files):
             return folder
-        print(f"warning: {folder} is not what {where} holds (sha256 {stored.sha256[:12]}); written again from the registry.",
-              file=sys.stderr)
+        print(
+            f"warning: {folder} is not what {where} holds (sha256 {stored.sha256[:12]}); written again from the registry.",
+            file=sys.stderr,
+        )
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder.parent))
     try:
@@ -193,7 +295,9 @@ def _holds(folder: Path, files: dict[str, bytes]) -> bool:
     the same in the shape of an earlier release (the kind's parameters as fields of their own)."""
     try:
         found = {p.name for p in folder.iterdir()}
-        return found == set(files) and all(_same(name, (folder / name).read_bytes(), data) for name, data in files.items())
+        return found == set(files) and all(
+            _same(name, (folder / name).read_bytes(), data) for name, data in files.items()
+        )
     except (OSError, ValidationError):
         return False
 

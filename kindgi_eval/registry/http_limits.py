@@ -194,6 +194,8 @@ class BoundedHttpTools(HttpToolsProtocol):
         if self.transport.is_closing():
             return
         body = f"the request line and headers are over {MAX_HEAD} bytes".encode("ascii")
-        self.transport.write(b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n"
-                             b"content-length: " + str(len(body)).encode("ascii") + b"\r\nconnection: close\r\n\r\n" + body)
+        self.transport.write(
+            b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n"
+            b"content-length: " + str(len(body)).encode("ascii") + b"\r\nconnection: close\r\n\r\n" + body
+        )
         self.transport.close()

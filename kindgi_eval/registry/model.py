@@ -32,7 +32,9 @@ SCHEMA_FILE = Path(__file__).with_name("eval-suite.schema.json")
 class EvalSuite(BaseModel):
     """Tenant-scoped evaluation suite definition: the registry shape (spec 003). `kind` selects the shape of `spec`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True, title="EvalSuite")
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True, title="EvalSuite"
+    )
 
     id: str = Field(pattern=SUITE_ID_PATTERN)
     """Stable suite id chosen by the caller, e.g. `acme.drafting-accuracy`; unique within its tenant."""
@@ -57,7 +59,9 @@ def canonical_json(document: Any) -> bytes:
     """JSON with sorted keys and no insignificant whitespace, UTF-8: the bytes a suite's hash is taken over.
 
     Raises ValueError on NaN or infinity and UnicodeEncodeError on a lone surrogate, neither of which is JSON text."""
-    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode(
+        "utf-8"
+    )
 
 
 def differing_fields(stored: Mapping[str, Any], sent: Mapping[str, Any]) -> list[str]:
@@ -78,7 +82,11 @@ def differing_keys(stored: Mapping[str, Any], sent: Mapping[str, Any]) -> list[s
     """The keys of two JSON objects whose values differ as canonical JSON, or that only one of them has; `sent`'s
     order, then the keys only `stored` has."""
     keys = [*sent, *(key for key in stored if key not in sent)]
-    return [key for key in keys if key not in stored or key not in sent or canonical_json(stored[key]) != canonical_json(sent[key])]
+    return [
+        key
+        for key in keys
+        if key not in stored or key not in sent or canonical_json(stored[key]) != canonical_json(sent[key])
+    ]
 
 
 def content_hash(document: Any) -> str:
@@ -203,7 +211,9 @@ class Health(BaseModel):
 
 def version_body(document_json: str, sha256: str, published_at: str, published_by: str) -> bytes:
     """The JSON of a `SuiteVersion` around a stored document, byte for byte as stored (no re-encoding)."""
-    meta = json.dumps({"hash": sha256, "published_at": published_at, "published_by": published_by}, separators=(",", ":"))
+    meta = json.dumps(
+        {"hash": sha256, "published_at": published_at, "published_by": published_by}, separators=(",", ":")
+    )
     return b'{"suite":' + document_json.encode("utf-8") + b"," + meta[1:].encode("utf-8")
 
 

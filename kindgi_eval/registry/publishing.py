@@ -13,8 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kindgi_eval.inputs import folder_hash
 from kindgi_eval.registry.catalogue import ENTRY_NAME_PATTERN, MAX_DESCRIPTION, Catalogue
-from kindgi_eval.registry.conversation import problem_line, read_conversation, spec_of_files
 from kindgi_eval.registry.consumers import Consumers, accepted_kinds
+from kindgi_eval.registry.conversation import problem_line, read_conversation, spec_of_files
 from kindgi_eval.registry.errors import RegistryError
 from kindgi_eval.registry.model import KINDS, EvalSuite, SuiteFiles, canonical_json, differing_keys, suite_document
 from kindgi_eval.registry.semver import is_semver
@@ -27,7 +27,9 @@ MAX_PROBLEMS = 50
 _ENTRY_NAME = re.compile(ENTRY_NAME_PATTERN)
 
 
-def read_suite(body: bytes, tenant: str, consumers: Consumers, catalogue: Catalogue, limits: SuiteLimits | None) -> EvalSuite:
+def read_suite(
+    body: bytes, tenant: str, consumers: Consumers, catalogue: Catalogue, limits: SuiteLimits | None
+) -> EvalSuite:
     """The suite a publish body holds, checked in the order a client fixes things: JSON (422), the suite's shape
     (422), its tenant (403), its kind (422 unless one of `consumers` runs it), that consumer's check of `spec` against
     `catalogue` (422), then its cases against the tenant's `limits` (422; None where they are not known, on a client)."""
@@ -37,25 +39,41 @@ def read_suite(body: bytes, tenant: str, consumers: Consumers, catalogue: Catalo
     except ValidationError as e:
         raise RegistryError("invalid", _joined(_validation_lines(e, consumers))) from None
     if suite.tenantId != tenant:
-        raise RegistryError("forbidden", f"tenantId: {suite.tenantId!r} is not your tenant; this token publishes for {tenant!r} "
-                            "only. Set tenantId to it, or publish with a token of that tenant.")
+        raise RegistryError(
+            "forbidden",
+            f"tenantId: {suite.tenantId!r} is not your tenant; this token publishes for {tenant!r} "
+            "only. Set tenantId to it, or publish with a token of that tenant.",
+        )
     consumer = consumers.get(suite.kind)
     if consumer is None:
-        raise RegistryError("invalid", f"kind: {suite.kind!r} is refused: no consumer for it runs on this server. "
-                            f"This server accepts {_kinds(accepted_kinds(consumers))}.")
+        raise RegistryError(
+            "invalid",
+            f"kind: {suite.kind!r} is refused: no consumer for it runs on this server. "
+            f"This server accepts {_kinds(accepted_kinds(consumers))}.",
+        )
     problems = consumer.check(suite.spec, catalogue)
     if problems:
-        raise RegistryError("invalid", _joined(problems, f"spec: not {'an' if suite.kind[0] in 'aeiou' else 'a'} {suite.kind} suite {consumer.runs} can run"))
+        raise RegistryError(
+            "invalid",
+            _joined(
+                problems,
+                f"spec: not {'an' if suite.kind[0] in 'aeiou' else 'a'} {suite.kind} suite {consumer.runs} can run",
+            ),
+        )
     if limits is not None and consumer.cases is not None:
         placed = consumer.cases(suite.spec)
-        over = [f"{placed[o.index][0] if o.index < len(placed) else 'spec'}: {o.message}"
-                for o in case_problems(limits, [case for _, case in placed])]
+        over = [
+            f"{placed[o.index][0] if o.index < len(placed) else 'spec'}: {o.message}"
+            for o in case_problems(limits, [case for _, case in placed])
+        ]
         if over:
             raise RegistryError("invalid", _joined(over, f"spec: over the limits of tenant {tenant}'s suites"))
     try:
         canonical_json(suite_document(suite))
     except (ValueError, UnicodeEncodeError) as e:
-        raise RegistryError("invalid", f"body: cannot be stored as UTF-8 JSON ({e}). Remove lone surrogates (\\ud800-\\udfff).") from None
+        raise RegistryError(
+            "invalid", f"body: cannot be stored as UTF-8 JSON ({e}). Remove lone surrogates (\\ud800-\\udfff)."
+        ) from None
     return suite
 
 
@@ -64,7 +82,9 @@ def read_files(body: bytes, kind: str, spec: Mapping[str, Any], where: str, cons
     things: JSON `{"files": {name: text}}`, texts that are UTF-8, a kind published from folders, and texts that hold
     exactly `spec` (however they lay it out); every refusal is 422."""
     try:
-        files = SuiteFiles.model_validate(_json_object(body, 'the suite files\' texts by name, {"files": {name: text}}')).files
+        files = SuiteFiles.model_validate(
+            _json_object(body, 'the suite files\' texts by name, {"files": {name: text}}')
+        ).files
     except ValidationError as e:
         lines = [f"{(p.field or 'body')[:80]}: {p.message}" for p in problems_from_validation(e, "body", None)]
         raise RegistryError("invalid", _joined(lines)) from None
@@ -72,26 +92,40 @@ def read_files(body: bytes, kind: str, spec: Mapping[str, Any], where: str, cons
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as e:
-            raise RegistryError("invalid", f"files.{name[:80]}: not UTF-8 text (a lone surrogate at character {e.start}).") from None
+            raise RegistryError(
+                "invalid", f"files.{name[:80]}: not UTF-8 text (a lone surrogate at character {e.start})."
+            ) from None
     consumer = consumers.get(kind)
     if consumer is None or consumer.read_files is None:
-        raise RegistryError("invalid", f"{where}: is of kind {kind}, which keeps no files; only a suite published from a folder does.")
+        raise RegistryError(
+            "invalid", f"{where}: is of kind {kind}, which keeps no files; only a suite published from a folder does."
+        )
     try:
         differ = differing_keys(spec, consumer.read_files(files))
     except UnicodeEncodeError:  # a line's `\ud800` escape: no stored version holds a lone surrogate
-        raise RegistryError("invalid", f"files: they do not hold what {where} holds (a line holds a lone surrogate, "
-                            "\\ud800-\\udfff). Send the files it was published from.") from None
+        raise RegistryError(
+            "invalid",
+            f"files: they do not hold what {where} holds (a line holds a lone surrogate, "
+            "\\ud800-\\udfff). Send the files it was published from.",
+        ) from None
     except ValueError as e:
         raise RegistryError("invalid", f"files: {e}") from None
     except RecursionError:  # a line that only just parsed can be too deep to encode again
-        raise RegistryError("invalid", "files: nested too deeply to compare with the version. Flatten the suite.") from None
+        raise RegistryError(
+            "invalid", "files: nested too deeply to compare with the version. Flatten the suite."
+        ) from None
     if differ:
-        raise RegistryError("invalid", f"files: they do not hold what {where} holds (they differ in: "
-                            f"{', '.join(f'spec.{key[:80]}' for key in differ)}). Send the files it was published from.")
+        raise RegistryError(
+            "invalid",
+            f"files: they do not hold what {where} holds (they differ in: "
+            f"{', '.join(f'spec.{key[:80]}' for key in differ)}). Send the files it was published from.",
+        )
     return files
 
 
-def _json_object(body: bytes, what: str = "the suite (id, tenantId, version, kind, description, spec)") -> dict[str, Any]:
+def _json_object(
+    body: bytes, what: str = "the suite (id, tenantId, version, kind, description, spec)"
+) -> dict[str, Any]:
     """The body as one JSON object with unique names; RegistryError `invalid` saying what is wrong, and that it must be `what`."""
     if not body.strip():
         raise RegistryError("invalid", f"body: empty. Send {what} as one JSON object (Content-Type: application/json).")
@@ -134,16 +168,22 @@ def _validation_lines(error: ValidationError, consumers: Consumers) -> list[str]
         if error_type == "missing" or field not in ("kind", "spec", "id", "version"):
             lines.append(f"{field or 'body'}: {problem.message}")
         elif field == "kind":
-            lines.append(f"kind: {got} is not a kind ({_kinds(KINDS[:-1])} of spec 003, and this project's own "
-                         f"{KINDS[-1]}); this server accepts {_kinds(accepted_kinds(consumers))}")
+            lines.append(
+                f"kind: {got} is not a kind ({_kinds(KINDS[:-1])} of spec 003, and this project's own "
+                f"{KINDS[-1]}); this server accepts {_kinds(accepted_kinds(consumers))}"
+            )
         elif field == "spec":
             lines.append(f"spec: must be a JSON object, the kind's suite body ({problem.message})")
         elif field == "version" and error_type == "string_pattern_mismatch":
-            lines.append(f"version: {got} is not a semantic version MAJOR.MINOR.PATCH[-PRERELEASE] (no leading zeros, "
-                         "no +build), e.g. 1.4.0 or 1.4.0-rc.1")
+            lines.append(
+                f"version: {got} is not a semantic version MAJOR.MINOR.PATCH[-PRERELEASE] (no leading zeros, "
+                "no +build), e.g. 1.4.0 or 1.4.0-rc.1"
+            )
         elif field == "id" and error_type == "string_pattern_mismatch":
-            lines.append(f"id: {got} is not a suite id: up to 128 letters, digits, dots, hyphens and underscores, "
-                         "starting with a letter or a digit, e.g. acme.pricing")
+            lines.append(
+                f"id: {got} is not a suite id: up to 128 letters, digits, dots, hyphens and underscores, "
+                "starting with a letter or a digit, e.g. acme.pricing"
+            )
         else:
             lines.append(f"{field}: {problem.message}")
     return lines
@@ -193,7 +233,9 @@ def read_entry(body: bytes) -> tuple[NewEntry, str]:
     try:
         entry = NewEntry.model_validate(data)
     except ValidationError as e:
-        raise RegistryError("invalid", _joined([f"{p.field or 'body'}: {p.message}" for p in problems_from_validation(e, "body", None)])) from None
+        raise RegistryError(
+            "invalid", _joined([f"{p.field or 'body'}: {p.message}" for p in problems_from_validation(e, "body", None)])
+        ) from None
     try:
         files = {name: text.encode("utf-8") for name, text in entry.files.items()}
         spec = spec_of_files(entry.files)

@@ -50,7 +50,13 @@ def _connection_lost() -> tuple[type[BaseException], ...]:
     import asyncpg
 
     # a connection the server ended: found closed, or left by its last statement in a state it cannot leave
-    return (asyncpg.InterfaceError, asyncpg.InternalClientError, asyncpg.PostgresConnectionError, asyncpg.AdminShutdownError, OSError)
+    return (
+        asyncpg.InterfaceError,
+        asyncpg.InternalClientError,
+        asyncpg.PostgresConnectionError,
+        asyncpg.AdminShutdownError,
+        OSError,
+    )
 
 
 async def _fetch_first(pool, sql: str, arguments: tuple[Any, ...]) -> tuple[Any, ...] | None:

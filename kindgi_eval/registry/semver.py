@@ -46,7 +46,9 @@ def parse_semver(text: str) -> SemVer:
     """`1.4.0-rc.1` as a SemVer; ValueError naming the rule when the text is not one."""
     if not isinstance(text, str) or _SEMVER.fullmatch(text) is None:
         hint = " (build metadata after + is not accepted)" if isinstance(text, str) and "+" in text else ""
-        raise ValueError(f"{text!r} is not a semantic version MAJOR.MINOR.PATCH[-PRERELEASE]{hint}, e.g. 1.4.0 or 1.4.0-rc.1")
+        raise ValueError(
+            f"{text!r} is not a semantic version MAJOR.MINOR.PATCH[-PRERELEASE]{hint}, e.g. 1.4.0 or 1.4.0-rc.1"
+        )
     core, _, pre = text.partition("-")
     major, minor, patch = (int(n) for n in core.split("."))
     return SemVer(major, minor, patch, tuple(pre.split(".")) if pre else ())

@@ -14,7 +14,13 @@ import uvicorn
 
 from kindgi_eval.registry.app import create_app
 from kindgi_eval.registry.consumers import Consumers
-from kindgi_eval.registry.http_limits import KEEP_ALIVE_S, BoundedHttpTools, ConnectionGate, connection_bound, raised_open_files
+from kindgi_eval.registry.http_limits import (
+    KEEP_ALIVE_S,
+    BoundedHttpTools,
+    ConnectionGate,
+    connection_bound,
+    raised_open_files,
+)
 from kindgi_eval.registry.storage import RegistryStore
 from kindgi_eval.rules import InputError, Problem, SuiteLimits
 
@@ -27,8 +33,16 @@ def bind(host: str, port: int) -> socket.socket:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
         return socket.create_server((host, port), family=family, backlog=2048)
     except OSError as e:
-        raise InputError([Problem(f"{host}:{port}", None, None, f"cannot listen there: {e.strerror or e}. "
-                                  "Pick another --port (or --host), or stop what holds it.")]) from None
+        raise InputError(
+            [
+                Problem(
+                    f"{host}:{port}",
+                    None,
+                    None,
+                    f"cannot listen there: {e.strerror or e}. Pick another --port (or --host), or stop what holds it.",
+                )
+            ]
+        ) from None
 
 
 def _gate() -> ConnectionGate:
@@ -36,18 +50,35 @@ def _gate() -> ConnectionGate:
     return ConnectionGate(connection_bound(raised_open_files()))
 
 
-def _server(store: RegistryStore, consumers: Consumers, gate: ConnectionGate, *, quiet: bool,
-            limits: Mapping[str, SuiteLimits] | None = None) -> uvicorn.Server:
+def _server(
+    store: RegistryStore,
+    consumers: Consumers,
+    gate: ConnectionGate,
+    *,
+    quiet: bool,
+    limits: Mapping[str, SuiteLimits] | None = None,
+) -> uvicorn.Server:
     # no `limit_concurrency`: uvicorn counts every open connection in it, so sockets that send nothing would make every
     # request 503; the protocol bounds the requests in progress, and the gate the connections (http_limits.py)
-    config = uvicorn.Config(create_app(store, consumers, limits), lifespan="on", log_level="warning" if quiet else "info",
-                            log_config=None if quiet else uvicorn.config.LOGGING_CONFIG, access_log=not quiet,
-                            http=functools.partial(BoundedHttpTools, gate=gate), timeout_keep_alive=KEEP_ALIVE_S)
+    config = uvicorn.Config(
+        create_app(store, consumers, limits),
+        lifespan="on",
+        log_level="warning" if quiet else "info",
+        log_config=None if quiet else uvicorn.config.LOGGING_CONFIG,
+        access_log=not quiet,
+        http=functools.partial(BoundedHttpTools, gate=gate),
+        timeout_keep_alive=KEEP_ALIVE_S,
+    )
     return uvicorn.Server(config)
 
 
-def serve(store: RegistryStore, consumers: Consumers, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-          limits: Mapping[str, SuiteLimits] | None = None) -> None:
+def serve(
+    store: RegistryStore,
+    consumers: Consumers,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    limits: Mapping[str, SuiteLimits] | None = None,
+) -> None:
     """Serve the registry on host:port until interrupted, each tenant's suites held to its `limits` (the defaults for a
     tenant not named); Ctrl-C returns after a graceful shutdown (SIGTERM, once shut down, ends the process by that
     signal, as uvicorn does)."""
@@ -73,8 +104,13 @@ class RunningServer:
 
 
 @contextmanager
-def running_server(store: RegistryStore, consumers: Consumers, host: str = DEFAULT_HOST, port: int = 0,
-                   limits: Mapping[str, SuiteLimits] | None = None) -> Iterator[RunningServer]:
+def running_server(
+    store: RegistryStore,
+    consumers: Consumers,
+    host: str = DEFAULT_HOST,
+    port: int = 0,
+    limits: Mapping[str, SuiteLimits] | None = None,
+) -> Iterator[RunningServer]:
     """The registry served on host:port (a free port by default) for the duration of the block, each tenant's suites
     held to its `limits`."""
     sock = bind(host, port)
@@ -89,7 +125,9 @@ def running_server(store: RegistryStore, consumers: Consumers, host: str = DEFAU
             raise RuntimeError("the registry server did not start")
         time.sleep(0.01)
     bound_host, bound_port = sock.getsockname()[:2]
-    running = RunningServer(server, thread, f"http://{bound_host if ':' not in bound_host else f'[{bound_host}]'}:{bound_port}", gate)
+    running = RunningServer(
+        server, thread, f"http://{bound_host if ':' not in bound_host else f'[{bound_host}]'}:{bound_port}", gate
+    )
     try:
         yield running
     finally:

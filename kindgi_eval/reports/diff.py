@@ -120,8 +120,16 @@ def rate_sides(a: list[MetricRow], b: list[MetricRow]) -> list[RateSide]:
     if passes_a is not None or passes_b is not None:
         pairs.append(("pass_rate_corrected", None, passes_a, passes_b))
     return [
-        RateSide(figure=name, group=group, a=ra.value if ra else None, a_low=ra.low if ra else None, a_high=ra.high if ra else None,
-                 b=rb.value if rb else None, b_low=rb.low if rb else None, b_high=rb.high if rb else None)
+        RateSide(
+            figure=name,
+            group=group,
+            a=ra.value if ra else None,
+            a_low=ra.low if ra else None,
+            a_high=ra.high if ra else None,
+            b=rb.value if rb else None,
+            b_low=rb.low if rb else None,
+            b_high=rb.high if rb else None,
+        )
         for name, group, ra, rb in pairs
     ]
 
@@ -178,7 +186,11 @@ def transcript_changes(a: list[StatusRow], b: list[StatusRow]) -> list[Transcrip
         other = turns_b.get(s.case_id)
         if s.turns is None or other is None or (turn := parted_at(s.turns, other)) is None:
             continue
-        changes.append(TranscriptChange(case_id=s.case_id, turn=turn, a=_turn_text(_at(s.turns, turn)), b=_turn_text(_at(other, turn))))
+        changes.append(
+            TranscriptChange(
+                case_id=s.case_id, turn=turn, a=_turn_text(_at(s.turns, turn)), b=_turn_text(_at(other, turn))
+            )
+        )
     return changes
 
 
@@ -237,8 +249,15 @@ def diff_runs(a: StoredRun, b: StoredRun) -> RunDiff:
         "judge_usd": {"a": a.run.judge_usd, "b": b.run.judge_usd},
     }
     return RunDiff(
-        run_a=a.run_id, run_b=b.run_id, same_suite=a.run.suite_hash == b.run.suite_hash, same_replies=same, statuses=statuses, criteria=criteria,
-        transcripts=transcript_changes(a.statuses, b.statuses), calibration=calibration, cost=cost,
+        run_a=a.run_id,
+        run_b=b.run_id,
+        same_suite=a.run.suite_hash == b.run.suite_hash,
+        same_replies=same,
+        statuses=statuses,
+        criteria=criteria,
+        transcripts=transcript_changes(a.statuses, b.statuses),
+        calibration=calibration,
+        cost=cost,
         judged_rates=rate_sides(a.metrics, b.metrics),
     )
 
@@ -307,7 +326,9 @@ def render_diff(d: RunDiff, a: RunRow, b: RunRow) -> str:
         f"B: {d.run_b} ({b.finished_at}, agent {b.agent}" + (f", judge {b.judge or 'none'})" if judged else ")"),
     ]
     if not d.same_suite:
-        lines.append(f"Suite: different content (sha256 {a.suite_hash[:12]} -> {b.suite_hash[:12]}), so changes below may be the suite's")
+        lines.append(
+            f"Suite: different content (sha256 {a.suite_hash[:12]} -> {b.suite_hash[:12]}), so changes below may be the suite's"
+        )
     worse = len(got_worse(d))
     lines += [
         _replies_line(d, judged),
@@ -315,7 +336,8 @@ def render_diff(d: RunDiff, a: RunRow, b: RunRow) -> str:
         f"Status changes: {len(d.statuses)}" + (f" ({worse} worse)" if worse else ""),
     ]
     lines += [
-        f"  {safe(c.case_id)}: {c.a or 'absent'} -> {c.b or 'absent'}{' (worse)' if c.worse else ''}" for c in d.statuses
+        f"  {safe(c.case_id)}: {c.a or 'absent'} -> {c.b or 'absent'}{' (worse)' if c.worse else ''}"
+        for c in d.statuses
     ]
     if d.transcripts:
         lines.append(f"Transcripts that part: {len(d.transcripts)}")
@@ -335,8 +357,10 @@ def render_diff(d: RunDiff, a: RunRow, b: RunRow) -> str:
             lines.append(f"  {g.group}: {_figure(g.a, g.calibrated_a)} -> {_figure(g.b, g.calibrated_b)}")
     if d.judged_rates:
         lines.append("Corrected judged rates (A -> B; a change only where the 95% intervals do not overlap):")
-        lines += [f"  {r.group or 'pass rate'}: {_rate(r.a, r.a_low, r.a_high)} -> {_rate(r.b, r.b_low, r.b_high)}: {_moved(r)}"
-                  for r in d.judged_rates]
+        lines += [
+            f"  {r.group or 'pass rate'}: {_rate(r.a, r.a_low, r.a_high)} -> {_rate(r.b, r.b_low, r.b_high)}: {_moved(r)}"
+            for r in d.judged_rates
+        ]
     cost = f"Cost: agent ${d.cost['agent_usd']['a']:.4f} -> ${d.cost['agent_usd']['b']:.4f}"
     if judged:
         cost += f", judge ${d.cost['judge_usd']['a']:.4f} -> ${d.cost['judge_usd']['b']:.4f}"
@@ -388,4 +412,3 @@ def _figure(agreement: float | None, calibrated: bool | None) -> str:
         return "no judge"
     text = "n/a" if agreement is None else f"{agreement:.2f}"
     return f"{text} ({'calibrated' if calibrated else 'not calibrated'})"
-

@@ -18,8 +18,24 @@ from typing import NamedTuple
 from pydantic import BaseModel
 
 from kindgi_eval.kinds import KindResult, KindRows, kind_named
-from kindgi_eval.reports.judged import figure, group_rates, interval, judge_error_text, labels_advice, pass_rate_corrected, pass_rate_line
-from kindgi_eval.reports.reading import NUDGE_NOTE, SPEAKER, pass_rate, run_result, shown_history, shown_message, turn_failures
+from kindgi_eval.reports.judged import (
+    figure,
+    group_rates,
+    interval,
+    judge_error_text,
+    labels_advice,
+    pass_rate_corrected,
+    pass_rate_line,
+)
+from kindgi_eval.reports.reading import (
+    NUDGE_NOTE,
+    SPEAKER,
+    pass_rate,
+    run_result,
+    shown_history,
+    shown_message,
+    turn_failures,
+)
 from kindgi_eval.reports.run_report import kind_lines
 from kindgi_eval.rules import FAILING, STATUSES, Case, Scenario
 from kindgi_eval.store import CalibrationRow, MetricRow, OutcomeRow, RunRow, SampleRow, StatusRow
@@ -69,7 +85,8 @@ def render_html(page: RunPage, suite: str) -> str:
     run = page.run
     title = f"kindgi-eval run {page.run_id} of {suite}"
     counts = "".join(
-        f'<li class="count {status}"><b>{getattr(run, status.replace("-", "_"))}</b> {status}</li>' for status in STATUSES
+        f'<li class="count {status}"><b>{getattr(run, status.replace("-", "_"))}</b> {status}</li>'
+        for status in STATUSES
     )
     result = run_result(s.status for s in page.statuses)
     body = [
@@ -138,7 +155,9 @@ def _contact(case: Case | Scenario | None) -> str:
     scenario's opening turns, its own turns following."""
     if case is None:
         return ""
-    turns = "".join(f'<li class="turn {role}"><b>{SPEAKER[role]}:</b> {escape(text)}</li>' for role, text in shown_history(case))
+    turns = "".join(
+        f'<li class="turn {role}"><b>{SPEAKER[role]}:</b> {escape(text)}</li>' for role, text in shown_history(case)
+    )
     if isinstance(case, Scenario):
         return f'<div class="contact"><ol class="history">{turns}</ol></div>' if turns else ""
     message = shown_message(case)
@@ -166,14 +185,20 @@ def _case_grid(page: RunPage) -> str:
             for o in outcomes[status.case_id]
         )
         error = f'<p class="error">agent error: {_text(status.error)}</p>' if status.error else ""
-        criteria = "".join(_criterion(c, samples[(status.case_id, c.source, c.criterion, c.turn if c.source == "rubric" else None)])
-                           for c in status.criteria if status.turns is None or c.source == "review")
-        said = (f'<p class="label">reply:</p><ol class="reply">{messages}</ol>' if status.turns is None
-                else _transcript(status, outcomes[status.case_id], samples))
+        criteria = "".join(
+            _criterion(c, samples[(status.case_id, c.source, c.criterion, c.turn if c.source == "rubric" else None)])
+            for c in status.criteria
+            if status.turns is None or c.source == "review"
+        )
+        said = (
+            f'<p class="label">reply:</p><ol class="reply">{messages}</ol>'
+            if status.turns is None
+            else _transcript(status, outcomes[status.case_id], samples)
+        )
         cases.append(
             f'<section class="case {status.status}" data-status="{status.status}" data-failing="{failing}">'
             f'<h3><span class="badge">{status.status}</span> {escape(status.case_id)}</h3>'
-            f'{_contact(case_of.get(status.case_id))}{said}{error}'
+            f"{_contact(case_of.get(status.case_id))}{said}{error}"
             f'<ul class="assertions">{asserted}</ul>{criteria}</section>'
         )
     return f'<div id="cases">{"".join(cases)}</div>'
@@ -190,17 +215,22 @@ def _transcript(status: StatusRow, outcomes: Sequence[OutcomeRow], samples: Mapp
         escalated = f'<p class="escalated">escalated: {_text(t.reason or "no reason given")}</p>' if t.escalate else ""
         failed = "".join(f'<li class="broke">✗ {_text(f)}</li>' for f in broke.get(t.turn, ()))
         failed = f'<ul class="assertions">{failed}</ul>' if failed else ""
-        criteria = "".join(_criterion(c, samples[(status.case_id, c.source, c.criterion, t.turn)])
-                           for c in status.criteria if c.source == "rubric" and c.turn == t.turn)
-        turns.append(f'<li class="scenario-turn" data-turn="{t.turn}"><p class="message"><b>turn {t.turn}, contact{by}:</b> '
-                     f'{_text(t.contact_text)}</p><ol class="reply">{reply}</ol>{escalated}'
-                     f'{failed}{criteria}</li>')
+        criteria = "".join(
+            _criterion(c, samples[(status.case_id, c.source, c.criterion, t.turn)])
+            for c in status.criteria
+            if c.source == "rubric" and c.turn == t.turn
+        )
+        turns.append(
+            f'<li class="scenario-turn" data-turn="{t.turn}"><p class="message"><b>turn {t.turn}, contact{by}:</b> '
+            f'{_text(t.contact_text)}</p><ol class="reply">{reply}</ol>{escalated}'
+            f"{failed}{criteria}</li>"
+        )
     return f'<ol class="transcript">{"".join(turns)}</ol>'
 
 
 def _criterion(c, samples: Sequence[SampleRow]) -> str:
     rows = "".join(
-        f"<tr><td>{s.sample}</td><td class=\"vote {s.vote}\">{s.vote}</td><td>{_text(s.evidence)}</td>"
+        f'<tr><td>{s.sample}</td><td class="vote {s.vote}">{s.vote}</td><td>{_text(s.evidence)}</td>'
         f"<td>{_text(s.reason)}</td><td>{_text(s.invalid_reason or '')}</td></tr>"
         for s in sorted(samples, key=lambda s: s.sample)
     )
@@ -248,12 +278,20 @@ def _judged_rates(page: RunPage) -> str:
         f"<td>{escape((labels_advice(calibration[r.group], page.metrics) if r.group in calibration else None) or '')}</td></tr>"
         for r in rates
     )
-    table = ('<table class="judged-rates"><tr><th>group</th><th>judged fail</th><th>observed</th><th>corrected</th>'
-             f"<th>judge's error</th><th>to halve the interval</th></tr>{body}</table>") if rates else ""
+    table = (
+        (
+            '<table class="judged-rates"><tr><th>group</th><th>judged fail</th><th>observed</th><th>corrected</th>'
+            f"<th>judge's error</th><th>to halve the interval</th></tr>{body}</table>"
+        )
+        if rates
+        else ""
+    )
     said = f'<p id="pass-rate-corrected">{escape(pass_rate_line(passes))}</p>' if passes is not None else ""
-    return ("<h2>Judged rates, corrected for the judge's error</h2><p>A judged rate as the judge saw it, and corrected "
-            "for how often it missed a fail label and failed a pass label, with a 95% interval that counts both the "
-            f"graded replies and the labels.</p>{table}{said}")
+    return (
+        "<h2>Judged rates, corrected for the judge's error</h2><p>A judged rate as the judge saw it, and corrected "
+        "for how often it missed a fail label and failed a pass label, with a 95% interval that counts both the "
+        f"graded replies and the labels.</p>{table}{said}"
+    )
 
 
 def _chart(history: Sequence[tuple[str, RunRow]], current: str) -> str:
@@ -262,7 +300,10 @@ def _chart(history: Sequence[tuple[str, RunRow]], current: str) -> str:
     if not history:
         return "<p>No runs.</p>"
     last = len(history) - 1
-    points = [(CHART_LEFT + (n * INNER_WIDTH / last if last else INNER_WIDTH / 2), run_id, run) for n, (run_id, run) in enumerate(history)]
+    points = [
+        (CHART_LEFT + (n * INNER_WIDTH / last if last else INNER_WIDTH / 2), run_id, run)
+        for n, (run_id, run) in enumerate(history)
+    ]
     values = "".join(
         f'<line class="grid" x1="{CHART_LEFT}" y1="{_y(t):.1f}" x2="{CHART_LEFT + INNER_WIDTH}" y2="{_y(t):.1f}"/>'
         f'<text class="value" x="{CHART_LEFT - 6}" y="{_y(t) + 4:.1f}" text-anchor="end">{t:.0%}</text>'
@@ -342,4 +383,3 @@ document.getElementById('failures-only').addEventListener('change', function (ev
   }
 });
 """
-

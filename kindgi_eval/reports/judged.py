@@ -24,8 +24,11 @@ class GroupRate(NamedTuple):
 def group_rates(metrics: Sequence[MetricRow]) -> list[GroupRate]:
     """Each group's rates, all its criteria together, in the order the run stored them."""
     observed = {m.group: m for m in metrics if m.name == JUDGED_FAIL_RATE and m.criterion is None}
-    return [GroupRate(m.group, observed[m.group], m) for m in metrics
-            if m.name == JUDGED_FAIL_RATE_CORRECTED and m.criterion is None and m.group in observed]
+    return [
+        GroupRate(m.group, observed[m.group], m)
+        for m in metrics
+        if m.name == JUDGED_FAIL_RATE_CORRECTED and m.criterion is None and m.group in observed
+    ]
 
 
 def pass_rate_corrected(metrics: Sequence[MetricRow]) -> MetricRow | None:
@@ -50,8 +53,10 @@ def rate_line(rate: GroupRate) -> str:
     observed = rate.observed
     if not observed.out_of:
         return f"{rate.group}: nothing graded"
-    return (f"{rate.group}: {observed.count} of {observed.out_of} graded replies failed ({figure(observed.value)}); "
-            f"corrected {interval(rate.corrected)}")
+    return (
+        f"{rate.group}: {observed.count} of {observed.out_of} graded replies failed ({figure(observed.value)}); "
+        f"corrected {interval(rate.corrected)}"
+    )
 
 
 def pass_rate_line(row: MetricRow) -> str:
@@ -85,14 +90,23 @@ def labels_advice(calibration: CalibrationRow, metrics: Sequence[MetricRow]) -> 
 
 def judge_error_text(c: CalibrationRow) -> str:
     """The judge's sensitivity and specificity against the group's labels, with their counts."""
-    return (f"sensitivity {figure(c.sensitivity)} ({c.caught} of {c.fails_graded} fail labels), "
-            f"specificity {figure(c.specificity)} ({c.cleared} of {c.passes_graded} pass labels)")
+    return (
+        f"sensitivity {figure(c.sensitivity)} ({c.caught} of {c.fails_graded} fail labels), "
+        f"specificity {figure(c.specificity)} ({c.cleared} of {c.passes_graded} pass labels)"
+    )
 
 
 def rate_json(rate: GroupRate | None) -> dict | None:
     """A group's rates as the `--json` summary gives them."""
     if rate is None:
         return None
-    return {"failed": rate.observed.count, "graded": rate.observed.out_of, "observed": rate.observed.value,
-            "corrected": rate.corrected.value, "low": rate.corrected.low, "high": rate.corrected.high,
-            "method": rate.corrected.method, "note": rate.corrected.note}
+    return {
+        "failed": rate.observed.count,
+        "graded": rate.observed.out_of,
+        "observed": rate.observed.value,
+        "corrected": rate.corrected.value,
+        "low": rate.corrected.low,
+        "high": rate.corrected.high,
+        "method": rate.corrected.method,
+        "note": rate.corrected.note,
+    }

@@ -30,13 +30,23 @@ def junit_xml(run_id: str, key: str, run: RunRow, statuses: Sequence[StatusRow])
     took = f"{_seconds(run.started_at, run.finished_at):.3f}"
     counts = {"tests": str(len(statuses)), "failures": str(failures), "errors": "0"}
     suites = ET.Element("testsuites", name="kindgi-eval", time=took, **counts)
-    suite = ET.SubElement(suites, "testsuite", name=_text(key), skipped=str(skipped), time=took, timestamp=run.started_at,
-                          id=run_id, **counts)
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name=_text(key),
+        skipped=str(skipped),
+        time=took,
+        timestamp=run.started_at,
+        id=run_id,
+        **counts,
+    )
     properties = ET.SubElement(suite, "properties")
     for name, value in _run_properties(run_id, run) + _verdicts(statuses):
         ET.SubElement(properties, "property", name=_text(name), value=_text(value))
     for status in statuses:
-        case = ET.SubElement(suite, "testcase", name=_text(status.case_id), classname=_text(key), time=f"{status.latency_ms / 1000:.3f}")
+        case = ET.SubElement(
+            suite, "testcase", name=_text(status.case_id), classname=_text(key), time=f"{status.latency_ms / 1000:.3f}"
+        )
         if status.status in FAILING:
             reasons = _reasons(status)
             failure = ET.SubElement(case, "failure", type=status.status, message=_text(reasons[0]))
@@ -53,16 +63,28 @@ def junit_xml(run_id: str, key: str, run: RunRow, statuses: Sequence[StatusRow])
 
 def _run_properties(run_id: str, run: RunRow) -> list[tuple[str, str]]:
     """What identifies the run: its id, tenant, kind, agent, judge and the suite version evaluated."""
-    named = [("run_id", run_id), ("tenant", run.tenant), ("suite_kind", run.suite_kind), ("agent", run.agent),
-             ("judge", run.judge or "none"), ("suite_hash", run.suite_hash)]
-    named += [(name, value) for name, value in (("suite_id", run.suite_id), ("suite_version", run.suite_version)) if value]
+    named = [
+        ("run_id", run_id),
+        ("tenant", run.tenant),
+        ("suite_kind", run.suite_kind),
+        ("agent", run.agent),
+        ("judge", run.judge or "none"),
+        ("suite_hash", run.suite_hash),
+    ]
+    named += [
+        (name, value) for name, value in (("suite_id", run.suite_id), ("suite_version", run.suite_version)) if value
+    ]
     return named
 
 
 def _verdicts(statuses: Sequence[StatusRow]) -> list[tuple[str, str]]:
     """Every judged criterion of every case, `<case>.criterion.<n>`: its verdict, votes, evidence and reason."""
-    return [(f"{status.case_id}.criterion.{number}", _verdict_line(criterion))
-            for status in statuses for number, criterion in enumerate(status.criteria, start=1) if criterion.votes]
+    return [
+        (f"{status.case_id}.criterion.{number}", _verdict_line(criterion))
+        for status in statuses
+        for number, criterion in enumerate(status.criteria, start=1)
+        if criterion.votes
+    ]
 
 
 def _verdict_line(criterion: CriterionRow) -> str:

@@ -61,7 +61,11 @@ class Night(BaseModel):
 
 
 def night_of(
-    suites: Sequence[tuple[str, SuiteNight]], night: str | None, *, missing: bool, skipped: Sequence[tuple[str, str]] = ()
+    suites: Sequence[tuple[str, SuiteNight]],
+    night: str | None,
+    *,
+    missing: bool,
+    skipped: Sequence[tuple[str, str]] = (),
 ) -> Night:
     """The night of `suites` (each with its tenant), tenants worst first. A suite without a run of the night is
     `missing_run` when `missing` (it was declared to run), else left out. Each of `skipped`, a tenants-file entry left
@@ -70,16 +74,35 @@ def night_of(
     blocks: dict[str, list[SuiteBlock]] = {}
     for tenant, reason in skipped:
         label = f"{tenant} (tenants file)"
-        blocks.setdefault(tenant, []).append(SuiteBlock(suite=label, run_id=None, before_run_id=None, started_at=None, findings=[
-            Finding(kind="missing_run", suite=label, detail=f"not run: its tenants-file entry does not validate: {reason}",
-                    command="kindgi-eval validate --tenants $KINDGI_TENANTS")]))
+        blocks.setdefault(tenant, []).append(
+            SuiteBlock(
+                suite=label,
+                run_id=None,
+                before_run_id=None,
+                started_at=None,
+                findings=[
+                    Finding(
+                        kind="missing_run",
+                        suite=label,
+                        detail=f"not run: its tenants-file entry does not validate: {reason}",
+                        command="kindgi-eval validate --tenants $KINDGI_TENANTS",
+                    )
+                ],
+            )
+        )
     for tenant, s in suites:
         if s.latest is None and not missing:
             continue
         found = suite_findings(s.suite, s.latest, s.before, night=night or "")
-        blocks.setdefault(tenant, []).append(SuiteBlock(
-            suite=s.suite, run_id=s.latest.run_id if s.latest else None, before_run_id=s.before.run_id if s.before else None,
-            started_at=s.latest.started_at if s.latest else None, findings=found))
+        blocks.setdefault(tenant, []).append(
+            SuiteBlock(
+                suite=s.suite,
+                run_id=s.latest.run_id if s.latest else None,
+                before_run_id=s.before.run_id if s.before else None,
+                started_at=s.latest.started_at if s.latest else None,
+                findings=found,
+            )
+        )
     flat = {t: [f for b in bs for f in b.findings] for t, bs in blocks.items()}
     tenants = [TenantNight(tenant=t, night=night, worse=is_worse(flat[t]), suites=blocks[t]) for t in worst_first(flat)]
     return Night(night=night, worse=any(t.worse for t in tenants), tenants=tenants)
@@ -102,7 +125,16 @@ def tenant_lines(t: TenantNight, kinds: Sequence[str] | None = None) -> list[str
         found = s.findings if kinds is None else alerted(s.findings, kinds)
         if not found:
             continue
-        lines.append(f"  {safe(s.suite)}" + (f" (run {s.run_id}, against {s.before_run_id})" if s.before_run_id else f" (run {s.run_id})" if s.run_id else ""))
+        lines.append(
+            f"  {safe(s.suite)}"
+            + (
+                f" (run {s.run_id}, against {s.before_run_id})"
+                if s.before_run_id
+                else f" (run {s.run_id})"
+                if s.run_id
+                else ""
+            )
+        )
         for f in found:
             lines.append(f"    {f.kind}: {safe(f.detail)}")
             lines.append(f"      more: {safe(f.command)}")
@@ -131,8 +163,10 @@ def slack_message(t: TenantNight, kinds: Sequence[str]) -> dict:
     not shown) and `blocks` (a header, then a section per suite naming what got worse, its cases and the command)."""
     text = "\n".join(tenant_lines(t, kinds))
     night = f" on {t.night}" if t.night else ""
-    blocks: list[dict] = [{"type": "header", "text": {"type": "plain_text", "text": f"kindgi-eval: {t.tenant}{night}"[:150]}},
-                          {"type": "section", "text": {"type": "mrkdwn", "text": _escape(_verdict(t, kinds))}}]
+    blocks: list[dict] = [
+        {"type": "header", "text": {"type": "plain_text", "text": f"kindgi-eval: {t.tenant}{night}"[:150]}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": _escape(_verdict(t, kinds))}},
+    ]
     for s in t.suites:
         for f in alerted(s.findings, kinds):
             cases = f"\ncases: {', '.join(f.case_ids)}" if f.case_ids else ""

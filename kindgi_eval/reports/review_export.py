@@ -55,7 +55,9 @@ def review_csv(run_id: str, queue: Sequence[QueueRow]) -> str:
     for record in review_records(run_id, queue):
         record["history"] = "\n".join(record["history"])  # type: ignore[arg-type]
         record["reply"] = MESSAGE_BREAK.join(record["reply"])  # type: ignore[arg-type]
-        writer.writerow([_cell(str(record[c])) if c in ("history", "message", "reply") else record[c] for c in REVIEW_COLUMNS])
+        writer.writerow(
+            [_cell(str(record[c])) if c in ("history", "message", "reply") else record[c] for c in REVIEW_COLUMNS]
+        )
     return out.getvalue()
 
 

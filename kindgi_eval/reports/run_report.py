@@ -7,11 +7,28 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel
 
 from kindgi_eval.kinds import KindResult, KindRows, kind_named
-from kindgi_eval.reports.judged import group_rates, judge_error_text, labels_advice, pass_rate_corrected, rate_json, summary_rate_lines
+from kindgi_eval.reports.judged import (
+    group_rates,
+    judge_error_text,
+    labels_advice,
+    pass_rate_corrected,
+    rate_json,
+    summary_rate_lines,
+)
 from kindgi_eval.reports.reading import NUDGE_NOTE, shown_history, shown_message, turn_failures
-from kindgi_eval.rules import FAILING, STATUSES, THRESHOLD, Case, Scenario, clip, counted, invalid_cause, judge_was_down, safe
+from kindgi_eval.rules import (
+    FAILING,
+    STATUSES,
+    THRESHOLD,
+    Case,
+    Scenario,
+    clip,
+    counted,
+    invalid_cause,
+    judge_was_down,
+    safe,
+)
 from kindgi_eval.store import CalibrationRow, CriterionRow, MetricRow, ReplyRow, RunRow, SampleRow, StatusRow, TurnRow
-
 
 RECAP_AFTER = 10
 """A run of more cases than this ends with the list of its failing cases, so nobody scrolls back for them."""
@@ -51,7 +68,9 @@ def conversation_lines(case: Case | Scenario) -> list[str]:
     """What the agent was answering: the last earlier turns and the contact's message, each clipped to one line (a
     scenario's opening turns only: its turns follow)."""
     earlier = shown_history(case)
-    out = [f"  ({len(case.history) - len(earlier)} earlier turns not shown)"] if len(case.history) > len(earlier) else []
+    out = (
+        [f"  ({len(case.history) - len(earlier)} earlier turns not shown)"] if len(case.history) > len(earlier) else []
+    )
     out += [f"  (earlier) {'contact' if role == 'user' else 'agent'}: {safe(text)}" for role, text in earlier]
     if isinstance(case, Scenario):
         return out
@@ -71,7 +90,10 @@ def _message_lines(messages: Sequence[str], indent: str = "  ") -> list[str]:
 
 def _judged_fail_lines(c: CriterionRow, indent: str = "  ") -> list[str]:
     split = " (split 2-1)" if c.split else ""
-    return [f"{indent}JUDGED-FAIL {safe(c.criterion)}{split}: {safe(c.reason)}", f'{indent}  evidence: "{safe(c.evidence)}"']
+    return [
+        f"{indent}JUDGED-FAIL {safe(c.criterion)}{split}: {safe(c.reason)}",
+        f'{indent}  evidence: "{safe(c.evidence)}"',
+    ]
 
 
 def _turn_lines(s: StatusRow) -> list[str]:
@@ -119,7 +141,9 @@ def _case_lines(s: StatusRow, judged: bool, case: Case | Scenario | None, mark: 
     return out
 
 
-def summary_lines(result: KindResult, calibration: Sequence[CalibrationRow], metrics: Sequence[MetricRow] = ()) -> list[str]:
+def summary_lines(
+    result: KindResult, calibration: Sequence[CalibrationRow], metrics: Sequence[MetricRow] = ()
+) -> list[str]:
     """Counts (spec 009's three without a judge, spec 016's five with one), the kind's lines, calibration with the
     judge's error and how many labels would halve each group's corrected interval, the judged rates, cost, coverage."""
     run = result.run
@@ -132,8 +156,10 @@ def summary_lines(result: KindResult, calibration: Sequence[CalibrationRow], met
     if run.judge is not None and judge_was_down(calibration):
         drawn = sum(c.samples for c in calibration)
         causes = counted([cause for c in calibration for cause in c.invalid_causes])
-        lines.append(f"Judge {run.judge} was down for the whole run: {drawn} of {drawn} samples invalid ({causes}); "
-                     "nothing was graded, so this run is not a judged one.")
+        lines.append(
+            f"Judge {run.judge} was down for the whole run: {drawn} of {drawn} samples invalid ({causes}); "
+            "nothing was graded, so this run is not a judged one."
+        )
     if run.judge is not None and calibration:
         lines.append(f"Calibration (threshold {THRESHOLD:g}):")
         for c in calibration:
@@ -145,7 +171,8 @@ def summary_lines(result: KindResult, calibration: Sequence[CalibrationRow], met
             lines.append(
                 f"  {c.group}: agreement {agreement}{low}, kappa {kappa}, {c.items} items "
                 f"({c.pass_labels} pass, {c.fail_labels} fail); {state}: {c.note}"
-                + (f" The judge's {judge_error_text(c)}." if c.items else "") + (f" {advice}" if advice else "")
+                + (f" The judge's {judge_error_text(c)}." if c.items else "")
+                + (f" {advice}" if advice else "")
             )
         lines += summary_rate_lines(metrics)
     cost = f"Cost: agent ${run.agent_usd:.4f}"
@@ -170,25 +197,39 @@ def first_error_lines(replies: Sequence[ReplyRow], samples: Sequence[SampleRow])
     """The first error of each kind the agent's calls and the judge's met, in its own words, with how many calls met
     that kind: a judge answering 404 to every call is named, not only counted."""
     met: dict[tuple[str, str], list[str]] = {}
-    for who, errors in (("agent", [r.error for r in replies if r.error]),
-                        ("judge", [s.invalid_reason.removeprefix("error: ") for s in samples
-                                   if s.invalid_reason and s.invalid_reason.startswith("error: ")])):
+    for who, errors in (
+        ("agent", [r.error for r in replies if r.error]),
+        (
+            "judge",
+            [
+                s.invalid_reason.removeprefix("error: ")
+                for s in samples
+                if s.invalid_reason and s.invalid_reason.startswith("error: ")
+            ],
+        ),
+    ):
         for error in errors:
             met.setdefault((who, invalid_cause(f"error: {error}")), []).append(error)
-    return [f"First {who} error ({kind}, {len(errors)} call{'s' if len(errors) > 1 else ''}): {safe(clip(errors[0], ERROR_SHOWN))}"
-            for (who, kind), errors in met.items()]
+    return [
+        f"First {who} error ({kind}, {len(errors)} call{'s' if len(errors) > 1 else ''}): {safe(clip(errors[0], ERROR_SHOWN))}"
+        for (who, kind), errors in met.items()
+    ]
 
 
 def meaning_lines(run: RunRow) -> list[str]:
     """What `reviewed` and `ungraded` mean and what to do about them, once, when the run has any."""
     lines = []
     if run.reviewed:
-        lines.append("reviewed: every assertion held, but the case needs a verdict no calibrated judge gave (a review entry, "
-                     "a judge-graded item, a pairwise prompt). Read those replies yourself, or run with a --judge-model that "
-                     "calibrates on the suite's labelled items (mock:demo-judge shows how, offline).")
+        lines.append(
+            "reviewed: every assertion held, but the case needs a verdict no calibrated judge gave (a review entry, "
+            "a judge-graded item, a pairwise prompt). Read those replies yourself, or run with a --judge-model that "
+            "calibrates on the suite's labelled items (mock:demo-judge shows how, offline)."
+        )
     if run.judge is not None and run.ungraded:
-        lines.append("ungraded: criteria the judge gave no verdict on (their group is not calibrated, or its samples were "
-                     "invalid); they count on neither side. The calibration lines above say which groups and why.")
+        lines.append(
+            "ungraded: criteria the judge gave no verdict on (their group is not calibrated, or its samples were "
+            "invalid); they count on neither side. The calibration lines above say which groups and why."
+        )
     return lines
 
 
@@ -213,12 +254,21 @@ def kind_lines(result: KindResult) -> list[str]:
 
 def turn_json(t: TurnRow) -> dict:
     """A scenario's turn as the `--json` summary lists it."""
-    return {"turn": t.turn, "contact_by": t.contact_by, "contact_text": t.contact_text, "messages": t.messages,
-            "escalate": t.escalate, "reason": t.reason}
+    return {
+        "turn": t.turn,
+        "contact_by": t.contact_by,
+        "contact_text": t.contact_text,
+        "messages": t.messages,
+        "escalate": t.escalate,
+        "reason": t.reason,
+    }
 
 
 def summary_json(
-    run_id: str, result: KindResult, statuses: Sequence[StatusRow], calibration: Sequence[CalibrationRow],
+    run_id: str,
+    result: KindResult,
+    statuses: Sequence[StatusRow],
+    calibration: Sequence[CalibrationRow],
     metrics: Sequence[MetricRow] = (),
 ) -> dict:
     """The `--json` document of DESIGN.md, and the key of the run's kind; a judged run's calibration groups carry the
@@ -256,9 +306,21 @@ def summary_json(
             if (c := by_group.get(g))
         },
         "cost": {"agent_usd": run.agent_usd, "judge_usd": run.judge_usd, "contact_usd": run.contact_usd or 0.0},
-        **({} if passes is None else {"pass_rate": {
-            "passed": passes.count, "cases": passes.out_of, "corrected": passes.value, "low": passes.low,
-            "high": passes.high, "method": passes.method, "note": passes.note}}),
+        **(
+            {}
+            if passes is None
+            else {
+                "pass_rate": {
+                    "passed": passes.count,
+                    "cases": passes.out_of,
+                    "corrected": passes.value,
+                    "low": passes.low,
+                    "high": passes.high,
+                    "method": passes.method,
+                    "note": passes.note,
+                }
+            }
+        ),
         "coverage": {"stages": run.stages, "uncovered": run.uncovered},
         **kind_named(run.suite_kind).summary(result),
         "cases": [

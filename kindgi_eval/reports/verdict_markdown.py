@@ -67,7 +67,10 @@ def _contact_side(case: Case | Scenario | None) -> list[str]:
         return [f"_{SPEAKER[role]}:_ {escape_md(text)}" for role, text in shown_history(case)]
     message = shown_message(case)
     said = f"_{NUDGE_NOTE}_" if message is None else escape_md(message)
-    return [*(f"_{SPEAKER[role]}:_ {escape_md(text)}" for role, text in shown_history(case)), f"**contact's message:** {said}"]
+    return [
+        *(f"_{SPEAKER[role]}:_ {escape_md(text)}" for role, text in shown_history(case)),
+        f"**contact's message:** {said}",
+    ]
 
 
 def _said(status: StatusRow, evidence: str = "", turn: int | None = None) -> list[str]:
@@ -85,7 +88,11 @@ def _said(status: StatusRow, evidence: str = "", turn: int | None = None) -> lis
 
 def _severity(status: StatusRow, criterion: CriterionRow) -> tuple[int, str, str]:
     """Judged-fail verdicts first, then split ones; by case and criterion within each."""
-    return (0 if status.status == "judged-fail" and criterion.verdict == "fail" else 1, status.case_id, criterion.criterion)
+    return (
+        0 if status.status == "judged-fail" and criterion.verdict == "fail" else 1,
+        status.case_id,
+        criterion.criterion,
+    )
 
 
 def verdicts_markdown(
@@ -99,7 +106,12 @@ def verdicts_markdown(
         if s.subject == "case":
             by_criterion[(s.subject_id, s.source, s.criterion, s.turn)].append(s)
     verdicts = sorted(
-        ((s, c) for s in statuses for c in s.criteria if c.split or (s.status == "judged-fail" and c.verdict == "fail")),
+        (
+            (s, c)
+            for s in statuses
+            for c in s.criteria
+            if c.split or (s.status == "judged-fail" and c.verdict == "fail")
+        ),
         key=lambda pair: _severity(*pair),
     )
     lines = [f"## Judged-fail and split verdicts ({len(verdicts)})", ""]
@@ -117,14 +129,20 @@ def verdicts_markdown(
         replies = _said(status, criterion.evidence, criterion.turn)
         lines += _quoted([*_contact_side(case_of.get(status.case_id)), *replies])
         lines += ["", "| sample | vote | reason | evidence |", "|---|---|---|---|"]
-        graded = criterion.turn if criterion.source == "rubric" else None  # a review entry's turn is where its evidence is
-        for s in sorted(by_criterion[(status.case_id, criterion.source, criterion.criterion, graded)], key=lambda s: s.sample):
+        graded = (
+            criterion.turn if criterion.source == "rubric" else None
+        )  # a review entry's turn is where its evidence is
+        for s in sorted(
+            by_criterion[(status.case_id, criterion.source, criterion.criterion, graded)], key=lambda s: s.sample
+        ):
             why = s.reason if s.invalid_reason is None else f"{s.invalid_reason}: {s.reason}"
-            lines.append(f"| {s.sample} | {s.vote} | {escape_md(clip(why, 300))} | {escape_md(clip(s.evidence, 200))} |")
+            lines.append(
+                f"| {s.sample} | {s.vote} | {escape_md(clip(why, 300))} | {escape_md(clip(s.evidence, 200))} |"
+            )
         lines.append("")
     if len(verdicts) > SHOWN:
         lines += [
-            f"{len(verdicts) - SHOWN} more, with: `kindgi-eval sql \"SELECT case_id, c.criterion, c.verdict, c.split, c.votes, "
+            f'{len(verdicts) - SHOWN} more, with: `kindgi-eval sql "SELECT case_id, c.criterion, c.verdict, c.split, c.votes, '
             f"c.reason FROM (SELECT case_id, status, unnest(criteria) AS c FROM statuses WHERE run_id = '{run_id}') "
             "WHERE c.split OR (status = 'judged-fail' AND c.verdict = 'fail')\"`",
             "",
@@ -141,7 +159,7 @@ def verdicts_markdown(
         lines.append("")
     if len(failed) > SHOWN:
         lines += [
-            f"{len(failed) - SHOWN} more, with: `kindgi-eval sql \"SELECT case_id, failures FROM statuses WHERE "
+            f'{len(failed) - SHOWN} more, with: `kindgi-eval sql "SELECT case_id, failures FROM statuses WHERE '
             f"run_id = '{run_id}' AND status = 'failed'\"`",
             "",
         ]

@@ -77,8 +77,10 @@ class Grader(BaseModel):
     def _known_flags(cls, value: str) -> str:
         unknown = sorted(set(value) - set(FLAGS))
         if unknown:
-            raise ValueError(f"unknown flag {', '.join(map(repr, unknown))}; use any of {', '.join(FLAGS)} "
-                             "(RE2, which matches tenant patterns in linear time, has no verbose mode)")
+            raise ValueError(
+                f"unknown flag {', '.join(map(repr, unknown))}; use any of {', '.join(FLAGS)} "
+                "(RE2, which matches tenant patterns in linear time, has no verbose mode)"
+            )
         return value
 
 
@@ -144,32 +146,47 @@ class PatternBudget:
             return None  # the pattern that spent the budget was named; the rest are not compiled, nor each named again
         self.patterns += 1
         if self.patterns > MAX_PATTERNS:
-            return self._spend(f"is pattern {self.patterns:,} of the suite, which may hold {MAX_PATTERNS:,}. Split the suite, "
-                               "or grade with exact or contains where no pattern is needed.")
+            return self._spend(
+                f"is pattern {self.patterns:,} of the suite, which may hold {MAX_PATTERNS:,}. Split the suite, "
+                "or grade with exact or contains where no pattern is needed."
+            )
         started = time.perf_counter()
         try:
             compiled, refused = compile_pattern(pattern, flags, CHECK_MEMORY), None
         except re2.error as e:
-            compiled, refused = None, (f"is not a regular expression RE2 accepts ({_said(e)}). Tenant patterns are matched in "
-                                       "linear time, so backreferences and lookaround are refused, and a pattern must compile "
-                                       f"to at most {MAX_PROGRAM:,} instructions; write it without them, or with smaller "
-                                       "counted repeats and classes.")
+            compiled, refused = (
+                None,
+                (
+                    f"is not a regular expression RE2 accepts ({_said(e)}). Tenant patterns are matched in "
+                    "linear time, so backreferences and lookaround are refused, and a pattern must compile "
+                    f"to at most {MAX_PROGRAM:,} instructions; write it without them, or with smaller "
+                    "counted repeats and classes."
+                ),
+            )
         self.seconds += time.perf_counter() - started
         if compiled is not None and compiled.programsize > MAX_PROGRAM:
-            refused = (f"compiles to {compiled.programsize:,} RE2 instructions, more than the {MAX_PROGRAM:,} a pattern may "
-                       "have. Write it with smaller counted repeats and classes (`\\pL` alone is some 1,300).")
+            refused = (
+                f"compiles to {compiled.programsize:,} RE2 instructions, more than the {MAX_PROGRAM:,} a pattern may "
+                "have. Write it with smaller counted repeats and classes (`\\pL` alone is some 1,300)."
+            )
         if refused is not None:
             self.refused += 1
-            self.spent = self.refused >= MAX_REFUSED  # the suite is refused already; its other patterns need no compiling
+            self.spent = (
+                self.refused >= MAX_REFUSED
+            )  # the suite is refused already; its other patterns need no compiling
             return refused
         assert compiled is not None
         self.programs += compiled.programsize
         if self.programs > MAX_PROGRAMS:
-            return self._spend(f"brings the suite's patterns to {self.programs:,} RE2 instructions, more than the "
-                               f"{MAX_PROGRAMS:,} one suite's may have in all. Split the suite, or write smaller patterns.")
+            return self._spend(
+                f"brings the suite's patterns to {self.programs:,} RE2 instructions, more than the "
+                f"{MAX_PROGRAMS:,} one suite's may have in all. Split the suite, or write smaller patterns."
+            )
         if self.seconds > COMPILE_BUDGET_S:
-            return self._spend(f"brings the time the suite's patterns took to compile past {COMPILE_BUDGET_S:g} s, the "
-                               "budget of one suite. Split the suite, or write smaller patterns.")
+            return self._spend(
+                f"brings the time the suite's patterns took to compile past {COMPILE_BUDGET_S:g} s, the "
+                "budget of one suite. Split the suite, or write smaller patterns."
+            )
         return None
 
     def _spend(self, reason: str) -> str:
@@ -202,7 +219,11 @@ def grade_reply(case: AccuracyCase, messages: tuple[str, ...] | list[str]) -> As
     grader = case.grader
     if grader.adapter == "exact":
         held = text.strip() == case.expected_output.strip()
-        detail = "the reply is the expected output" if held else f"the reply is {quote(text.strip())}, not {quote(case.expected_output.strip())}"
+        detail = (
+            "the reply is the expected output"
+            if held
+            else f"the reply is {quote(text.strip())}, not {quote(case.expected_output.strip())}"
+        )
     elif grader.adapter == "contains":
         held = case.expected_output in text
         detail = f"{'found' if held else 'missing'} {quote(case.expected_output)}"
@@ -211,7 +232,11 @@ def grade_reply(case: AccuracyCase, messages: tuple[str, ...] | list[str]) -> As
         try:
             held = compile_pattern(pattern, grader.flags).search(text) is not None
         except re2.error as e:  # checked at publish and as the run starts: only a machine short of memory gets here
-            return AssertionResult(assertion=UNGRADABLE, held=False, detail=f"the pattern {quote(pattern)} did not compile here ({_said(e)}); ungraded")
+            return AssertionResult(
+                assertion=UNGRADABLE,
+                held=False,
+                detail=f"the pattern {quote(pattern)} did not compile here ({_said(e)}); ungraded",
+            )
         detail = f"the pattern {quote(pattern)} {'matches' if held else 'does not match'} the reply"
     else:
         raise ValueError("the judge grades an accuracy item through its criterion, not here")
@@ -237,4 +262,3 @@ def item_grade(assertions: list[tuple[str, bool]], judged: str | None) -> Grade:
     if not held:
         return "ungraded"
     return "correct" if all(held) else "wrong"
-

@@ -104,7 +104,9 @@ class Judge(Protocol):
     name: str
     """How runs record this judge: `provider:model`."""
 
-    async def grade(self, messages: list[dict[str, Any]], *, timeout_s: float, schema: dict | None = None) -> Completion:
+    async def grade(
+        self, messages: list[dict[str, Any]], *, timeout_s: float, schema: dict | None = None
+    ) -> Completion:
         """One answer to one judge request; raise on failure, and the caller records an invalid sample. `schema` is
         the shape the answer must have (a response schema, `VERDICT_SCHEMA`), for a judge that can ask for it."""
         ...

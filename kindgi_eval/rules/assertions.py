@@ -175,4 +175,6 @@ def check_case(
 def agent_failure(error: str | None) -> AssertionResult:
     """The one result of a case the agent failed (or never answered): nothing about a missing reply is checked."""
     cause = quote(error, limit=_ERROR_LIMIT) if error is not None else "no reply and no error recorded"
-    return AssertionResult(assertion="agent_error", held=False, detail=f"the agent failed, so nothing was checked: {cause}")
+    return AssertionResult(
+        assertion="agent_error", held=False, detail=f"the agent failed, so nothing was checked: {cause}"
+    )

@@ -139,9 +139,13 @@ def _agree(group: Group, items: list[Graded], threshold: float, calibration_file
     else:
         calibrated = agreed / len(items) >= threshold
         note = (
-            f"The judge agreed with {agreed} of {len(items)} labels ({agreed / len(items):.2f}), "
-            f"{'meeting' if calibrated else 'below'} the threshold of {threshold:.2f}."
-        ) + _missed(items) + _split(items)
+            (
+                f"The judge agreed with {agreed} of {len(items)} labels ({agreed / len(items):.2f}), "
+                f"{'meeting' if calibrated else 'below'} the threshold of {threshold:.2f}."
+            )
+            + _missed(items)
+            + _split(items)
+        )
     interval = wilson(agreed, len(items))
     error = JudgeError(
         caught=sum(i.label == i.verdict == "fail" for i in items),
@@ -203,7 +207,14 @@ def with_samples(agreement: GroupAgreement, invalid_reasons: Sequence[str | None
         note = f"Not calibrated: {len(invalid)} of {len(invalid)} samples invalid: {counted(causes)}."
     elif invalid:
         note = f"{note} {len(invalid)} of {len(invalid_reasons)} samples invalid: {counted(causes)}."
-    return agreement.model_copy(update={"samples": len(invalid_reasons), "invalid_samples": len(invalid), "invalid_causes": causes, "note": note})
+    return agreement.model_copy(
+        update={
+            "samples": len(invalid_reasons),
+            "invalid_samples": len(invalid),
+            "invalid_causes": causes,
+            "note": note,
+        }
+    )
 
 
 def judge_was_down(groups: Sequence[GroupAgreement]) -> bool:

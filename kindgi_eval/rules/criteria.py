@@ -52,8 +52,10 @@ def refuse_near_dimension(name: str) -> str:
     """`name` itself, unless it is one edit from a fixed dimension's name: ValueError naming the one meant."""
     meant = meant_dimension(name)
     if meant is not None:
-        raise ValueError(f"{name!r} is one typo from the fixed criterion {meant!r}, so it would be graded as free "
-                         f"text, in the free_text group. Write {meant!r}, or a free-text criterion in words.")
+        raise ValueError(
+            f"{name!r} is one typo from the fixed criterion {meant!r}, so it would be graded as free "
+            f"text, in the free_text group. Write {meant!r}, or a free-text criterion in words."
+        )
     return name
 
 
@@ -63,11 +65,15 @@ def _one_edit(a: str, b: str) -> bool:
         return False
     if len(a) == len(b):
         differ = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
-        return len(differ) == 1 or (len(differ) == 2 and differ[1] == differ[0] + 1 and a[differ[0]] == b[differ[1]]
-                                    and a[differ[1]] == b[differ[0]])
+        return len(differ) == 1 or (
+            len(differ) == 2
+            and differ[1] == differ[0] + 1
+            and a[differ[0]] == b[differ[1]]
+            and a[differ[1]] == b[differ[0]]
+        )
     short, long = sorted((a, b), key=len)
     i = next((i for i, (x, y) in enumerate(zip(short, long)) if x != y), len(short))
-    return short[i:] == long[i + 1:]
+    return short[i:] == long[i + 1 :]
 
 
 def group_of(criterion: str) -> Group:

@@ -63,7 +63,9 @@ class Handler(BaseModel):
     @classmethod
     def _relative_module(cls, value: str) -> str:
         if not _MODULE_PATH.fullmatch(value):
-            raise ValueError("must be a relative path of identifiers ending in .py, such as graders/tone.py (no .., no leading /)")
+            raise ValueError(
+                "must be a relative path of identifiers ending in .py, such as graders/tone.py (no .., no leading /)"
+            )
         return value
 
     @field_validator("entrypointPath")
@@ -80,7 +82,9 @@ class Handler(BaseModel):
             raise ValueError("holds a lone surrogate; it must be Unicode text")
         size = len(value.encode("utf-8"))
         if size > SOURCE_LIMIT:
-            raise ValueError(f"is {size} bytes, over the {SOURCE_LIMIT // 1024} KiB a handler may be; split out what it does not need")
+            raise ValueError(
+                f"is {size} bytes, over the {SOURCE_LIMIT // 1024} KiB a handler may be; split out what it does not need"
+            )
         return value
 
     @property
@@ -162,12 +166,12 @@ def read_answer(stdout: bytes) -> Answer | str:
         shown = quote(text.strip()) if text.strip() else "nothing"
         return f"answered with something that is not JSON ({e.msg} at column {e.colno}): it printed {shown}"
     if not isinstance(data, dict):
-        return f"answered a JSON {_json_type(data)}, not an object {{\"pass\": bool, \"score\"?: number, \"reason\": str}}"
+        return f'answered a JSON {_json_type(data)}, not an object {{"pass": bool, "score"?: number, "reason": str}}'
     try:
         answer = Answer.model_validate(data)
     except ValidationError as e:
         wrong = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'answer'}: {err['msg']}" for err in e.errors())
-        return f"answered an object that is not {{\"pass\": bool, \"score\"?: number, \"reason\": str}} ({wrong})"
+        return f'answered an object that is not {{"pass": bool, "score"?: number, "reason": str}} ({wrong})'
     if not is_text(answer.reason):
         return "answered a reason holding a lone surrogate; it must be Unicode text"
     return answer
@@ -202,8 +206,10 @@ def _failure(run: HandlerExit) -> str | None:
     if run.returncode == MEMORY_EXIT:
         return f"exhausted its memory limit of {run.memory_mib} MiB (MemoryError)"
     if run.memory_killed:
-        return (f"was killed for memory: past {run.memory_mib} MiB on its own or with its run's other calls at once, or "
-                "past the machine's bound on every run's handlers")
+        return (
+            f"was killed for memory: past {run.memory_mib} MiB on its own or with its run's other calls at once, or "
+            "past the machine's bound on every run's handlers"
+        )
     if run.returncode == RAISED_EXIT:
         return f"crashed: {said}" if said else "crashed"
     if run.returncode is not None and run.returncode < 0:
@@ -230,17 +236,27 @@ def check_handler(verdict: HandlerVerdict) -> AssertionResult | None:
     held = verdict.verdict == "pass"
     score = f" (score {verdict.score:g})" if verdict.score is not None else ""
     return AssertionResult(
-        assertion=HANDLER_CHECK, held=held, detail=f"the custom handler {'passed' if held else 'failed'} the reply{score}: {verdict.reason}"
+        assertion=HANDLER_CHECK,
+        held=held,
+        detail=f"the custom handler {'passed' if held else 'failed'} the reply{score}: {verdict.reason}",
     )
 
 
 def out_of_time(budget_s: float) -> HandlerVerdict:
     """The verdict of a case the handler was not run on because the run's handler time was spent: an error, never
     a pass (C6), saying which setting bounds it."""
-    return HandlerVerdict("error", None, None, f"not run: the handler's {budget_s:g} s for the whole run (EVAL_HANDLER_RUN_S) "
-                          "were spent on the cases before this one; ungraded", None)
+    return HandlerVerdict(
+        "error",
+        None,
+        None,
+        f"not run: the handler's {budget_s:g} s for the whole run (EVAL_HANDLER_RUN_S) "
+        "were spent on the cases before this one; ungraded",
+        None,
+    )
 
 
 def skipped(error: str | None) -> HandlerVerdict:
     """The verdict of a case the handler was not run on: the agent gave no reply."""
-    return HandlerVerdict("skipped", None, None, f"not run: the agent gave no reply ({clip(error or 'no reply', ERROR_CHARS)})", None)
+    return HandlerVerdict(
+        "skipped", None, None, f"not run: the agent gave no reply ({clip(error or 'no reply', ERROR_CHARS)})", None
+    )

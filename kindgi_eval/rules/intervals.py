@@ -61,7 +61,9 @@ class PairedChange(NamedTuple):
     """McNemar's exact two-sided p-value for the flips: the chance of a split this uneven if neither way were likelier."""
 
 
-def paired_change(improved: int, regressed: int, cases: int, *, resamples: int = RESAMPLES, seed: int = SEED) -> PairedChange:
+def paired_change(
+    improved: int, regressed: int, cases: int, *, resamples: int = RESAMPLES, seed: int = SEED
+) -> PairedChange:
     """The change of a pass rate over `cases` paired cases of which `improved` and `regressed` flipped.
 
     Each case contributes +1 (improved), -1 (regressed) or 0; the interval is the 2.5th and 97.5th percentile of
@@ -79,7 +81,9 @@ def paired_change(improved: int, regressed: int, cases: int, *, resamples: int =
     return PairedChange(improved, regressed, cases, Interval(estimate, low, high), mcnemar_exact(improved, regressed))
 
 
-def paired_bootstrap(improved: int, regressed: int, cases: int, *, resamples: int = RESAMPLES, seed: int = SEED) -> tuple[float, float]:
+def paired_bootstrap(
+    improved: int, regressed: int, cases: int, *, resamples: int = RESAMPLES, seed: int = SEED
+) -> tuple[float, float]:
     """The percentile bootstrap 95% interval of the mean change over `cases` paired cases, `improved` of them +1,
     `regressed` -1 and the rest 0.
 
@@ -109,7 +113,9 @@ def _binomial_cdf(n: int, p: float) -> list[float]:
     log_p, log_q = math.log(p), math.log1p(-p)
     total, cdf = 0.0, []
     for k in range(n + 1):
-        total += math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * log_p + (n - k) * log_q)
+        total += math.exp(
+            math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * log_p + (n - k) * log_q
+        )
         cdf.append(total)
     return cdf
 

@@ -73,23 +73,40 @@ def corrected_rate(fails: int, graded: int, error: JudgeError) -> CorrectedRate:
     se, sp = error.sensitivity, error.specificity
     if se is None or sp is None:
         missing = "fail" if se is None else "pass"
-        return CorrectedRate(None, None, None, f"No graded item labelled {missing}, so the judge's error is not measured "
-                                               "and no correction exists.")
+        return CorrectedRate(
+            None,
+            None,
+            None,
+            f"No graded item labelled {missing}, so the judge's error is not measured and no correction exists.",
+        )
     if se + sp <= 1:
-        return CorrectedRate(None, None, None, f"No correction exists: the judge's sensitivity ({se:.2f}) plus specificity "
-                                               f"({sp:.2f}) is at most 1, no better than a coin on the labels.")
+        return CorrectedRate(
+            None,
+            None,
+            None,
+            f"No correction exists: the judge's sensitivity ({se:.2f}) plus specificity "
+            f"({sp:.2f}) is at most 1, no better than a coin on the labels.",
+        )
     observed = fails / graded
-    false_fails = (error.pass_labels - error.cleared) / error.pass_labels  # 1 - sp, exactly 0 for a judge that passed every pass label
+    false_fails = (
+        error.pass_labels - error.cleared
+    ) / error.pass_labels  # 1 - sp, exactly 0 for a judge that passed every pass label
     estimate = _clipped((observed - false_fails) / (se - false_fails))
     low, high = fieller(fails, graded, error)
-    note = (f"Corrected for the judge's sensitivity {se:.2f} ({error.caught:g} of {error.fail_labels:g} fail labels) and "
-            f"specificity {sp:.2f} ({error.cleared:g} of {error.pass_labels:g} pass labels).")
+    note = (
+        f"Corrected for the judge's sensitivity {se:.2f} ({error.caught:g} of {error.fail_labels:g} fail labels) and "
+        f"specificity {sp:.2f} ({error.cleared:g} of {error.pass_labels:g} pass labels)."
+    )
     if observed < false_fails:
-        note += (f" The observed rate ({observed:.2f}) is below the share of passing replies this judge fails "
-                 f"({false_fails:.2f}), so the correction stops at 0.")
+        note += (
+            f" The observed rate ({observed:.2f}) is below the share of passing replies this judge fails "
+            f"({false_fails:.2f}), so the correction stops at 0."
+        )
     elif observed > se:
-        note += (f" The observed rate ({observed:.2f}) is above the share of failing replies this judge fails ({se:.2f}), "
-                 "so the correction stops at 1.")
+        note += (
+            f" The observed rate ({observed:.2f}) is above the share of failing replies this judge fails ({se:.2f}), "
+            "so the correction stops at 1."
+        )
     return CorrectedRate(estimate, min(low, estimate), max(high, estimate), note)
 
 
@@ -135,15 +152,25 @@ def labels_to_halve(fails: int, graded: int, error: JudgeError) -> LabelsNeeded 
     se, sp = error.sensitivity or 0.0, error.specificity or 0.0
 
     def width(more_pass: float, more_fail: float) -> float:
-        more = JudgeError(se * (error.fail_labels + more_fail), error.fail_labels + more_fail,
-                          sp * (error.pass_labels + more_pass), error.pass_labels + more_pass)
+        more = JudgeError(
+            se * (error.fail_labels + more_fail),
+            error.fail_labels + more_fail,
+            sp * (error.pass_labels + more_pass),
+            error.pass_labels + more_pass,
+        )
         shown = corrected_rate(fails, graded, more)  # as it would be shown: the estimate always inside
-        assert shown.low is not None and shown.high is not None  # today's sensitivity and specificity admit a correction
+        assert (
+            shown.low is not None and shown.high is not None
+        )  # today's sensitivity and specificity admit a correction
         return shown.high - shown.low
 
     if width(1e9, 1e9) > target:
-        return LabelsNeeded(None, None, f"More labels alone cannot halve it: its {graded} graded replies keep it wider; "
-                                        "only more graded replies can.")
+        return LabelsNeeded(
+            None,
+            None,
+            f"More labels alone cannot halve it: its {graded} graded replies keep it wider; "
+            "only more graded replies can.",
+        )
 
     def best_split(total: int) -> tuple[float, int]:
         """The narrowest width `total` more labels give, and how many of them are fail labels."""
@@ -159,8 +186,12 @@ def labels_to_halve(fails: int, graded: int, error: JudgeError) -> LabelsNeeded 
         middle = (low + high) // 2
         low, high = (low, middle) if best_split(middle)[0] <= target else (middle, high)
     fail = best_split(high)[1]
-    return LabelsNeeded(high - fail, fail, f"{high} more {_items(high)} ({high - fail} labelled pass, {fail} labelled fail) would "
-                                           "halve the corrected interval, at today's rates.")
+    return LabelsNeeded(
+        high - fail,
+        fail,
+        f"{high} more {_items(high)} ({high - fail} labelled pass, {fail} labelled fail) would "
+        "halve the corrected interval, at today's rates.",
+    )
 
 
 def _adjusted(successes: float, trials: float, added: float) -> tuple[float, float]:

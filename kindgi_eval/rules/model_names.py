@@ -79,7 +79,11 @@ def checked_model(
     if ref.is_mock:
         if str(ref) not in offline[role]:
             names = offline[role]
-            which = f"the offline {role} is {names[0]}" if len(names) == 1 else f"the offline {role}s are {', '.join(names[:-1])} and {names[-1]}"
+            which = (
+                f"the offline {role} is {names[0]}"
+                if len(names) == 1
+                else f"the offline {role}s are {', '.join(names[:-1])} and {names[-1]}"
+            )
             other = next((each for each, models in offline.items() if str(ref) in models), None)
             also = f" ({ref} is the offline {other})" if other else ""
             raise ValueError(f"{str(ref)!r} is not an offline {role}; {which}{also}.")

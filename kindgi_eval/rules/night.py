@@ -17,7 +17,14 @@ from kindgi_eval.rules.intervals import paired_change
 from kindgi_eval.rules.statuses import FAILING, Status
 
 FindingKind = Literal["run_failed", "missing_run", "pass_rate_drop", "new_failures", "judge_not_counted", "fixed"]
-FINDINGS: tuple[FindingKind, ...] = ("run_failed", "missing_run", "pass_rate_drop", "new_failures", "judge_not_counted", "fixed")
+FINDINGS: tuple[FindingKind, ...] = (
+    "run_failed",
+    "missing_run",
+    "pass_rate_drop",
+    "new_failures",
+    "judge_not_counted",
+    "fixed",
+)
 """Every kind of finding, the worst first: the order a suite's findings and a night's tenants are listed in."""
 WORSE: tuple[FindingKind, ...] = ("new_failures", "pass_rate_drop", "judge_not_counted", "run_failed", "missing_run")
 """The findings that say something got worse (all but `fixed`): what `alert_on` may name, and what exits 1."""
@@ -77,12 +84,24 @@ def suite_findings(suite: str, latest: RunFacts | None, before: RunFacts | None,
     `run_failed` and nothing else; without a run before it, only the latest run's own judge is looked at."""
     if latest is None:
         when = f" on {night}" if night else ""
-        return [Finding(kind="missing_run", suite=suite, detail=f"no run of {suite}{when}.",
-                        command=f"kindgi-eval runs --suite {suite}")]
+        return [
+            Finding(
+                kind="missing_run",
+                suite=suite,
+                detail=f"no run of {suite}{when}.",
+                command=f"kindgi-eval runs --suite {suite}",
+            )
+        ]
     if latest.state != "succeeded":
         said = f": {' '.join(latest.error.split())}" if latest.error else ""  # one line, however many its error has
-        return [Finding(kind="run_failed", suite=suite, detail=f"run {latest.run_id} {latest.state}{said}",
-                        command=f"kindgi-eval sql \"SELECT state, error FROM runs WHERE run_id = '{latest.run_id}'\"")]
+        return [
+            Finding(
+                kind="run_failed",
+                suite=suite,
+                detail=f"run {latest.run_id} {latest.state}{said}",
+                command=f"kindgi-eval sql \"SELECT state, error FROM runs WHERE run_id = '{latest.run_id}'\"",
+            )
+        ]
     found = []
     if before is not None:
         found += _compared(suite, latest, before)
@@ -97,12 +116,26 @@ def _compared(suite: str, latest: RunFacts, before: RunFacts) -> list[Finding]:
     diff = f"kindgi-eval diff {before.run_id} {latest.run_id}"
     found = []
     if newly:
-        found.append(Finding(kind="new_failures", suite=suite, case_ids=newly, command=diff,
-                             detail=f"{len(newly)} case{'s' if len(newly) > 1 else ''} newly failing: "
-                             + ", ".join(f"{c} ({before.statuses[c]} -> {latest.statuses[c]})" for c in newly)))
+        found.append(
+            Finding(
+                kind="new_failures",
+                suite=suite,
+                case_ids=newly,
+                command=diff,
+                detail=f"{len(newly)} case{'s' if len(newly) > 1 else ''} newly failing: "
+                + ", ".join(f"{c} ({before.statuses[c]} -> {latest.statuses[c]})" for c in newly),
+            )
+        )
     if fixed:
-        found.append(Finding(kind="fixed", suite=suite, case_ids=fixed, command=diff,
-                             detail=f"{len(fixed)} case{'s' if len(fixed) > 1 else ''} fixed: {', '.join(fixed)}"))
+        found.append(
+            Finding(
+                kind="fixed",
+                suite=suite,
+                case_ids=fixed,
+                command=diff,
+                detail=f"{len(fixed)} case{'s' if len(fixed) > 1 else ''} fixed: {', '.join(fixed)}",
+            )
+        )
     drop = pass_rate_drop(before.statuses, latest.statuses, shared)
     if drop is not None:
         found.append(drop.model_copy(update={"suite": suite, "command": diff}))
@@ -123,10 +156,20 @@ def pass_rate_drop(before: Mapping[str, Status], latest: Mapping[str, Status], s
         return None
     rate_before = sum(before[c] in PASSING for c in shared) / len(shared)
     rate_now = sum(latest[c] in PASSING for c in shared) / len(shared)
-    detail = (f"pass rate {rate_before:.0%} -> {rate_now:.0%} over {len(shared)} cases "
-              f"(change {change.estimate:+.1%}, 95% interval {change.low:+.1%} to {change.high:+.1%}); stopped passing: {', '.join(down)}")
-    return Finding(kind="pass_rate_drop", suite="", case_ids=down, detail=detail, command="",
-                   change=change.estimate, low=change.low, high=change.high)
+    detail = (
+        f"pass rate {rate_before:.0%} -> {rate_now:.0%} over {len(shared)} cases "
+        f"(change {change.estimate:+.1%}, 95% interval {change.low:+.1%} to {change.high:+.1%}); stopped passing: {', '.join(down)}"
+    )
+    return Finding(
+        kind="pass_rate_drop",
+        suite="",
+        case_ids=down,
+        detail=detail,
+        command="",
+        change=change.estimate,
+        low=change.low,
+        high=change.high,
+    )
 
 
 def _judge(suite: str, latest: RunFacts) -> list[Finding]:
@@ -141,8 +184,15 @@ def _judge(suite: str, latest: RunFacts) -> list[Finding]:
         detail = f"the judge {latest.judge} gave no valid answer ({', '.join(causes) or 'every sample invalid'}), so it counted on nothing"
     else:
         detail = "the judge's verdicts did not count in " + "; ".join(f"{g.group} ({g.note})" for g in refused)
-    return [Finding(kind="judge_not_counted", suite=suite, groups=[g.group for g in refused], detail=detail,
-                    command=f"kindgi-eval report {latest.run_id} --html {latest.run_id[:8]}.html")]
+    return [
+        Finding(
+            kind="judge_not_counted",
+            suite=suite,
+            groups=[g.group for g in refused],
+            detail=detail,
+            command=f"kindgi-eval report {latest.run_id} --html {latest.run_id[:8]}.html",
+        )
+    ]
 
 
 def is_worse(found: Sequence[Finding]) -> bool:
@@ -157,7 +207,12 @@ def worst_first(blocks: Mapping[str, Sequence[Finding]]) -> list[str]:
     def rank(tenant: str) -> tuple:
         found = blocks[tenant]
         worst = min((FINDINGS.index(f.kind) for f in found), default=len(FINDINGS))
-        return (worst, -sum(f.kind in WORSE for f in found), -sum(len(f.case_ids) for f in found if f.kind in WORSE), tenant)
+        return (
+            worst,
+            -sum(f.kind in WORSE for f in found),
+            -sum(len(f.case_ids) for f in found if f.kind in WORSE),
+            tenant,
+        )
 
     return sorted(blocks, key=rank)
 

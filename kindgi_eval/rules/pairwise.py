@@ -93,7 +93,9 @@ def read_judgement(content: str | None, error: str | None = None) -> Judgement:
     except (ValueError, RecursionError, ValidationError) as e:
         return Judgement("invalid", "", f"unparseable: {clip(str(e), 200)}")
     if not is_text(answer.reason):
-        return Judgement("invalid", "", "unparseable: reason holds a lone surrogate escape, which is not a Unicode character")
+        return Judgement(
+            "invalid", "", "unparseable: reason holds a lone surrogate escape, which is not a Unicode character"
+        )
     return Judgement({"A": "first", "B": "second", "tie": "tie"}[answer.winner], answer.reason)  # type: ignore[arg-type]
 
 
@@ -136,14 +138,23 @@ def pairwise_agreement(graded: Sequence[tuple[Preference, Preference]], threshol
     and some other label among the items, as spec 016 asks a pass and a fail, and agreement at the threshold."""
     labels = [label for label, _ in graded]
     if not graded:
-        return PairwiseAgreement(0, None, False, "No hand-labelled pairs (criterion pairwise), so the judge grades nothing.")
+        return PairwiseAgreement(
+            0, None, False, "No hand-labelled pairs (criterion pairwise), so the judge grades nothing."
+        )
     if len(set(labels)) < 2 or not {"A", "B"} & set(labels):
-        return PairwiseAgreement(len(graded), None, False, "The labelled pairs need a preference (A or B) and another label; the judge grades nothing.")
+        return PairwiseAgreement(
+            len(graded),
+            None,
+            False,
+            "The labelled pairs need a preference (A or B) and another label; the judge grades nothing.",
+        )
     agreed = sum(label == outcome for label, outcome in graded)
     agreement = agreed / len(graded)
     calibrated = agreement >= threshold
-    note = (f"The judge agreed with {agreed} of {len(graded)} labelled pairs ({agreement:.2f}), "
-            f"{'meeting' if calibrated else 'below'} the threshold of {threshold:.2f}.")
+    note = (
+        f"The judge agreed with {agreed} of {len(graded)} labelled pairs ({agreement:.2f}), "
+        f"{'meeting' if calibrated else 'below'} the threshold of {threshold:.2f}."
+    )
     return PairwiseAgreement(len(graded), agreement, calibrated, note)
 
 

@@ -13,7 +13,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kindgi_eval.rules.agent_protocol import AgentReply
 from kindgi_eval.rules.assertions import AssertionResult, check_case, joined_reply, quote
-from kindgi_eval.rules.cases import Case, Contact, Expect, Turn, json_list_as_tuple, refuse_near_dimensions, review_as_tuple
+from kindgi_eval.rules.cases import (
+    Case,
+    Contact,
+    Expect,
+    Turn,
+    json_list_as_tuple,
+    refuse_near_dimensions,
+    review_as_tuple,
+)
 from kindgi_eval.rules.criteria import FIXED_DIMENSIONS, Criterion, review_entries
 from kindgi_eval.rules.text import clip
 from kindgi_eval.rules.verdicts import Sample, read_sample
@@ -59,7 +67,9 @@ class Scenario(BaseModel):
     review: str | tuple[str, ...] | None = None
     """Conversation-level criteria, each graded once over the whole transcript; a string is a one-entry list."""
 
-    _list_to_tuple = field_validator("history", "moves", "must_contain", "must_not_contain", mode="before")(json_list_as_tuple)
+    _list_to_tuple = field_validator("history", "moves", "must_contain", "must_not_contain", mode="before")(
+        json_list_as_tuple
+    )
     _review_list = field_validator("review", mode="before")(review_as_tuple)
     _no_near_dimension = field_validator("review")(refuse_near_dimensions)
 
@@ -67,16 +77,23 @@ class Scenario(BaseModel):
     def _one_contact_side(self) -> Scenario:
         improvised = self.persona is not None or self.goal is not None
         if self.moves is not None and improvised:
-            _refuse("persona" if self.persona is not None else "goal", "give either moves (a script) or persona and goal "
-                    "(a contact model), not both")
+            _refuse(
+                "persona" if self.persona is not None else "goal",
+                "give either moves (a script) or persona and goal (a contact model), not both",
+            )
         if self.moves is None and not improvised:
             _refuse("moves", "give the contact's side: moves (a list of the contact's messages), or persona and goal")
         if improvised and (self.persona is None or self.goal is None):
-            _refuse("goal" if self.goal is None else "persona", "a contact model needs both persona and goal; give the "
-                    "missing one")
+            _refuse(
+                "goal" if self.goal is None else "persona",
+                "a contact model needs both persona and goal; give the missing one",
+            )
         if improvised and self.history and self.history[-1].role == "user":
-            _refuse("history", "ends with the contact's message, and a contact model's first message would follow it: two "
-                    "opening messages in a row. End the history with an agent turn, or drop its last contact message")
+            _refuse(
+                "history",
+                "ends with the contact's message, and a contact model's first message would follow it: two "
+                "opening messages in a row. End the history with an agent turn, or drop its last contact message",
+            )
         if self.moves is not None and self.max_turns is not None:
             _refuse("max_turns", "max_turns is for a contact model; a script plays all its moves, so drop max_turns")
         return self
@@ -113,7 +130,11 @@ class Scenario(BaseModel):
         found = review_entries(self)
         for played in turns:
             if not played.escalate:
-                applies = {"implicit_concession": True, "semantic_repetition": earlier_agent, "answers_the_question": True}
+                applies = {
+                    "implicit_concession": True,
+                    "semantic_repetition": earlier_agent,
+                    "answers_the_question": True,
+                }
                 found += [Criterion("rubric", d, d, played.turn) for d in FIXED_DIMENSIONS if applies[d]]
             earlier_agent = earlier_agent or bool(played.messages)
         return found
@@ -186,15 +207,20 @@ def check_scenario(
         )
         reply = (
             AgentReply(messages=tuple(played.messages), escalate=played.escalate, reason=played.reason)
-            if played.error is None and played.escalate is not None else None
+            if played.error is None and played.escalate is not None
+            else None
         )
-        checked = check_case(as_case, reply, error=played.error, latency_ms=played.latency_ms, max_latency_ms=max_latency_ms)
+        checked = check_case(
+            as_case, reply, error=played.error, latency_ms=played.latency_ms, max_latency_ms=max_latency_ms
+        )
         results += [r.model_copy(update={"detail": f"turn {played.turn}: {r.detail}"}) for r in checked]
     said = [joined_reply(played.messages) for played in turns]
     span = "turn 1" if len(turns) == 1 else f"turns 1-{len(turns)}"
     for needle in scenario.must_contain:
         found = next((n for n, text in enumerate(said, start=1) if needle in text), None)
-        detail = f"turn {found}: reply contains {quote(needle)}" if found else f"{span}: no reply contains {quote(needle)}"
+        detail = (
+            f"turn {found}: reply contains {quote(needle)}" if found else f"{span}: no reply contains {quote(needle)}"
+        )
         results.append(AssertionResult(assertion="must_contain", held=found is not None, detail=detail))
     return results
 
@@ -225,11 +251,15 @@ def read_contact_reply(content: str | None) -> ContactReply:
         reply = ContactReply.model_validate_json(body)
     except ValidationError as e:
         first = e.errors(include_url=False)[0]
-        raise ValueError(f"the contact model's answer is not a JSON object with message and done ({first['msg']})") from None
+        raise ValueError(
+            f"the contact model's answer is not a JSON object with message and done ({first['msg']})"
+        ) from None
     if not reply.done and not reply.message.strip():
         raise ValueError("the contact model's answer has an empty message and is not done")
     if len(reply.message) > CONTACT_MESSAGE_CHARS:
-        raise ValueError(f"the contact model's message is {len(reply.message)} characters, over {CONTACT_MESSAGE_CHARS}")
+        raise ValueError(
+            f"the contact model's message is {len(reply.message)} characters, over {CONTACT_MESSAGE_CHARS}"
+        )
     return reply
 
 

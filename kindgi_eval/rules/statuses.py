@@ -15,9 +15,7 @@ FAILING: frozenset[Status] = frozenset({"failed", "judged-fail"})
 """The statuses that fail the run (exit status 1)."""
 
 
-def case_status(
-    *, assertions_held: bool, has_review: bool, verdicts: Sequence[tuple[Source, FinalVerdict]]
-) -> Status:
+def case_status(*, assertions_held: bool, has_review: bool, verdicts: Sequence[tuple[Source, FinalVerdict]]) -> Status:
     """A case's status from its assertions and its criteria's final verdicts (after calibration gating).
 
     An asserted failure wins outright; then any failed criterion, rubric or review, is judged-fail (a known

@@ -46,18 +46,33 @@ def case_problems(limits: SuiteLimits, cases: Sequence[Case]) -> list[Over]:
     with too many free-text criteria or one too long, in order."""
     found: list[Over] = []
     if len(cases) > limits.cases:
-        found.append(Over(limits.cases, f"is case {limits.cases + 1:,} of the suite, which may hold {limits.cases:,} "
-                          f"({len(cases):,} in all). Split the suite; or {RAISE} (cases)."))
+        found.append(
+            Over(
+                limits.cases,
+                f"is case {limits.cases + 1:,} of the suite, which may hold {limits.cases:,} "
+                f"({len(cases):,} in all). Split the suite; or {RAISE} (cases).",
+            )
+        )
     for index, case in enumerate(cases):
         own = [c.criterion for c in case.criteria() if c.source == "review"]
         if len(own) > limits.criteria_per_case:
-            found.append(Over(index, f"gives the judge {len(own):,} criteria, more than the {limits.criteria_per_case:,} a case "
-                              f"may. Split them over several cases; or {RAISE} (criteria_per_case)."))
+            found.append(
+                Over(
+                    index,
+                    f"gives the judge {len(own):,} criteria, more than the {limits.criteria_per_case:,} a case "
+                    f"may. Split them over several cases; or {RAISE} (criteria_per_case).",
+                )
+            )
         longest = max(own, key=len, default="")
         if len(longest) > limits.criterion_chars:
-            found.append(Over(index, f"has a criterion of {len(longest):,} characters ({longest[:40]!r}...), more than the "
-                              f"{limits.criterion_chars:,} one may have: each is copied into every judge prompt of its case. "
-                              f"Write it shorter; or {RAISE} (criterion_chars)."))
+            found.append(
+                Over(
+                    index,
+                    f"has a criterion of {len(longest):,} characters ({longest[:40]!r}...), more than the "
+                    f"{limits.criterion_chars:,} one may have: each is copied into every judge prompt of its case. "
+                    f"Write it shorter; or {RAISE} (criterion_chars).",
+                )
+            )
     return found
 
 
@@ -75,7 +90,9 @@ class PlannedCalls(NamedTuple):
         return self.agent + self.judge
 
 
-def planned_calls(cases: Sequence[Case], calibration: int, samples: int, stage_calls_per_case: int, judged: bool) -> PlannedCalls:
+def planned_calls(
+    cases: Sequence[Case], calibration: int, samples: int, stage_calls_per_case: int, judged: bool
+) -> PlannedCalls:
     """At most how many model calls a run of `cases` (and `calibration` items) makes: one agent call a case and,
     with a judge, `samples` calls per criterion and per calibration item, and `stage_calls_per_case` per case for a
     kind whose own stage pays the judge (a pair judged in both orders)."""
@@ -89,6 +106,8 @@ def budget_problem(limits: SuiteLimits, calls: PlannedCalls) -> str | None:
     """Why a run that may make `calls` is refused before its first call; None when its budget holds them."""
     if calls.total <= limits.model_calls:
         return None
-    return (f"a run of it may make {calls.total:,} model calls ({calls.agent:,} to the agent, {calls.judge:,} to the judge), "
-            f"more than the {limits.model_calls:,} a run may make; nothing was called. Split the suite, or run it without a "
-            f"judge; or {RAISE} (model_calls).")
+    return (
+        f"a run of it may make {calls.total:,} model calls ({calls.agent:,} to the agent, {calls.judge:,} to the judge), "
+        f"more than the {limits.model_calls:,} a run may make; nothing was called. Split the suite, or run it without a "
+        f"judge; or {RAISE} (model_calls)."
+    )

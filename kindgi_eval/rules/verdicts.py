@@ -43,7 +43,10 @@ class Verdict(BaseModel):
 VERDICT_SCHEMA = {
     "name": "verdict",
     "strict": True,
-    "schema": {**{k: v for k, v in Verdict.model_json_schema().items() if k != "description"}, "additionalProperties": False},
+    "schema": {
+        **{k: v for k, v in Verdict.model_json_schema().items() if k != "description"},
+        "additionalProperties": False,
+    },
 }
 """The Verdict object as a response schema (OpenAI's `json_schema` form): what a judge's answer is asked to be where
 the model supports structured output. The answer is read as untrusted all the same (`read_sample`)."""
@@ -111,7 +114,9 @@ def read_sample(content: str | None, reply_text: str, error: str | None = None) 
         return _invalid(f"unparseable: {clip(problems, _DETAIL_CHARS)}")
     untext = [name for name in ("evidence", "reason") if not is_text(getattr(verdict, name))]
     if untext:  # JSON may escape half a surrogate pair: not a character, and no store can hold it
-        return _invalid(f"unparseable: {' and '.join(untext)} holds a lone surrogate escape, which is not a Unicode character")
+        return _invalid(
+            f"unparseable: {' and '.join(untext)} holds a lone surrogate escape, which is not a Unicode character"
+        )
     if verdict.verdict == "fail" and not verdict.evidence:
         return _invalid("unquoted failure: no evidence given", verdict)
     if verdict.verdict == "fail" and verdict.evidence not in reply_text:
@@ -150,7 +155,6 @@ def _refuse_duplicate_keys(pairs: list[tuple[str, object]]) -> dict[str, object]
     if len(found) != len(pairs):
         raise ValueError("a key is given twice")
     return found
-
 
 
 NO_CREDENTIALS = "Missing credentials"

@@ -106,7 +106,9 @@ async def _ask(agent: Agent, turn: AgentTurn, deadline_ms: float) -> ReplyRow:
         return _failed(turn, agent, _since(started), error)
     except ReplyError as e:
         return _failed(turn, agent, _since(started), str(e), raw=e.raw, usage=e.usage)
-    except ModelCallError as e:  # a provider's fault fails its case, never the run; anything else is a bug, and stops it
+    except (
+        ModelCallError
+    ) as e:  # a provider's fault fails its case, never the run; anything else is a bug, and stops it
         return _failed(turn, agent, _since(started), str(e))
     reply, usage = answer.reply, answer.usage
     return ReplyRow(
@@ -180,13 +182,19 @@ def contact_side(model: ContactModel, *, catalogue: str, timeout_s: float, cache
         if cache is not None and (kept := cached_contact(cache, key)) is not None and kept.model == model.name:
             return ContactMessage(None if kept.done else kept.message, model.name)
         assert scenario.persona is not None and scenario.goal is not None
-        asked = contact_messages(persona=scenario.persona, goal=scenario.goal, contact=scenario.contact, catalogue=catalogue,
-                                 history=history)
+        asked = contact_messages(
+            persona=scenario.persona, goal=scenario.goal, contact=scenario.contact, catalogue=catalogue, history=history
+        )
         completion = await model.write(asked, timeout_s=timeout_s)
         reply = read_contact_reply(completion.content)
         if cache is not None:
-            cache_contact(cache, key, CachedContact(model=model.name, message=reply.message, done=reply.done,
-                                                    cost_usd=completion.usage.cost_usd))
+            cache_contact(
+                cache,
+                key,
+                CachedContact(
+                    model=model.name, message=reply.message, done=reply.done, cost_usd=completion.usage.cost_usd
+                ),
+            )
         return ContactMessage(None if reply.done else reply.message, model.name, completion.usage.cost_usd)
 
     return next_message
@@ -225,15 +233,28 @@ async def play(
         if message.text is None:
             done = True
             break
-        asked = AgentTurn(tenant=tenant, case_id=scenario.id, text=message.text, history=history, contact=scenario.contact)
+        asked = AgentTurn(
+            tenant=tenant, case_id=scenario.id, text=message.text, history=history, contact=scenario.contact
+        )
         async with slots:
             answer = await _ask(agent, asked, deadline_ms)
-        turns.append(TurnRow(
-            turn=len(turns) + 1, contact_by=message.by, contact_text=message.text, messages=answer.messages,
-            escalate=answer.escalate, reason=answer.reason, latency_ms=answer.latency_ms, prompt_tokens=answer.prompt_tokens,
-            completion_tokens=answer.completion_tokens, cost_usd=answer.cost_usd, cost_known=answer.cost_known,
-            error=answer.error, contact_usd=message.cost_usd,
-        ))
+        turns.append(
+            TurnRow(
+                turn=len(turns) + 1,
+                contact_by=message.by,
+                contact_text=message.text,
+                messages=answer.messages,
+                escalate=answer.escalate,
+                reason=answer.reason,
+                latency_ms=answer.latency_ms,
+                prompt_tokens=answer.prompt_tokens,
+                completion_tokens=answer.completion_tokens,
+                cost_usd=answer.cost_usd,
+                cost_known=answer.cost_known,
+                error=answer.error,
+                contact_usd=message.cost_usd,
+            )
+        )
         if record and not is_over(scenario, turns):
             record(scenario_row(scenario, agent.name, turns, ended=None, contact_usd=spent))
     ended = "contact_error" if failed else ending(scenario, turns, done)
@@ -253,7 +274,12 @@ def ending(scenario: Scenario, turns: Sequence[TurnRow], contact_done: bool) -> 
 
 
 def scenario_row(
-    scenario: Scenario, agent: str, turns: Sequence[TurnRow], *, ended: str | None, contact_usd: float = 0.0,
+    scenario: Scenario,
+    agent: str,
+    turns: Sequence[TurnRow],
+    *,
+    ended: str | None,
+    contact_usd: float = 0.0,
     contact_error: str | None = None,
 ) -> ReplyRow:
     """A scenario's reply row: its last turn's answer, its turns' tokens, cost and agent time summed, the first agent
@@ -271,7 +297,9 @@ def scenario_row(
         completion_tokens=sum(t.completion_tokens for t in turns),
         cost_usd=sum(t.cost_usd for t in turns),
         cost_known=all(t.cost_known for t in turns),
-        error=f"turn {failed.turn}: {failed.error}" if failed else contact_error or (None if turns else "no turn was played"),
+        error=f"turn {failed.turn}: {failed.error}"
+        if failed
+        else contact_error or (None if turns else "no turn was played"),
         raw=None,
         turns=list(turns),
         ended=ended,
@@ -302,7 +330,11 @@ def latest_recorded(done: Sequence[ReplyRow]) -> dict[str, ReplyRow]:
     latest: dict[str, ReplyRow] = {}
     for row in done:
         kept = latest.get(row.case_id)
-        if kept is None or row.ended is not None or (kept.ended is None and len(row.turns or ()) > len(kept.turns or ())):
+        if (
+            kept is None
+            or row.ended is not None
+            or (kept.ended is None and len(row.turns or ()) > len(kept.turns or ()))
+        ):
             latest[row.case_id] = row
     return latest
 
@@ -338,8 +370,16 @@ def ask_agent(
             started = recorded.get(scenario.id)
             if started is not None and started.ended is not None:
                 return started
-            row = await play(agent, scenario, tenant, slots=slots, deadline_ms=deadline_ms, contact=contact, started=started,
-                             record=record)
+            row = await play(
+                agent,
+                scenario,
+                tenant,
+                slots=slots,
+                deadline_ms=deadline_ms,
+                contact=contact,
+                started=started,
+                record=record,
+            )
             if record:
                 record(row)
             played += 1
@@ -348,8 +388,16 @@ def ask_agent(
             return row
 
         answered, conversations = await asyncio.gather(
-            collect_replies(agent, turns, concurrency=concurrency, deadline_ms=deadline_ms, progress=progress, done=recorded,
-                            record=record, slots=slots),
+            collect_replies(
+                agent,
+                turns,
+                concurrency=concurrency,
+                deadline_ms=deadline_ms,
+                progress=progress,
+                done=recorded,
+                record=record,
+                slots=slots,
+            ),
             asyncio.gather(*(one(s) for s in scenarios)),
         )
         return [*answered, *conversations]

@@ -18,5 +18,10 @@ def calibration_rows(
         return []
     graded = graded_items(samples)
     agreement = agree_by_group(graded, calibration_file="items" if graded else calibration_file, groups=tuple(groups))
-    reasons = {group: [s.invalid_reason for s in samples if s.subject == "calibration" and s.group == group] for group in agreement}
-    return [CalibrationRow(**with_samples(a, reasons[group]).model_dump(), judge=judge) for group, a in agreement.items()]
+    reasons = {
+        group: [s.invalid_reason for s in samples if s.subject == "calibration" and s.group == group]
+        for group in agreement
+    }
+    return [
+        CalibrationRow(**with_samples(a, reasons[group]).model_dump(), judge=judge) for group, a in agreement.items()
+    ]

@@ -25,12 +25,12 @@ from kindgi_eval.rules import (
     Completion,
     Criterion,
     Graded,
+    Group,
     Judge,
     Label,
     Progress,
     Scenario,
     Turn,
-    Group,
     agree_by_group,
     decide,
     group_of,
@@ -40,6 +40,7 @@ from kindgi_eval.rules import (
     transcript,
 )
 from kindgi_eval.store import OutcomeRow, ReplyRow, SampleRow, SuiteRow, TurnRow
+
 
 class BatchSetup(NamedTuple):
     """How a judge stage sends its requests through the judge's batch API, and what a killed attempt sent."""
@@ -57,8 +58,15 @@ class BatchJudge(Protocol):
 
     name: str
 
-    async def grade_batch(self, requests: Mapping[str, list[dict[str, Any]]], *, schema: dict | None, sent: str | None,
-                          remember: Callable[[str], None], poll_s: float) -> Mapping[str, Completion | str]:
+    async def grade_batch(
+        self,
+        requests: Mapping[str, list[dict[str, Any]]],
+        *,
+        schema: dict | None,
+        sent: str | None,
+        remember: Callable[[str], None],
+        poll_s: float,
+    ) -> Mapping[str, Completion | str]:
         """Each request's answer, or the error that stands in for it, by its id."""
         ...
 
@@ -103,7 +111,9 @@ def scenario_subjects(scenarios: Sequence[Scenario], turns: Mapping[str, Sequenc
         for c in scenario.criteria(played):
             if c.turn is None:
                 replies = tuple(joined_reply(t.messages) for t in played)
-                subjects.append(Subject("case", scenario.id, c, transcript(scenario, played), "", False, replies, whole=True))
+                subjects.append(
+                    Subject("case", scenario.id, c, transcript(scenario, played), "", False, replies, whole=True)
+                )
                 continue
             turn = played[c.turn - 1]
             before = transcript(scenario, played[: c.turn - 1])
@@ -111,14 +121,18 @@ def scenario_subjects(scenarios: Sequence[Scenario], turns: Mapping[str, Sequenc
     return subjects
 
 
-def calibration_subjects(items: Sequence[CalibrationItem], item_group: Callable[[str], Group] = group_of) -> list[Subject]:
+def calibration_subjects(
+    items: Sequence[CalibrationItem], item_group: Callable[[str], Group] = group_of
+) -> list[Subject]:
     """Each calibration item's hand-written reply under its one labelled criterion, in the group its suite's kind
     counts it in (`item_group`)."""
     subjects = []
     for item in items:
         group = item_group(item.criterion)
         criterion = Criterion("rubric" if group in DIMENSION_RULES else "review", item.criterion, group)
-        subjects.append(Subject("calibration", item.id, criterion, item.history, item.text, False, item.reply, item.label))
+        subjects.append(
+            Subject("calibration", item.id, criterion, item.history, item.text, False, item.reply, item.label)
+        )
     return subjects
 
 
@@ -136,10 +150,18 @@ def subject_messages(subject: Subject, catalogue: str) -> list[dict[str, Any]]:
     """The judge's request for one criterion of `subject`: over its whole transcript for a conversation-level criterion,
     else over its one reply."""
     if subject.whole:
-        return transcript_messages(criterion=subject.criterion.criterion, catalogue=catalogue, history=subject.history,
-                                   replies=subject.reply)
-    return judge_messages(source=subject.criterion.source, criterion=subject.criterion.criterion, catalogue=catalogue,
-                          history=subject.history, text=subject.text, reply=subject.reply, nudge=subject.nudge)
+        return transcript_messages(
+            criterion=subject.criterion.criterion, catalogue=catalogue, history=subject.history, replies=subject.reply
+        )
+    return judge_messages(
+        source=subject.criterion.source,
+        criterion=subject.criterion.criterion,
+        catalogue=catalogue,
+        history=subject.history,
+        text=subject.text,
+        reply=subject.reply,
+        nudge=subject.nudge,
+    )
 
 
 def _key_of(subject: Subject, number: int) -> SampleKey:
@@ -163,8 +185,16 @@ class _Sampling:
     """The judge's samples of one stage under one concurrency bound: reused from `done` where a killed attempt drew
     them, else drawn, recorded and counted as they arrive."""
 
-    def __init__(self, judge: Judge, catalogue: str, slots: asyncio.Semaphore, timeout_s: float, progress: Progress | None,
-                 done: Mapping[SampleKey, SampleRow], record: Record | None):
+    def __init__(
+        self,
+        judge: Judge,
+        catalogue: str,
+        slots: asyncio.Semaphore,
+        timeout_s: float,
+        progress: Progress | None,
+        done: Mapping[SampleKey, SampleRow],
+        record: Record | None,
+    ):
         self.judge, self.catalogue, self.slots, self.timeout_s = judge, catalogue, slots, timeout_s
         self.progress, self.done, self.record = progress, done, record
         self.counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -211,7 +241,11 @@ def _sample_row(judge: str, subject: Subject, number: int, answer: Completion | 
         error = answer
     else:
         content, usage, latency_ms = answer
-    sample = read_transcript_sample(content, subject.reply, error) if subject.whole else read_sample(content, joined_reply(subject.reply), error)
+    sample = (
+        read_transcript_sample(content, subject.reply, error)
+        if subject.whole
+        else read_sample(content, joined_reply(subject.reply), error)
+    )
     return SampleRow(
         subject=subject.row_type,
         subject_id=subject.id,
@@ -312,8 +346,15 @@ def batch_id_of(key: SampleKey) -> str:
 
 
 async def _batch_phase(
-    judge: BatchJudge, subjects: Sequence[Subject], phase: str, *, catalogue: str, batch: BatchSetup,
-    done: Mapping[SampleKey, SampleRow], record: Record | None, progress: Progress | None,
+    judge: BatchJudge,
+    subjects: Sequence[Subject],
+    phase: str,
+    *,
+    catalogue: str,
+    batch: BatchSetup,
+    done: Mapping[SampleKey, SampleRow],
+    record: Record | None,
+    progress: Progress | None,
 ) -> list[SampleRow]:
     """Every sample of `subjects`, in their order: those in `done` reused, the others' requests sent as one batch (or
     read back from the batch a killed attempt sent for this phase), each new row recorded."""
@@ -326,8 +367,13 @@ async def _batch_phase(
     answers: Mapping[str, Completion | str] = {}
     if requests:
         try:
-            answers = await judge.grade_batch(requests, schema=VERDICT_SCHEMA, sent=batch.sent.get(phase),
-                                              remember=lambda batch_id: batch.remember(phase, batch_id), poll_s=batch.poll_s)
+            answers = await judge.grade_batch(
+                requests,
+                schema=VERDICT_SCHEMA,
+                sent=batch.sent.get(phase),
+                remember=lambda batch_id: batch.remember(phase, batch_id),
+                poll_s=batch.poll_s,
+            )
         except ModelCallError as e:  # no batch: every sample it was to draw is invalid, and the run goes on
             answers = dict.fromkeys(requests, f"{type(e).__name__}: {e}")
     rows = []
@@ -362,10 +408,18 @@ async def judge_suite_in_batches(
     those `judge_suite` reaches on the same answers."""
     done = done or {}
     items = calibration_subjects(calibration, item_group)
-    item_rows = await _batch_phase(judge, items, "calibration", catalogue=catalogue, batch=batch, done=done, record=record, progress=progress)
+    item_rows = await _batch_phase(
+        judge, items, "calibration", catalogue=catalogue, batch=batch, done=done, record=record, progress=progress
+    )
     agreement = agree_by_group(graded_items(item_rows), groups=tuple(groups))
-    earned = [subject for subject in cases if (group := agreement.get(subject.criterion.group)) is not None and group.calibrated]
-    return item_rows + await _batch_phase(judge, earned, "cases", catalogue=catalogue, batch=batch, done=done, record=record, progress=progress)
+    earned = [
+        subject
+        for subject in cases
+        if (group := agreement.get(subject.criterion.group)) is not None and group.calibrated
+    ]
+    return item_rows + await _batch_phase(
+        judge, earned, "cases", catalogue=catalogue, batch=batch, done=done, record=record, progress=progress
+    )
 
 
 def sample_judge(

@@ -33,7 +33,9 @@ def outcome_rows(
     rows = []
     for case in cases:
         reply = by_case[case.id]
-        results = assertions(case, reply_of(reply), error=reply.error, latency_ms=reply.latency_ms, max_latency_ms=max_latency_ms)
+        results = assertions(
+            case, reply_of(reply), error=reply.error, latency_ms=reply.latency_ms, max_latency_ms=max_latency_ms
+        )
         rows += [OutcomeRow(case_id=case.id, **r.model_dump()) for r in results]
         verdict = handled.get(case.id) if handled is not None else None
         checked = check_handler(verdict) if verdict is not None else None

@@ -42,11 +42,24 @@ def _rates(graded: Sequence[CriterionRow], error: JudgeError, group: str, criter
     corrected = corrected_rate(fails, n, error)
     about = {"group": group, "criterion": criterion, "count": fails, "out_of": n}
     return [
-        MetricRow(name=JUDGED_FAIL_RATE, value=observed.estimate if observed else None, low=observed.low if observed else None,
-                  high=observed.high if observed else None, method=OBSERVED_METHOD,
-                  note=None if observed else "Nothing graded.", **about),
-        MetricRow(name=JUDGED_FAIL_RATE_CORRECTED, value=corrected.estimate, low=corrected.low, high=corrected.high,
-                  method=CORRECTION_METHOD, note=corrected.note, **about),
+        MetricRow(
+            name=JUDGED_FAIL_RATE,
+            value=observed.estimate if observed else None,
+            low=observed.low if observed else None,
+            high=observed.high if observed else None,
+            method=OBSERVED_METHOD,
+            note=None if observed else "Nothing graded.",
+            **about,
+        ),
+        MetricRow(
+            name=JUDGED_FAIL_RATE_CORRECTED,
+            value=corrected.estimate,
+            low=corrected.low,
+            high=corrected.high,
+            method=CORRECTION_METHOD,
+            note=corrected.note,
+            **about,
+        ),
     ]
 
 
@@ -66,10 +79,17 @@ def pass_rate_row(statuses: Sequence[StatusRow], calibration: Sequence[Calibrati
         return MetricRow(value=None, note="No cases.", **about)
     if not judged:
         rate = passes / cases
-        return MetricRow(value=rate, low=rate, high=rate, note="No case's status rests on a judge verdict, so there is no "
-                         "judge error to correct.", **about)
+        return MetricRow(
+            value=rate,
+            low=rate,
+            high=rate,
+            note="No case's status rests on a judge verdict, so there is no judge error to correct.",
+            **about,
+        )
     counted = [c for c in calibration if c.calibrated]
-    error = JudgeError(*(sum(getattr(c, f) for c in counted) for f in ("caught", "fails_graded", "cleared", "passes_graded")))
+    error = JudgeError(
+        *(sum(getattr(c, f) for c in counted) for f in ("caught", "fails_graded", "cleared", "passes_graded"))
+    )
     rate = corrected_rate(judged_fails, len(judged), error)
     return MetricRow(**_as_passes(rate, passes - (len(judged) - judged_fails), len(judged), cases), **about)
 
@@ -80,8 +100,12 @@ def _as_passes(rate: CorrectedRate, kept: int, judged: int, cases: int) -> dict:
     note = f"{judged} of {cases} cases rest on a judge verdict. {rate.note}"
     if rate.estimate is None or rate.low is None or rate.high is None:
         return {"value": None, "note": note}
-    return {"value": (kept + judged * (1 - rate.estimate)) / cases, "low": (kept + judged * (1 - rate.high)) / cases,
-            "high": (kept + judged * (1 - rate.low)) / cases, "note": note}
+    return {
+        "value": (kept + judged * (1 - rate.estimate)) / cases,
+        "low": (kept + judged * (1 - rate.high)) / cases,
+        "high": (kept + judged * (1 - rate.low)) / cases,
+        "note": note,
+    }
 
 
 def _rests_on_the_judge(criteria: Sequence[CriterionRow]) -> bool:

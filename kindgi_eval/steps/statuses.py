@@ -42,12 +42,17 @@ def status_rows(
         if not judged:
             verdicts = [_unjudged(c) for c in criteria if c.source == "review"]
         elif held:
-            verdicts = [_verdict(c, samples_by_key[(item.id, c.source, c.criterion, c.turn)], c.group in calibrated) for c in criteria]
+            verdicts = [
+                _verdict(c, samples_by_key[(item.id, c.source, c.criterion, c.turn)], c.group in calibrated)
+                for c in criteria
+            ]
         else:  # an asserted failure never reaches the judge
             verdicts = []
         if reply.turns is not None:  # a review entry's evidence is one turn's words: say which
-            verdicts = [v if v.turn is not None else v.model_copy(update={"turn": evidence_turn(v.evidence, reply.turns)})
-                        for v in verdicts]
+            verdicts = [
+                v if v.turn is not None else v.model_copy(update={"turn": evidence_turn(v.evidence, reply.turns)})
+                for v in verdicts
+            ]
         status = case_status(
             assertions_held=held,
             has_review=item.needs_a_verdict(),
@@ -73,8 +78,15 @@ def status_rows(
 
 def _unjudged(c: Criterion) -> CriterionRow:
     return CriterionRow(
-        source=c.source, criterion=c.criterion, group=c.group, verdict="ungraded", split=False, votes=[], evidence="",
-        reason="", turn=c.turn,
+        source=c.source,
+        criterion=c.criterion,
+        group=c.group,
+        verdict="ungraded",
+        split=False,
+        votes=[],
+        evidence="",
+        reason="",
+        turn=c.turn,
     )
 
 

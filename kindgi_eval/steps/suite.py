@@ -8,7 +8,9 @@ from kindgi_eval.inputs import Suite
 from kindgi_eval.store import SuiteRow, params_json
 
 
-def suite_rows(suite: Suite, tenant: str, config_hash: str, params: Mapping[str, object] | None = None) -> list[SuiteRow]:
+def suite_rows(
+    suite: Suite, tenant: str, config_hash: str, params: Mapping[str, object] | None = None
+) -> list[SuiteRow]:
     """The parsed suite as rows, each item kept as canonical JSON so later stages rebuild it exactly, each naming the
     kind's parameters as the run resolved them as it started (a regression suite's baseline run, ...)."""
     registered = suite.registered
@@ -68,7 +70,18 @@ def suite_rows(suite: Suite, tenant: str, config_hash: str, params: Mapping[str,
         for item in suite.calibration
     ]
     rows += [  # a custom suite's handler, source and all, so the chain runs what was published
-        SuiteRow(kind=f.kind, id=f.id, line=0, text="", nudge=False, funnel_stage=None, course=None, review=[], body=f.body, **common)
+        SuiteRow(
+            kind=f.kind,
+            id=f.id,
+            line=0,
+            text="",
+            nudge=False,
+            funnel_stage=None,
+            course=None,
+            review=[],
+            body=f.body,
+            **common,
+        )
         for f in suite.kind_files
     ]
     return rows

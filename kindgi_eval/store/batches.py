@@ -84,7 +84,8 @@ def find_run_areas(root: StorePath, run_id_prefix: str, partition: str | None = 
     if not folder.exists():
         return []
     found = [
-        p for p in folder.glob(f"{suites}/{DATE_COLUMN}=*/{RUN_COLUMN}=*")
+        p
+        for p in folder.glob(f"{suites}/{DATE_COLUMN}=*/{RUN_COLUMN}=*")
         if p.name.removeprefix(f"{RUN_COLUMN}=").startswith(run_id_prefix)  # a prefix holding `*` is not a glob
     ]
     return sorted(found, key=lambda p: p.name)

@@ -72,7 +72,9 @@ def compact(root: StorePath, tables: Sequence[Table], before_month: str) -> Comp
                 if values[RUN_COLUMN] not in held:
                     parts.append(with_hive_columns(read_parquet(path), values))
                 runs.add(values[RUN_COLUMN])
-            merged = pa.concat_tables(parts, promote_options="default").sort_by([(c, "ascending") for c in HIVE_COLUMNS])
+            merged = pa.concat_tables(parts, promote_options="default").sort_by(
+                [(c, "ascending") for c in HIVE_COLUMNS]
+            )
             merged = _nullable_where_missing(merged, parts)
             put_parquet(merged, target, row_group_size=ROW_GROUP_ROWS)
             for path in paths:
@@ -87,7 +89,9 @@ def _nullable_where_missing(merged: pa.Table, parts: Sequence[pa.Table]) -> pa.T
     everywhere = set.intersection(*(set(part.column_names) for part in parts))
     if everywhere == set(merged.column_names):
         return merged
-    schema = pa.schema([f if f.name in everywhere else f.with_nullable(True) for f in merged.schema], metadata=merged.schema.metadata)
+    schema = pa.schema(
+        [f if f.name in everywhere else f.with_nullable(True) for f in merged.schema], metadata=merged.schema.metadata
+    )
     return pa.Table.from_arrays(merged.columns, schema=schema)
 
 
@@ -111,5 +115,9 @@ def remove_run_folder(folder: StorePath) -> None:
     remove_folder(folder)
     for parent in (folder.parent, folder.parent.parent):
         # on an object store a folder is only a prefix of keys: with its last key gone, it is gone too
-        if parent.name.startswith((f"{DATE_COLUMN}=", f"{PARTITION_COLUMN}=")) and parent.exists() and not any(parent.iterdir()):
+        if (
+            parent.name.startswith((f"{DATE_COLUMN}=", f"{PARTITION_COLUMN}="))
+            and parent.exists()
+            and not any(parent.iterdir())
+        ):
             parent.rmdir()

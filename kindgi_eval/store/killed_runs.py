@@ -32,11 +32,29 @@ def killed_run(root: StorePath, prefix: str, where: str) -> KilledRun:
         return KilledRun(areas[0], area_run_id(areas[0]))
     if len(areas) > 1:
         listed = "; ".join(area_run_id(a) for a in areas)
-        raise InputError([Problem(where, None, None, f"{prefix!r} begins {len(areas)} killed runs' ids: {listed}. Give more characters of the one you mean.")])
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    None,
+                    None,
+                    f"{prefix!r} begins {len(areas)} killed runs' ids: {listed}. Give more characters of the one you mean.",
+                )
+            ]
+        )
     if prefix and any(k.run_id.startswith(prefix) for k in run_keys(root)):
         raise InputError([Problem(where, None, None, f"run {prefix!r} completed: there is nothing to resume.")])
-    raise InputError([Problem(where, None, None, f"no killed run {prefix!r} in the store at {root}. A run killed before it "
-                              "asked the agent recorded nothing to resume: start it again with kindgi-eval run.")])
+    raise InputError(
+        [
+            Problem(
+                where,
+                None,
+                None,
+                f"no killed run {prefix!r} in the store at {root}. A run killed before it "
+                "asked the agent recorded nothing to resume: start it again with kindgi-eval run.",
+            )
+        ]
+    )
 
 
 def refuse_finished(root: StorePath, area: StorePath, recorded: Manifest, where: str) -> None:
@@ -49,8 +67,30 @@ def refuse_finished(root: StorePath, area: StorePath, recorded: Manifest, where:
     with connect(root, query) as con:
         done = [row[0] for row in con.execute(query, [killed]).fetchall()]
     if done:
-        raise InputError([Problem(where, None, None, f"run {killed} was finished already by run {done[0]}: there is nothing to resume.")])
-    later = [area_run_id(a) for a in find_run_areas(root, "", recorded.partition) if a != area and (m := read_manifest(a)) and m.resumes == killed]
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    None,
+                    None,
+                    f"run {killed} was finished already by run {done[0]}: there is nothing to resume.",
+                )
+            ]
+        )
+    later = [
+        area_run_id(a)
+        for a in find_run_areas(root, "", recorded.partition)
+        if a != area and (m := read_manifest(a)) and m.resumes == killed
+    ]
     if later:
-        raise InputError([Problem(where, None, None, f"run {killed} was resumed by run {later[-1]}, which stopped too: "
-                                  f"resume that one instead (kindgi-eval run --resume {later[-1]}), so nothing it recorded is asked again.")])
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    None,
+                    None,
+                    f"run {killed} was resumed by run {later[-1]}, which stopped too: "
+                    f"resume that one instead (kindgi-eval run --resume {later[-1]}), so nothing it recorded is asked again.",
+                )
+            ]
+        )

@@ -47,20 +47,33 @@ def kind_view_sql(kind: KindView, every_kind: Sequence[KindView]) -> str:
     Every kind's own column names are left out of the common ones: they are the columns of runs stored before
     `run_metrics`, and a run's figure reads from there when `run_metrics` holds none for it."""
     legacy = {c.name: c.sql_type for k in every_kind for c in k.columns}
-    present = " UNION ALL BY NAME ".join([
-        "SELECT * FROM runs",
-        "SELECT " + ", ".join([f'CAST(NULL AS {t}) AS "{n}"' for n, t in legacy.items()] + ["CAST(NULL AS VARCHAR) AS params"])
-        + " WHERE false",
-    ])
+    present = " UNION ALL BY NAME ".join(
+        [
+            "SELECT * FROM runs",
+            "SELECT "
+            + ", ".join(
+                [f'CAST(NULL AS {t}) AS "{n}"' for n, t in legacy.items()] + ["CAST(NULL AS VARCHAR) AS params"]
+            )
+            + " WHERE false",
+        ]
+    )
     metrics = sorted({c.metric for c in kind.columns if c.metric is not None})
     pivot = ", ".join(
-        f"max({part}) FILTER (WHERE name = {_text(m)}) AS {_name(m, part)}" for m in metrics for part in ("value", "low", "high")
+        f"max({part}) FILTER (WHERE name = {_text(m)}) AS {_name(m, part)}"
+        for m in metrics
+        for part in ("value", "low", "high")
     )
     columns = ", ".join(_column(c) for c in kind.columns)
     excluded = ", ".join(f'"{n}"' for n in [*legacy, "params"])
-    joined = f"LEFT JOIN (SELECT run_id, {pivot} FROM run_metrics GROUP BY run_id) AS m ON m.run_id = r.run_id" if metrics else ""
-    return (f"CREATE OR REPLACE VIEW {kind.view} AS SELECT r.* EXCLUDE ({excluded}), {columns} "
-            f"FROM ({present}) AS r {joined} WHERE r.suite_kind = {_text(kind.suite_kind)}")
+    joined = (
+        f"LEFT JOIN (SELECT run_id, {pivot} FROM run_metrics GROUP BY run_id) AS m ON m.run_id = r.run_id"
+        if metrics
+        else ""
+    )
+    return (
+        f"CREATE OR REPLACE VIEW {kind.view} AS SELECT r.* EXCLUDE ({excluded}), {columns} "
+        f"FROM ({present}) AS r {joined} WHERE r.suite_kind = {_text(kind.suite_kind)}"
+    )
 
 
 def _column(c: FigureColumn) -> str:

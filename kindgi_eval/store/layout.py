@@ -6,8 +6,8 @@ import os
 import re
 import shutil
 import tempfile
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import pyarrow as pa
@@ -16,7 +16,16 @@ from pydantic import BaseModel
 from upath import UPath
 
 from kindgi_eval.store.arrow import arrow_schema, from_table
-from kindgi_eval.store.rows import CalibrationRow, MetricRow, OutcomeRow, ReplyRow, RunRow, SampleRow, StatusRow, SuiteRow
+from kindgi_eval.store.rows import (
+    CalibrationRow,
+    MetricRow,
+    OutcomeRow,
+    ReplyRow,
+    RunRow,
+    SampleRow,
+    StatusRow,
+    SuiteRow,
+)
 
 HOME_ENV = "KINDGI_HOME"
 STORE_ENV = "KINDGI_STORE"
@@ -69,6 +78,7 @@ def store_tables(own: Sequence[Table]) -> tuple[Table, ...]:
     kinds' own, then `run_metrics` and `run_summary`."""
     return (*SHARED[:-2], *own, *SHARED[-2:])
 
+
 StorePath = Path | UPath
 """A place in the store: a `Path` in a local folder, read and written natively and renamed into place; a `UPath`
 in a store named by URL (`s3://…`, `gs://…`, `file:///…`), read, listed and written through its fsspec filesystem."""
@@ -104,7 +114,12 @@ def table_path(root: StorePath, asset: str, partition: str, day: str, run_id: st
     """`<root>/<asset>/suite=<key>/date=<YYYY-MM-DD>/run_id=<run>/data.parquet`: hive-style, so DuckDB prunes
     by suite, by the day the run started and by run."""
     return (
-        root / asset / f"{PARTITION_COLUMN}={partition}" / f"{DATE_COLUMN}={day}" / f"{RUN_COLUMN}={run_id}" / "data.parquet"
+        root
+        / asset
+        / f"{PARTITION_COLUMN}={partition}"
+        / f"{DATE_COLUMN}={day}"
+        / f"{RUN_COLUMN}={run_id}"
+        / "data.parquet"
     )
 
 
@@ -174,7 +189,10 @@ def read_table(root: StorePath, table: Table, partition: str, run_id: str) -> pa
     # a file written before a column was added to the row model lacks it, and its rows read it as the default; one
     # written before a column left the model keeps it, unread here (a kind's figure in `runs`, now in `run_metrics`)
     # unless the model reads it still (`StoredRow.former_columns`)
-    wanted = [*arrow_schema(table.row).names, *sorted(getattr(table.row, "former_columns", ()))]  # CalibrationRow is no StoredRow
+    wanted = [
+        *arrow_schema(table.row).names,
+        *sorted(getattr(table.row, "former_columns", ())),
+    ]  # CalibrationRow is no StoredRow
     return stored.select([n for n in wanted if n in stored.column_names])
 
 
@@ -250,7 +268,9 @@ def rows_if_stored(root: StorePath, table: Table, partition: str, run_id: str) -
     return [] if stored is None else from_table(stored, table.row)
 
 
-def earlier_runs(root: StorePath, partition: str, before: str, started_at: str, count: int) -> list[tuple[str, Any, list]]:
+def earlier_runs(
+    root: StorePath, partition: str, before: str, started_at: str, count: int
+) -> list[tuple[str, Any, list]]:
     """Up to `count` runs of a suite other than `before` that started no later than it (`started_at`), oldest
     first: (run id, summary, calibration).
 

@@ -8,7 +8,19 @@ from typing import NamedTuple
 from kindgi_eval.store.layout import StorePath
 from kindgi_eval.store.views import Views, connect
 
-RUN_COLUMNS = ("run_id", "suite", "tenant", "started_at", "state", "cases", "passed", "failed", "judged_fail", "judged_pass", "reviewed")
+RUN_COLUMNS = (
+    "run_id",
+    "suite",
+    "tenant",
+    "started_at",
+    "state",
+    "cases",
+    "passed",
+    "failed",
+    "judged_fail",
+    "judged_pass",
+    "reviewed",
+)
 """What a listing shows of a run: its id, suite partition, tenant, start, how it ended and counts, as the `runs` view
 names them."""
 NEWEST_FIRST = "started_at DESC, finished_at DESC, run_id DESC"
@@ -24,8 +36,9 @@ class Listing(NamedTuple):
     """One row per run, its values in `columns`' order."""
 
 
-def newest_runs(root: StorePath, views: Views, suite: str | None = None, limit: int | None = None, *,
-                completed: bool = False) -> Listing:
+def newest_runs(
+    root: StorePath, views: Views, suite: str | None = None, limit: int | None = None, *, completed: bool = False
+) -> Listing:
     """The store's runs (only the suite partition `suite`'s, when given; only those that stored their summary, when
     `completed`), newest first, at most `limit` of them."""
     conditions = [*(["suite = ?"] if suite is not None else []), *(["state = 'succeeded'"] if completed else [])]

@@ -72,14 +72,18 @@ def _source(root: StorePath, asset: str, keys: Iterable[RunKey]) -> str | None:
     parts = []
     if files:
         listed = ", ".join(f"'{_quoted(f)}'" for f in files)
-        parts.append(f"SELECT * FROM read_parquet([{listed}], hive_partitioning = true, hive_types_autocast = false, union_by_name = true)")
+        parts.append(
+            f"SELECT * FROM read_parquet([{listed}], hive_partitioning = true, hive_types_autocast = false, union_by_name = true)"
+        )
     for month, runs in months.items():
         wanted = ", ".join("'" + r.replace("'", "''") + "'" for r in runs)
         parts.append(f"SELECT * FROM read_parquet('{_quoted(month)}', union_by_name = true) WHERE run_id IN ({wanted})")
     return " UNION ALL BY NAME ".join(parts) if parts else None
 
 
-def night_runs(root: StorePath, suites: Sequence[str] | None, since: str | None = None, until: str | None = None) -> list[SuiteNight]:
+def night_runs(
+    root: StorePath, suites: Sequence[str] | None, since: str | None = None, until: str | None = None
+) -> list[SuiteNight]:
     """Each suite's night (`suites`, else every suite with a run), in the order given (else by name): its latest run
     that started in [`since`, `until`) (UTC ISO 8601 text; either may be open) and the last run before it that
     succeeded."""
@@ -91,17 +95,31 @@ def night_runs(root: StorePath, suites: Sequence[str] | None, since: str | None 
         ended.setdefault(k.partition, []).append(k)
     order = list(suites) if suites is not None else sorted({*completed, *ended})
     read = {s: needed_days(completed.get(s, []), ended.get(s, []), since, until) for s in order}
-    summaries = _source(root, SHARED.run_summary.asset, [k for s in order for k in completed.get(s, []) if k.day in read[s]])
+    summaries = _source(
+        root, SHARED.run_summary.asset, [k for s in order for k in completed.get(s, []) if k.day in read[s]]
+    )
     failures = _source(root, RUN_ENDS, [k for s in order for k in ended.get(s, []) if k.day in read[s]])
     chosen: dict[str, tuple[tuple | None, tuple | None]] = {}
     statuses: dict[str, dict[str, str]] = {}
     groups: dict[str, list[GroupAgreement]] = {}
     con = open_database(root)
     try:
-        parts = [*([f"SELECT *, 'succeeded' AS state, CAST(NULL AS VARCHAR) AS error FROM ({summaries})"] if summaries else []),
-                 *([f"SELECT *, CAST(NULL AS VARCHAR) AS judge FROM ({failures})"] if failures else [])]
-        listed = con.execute(f"SELECT {RUN_COLUMNS} FROM ({' UNION ALL BY NAME '.join(parts)}) "
-                             "ORDER BY suite, started_at, finished_at, run_id").fetchall() if parts else []
+        parts = [
+            *(
+                [f"SELECT *, 'succeeded' AS state, CAST(NULL AS VARCHAR) AS error FROM ({summaries})"]
+                if summaries
+                else []
+            ),
+            *([f"SELECT *, CAST(NULL AS VARCHAR) AS judge FROM ({failures})"] if failures else []),
+        ]
+        listed = (
+            con.execute(
+                f"SELECT {RUN_COLUMNS} FROM ({' UNION ALL BY NAME '.join(parts)}) "
+                "ORDER BY suite, started_at, finished_at, run_id"
+            ).fetchall()
+            if parts
+            else []
+        )
         by_suite: dict[str, list[tuple]] = {}
         for row in listed:
             by_suite.setdefault(row[0], []).append(row)
@@ -110,16 +128,20 @@ def night_runs(root: StorePath, suites: Sequence[str] | None, since: str | None 
             latest = night[-1] if night else None
             earlier = rows[: rows.index(latest)] if latest else []
             chosen[suite] = (latest, next((r for r in reversed(earlier) if r[5] == "succeeded"), None))
-        wanted = [RunKey(r[2], r[0], "") for pair in chosen.values() for r in pair if r is not None and r[5] == "succeeded"]
+        wanted = [
+            RunKey(r[2], r[0], "") for pair in chosen.values() for r in pair if r is not None and r[5] == "succeeded"
+        ]
         days = {k.run_id: k.day for keys in completed.values() for k in keys}
         wanted = [k._replace(day=days[k.run_id]) for k in wanted]
         cases = _source(root, SHARED.statuses.asset, wanted)
-        for run_id, case_id, status in (con.execute(f"SELECT run_id, case_id, status FROM ({cases})").fetchall() if cases else []):
+        for run_id, case_id, status in (
+            con.execute(f"SELECT run_id, case_id, status FROM ({cases})").fetchall() if cases else []
+        ):
             statuses.setdefault(run_id, {})[case_id] = status
         fields = list(GroupAgreement.model_fields)
         calibrated = _source(root, SHARED.calibration.asset, wanted)
         columns = ", ".join(f'"{f}"' for f in fields)
-        for row in (con.execute(f"SELECT run_id, {columns} FROM ({calibrated})").fetchall() if calibrated else []):
+        for row in con.execute(f"SELECT run_id, {columns} FROM ({calibrated})").fetchall() if calibrated else []:
             values = {f: v for f, v in zip(fields, row[1:], strict=True) if v is not None}
             groups.setdefault(row[0], []).append(GroupAgreement(**values))
     finally:
@@ -129,7 +151,17 @@ def night_runs(root: StorePath, suites: Sequence[str] | None, since: str | None 
         if row is None:
             return None
         _, _, run_id, started_at, _, state, error, judge = row
-        return RunFacts(run_id=run_id, started_at=started_at, state=state, error=error, judge=judge,
-                        statuses=statuses.get(run_id, {}), groups=groups.get(run_id, []))
+        return RunFacts(
+            run_id=run_id,
+            started_at=started_at,
+            state=state,
+            error=error,
+            judge=judge,
+            statuses=statuses.get(run_id, {}),
+            groups=groups.get(run_id, []),
+        )
 
-    return [SuiteNight(s, by_suite[s][-1][1] if s in by_suite else None, *map(facts, chosen.get(s, (None, None)))) for s in order]
+    return [
+        SuiteNight(s, by_suite[s][-1][1] if s in by_suite else None, *map(facts, chosen.get(s, (None, None))))
+        for s in order
+    ]

@@ -98,7 +98,9 @@ def remove_runs(root: StorePath, tables: Sequence[Table], run_ids: list[str]) ->
     drop_from_months(root, tables, doomed)
 
 
-def remove_superseded(root: StorePath, partition: str, line: Sequence[str], unfinished: Collection[str], tables: Sequence[Table]) -> list[str]:
+def remove_superseded(
+    root: StorePath, partition: str, line: Sequence[str], unfinished: Collection[str], tables: Sequence[Table]
+) -> list[str]:
     """Keep each table once in a line of runs: `line` is a run, then the killed or failed runs it finishes, nearest
     first. Of each table, the nearest run's is the one the line reads (as `defs.lineage.input_run` does); the same
     table of the runs beyond it is removed if that run is `unfinished` (killed or failed: a run that succeeded is
@@ -107,7 +109,9 @@ def remove_superseded(root: StorePath, partition: str, line: Sequence[str], unfi
     stays. `<asset>@<run id>` of each table removed."""
     gone = []
     for table in tables:
-        found = [(run_id, path) for run_id in line if (path := find_table(root, table.asset, partition, run_id)) is not None]
+        found = [
+            (run_id, path) for run_id in line if (path := find_table(root, table.asset, partition, run_id)) is not None
+        ]
         for run_id, path in found[1:]:
             if run_id in unfinished:
                 remove_run_folder(path.parent)

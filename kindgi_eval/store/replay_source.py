@@ -31,15 +31,41 @@ def replay_source(root: StorePath, source: str, where: str, partition: str | Non
     is a run of another suite than `partition` (when given), or when its replies are gone (pruned, never stored)."""
     key = run_partition(root, source)
     if key is None:
-        raise InputError([Problem(where, None, None, f"no run {source!r} in the store at {root}. See `kindgi-eval runs` "
-                                  "for the stored runs, newest first.")])
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    None,
+                    None,
+                    f"no run {source!r} in the store at {root}. See `kindgi-eval runs` "
+                    "for the stored runs, newest first.",
+                )
+            ]
+        )
     if partition is not None and key != partition:
-        raise InputError([Problem(where, None, None, f"run {source} is a run of suite {key}, not of {partition}: a replay "
-                                  f"re-judges the replies of its own suite. Pick a run of {partition}: see `kindgi-eval "
-                                  f"runs --suite {partition}`.")])
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    None,
+                    None,
+                    f"run {source} is a run of suite {key}, not of {partition}: a replay "
+                    f"re-judges the replies of its own suite. Pick a run of {partition}: see `kindgi-eval "
+                    f"runs --suite {partition}`.",
+                )
+            ]
+        )
     missing = [t.asset for t in REPLAYED_FROM if read_table(root, t, key, source) is None]
     if missing:
-        raise InputError([Problem(where, None, None, f"run {source} has no stored {', '.join(missing)} (pruned?), "
-                                  "so there are no replies to re-judge.")])
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    None,
+                    None,
+                    f"run {source} has no stored {', '.join(missing)} (pruned?), so there are no replies to re-judge.",
+                )
+            ]
+        )
     (summary,) = read_rows(root, SHARED.run_summary, key, source)
     return ReplaySource(key, summary)

@@ -24,8 +24,19 @@ class SuiteRow(StoredRow):
     """One parsed case or calibration item of the suite, as it was when the run read it."""
 
     former_columns: ClassVar[frozenset[str]] = frozenset(
-        {"baseline_run", "benchmark_name", "benchmark_version", "benchmark_hash", "variant_a", "variant_b", "variant_a_label",
-         "variant_b_label", "rubric", "reviewer_role"})
+        {
+            "baseline_run",
+            "benchmark_name",
+            "benchmark_version",
+            "benchmark_hash",
+            "variant_a",
+            "variant_b",
+            "variant_a_label",
+            "variant_b_label",
+            "rubric",
+            "reviewer_role",
+        }
+    )
     """The columns that held a kind's parameters before `params`."""
 
     kind: str

@@ -37,7 +37,9 @@ def _session() -> AioSession:
     return session
 
 
-def wait_out_outage(request_dict: dict[str, Any], attempts: int, caught_exception: Exception | None = None, **_: Any) -> float | None:
+def wait_out_outage(
+    request_dict: dict[str, Any], attempts: int, caught_exception: Exception | None = None, **_: Any
+) -> float | None:
     """botocore's `needs-retry` event: the pause before the next attempt of a request whose server did not answer,
     while it has been unreachable for less than `UNREACHABLE_S`; None (no opinion: botocore's own rule decides) for
     anything else."""

@@ -11,9 +11,9 @@ import re
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, NamedTuple
 from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 import pyarrow as pa
 from rich.cells import cell_len, set_cell_size
@@ -59,7 +59,9 @@ def view_sql(table: Table, root: StorePath) -> str:
             f"read_parquet('{_quoted(folder / RUN_FILES)}', hive_partitioning = true, hive_types_autocast = false, union_by_name = true)"
         )
     if next(folder.glob(MONTH_FILES), None) is not None:
-        sources.append(f"read_parquet('{_quoted(folder / MONTH_FILES)}', hive_partitioning = false, union_by_name = true)")
+        sources.append(
+            f"read_parquet('{_quoted(folder / MONTH_FILES)}', hive_partitioning = false, union_by_name = true)"
+        )
     if not sources:
         columns = [f'CAST(NULL AS {sql_type(f.type)}) AS "{f.name}"' for f in arrow_schema(table.row)]
         columns += [f'CAST(NULL AS VARCHAR) AS "{name}"' for name in HIVE_COLUMNS]
@@ -87,10 +89,14 @@ def turns_view_sql(replies_columns: Sequence[str]) -> str:
     keys = ["run_id", "suite", "date", "case_id", "agent"]
     if "turns" in replies_columns:
         columns = ", ".join([*keys, *(f't."{c}"' for c in TURN_COLUMNS)])
-        return (f"CREATE OR REPLACE VIEW {TURNS} AS SELECT {columns} FROM "
-                f"(SELECT {', '.join(keys)}, UNNEST(turns) AS t FROM {SHARED.agent_replies.view} WHERE turns IS NOT NULL)")
+        return (
+            f"CREATE OR REPLACE VIEW {TURNS} AS SELECT {columns} FROM "
+            f"(SELECT {', '.join(keys)}, UNNEST(turns) AS t FROM {SHARED.agent_replies.view} WHERE turns IS NOT NULL)"
+        )
     fields = {f.name: f.type for f in arrow_schema(TurnRow)}
-    columns = [f'CAST(NULL AS VARCHAR) AS "{k}"' for k in keys] + [f'CAST(NULL AS {sql_type(fields[c])}) AS "{c}"' for c in TURN_COLUMNS]
+    columns = [f'CAST(NULL AS VARCHAR) AS "{k}"' for k in keys] + [
+        f'CAST(NULL AS {sql_type(fields[c])}) AS "{c}"' for c in TURN_COLUMNS
+    ]
     return f"CREATE OR REPLACE VIEW {TURNS} AS SELECT {', '.join(columns)} WHERE false"
 
 
@@ -112,22 +118,30 @@ def with_reviewer_verdicts(statuses: str, root: StorePath) -> str:
     """The statuses SELECT with the reviewer's verdict beside the judge's: `reviewer_labels`, the label in force
     (the latest import's) of each rubric item of the case, and `reviewer_verdict`, fail when any of them is fail,
     else pass; both NULL for a case nobody labelled. The stored statuses are never rewritten: this is a join."""
-    latest = (f"SELECT * FROM ({reviews_source(root)}) QUALIFY row_number() OVER "
-              "(PARTITION BY run_id, case_id, rubric_item ORDER BY imported_at DESC, import_id DESC, line DESC) = 1")
-    by_case = ("SELECT run_id, case_id, CASE WHEN bool_or(label = 'fail') THEN 'fail' ELSE 'pass' END AS reviewer_verdict, "
-               "list({'rubric_item': rubric_item, 'label': label, 'note': note, 'reviewer': reviewer, "
-               "'reviewer_role': reviewer_role, 'imported_at': imported_at} ORDER BY rubric_item) AS reviewer_labels "
-               f"FROM ({latest}) GROUP BY run_id, case_id")
-    return (f"SELECT s.*, r.reviewer_verdict, r.reviewer_labels FROM ({statuses}) AS s "
-            f"LEFT JOIN ({by_case}) AS r ON s.run_id = r.run_id AND s.case_id = r.case_id")
+    latest = (
+        f"SELECT * FROM ({reviews_source(root)}) QUALIFY row_number() OVER "
+        "(PARTITION BY run_id, case_id, rubric_item ORDER BY imported_at DESC, import_id DESC, line DESC) = 1"
+    )
+    by_case = (
+        "SELECT run_id, case_id, CASE WHEN bool_or(label = 'fail') THEN 'fail' ELSE 'pass' END AS reviewer_verdict, "
+        "list({'rubric_item': rubric_item, 'label': label, 'note': note, 'reviewer': reviewer, "
+        "'reviewer_role': reviewer_role, 'imported_at': imported_at} ORDER BY rubric_item) AS reviewer_labels "
+        f"FROM ({latest}) GROUP BY run_id, case_id"
+    )
+    return (
+        f"SELECT s.*, r.reviewer_verdict, r.reviewer_labels FROM ({statuses}) AS s "
+        f"LEFT JOIN ({by_case}) AS r ON s.run_id = r.run_id AND s.case_id = r.case_id"
+    )
 
 
 def run_ends_source(root: StorePath) -> str:
     """A SELECT of every run that did not complete, with the hive columns; with none, an empty one of the same columns."""
     folder = root.absolute() / RUN_ENDS
     if next(folder.glob(RUN_FILES), None) is not None:
-        return (f"SELECT * FROM read_parquet('{_quoted(folder / RUN_FILES)}', hive_partitioning = true, "
-                "hive_types_autocast = false, union_by_name = true)")
+        return (
+            f"SELECT * FROM read_parquet('{_quoted(folder / RUN_FILES)}', hive_partitioning = true, "
+            "hive_types_autocast = false, union_by_name = true)"
+        )
     columns = [f'CAST(NULL AS {sql_type(f.type)}) AS "{f.name}"' for f in arrow_schema(RunEndRow)]
     columns += [f'CAST(NULL AS VARCHAR) AS "{name}"' for name in HIVE_COLUMNS]
     return f"SELECT {', '.join(columns)} WHERE false"
@@ -136,14 +150,18 @@ def run_ends_source(root: StorePath) -> str:
 def with_run_ends(runs: str, root: StorePath) -> str:
     """The `runs` SELECT with the runs that did not complete beside the others, and `state` on every row: `succeeded`
     for a run that stored its summary, else `failed` or `stopped` with its `error`."""
-    return (f"SELECT * REPLACE (coalesce(state, 'succeeded') AS state) FROM "
-            f"(SELECT * FROM ({runs}) UNION ALL BY NAME {run_ends_source(root)})")
+    return (
+        f"SELECT * REPLACE (coalesce(state, 'succeeded') AS state) FROM "
+        f"(SELECT * FROM ({runs}) UNION ALL BY NAME {run_ends_source(root)})"
+    )
 
 
 def with_judged_failures(statuses: str) -> str:
     """The statuses SELECT with each criterion the judge failed added to the case's `failures`
     (`judged-fail: [rubric] implicit_concession: <reason>`), after its assertions': a `judged-fail` case names why."""
-    judged = "[format('judged-fail: [{}] {}: {}', c.source, c.criterion, c.reason) FOR c IN criteria IF c.verdict = 'fail']"
+    judged = (
+        "[format('judged-fail: [{}] {}: {}', c.source, c.criterion, c.reason) FOR c IN criteria IF c.verdict = 'fail']"
+    )
     return f"SELECT * REPLACE (list_concat(failures, coalesce({judged}, [])) AS failures) FROM ({statuses})"
 
 
@@ -160,8 +178,15 @@ class Views(NamedTuple):
     """The views of the installed kinds that have figures or parameters of their own."""
 
 
-def define_views(con: duckdb.DuckDBPyConnection, root: StorePath, tables: Sequence[Table], *, reviews: bool = True,
-                 kinds: Sequence[KindView] = (), every_kind: Sequence[KindView] = ()) -> None:
+def define_views(
+    con: duckdb.DuckDBPyConnection,
+    root: StorePath,
+    tables: Sequence[Table],
+    *,
+    reviews: bool = True,
+    kinds: Sequence[KindView] = (),
+    every_kind: Sequence[KindView] = (),
+) -> None:
     """Create or replace the views of `tables`, the `reviews` view unless told not to, and the views of `kinds`
     (which read `runs` and `run_metrics`, so those two are defined with them), knowing `every_kind`'s columns (all
     of `kinds` when not given)."""
@@ -218,7 +243,9 @@ def open_database(root: StorePath, database: str = ":memory:") -> duckdb.DuckDBP
     import duckdb
 
     con = duckdb.connect(database)
-    con.execute("SET python_enable_replacements = false")  # a name in a query is a view of the store, never a Python object
+    con.execute(
+        "SET python_enable_replacements = false"
+    )  # a name in a query is a view of the store, never a Python object
     if isinstance(root, UPath):
         con.register_filesystem(root.fs)
     return con

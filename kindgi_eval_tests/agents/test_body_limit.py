@@ -100,7 +100,13 @@ def test_a_run_goes_on_past_an_answer_over_the_limit(home, tmp_path: Path) -> No
 
     key = suite_key("demo-academy", folder)
     with FakeProvider(service) as agent:
-        run_id = run_chain(open_instance(home.root), home.root, RunSettings(eval_dir=str(folder), agent_url=agent.base_url), key, "conversation")
+        run_id = run_chain(
+            open_instance(home.root),
+            home.root,
+            RunSettings(eval_dir=str(folder), agent_url=agent.base_url),
+            key,
+            "conversation",
+        )
     statuses = {s.case_id: s for s in read_rows(home.store, SHARED.statuses, key, run_id)}
     assert {c: s.status for c, s in statuses.items()} == {"small": "passed", "huge": "failed", "after": "passed"}
     assert statuses["huge"].error == (

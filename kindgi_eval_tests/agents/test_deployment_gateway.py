@@ -44,4 +44,6 @@ def test_the_key_goes_only_to_the_url_configured_beside_it() -> None:
     for environ in (environ, {"KINDGI_GATEWAY_KEY": KEY}):
         with pytest.raises(InputError, match=f"names the gateway {OTHER}"):
             gateway_of(RunSettings(gateway_url=OTHER), environ)
-    assert gateway_of(RunSettings(gateway_url=OURS), {"KINDGI_GATEWAY_URL": OURS}).key is None  # a gateway that asks none
+    assert (
+        gateway_of(RunSettings(gateway_url=OURS), {"KINDGI_GATEWAY_URL": OURS}).key is None
+    )  # a gateway that asks none

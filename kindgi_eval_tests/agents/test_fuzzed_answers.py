@@ -22,19 +22,33 @@ JSON = st.recursive(
 )
 REPLY_KEYS = st.sampled_from(["messages", "escalate", "reason", "verdict", "evidence", "extra"]) | st.text(max_size=6)
 NEAR_REPLY = st.fixed_dictionaries(
-    {}, optional={"messages": st.lists(st.text(max_size=30), max_size=3) | JSON, "escalate": st.booleans() | JSON,
-                  "reason": st.none() | st.text(max_size=20) | JSON},
+    {},
+    optional={
+        "messages": st.lists(st.text(max_size=30), max_size=3) | JSON,
+        "escalate": st.booleans() | JSON,
+        "reason": st.none() | st.text(max_size=20) | JSON,
+    },
 ) | st.dictionaries(REPLY_KEYS, JSON, max_size=4)
 NEAR_VERDICT = st.fixed_dictionaries(
-    {}, optional={"verdict": st.sampled_from(["pass", "fail", "PASS", "maybe"]) | JSON, "evidence": st.text(max_size=30) | JSON,
-                  "reason": st.text(max_size=30) | JSON, "score": JSON},
+    {},
+    optional={
+        "verdict": st.sampled_from(["pass", "fail", "PASS", "maybe"]) | JSON,
+        "evidence": st.text(max_size=30) | JSON,
+        "reason": st.text(max_size=30) | JSON,
+        "score": JSON,
+    },
 )
 
 
 def body(near: st.SearchStrategy[dict]) -> st.SearchStrategy[str]:
     """Noise, any JSON, or a near-miss of the right object, bare or inside a markdown fence."""
     as_json = (near | JSON).map(json.dumps)
-    return st.text(max_size=200) | as_json | as_json.map(lambda t: f"```json\n{t}\n```") | as_json.map(lambda t: f"Sure! {t}")
+    return (
+        st.text(max_size=200)
+        | as_json
+        | as_json.map(lambda t: f"```json\n{t}\n```")
+        | as_json.map(lambda t: f"Sure! {t}")
+    )
 
 
 @EXAMPLES
@@ -92,4 +106,7 @@ def test_a_1_mb_answer_is_handled_in_bounded_memory() -> None:
         read_answer(200, garbage)
     except ReplyError as e:
         assert len(str(e)) < 2_000
-    assert peak_of(lambda: read_sample(json.dumps({"verdict": "fail", "evidence": "x" * MB, "reason": "r"}), "x" * MB)) < BOUND
+    assert (
+        peak_of(lambda: read_sample(json.dumps({"verdict": "fail", "evidence": "x" * MB, "reason": "r"}), "x" * MB))
+        < BOUND
+    )

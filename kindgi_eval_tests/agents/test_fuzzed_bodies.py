@@ -114,13 +114,17 @@ class _Handler(socketserver.StreamRequestHandler):
             if not line:
                 return
             headers += line
-        length = next((int(h.split(b":")[1]) for h in headers.split(b"\r\n") if h.lower().startswith(b"content-length:")), 0)
+        length = next(
+            (int(h.split(b":")[1]) for h in headers.split(b"\r\n") if h.lower().startswith(b"content-length:")), 0
+        )
         self.rfile.read(length)
         body: Body = self.server.next  # type: ignore[attr-defined]
         try:
             self.wfile.write(body.head())
             for chunk in body.chunks():
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if body.framing == "chunked" and chunk else chunk)
+                self.wfile.write(
+                    b"%x\r\n%s\r\n" % (len(chunk), chunk) if body.framing == "chunked" and chunk else chunk
+                )
             if body.framing == "chunked" and body.cut is None:
                 self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
@@ -137,10 +141,20 @@ def server() -> Iterator[AgentServer]:
 
 # --- what the server may answer ---------------------------------------------------------------------------------
 
-STATUSES = st.one_of(st.just(200), st.just(200), st.integers(200, 299), st.sampled_from([204, 301, 304, 400, 404, 429, 500, 503]), st.integers(100, 999))
+STATUSES = st.one_of(
+    st.just(200),
+    st.just(200),
+    st.integers(200, 299),
+    st.sampled_from([204, 301, 304, 400, 404, 429, 500, 503]),
+    st.integers(100, 999),
+)
 """Mostly 200, so that most bodies are read; and any status HTTP/1.1 can carry."""
 REPLY = st.fixed_dictionaries(
-    {"messages": st.lists(st.text(max_size=30), max_size=3), "escalate": st.booleans(), "reason": st.none() | st.text(max_size=20)}
+    {
+        "messages": st.lists(st.text(max_size=30), max_size=3),
+        "escalate": st.booleans(),
+        "reason": st.none() | st.text(max_size=20),
+    }
 )
 
 
@@ -155,17 +169,32 @@ PAYLOADS = st.one_of(
     REPLY.map(lambda r: _encoded(r, "latin-1")),  # the right shape in Latin-1: not UTF-8 when it holds é
     (NEAR_REPLY | JSON).map(lambda v: json.dumps(v).encode()),  # JSON of the wrong shape, mostly
     st.binary(max_size=300),  # any bytes
-    st.tuples(REPLY.map(lambda r: json.dumps(r).encode()), st.integers(0, 40), st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80"])).map(
-        lambda t: t[0][: t[1]] + t[2] + t[0][t[1]:]  # a byte that is not UTF-8 (or a surrogate, UTF-8-encoded) inside
+    st.tuples(
+        REPLY.map(lambda r: json.dumps(r).encode()),
+        st.integers(0, 40),
+        st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80"]),
+    ).map(
+        lambda t: t[0][: t[1]] + t[2] + t[0][t[1] :]  # a byte that is not UTF-8 (or a surrogate, UTF-8-encoded) inside
     ),
-    st.sampled_from([  # half a surrogate pair, escaped: valid JSON, but no Unicode text
-        b'{"messages": ["\\ud800"], "escalate": false, "reason": null}',
-        b'{"messages": ["ok"], "escalate": true, "reason": "\\udfff"}',
-    ]),
+    st.sampled_from(
+        [  # half a surrogate pair, escaped: valid JSON, but no Unicode text
+            b'{"messages": ["\\ud800"], "escalate": false, "reason": null}',
+            b'{"messages": ["ok"], "escalate": true, "reason": "\\udfff"}',
+        ]
+    ),
 )
-SIZES = st.none() | st.none() | st.integers(0, 4096) | st.sampled_from([BODY_LIMIT - 1, BODY_LIMIT, BODY_LIMIT + 1, 3 * MIB])
-CONTENT_TYPES = st.none() | st.sampled_from(["application/json", "text/plain", "text/html", "application/octet-stream"]) | st.text(
-    st.sampled_from("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~/"), max_size=30
+SIZES = (
+    st.none()
+    | st.none()
+    | st.integers(0, 4096)
+    | st.sampled_from([BODY_LIMIT - 1, BODY_LIMIT, BODY_LIMIT + 1, 3 * MIB])
+)
+CONTENT_TYPES = (
+    st.none()
+    | st.sampled_from(["application/json", "text/plain", "text/html", "application/octet-stream"])
+    | st.text(
+        st.sampled_from("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~/"), max_size=30
+    )
 )  # any media type of token characters; a quote or a `;` would change where the charset parameter is read from
 
 
@@ -230,7 +259,9 @@ def agent(server: AgentServer) -> HttpAgent:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(body=bodies())
-def test_any_body_over_a_socket_is_a_reply_or_a_recorded_error(server: AgentServer, agent: HttpAgent, body: Body) -> None:
+def test_any_body_over_a_socket_is_a_reply_or_a_recorded_error(
+    server: AgentServer, agent: HttpAgent, body: Body
+) -> None:
     note(repr(body)[:2000])
     server.next = body
     (row,) = asyncio.run(collect_replies(agent, [TURN], concurrency=1, deadline_ms=10_000))

@@ -28,7 +28,11 @@ from kindgi_eval.store.rows import ReplyRow
 from kindgi_eval_tests.fake_provider import Answer, FakeProvider
 
 TENANT = load_tenant(None).tenant
-GOOD = {"messages": ["The Foundation Course is $450.", "Would you like to pay upfront or in instalments?"], "escalate": False, "reason": None}
+GOOD = {
+    "messages": ["The Foundation Course is $450.", "Would you like to pay upfront or in instalments?"],
+    "escalate": False,
+    "reason": None,
+}
 
 
 def turn(case_id: str = "c1", text: str = "how much is the foundation course?", **fields: Any) -> AgentTurn:
@@ -64,8 +68,12 @@ def test_the_request_body_is_exactly_design_s() -> None:
     }
     bare = request_body(turn("nudge", "", nudge=True, contact=Contact(funnel_stage="discovery")))
     assert bare == {
-        "tenant": "demo-academy", "case_id": "nudge", "text": "", "history": [],
-        "contact": {"funnel_stage": "discovery", "course": None}, "nudge": True,
+        "tenant": "demo-academy",
+        "case_id": "nudge",
+        "text": "",
+        "history": [],
+        "contact": {"funnel_stage": "discovery", "course": None},
+        "nudge": True,
     }
     assert request_body(turn())["contact"] is None  # a new contact is null, not {}
 
@@ -85,7 +93,9 @@ def test_the_server_receives_the_body_and_the_reply_is_recorded() -> None:
 
 def test_a_well_formed_answer() -> None:
     escalation = {"messages": ["A person will reply."], "escalate": True, "reason": "refund_request"}
-    assert read_answer(200, json.dumps(escalation)) == AgentReply(messages=("A person will reply.",), escalate=True, reason="refund_request")
+    assert read_answer(200, json.dumps(escalation)) == AgentReply(
+        messages=("A person will reply.",), escalate=True, reason="refund_request"
+    )
 
 
 @pytest.mark.parametrize(
@@ -99,7 +109,11 @@ def test_a_well_formed_answer() -> None:
         (200, '{"messages": "hi", "escalate": false, "reason": null}', "messages: Input should be a valid list"),
         (200, '{"messages": ["hi"], "escalate": "no", "reason": null}', "escalate: Input should be a valid boolean"),
         (200, '{"messages": ["hi"], "escalate": false}', "reason: Field required"),
-        (200, '{"messages": ["hi"], "escalate": false, "reason": null, "debug": 1}', "debug: Extra inputs are not permitted"),
+        (
+            200,
+            '{"messages": ["hi"], "escalate": false, "reason": null, "debug": 1}',
+            "debug: Extra inputs are not permitted",
+        ),
         (200, '{"messages": [1], "escalate": false, "reason": null}', "messages.0: Input should be a valid string"),
     ],
 )
@@ -153,7 +167,10 @@ def test_the_deadline_races_the_http_agent_too() -> None:
     [
         ("https://agent.example.com/reply", "https://agent.example.com/reply"),
         ("https://bot:hunter22@agent.example.com:8443/reply", "https://agent.example.com:8443/reply"),
-        ("https://agent.example.com/reply?api_key=abc123&v=2", "https://agent.example.com/reply?api_key=[redacted]&v=2"),
+        (
+            "https://agent.example.com/reply?api_key=abc123&v=2",
+            "https://agent.example.com/reply?api_key=[redacted]&v=2",
+        ),
     ],
 )
 def test_runs_record_the_url_without_credentials(url: str, shown: str) -> None:
@@ -165,7 +182,9 @@ def test_runs_record_the_url_without_credentials(url: str, shown: str) -> None:
 
 def test_make_agent_prefers_the_url_then_the_model(monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
-    assert isinstance(make_agent(RunSettings(agent_url="http://127.0.0.1:9/a", agent_model="openai:x"), TENANT), HttpAgent)
+    assert isinstance(
+        make_agent(RunSettings(agent_url="http://127.0.0.1:9/a", agent_model="openai:x"), TENANT), HttpAgent
+    )
     assert isinstance(make_agent(RunSettings(agent_model="openai:gpt-4o-mini"), TENANT), LitellmAgent)
     assert isinstance(make_agent(RunSettings(agent_model="mock:agent"), TENANT), MockAgent)
 
@@ -195,12 +214,19 @@ def service(request: dict) -> Answer:
         return body({"messages": ["A person will take it from here."], "escalate": True, "reason": "refund_request"})
     if request["case_id"] == "broken":
         return Answer(status=502, raw_body=b"Bad Gateway")
-    return body({"messages": ["The Foundation Course is $450. Upfront or instalments?"], "escalate": False, "reason": None})
+    return body(
+        {"messages": ["The Foundation Course is $450. Upfront or instalments?"], "escalate": False, "reason": None}
+    )
 
 
 def test_a_run_evaluates_an_agent_served_over_http(home, tmp_path: Path) -> None:
     cases = [
-        {"id": "price", "text": "how much is the foundation course?", "expect": {"escalate": False}, "must_contain": ["$450"]},
+        {
+            "id": "price",
+            "text": "how much is the foundation course?",
+            "expect": {"escalate": False},
+            "must_contain": ["$450"],
+        },
         {"id": "refund", "text": "I want a refund", "expect": {"escalate": True, "reason": "refund_request"}},
         {"id": "broken", "text": "hello", "expect": {"escalate": False}},
     ]
@@ -243,5 +269,9 @@ def test_agent_headers_that_are_no_object_of_text_are_an_input_error_that_never_
     from kindgi_eval.agents.factory import agent_headers
 
     with pytest.raises(InputError) as refused:
-        agent_headers("https://agent.example/reply", {"AGENT_URL": "https://agent.example/reply", "AGENT_HEADERS": text})
-    assert str(refused.value).startswith("AGENT_HEADERS: is not a JSON object") and "tenant-secret-7" not in str(refused.value)
+        agent_headers(
+            "https://agent.example/reply", {"AGENT_URL": "https://agent.example/reply", "AGENT_HEADERS": text}
+        )
+    assert str(refused.value).startswith("AGENT_HEADERS: is not a JSON object") and "tenant-secret-7" not in str(
+        refused.value
+    )

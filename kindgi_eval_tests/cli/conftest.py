@@ -36,7 +36,9 @@ def registry(home) -> Iterator[Registry]:
     store.close()
 
 
-def publish(client: httpx.Client, suite_id: str, kind: str, spec: dict, version: str = "1.0.0", tenant: str = TENANT) -> None:
+def publish(
+    client: httpx.Client, suite_id: str, kind: str, spec: dict, version: str = "1.0.0", tenant: str = TENANT
+) -> None:
     document = {"id": suite_id, "tenantId": tenant, "version": version, "kind": kind, "description": "", "spec": spec}
     response = client.post("/v1/eval-suites", json=document)
     assert response.status_code == 201, response.text
@@ -46,8 +48,6 @@ def sql(query: str) -> list[dict]:
     done = run_cli("sql", query, "--format", "json")
     assert done.code == 0, done.err
     return json.loads(done.out)
-
-
 
 
 def kind_figures(home, asset: str, run_id: str, names: tuple[str, ...], view: str) -> tuple[dict, dict]:

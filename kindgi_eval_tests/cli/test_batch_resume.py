@@ -42,10 +42,23 @@ def test_a_run_killed_while_its_batch_is_out_picks_the_same_batch_up_again(tmp_p
     server = FakeProvider(demo_judge(), looks_before_done=10**6).__enter__()  # the first batch stays out
     try:
         root = tmp_path / "home"
-        env = {"KINDGI_HOME": str(root), "DAGSTER_HOME": str(root / "dagster"), "KINDGI_STORE": "", "OPENAI_API_KEY": "sk-test-not-a-real-key",
-               "OPENAI_BASE_URL": server.base_url, "EVAL_DIR": str(REPO / "kindgi_eval" / "golden"), "EVAL_JUDGE_BATCH": ""}
+        env = {
+            "KINDGI_HOME": str(root),
+            "DAGSTER_HOME": str(root / "dagster"),
+            "KINDGI_STORE": "",
+            "OPENAI_API_KEY": "sk-test-not-a-real-key",
+            "OPENAI_BASE_URL": server.base_url,
+            "EVAL_DIR": str(REPO / "kindgi_eval" / "golden"),
+            "EVAL_JUDGE_BATCH": "",
+        }
         args = ["run", "--agent-model", "mock:agent", "--judge-model", "openai:gpt-4o-mini", "--judge-batch", "true"]
-        process = subprocess.Popen([str(CLI), *args], cwd=tmp_path, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            [str(CLI), *args],
+            cwd=tmp_path,
+            env={**os.environ, **env},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 120
         try:
             while not any(read_sent(area, "judge_samples") for area in find_run_areas(root / "store", "")):
@@ -65,7 +78,16 @@ def test_a_run_killed_while_its_batch_is_out_picks_the_same_batch_up_again(tmp_p
         resumed = next(line for line in result.err.splitlines() if line.startswith("run ")).split()[1]
         samples = read_rows(root / "store", SHARED.judge_samples, KEY, resumed)
         assert samples and {s.vote for s in samples} >= {"pass", "fail"}
-        assert sum(s.subject == "calibration" for s in samples) == len(json.loads("[" + ",".join(
-            (REPO / "kindgi_eval" / "golden" / "calibration.jsonl").read_text().splitlines()) + "]")) * 3
+        assert (
+            sum(s.subject == "calibration" for s in samples)
+            == len(
+                json.loads(
+                    "["
+                    + ",".join((REPO / "kindgi_eval" / "golden" / "calibration.jsonl").read_text().splitlines())
+                    + "]"
+                )
+            )
+            * 3
+        )
     finally:
         server.__exit__(None, None, None)

@@ -22,7 +22,10 @@ def _standard(folder: Path) -> dict[str, bytes]:
     """A standard suite of six golden cases and the calibration set, laid out as its author wrote it."""
     folder.mkdir()
     cases = [line for line in (GOLDEN / "cases.jsonl").read_text().splitlines() if line.strip()][:6]
-    written = {"cases.jsonl": ("\n".join(cases) + "\n\n").encode(), "calibration.jsonl": (GOLDEN / "calibration.jsonl").read_bytes()}
+    written = {
+        "cases.jsonl": ("\n".join(cases) + "\n\n").encode(),
+        "calibration.jsonl": (GOLDEN / "calibration.jsonl").read_bytes(),
+    }
     for name, data in written.items():
         (folder / name).write_bytes(data)
     return written
@@ -30,16 +33,30 @@ def _standard(folder: Path) -> dict[str, bytes]:
 
 def test_an_operator_publishes_an_entry_that_tenants_list_pull_and_run(registry, home, tmp_path) -> None:
     url = str(registry.http.base_url).rstrip("/")
-    operator = {"KINDGI_REGISTRY_URL": url, "KINDGI_REGISTRY_TOKEN": _issued("--scope", "operator", "--name", "catalogue")}
+    operator = {
+        "KINDGI_REGISTRY_URL": url,
+        "KINDGI_REGISTRY_TOKEN": _issued("--scope", "operator", "--name", "catalogue"),
+    }
     tenant = {"KINDGI_REGISTRY_URL": url, "KINDGI_REGISTRY_TOKEN": _issued("--tenant", TENANT, "--name", "ci")}
     reader = {"KINDGI_REGISTRY_URL": url, "KINDGI_REGISTRY_TOKEN": _issued("--tenant", TENANT, "--scope", "read")}
     written = _standard(tmp_path / "standard")
     pinned = folder_hash(written)
 
-    args = ("catalogue", "publish", str(tmp_path / "standard"), "--name", "acme-standards/pricing", "--version", "1.0.0",
-            "--description", "Six pricing questions")
+    args = (
+        "catalogue",
+        "publish",
+        str(tmp_path / "standard"),
+        "--name",
+        "acme-standards/pricing",
+        "--version",
+        "1.0.0",
+        "--description",
+        "Six pricing questions",
+    )
     refused = run_cli(*args, env=tenant)
-    assert refused.code == 2 and "HTTP 403" in refused.err and "cannot publish to the catalogue" in refused.err, refused.err
+    assert refused.code == 2 and "HTTP 403" in refused.err and "cannot publish to the catalogue" in refused.err, (
+        refused.err
+    )
     published = run_cli(*args, env=operator)
     assert published.code == 0, published.err
     assert published.out.strip() == f"published: catalogue entry acme-standards/pricing 1.0.0 sha256 {pinned}"
@@ -53,28 +70,48 @@ def test_an_operator_publishes_an_entry_that_tenants_list_pull_and_run(registry,
     ]
     pulled = run_cli("catalogue", "pull", "acme-standards/pricing", "1.0.0", str(tmp_path / "pulled"), env=reader)
     assert pulled.code == 0, pulled.err
-    assert {p.name: p.read_bytes() for p in (tmp_path / "pulled").iterdir()} == written  # byte for byte, blank line and all
+    assert {
+        p.name: p.read_bytes() for p in (tmp_path / "pulled").iterdir()
+    } == written  # byte for byte, blank line and all
     missing = run_cli("catalogue", "pull", "acme-standards/pricing", "2.0.0", str(tmp_path / "none"), env=reader)
     assert missing.code == 2 and "the catalogue holds no such entry" in missing.err and not (tmp_path / "none").exists()
 
-    publish(registry.http, f"{TENANT}.pricing-standard", "benchmark", {"benchmark": {"name": "acme-standards/pricing", "version": "1.0.0"}})
+    publish(
+        registry.http,
+        f"{TENANT}.pricing-standard",
+        "benchmark",
+        {"benchmark": {"name": "acme-standards/pricing", "version": "1.0.0"}},
+    )
     out = tmp_path / "summary.json"
     done = run_cli("run", "--mock", "--suite", f"{TENANT}.pricing-standard", "--json", str(out), env=reader)
     assert done.code == 0, done.out + done.err
     summary = json.loads(out.read_text())
     assert summary["benchmark"] == {"name": "acme-standards/pricing", "version": "1.0.0", "hash": pinned}
     (row,) = sql("SELECT benchmark_name, benchmark_version, benchmark_hash, cases FROM benchmark_runs")
-    assert row == {"benchmark_name": "acme-standards/pricing", "benchmark_version": "1.0.0", "benchmark_hash": pinned, "cases": 6}
+    assert row == {
+        "benchmark_name": "acme-standards/pricing",
+        "benchmark_version": "1.0.0",
+        "benchmark_hash": pinned,
+        "cases": 6,
+    }
 
 
 def test_a_benchmark_document_naming_no_entry_is_refused_before_it_is_sent(registry, home, tmp_path) -> None:
     url = str(registry.http.base_url).rstrip("/")
     tenant = {"KINDGI_REGISTRY_URL": url, "KINDGI_REGISTRY_TOKEN": _issued("--tenant", TENANT)}
-    document = {"id": f"{TENANT}.std", "tenantId": TENANT, "version": "1.0.0", "kind": "benchmark",
-                "spec": {"benchmark": {"name": "kindgi/golden", "version": "2.0.0"}}}
+    document = {
+        "id": f"{TENANT}.std",
+        "tenantId": TENANT,
+        "version": "1.0.0",
+        "kind": "benchmark",
+        "spec": {"benchmark": {"name": "kindgi/golden", "version": "2.0.0"}},
+    }
     (tmp_path / "suite.json").write_text(json.dumps(document))
     done = run_cli("suites", "publish", str(tmp_path / "suite.json"), env=tenant)
-    assert done.code == 2 and "the catalogue holds no benchmark kindgi/golden 2.0.0; it holds kindgi/golden 1.0.0" in done.err, done.err
+    assert (
+        done.code == 2
+        and "the catalogue holds no benchmark kindgi/golden 2.0.0; it holds kindgi/golden 1.0.0" in done.err
+    ), done.err
     assert run_cli("suites", "list", env=tenant).out.count(f"{TENANT}.std") == 0
 
 
@@ -82,7 +119,10 @@ def test_an_operator_token_is_issued_without_a_tenant_and_listed_and_revoked_as_
     refused = run_cli("tokens", "issue", "--scope", "operator", "--tenant", "acme")
     assert refused.code == 2 and "tenant: is not given to an operator token: it acts for no tenant" in refused.err
     no_tenant = run_cli("tokens", "issue", "--scope", "read")
-    assert no_tenant.code == 2 and "tenant: is required: a token of scope read or publish acts for one tenant" in no_tenant.err
+    assert (
+        no_tenant.code == 2
+        and "tenant: is required: a token of scope read or publish acts for one tenant" in no_tenant.err
+    )
     issued = run_cli("tokens", "issue", "--scope", "operator", "--name", "catalogue")
     assert issued.code == 0 and "for the catalogue (catalogue), scope operator" in issued.err, issued.err
     (token,) = json.loads(run_cli("tokens", "list", "--format", "json").out)

@@ -18,14 +18,22 @@ from kindgi_eval_tests.conftest import CLI, REPO
 from kindgi_eval_tests.fake_provider import Answer
 
 EXPECTED = Path(__file__).parents[1] / "expected" / "golden_mock.txt"
-REPLY = json.dumps({"messages": ["The Foundation Course is $450. Would you pay upfront or in instalments?"], "escalate": False, "reason": None})
+REPLY = json.dumps(
+    {
+        "messages": ["The Foundation Course is $450. Would you pay upfront or in instalments?"],
+        "escalate": False,
+        "reason": None,
+    }
+)
 
 
 def run_to_files(tmp_path: Path, *args: str) -> tuple[int, str, str]:
     """`kindgi-eval ARGS > out 2> err`: the exit status and what each file holds once the process is gone."""
     out, err = tmp_path / "out.txt", tmp_path / "err.txt"
     with out.open("w") as stdout, err.open("w") as stderr:
-        code = subprocess.run([str(CLI), *args], check=False, cwd=REPO, stdout=stdout, stderr=stderr, timeout=300).returncode
+        code = subprocess.run(
+            [str(CLI), *args], check=False, cwd=REPO, stdout=stdout, stderr=stderr, timeout=300
+        ).returncode
     return code, out.read_text(), err.read_text()
 
 
@@ -59,7 +67,9 @@ def test_a_passing_run_piped_to_files_keeps_every_line_row_and_event(home, tmp_p
     run_id = stored_run(home, err)
     assert f"[{run_id[:8]}] agent_replies: 36/36 cases answered\n" in err  # the run's log lines, on stderr before it
     statuses = next(home.store.rglob(f"statuses/*/*/run_id={run_id}/data.parquet"))
-    assert pq.read_metadata(statuses).num_rows == sum(line.startswith("[") for line in out.splitlines())  # one per case printed
+    assert pq.read_metadata(statuses).num_rows == sum(
+        line.startswith("[") for line in out.splitlines()
+    )  # one per case printed
 
 
 def test_a_failing_run_exits_1_with_its_output_whole(home, tmp_path: Path) -> None:
@@ -83,10 +93,15 @@ def test_a_model_run_through_the_worker_keeps_every_reply(home, tmp_path: Path, 
     server = provider_env(lambda request: Answer(REPLY))
     (tmp_path / "suite").mkdir()
     (tmp_path / "suite" / "cases.jsonl").write_text(
-        "".join(f'{{"id": "c{n}", "text": "how much is the foundation course?", "expect": {{"escalate": false}}, '
-                f'"must_contain": ["$450"]}}\n' for n in range(12))
+        "".join(
+            f'{{"id": "c{n}", "text": "how much is the foundation course?", "expect": {{"escalate": false}}, '
+            f'"must_contain": ["$450"]}}\n'
+            for n in range(12)
+        )
     )
-    code, out, err = run_to_files(tmp_path, "run", "--agent-model", "openai:fake", "--eval-dir", str(tmp_path / "suite"), "--concurrency", "4")
+    code, out, err = run_to_files(
+        tmp_path, "run", "--agent-model", "openai:fake", "--eval-dir", str(tmp_path / "suite"), "--concurrency", "4"
+    )
     assert code == 0, err
     assert "Summary: 12 passed, 0 failed, 0 reviewed\n" in out
     run_id = stored_run(home, err)

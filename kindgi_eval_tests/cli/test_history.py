@@ -67,9 +67,11 @@ def test_sql_answers_only_from_the_store_and_names_its_views(home) -> None:
     # `run` is no view; without replacement scans DuckDB never reaches for a Python object of that name
     result = run_cli("sql", "SELECT * FROM run")
     assert result.code == 2 and "Python" not in result.err
-    assert ("The views are: cases, replies, turns, outcomes, judge_samples, calibration, statuses, accuracy, custom, pairwise, "
-            "regressions, review_queue, run_metrics, runs, reviews, accuracy_runs, benchmark_runs, custom_runs, human_review_runs, "
-            "pairwise_runs, regression_runs.") in result.err
+    assert (
+        "The views are: cases, replies, turns, outcomes, judge_samples, calibration, statuses, accuracy, custom, pairwise, "
+        "regressions, review_queue, run_metrics, runs, reviews, accuracy_runs, benchmark_runs, custom_runs, human_review_runs, "
+        "pairwise_runs, regression_runs."
+    ) in result.err
 
 
 def test_sql_help_names_every_view() -> None:
@@ -125,7 +127,10 @@ def copy_run(store: Path, run_id: str, new_id: str) -> None:
 def test_diff_takes_unique_prefixes_and_lists_an_ambiguous_one_and_runs_lists_them_newest_first(home) -> None:
     empty = run_cli("diff", "latest", "latest")
     assert empty.code == 2
-    assert empty.err.splitlines()[0] == f"error: RUN_A: the store at {home.store} holds no run yet, so `latest` names none. Start one with: kindgi-eval run --mock"
+    assert (
+        empty.err.splitlines()[0]
+        == f"error: RUN_A: the store at {home.store} holds no run yet, so `latest` names none. Start one with: kindgi-eval run --mock"
+    )
     first = run_id_of(run_cli("run", "--mock"))
     result = run_cli("diff", "--suite", KEY)
     assert result.code == 2
@@ -139,8 +144,19 @@ def test_diff_takes_unique_prefixes_and_lists_an_ambiguous_one_and_runs_lists_th
     assert listed.code == 0, listed.err
     rows = json.loads(listed.out)
     assert [r["run_id"] for r in rows] == [second, first]  # newest first
-    assert rows[0] | {"started_at": None} == {"run_id": second, "suite": KEY, "tenant": "demo-academy", "started_at": None,
-                                              "state": "succeeded", "cases": 39, "passed": 34, "failed": 0, "judged_fail": 0, "judged_pass": 0, "reviewed": 5}
+    assert rows[0] | {"started_at": None} == {
+        "run_id": second,
+        "suite": KEY,
+        "tenant": "demo-academy",
+        "started_at": None,
+        "state": "succeeded",
+        "cases": 39,
+        "passed": 34,
+        "failed": 0,
+        "judged_fail": 0,
+        "judged_pass": 0,
+        "reviewed": 5,
+    }
     assert [r["run_id"] for r in json.loads(run_cli("runs", "--limit", "1", "--format", "json").out)] == [second]
     assert json.loads(run_cli("runs", "--suite", "other.suite", "--format", "json").out) == []
     compared = json.loads(run_cli("diff", first[:8], "latest", "--json").out)  # `latest`: the newest, as runs lists it
@@ -166,7 +182,10 @@ def test_diff_refuses_a_suite_together_with_run_ids_or_half_a_pair(home) -> None
     assert half.code == 2 and "Error: give RUN_A and RUN_B (run ids or unique prefixes), or --suite KEY." in half.err
     empty = run_cli("diff", "", "abc")
     assert empty.code == 2
-    assert empty.err.splitlines()[0] == "error: RUN_A: an empty run id names no run; give a run id or its first characters."
+    assert (
+        empty.err.splitlines()[0]
+        == "error: RUN_A: an empty run id names no run; give a run id or its first characters."
+    )
 
 
 def test_diff_suite_exit_code_when_a_case_got_worse(home, tmp_path: Path) -> None:
@@ -208,10 +227,35 @@ def test_exported_database_opens_in_a_plain_duckdb_client(home) -> None:
     with duckdb.connect(str(home.store / "kindgi.duckdb"), read_only=True) as con:
         ((count,),) = con.execute(f"SELECT count(*) FROM statuses WHERE run_id = '{run_id}'").fetchall()
         views = {r[0] for r in con.sql("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
-    assert count == sum(1 for name in ("cases.jsonl", "scenarios.jsonl") for line in (GOLDEN / name).read_text().splitlines() if line.strip())
-    assert views == {"runs", "run_metrics", "cases", "replies", "turns", "outcomes", "judge_samples", "calibration", "statuses", "accuracy", "regressions",
-                     "pairwise", "custom", "review_queue", "reviews", "accuracy_runs", "benchmark_runs", "custom_runs", "human_review_runs",
-                     "pairwise_runs", "regression_runs"}
+    assert count == sum(
+        1
+        for name in ("cases.jsonl", "scenarios.jsonl")
+        for line in (GOLDEN / name).read_text().splitlines()
+        if line.strip()
+    )
+    assert views == {
+        "runs",
+        "run_metrics",
+        "cases",
+        "replies",
+        "turns",
+        "outcomes",
+        "judge_samples",
+        "calibration",
+        "statuses",
+        "accuracy",
+        "regressions",
+        "pairwise",
+        "custom",
+        "review_queue",
+        "reviews",
+        "accuracy_runs",
+        "benchmark_runs",
+        "custom_runs",
+        "human_review_runs",
+        "pairwise_runs",
+        "regression_runs",
+    }
 
 
 def age_runs(store: Path, run_ids: list[str], day: str) -> None:
@@ -239,7 +283,13 @@ def runs(*specs: tuple[str, str, str]) -> list[StoredRunRef]:
         # an old replay of an old run: both go
         (runs(("old", "2026-01-01", "old"), ("replay", "2026-01-02", "old")), ["old", "replay"], []),
         # exactly on the cutoff day is kept
-        (runs(("edge", "2026-10-31", "edge"),), [], []),
+        (
+            runs(
+                ("edge", "2026-10-31", "edge"),
+            ),
+            [],
+            [],
+        ),
     ],
 )
 def test_plan_prune(stored, removed, spared) -> None:
@@ -256,7 +306,7 @@ def test_views_answer_the_same_for_kept_runs_after_prune(home) -> None:
     queries = [
         "SELECT run_id, case_id, status, failures FROM statuses WHERE run_id IN ('{k}', '{r}') ORDER BY ALL",
         "SELECT run_id, replies_from, passed, reviewed FROM runs WHERE run_id IN ('{k}', '{r}') ORDER BY ALL",
-        "SELECT run_id, \"group\", agreement FROM calibration ORDER BY ALL",
+        'SELECT run_id, "group", agreement FROM calibration ORDER BY ALL',
     ]
     before = [sql_json(q.format(k=kept, r=replay)) for q in queries]
     result = run_cli("prune", "--keep-days", "30")

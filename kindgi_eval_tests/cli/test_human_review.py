@@ -13,8 +13,8 @@ from typing import NamedTuple
 import httpx
 import pytest
 
-from kindgi_eval.kinds import consumers
 from kindgi_eval.inputs import REVIEW_COLUMNS
+from kindgi_eval.kinds import consumers
 from kindgi_eval.registry import database_url, open_store, running_server
 from kindgi_eval_tests.conftest import files_under, run_cli
 from kindgi_eval_tests.registry.conftest import golden_spec
@@ -43,7 +43,14 @@ def registry(home) -> Iterator[Registry]:
 
 
 def publish(client: httpx.Client, suite_id: str, spec: dict, version: str = "1.0.0") -> None:
-    document = {"id": suite_id, "tenantId": TENANT, "version": version, "kind": "human-review", "description": "", "spec": spec}
+    document = {
+        "id": suite_id,
+        "tenantId": TENANT,
+        "version": version,
+        "kind": "human-review",
+        "description": "",
+        "spec": spec,
+    }
     response = client.post("/v1/eval-suites", json=document)
     assert response.status_code == 201, response.text
 
@@ -82,7 +89,9 @@ def write_csv(path: Path, rows: list[dict]) -> None:
     path.write_text(out.getvalue(), encoding="utf-8")
 
 
-def test_a_run_queues_each_reply_and_rubric_item_and_imported_labels_show_beside_the_judges(registry, home, tmp_path) -> None:
+def test_a_run_queues_each_reply_and_rubric_item_and_imported_labels_show_beside_the_judges(
+    registry, home, tmp_path
+) -> None:
     publish(registry.http, "demo-academy.review", review_spec())
     code, summary, said = run("demo-academy.review", tmp_path)
     assert code == 0, said  # no judge: every case, its rubric ungraded, is `reviewed`
@@ -90,9 +99,15 @@ def test_a_run_queues_each_reply_and_rubric_item_and_imported_labels_show_beside
     assert "Human review: 6 items queued for the sales lead (3 replies, 2 rubric items each)" in said
     assert {c["status"] for c in summary["cases"]} == {"reviewed"}
     run_id = summary["run_id"]
-    queue = sql("SELECT case_id, rubric_item, reviewer_role, judge_verdict FROM review_queue ORDER BY case_id, rubric_item")
+    queue = sql(
+        "SELECT case_id, rubric_item, reviewer_role, judge_verdict FROM review_queue ORDER BY case_id, rubric_item"
+    )
     cases = sorted(c["id"] for c in review_spec()["cases"])
-    assert queue == [{"case_id": c, "rubric_item": r, "reviewer_role": ROLE, "judge_verdict": "ungraded"} for c in cases for r in sorted(RUBRIC)]
+    assert queue == [
+        {"case_id": c, "rubric_item": r, "reviewer_role": ROLE, "judge_verdict": "ungraded"}
+        for c in cases
+        for r in sorted(RUBRIC)
+    ]
 
     rows = exported_csv(run_id, tmp_path / "review.csv")
     assert len(rows) == 6 and {r["run_id"] for r in rows} == {run_id}
@@ -110,13 +125,22 @@ def test_a_run_queues_each_reply_and_rubric_item_and_imported_labels_show_beside
     assert done.code == 0, done.err
     assert done.out.startswith(f"imported 3 labels (2 pass, 1 fail) of run {run_id} as import ")
     assert done.out.rstrip().endswith("; 3 unlabelled rows skipped")
-    again = run_cli("review", "import", str(tmp_path / "labelled.csv"))  # the same file once more: said, not stored twice
+    again = run_cli(
+        "review", "import", str(tmp_path / "labelled.csv")
+    )  # the same file once more: said, not stored twice
     assert again.code == 0, again.err
-    assert again.out.startswith(f"already imported: the 3 labels of {tmp_path / 'labelled.csv'} are those in force (import ")
+    assert again.out.startswith(
+        f"already imported: the 3 labels of {tmp_path / 'labelled.csv'} are those in force (import "
+    )
 
-    stored = sql("SELECT run_id, case_id, rubric_item, label, note, reviewer, reviewer_role, line FROM reviews ORDER BY line")
+    stored = sql(
+        "SELECT run_id, case_id, rubric_item, label, note, reviewer, reviewer_role, line FROM reviews ORDER BY line"
+    )
     assert [(r["case_id"], r["rubric_item"], r["label"], r["line"]) for r in stored] == [
-        (rows[0]["case_id"], RUBRIC[0], "pass", 2), (rows[1]["case_id"], RUBRIC[1], "pass", 3), (rows[2]["case_id"], RUBRIC[0], "fail", 4)]
+        (rows[0]["case_id"], RUBRIC[0], "pass", 2),
+        (rows[1]["case_id"], RUBRIC[1], "pass", 3),
+        (rows[2]["case_id"], RUBRIC[0], "fail", 4),
+    ]
     assert {(r["run_id"], r["reviewer"], r["reviewer_role"]) for r in stored} == {(run_id, "ana", ROLE)}
     statuses = {r["case_id"]: r for r in sql("SELECT case_id, status, reviewer_verdict, reviewer_labels FROM statuses")}
     assert statuses[rows[0]["case_id"]]["reviewer_verdict"] == "pass"
@@ -124,7 +148,12 @@ def test_a_run_queues_each_reply_and_rubric_item_and_imported_labels_show_beside
     assert statuses[rows[4]["case_id"]]["reviewer_verdict"] is None  # nobody labelled it yet
     assert {r["status"] for r in statuses.values()} == {"reviewed"}  # the judge's status stands beside the label
     (label,) = statuses[rows[2]["case_id"]]["reviewer_labels"]
-    assert (label["rubric_item"], label["label"], label["note"], label["reviewer"]) == (RUBRIC[0], "fail", "says refund twice", "ana")
+    assert (label["rubric_item"], label["label"], label["note"], label["reviewer"]) == (
+        RUBRIC[0],
+        "fail",
+        "says refund twice",
+        "ana",
+    )
 
     # a second import, from the JSONL export, relabels one item: both imports are kept, the later one counts
     done = run_cli("review", "export", run_id, "--format", "jsonl")
@@ -139,7 +168,9 @@ def test_a_run_queues_each_reply_and_rubric_item_and_imported_labels_show_beside
     assert now == {"reviewer_verdict": "fail"}
 
 
-def test_a_label_file_with_a_wrong_row_is_refused_naming_line_and_field_and_nothing_is_stored(registry, home, tmp_path) -> None:
+def test_a_label_file_with_a_wrong_row_is_refused_naming_line_and_field_and_nothing_is_stored(
+    registry, home, tmp_path
+) -> None:
     publish(registry.http, "demo-academy.review", review_spec())
     _, summary, _ = run("demo-academy.review", tmp_path)
     run_id = summary["run_id"]
@@ -166,14 +197,18 @@ def test_a_label_file_with_a_wrong_row_is_refused_naming_line_and_field_and_noth
     assert sql("SELECT count(*) AS n FROM reviews") == [{"n": 0}]
 
     # a file without the label column: refused on its header line
-    (tmp_path / "nolabel.csv").write_text("run_id,case_id,rubric_item,note\n" + f"{run_id},{rows[0]['case_id']},{RUBRIC[0]},ok\n")
+    (tmp_path / "nolabel.csv").write_text(
+        "run_id,case_id,rubric_item,note\n" + f"{run_id},{rows[0]['case_id']},{RUBRIC[0]},ok\n"
+    )
     done = run_cli("review", "import", str(tmp_path / "nolabel.csv"))
     assert done.code == 2
     assert done.err.startswith(f"error: {tmp_path / 'nolabel.csv'}:1: field label: missing column.")
     assert files_under(home.store) == before
 
 
-def test_promoted_labels_are_a_new_version_of_the_suite_and_the_old_version_is_unchanged(registry, home, tmp_path) -> None:
+def test_promoted_labels_are_a_new_version_of_the_suite_and_the_old_version_is_unchanged(
+    registry, home, tmp_path
+) -> None:
     held = golden_spec()["calibration"][:2]
     publish(registry.http, "demo-academy.review", review_spec(calibration=held))
     old = registry.http.get("/v1/eval-suites/demo-academy.review/versions/1.0.0")
@@ -216,11 +251,20 @@ def test_promoted_labels_are_a_new_version_of_the_suite_and_the_old_version_is_u
 
 
 def test_export_and_promote_refuse_a_run_of_another_kind(registry, home, tmp_path) -> None:
-    document = {"id": "demo-academy.plain", "tenantId": TENANT, "version": "1.0.0", "kind": "conversation", "description": "",
-                "spec": {"cases": golden_spec()["cases"][:2]}}
+    document = {
+        "id": "demo-academy.plain",
+        "tenantId": TENANT,
+        "version": "1.0.0",
+        "kind": "conversation",
+        "description": "",
+        "spec": {"cases": golden_spec()["cases"][:2]},
+    }
     assert registry.http.post("/v1/eval-suites", json=document).status_code == 201
     _, summary, _ = run("demo-academy.plain", tmp_path)
     for args in (("export", summary["run_id"]), ("promote", summary["run_id"], "--suite", "demo-academy.plain")):
         done = run_cli("review", *args, env=registry.env)
         assert done.code == 2
-        assert done.err == f"error: RUN_ID: run {summary['run_id']} evaluated a conversation suite; only a human-review suite's run has a review queue.\n"
+        assert (
+            done.err
+            == f"error: RUN_ID: run {summary['run_id']} evaluated a conversation suite; only a human-review suite's run has a review queue.\n"
+        )

@@ -27,7 +27,9 @@ def test_init_writes_the_kinds_starter_and_validate_passes_it(kind: str, home, t
     done = run_cli("init", str(folder), "--kind", kind, cwd=tmp_path)
     assert done.code == 0, done.err
     starter = kinds()[kind].starter
-    assert {p.name: p.read_bytes() for p in files_under(folder)} == {p.name: p.read_bytes() for p in files_under(starter.folder)}
+    assert {p.name: p.read_bytes() for p in files_under(folder)} == {
+        p.name: p.read_bytes() for p in files_under(starter.folder)
+    }
     assert done.out.startswith(f"wrote a starter {kind} suite: ")
     config = ["--config-dir", str(folder)] if (folder / "tenant.toml").exists() else []
     checked = run_cli("validate", str(folder), *config, cwd=tmp_path)
@@ -56,7 +58,10 @@ def test_init_refuses_a_folder_that_is_not_empty_and_writes_nothing(home, tmp_pa
     (folder / "cases.jsonl").write_text("mine\n")
     done = run_cli("init", str(folder), cwd=tmp_path)
     assert (done.code, done.out) == (2, "")
-    assert done.err == f"error: {folder}: exists and is not an empty folder; nothing was written. Name a new folder, or empty this one.\n"
+    assert (
+        done.err
+        == f"error: {folder}: exists and is not an empty folder; nothing was written. Name a new folder, or empty this one.\n"
+    )
     assert [p.name for p in files_under(folder)] == ["cases.jsonl"] and (folder / "cases.jsonl").read_text() == "mine\n"
     unknown = run_cli("init", str(tmp_path / "new"), "--kind", "nope", cwd=tmp_path)
     assert unknown.code == 2 and "'nope' is not a kind with a starter. Pick one of accuracy, " in unknown.err

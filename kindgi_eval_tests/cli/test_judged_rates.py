@@ -57,8 +57,17 @@ def judged(home, provider_env, tmp_path: Path):
     cases = [case(f"case-{n}", text=PRICE + (f" {CONCEDES}" if n < 3 else "")) for n in range(10)]
     folder = write_suite(tmp_path / "s", cases, calibration())
     out = tmp_path / "summary.json"
-    done = run_cli("run", "--eval-dir", str(folder), "--agent-model", "mock:agent", "--judge-model", "openai:fake-judge",
-                   "--json", str(out))
+    done = run_cli(
+        "run",
+        "--eval-dir",
+        str(folder),
+        "--agent-model",
+        "mock:agent",
+        "--judge-model",
+        "openai:fake-judge",
+        "--json",
+        str(out),
+    )
     assert done.code == 1, done.err  # three judged-fail cases
     run_id = re.search(r"run (\S+) stored under", done.err).group(1)  # type: ignore[union-attr]
     return done.out, json.loads(out.read_text()), run_id
@@ -89,9 +98,11 @@ def test_a_judged_run_measures_the_judge_and_corrects_its_rates(judged) -> None:
     assert (passes["passed"], passes["cases"], passes["corrected"]) == (7, 10, pytest.approx(0.7))
     assert (passes["low"], passes["high"]) == (pytest.approx(1 - expected.high), pytest.approx(1 - expected.low))
     # the printed summary: the judge's error in the calibration lines, one line per group of rates
-    assert ("The judge's sensitivity 0.67 (2 of 3 fail labels), specificity 1.00 (2 of 2 pass labels)." in out)
-    assert (f"  implicit_concession: 3 of 10 graded replies failed (0.30); corrected 0.30 (95% interval "
-            f"{expected.low:.2f} to {expected.high:.2f})") in out.splitlines()
+    assert "The judge's sensitivity 0.67 (2 of 3 fail labels), specificity 1.00 (2 of 2 pass labels)." in out
+    assert (
+        f"  implicit_concession: 3 of 10 graded replies failed (0.30); corrected 0.30 (95% interval "
+        f"{expected.low:.2f} to {expected.high:.2f})"
+    ) in out.splitlines()
     assert "  answers_the_question: nothing graded" in out.splitlines()
 
 
@@ -103,11 +114,20 @@ def test_duckdb_the_summary_the_html_report_and_the_ui_agree_on_one_run(judged, 
     out, _, run_id = judged
     lines = out.splitlines()
     # DuckDB
-    rates = {r["calibration_group"]: r for r in sql(
-        "SELECT calibration_group, value, low, high, count, out_of FROM run_metrics "
-        f"WHERE run_id = '{run_id}' AND name = 'judged_fail_rate_corrected' AND criterion IS NULL")}
-    (passes,) = sql(f"SELECT value, low, high FROM run_metrics WHERE run_id = '{run_id}' AND name = 'pass_rate_corrected'")
-    judge_error = {r["group"]: r for r in sql(f'SELECT "group", sensitivity, specificity FROM calibration WHERE run_id = \'{run_id}\'')}
+    rates = {
+        r["calibration_group"]: r
+        for r in sql(
+            "SELECT calibration_group, value, low, high, count, out_of FROM run_metrics "
+            f"WHERE run_id = '{run_id}' AND name = 'judged_fail_rate_corrected' AND criterion IS NULL"
+        )
+    }
+    (passes,) = sql(
+        f"SELECT value, low, high FROM run_metrics WHERE run_id = '{run_id}' AND name = 'pass_rate_corrected'"
+    )
+    judge_error = {
+        r["group"]: r
+        for r in sql(f"SELECT \"group\", sensitivity, specificity FROM calibration WHERE run_id = '{run_id}'")
+    }
     graded = {g: r for g, r in rates.items() if r["value"] is not None}
     assert set(graded) == {"implicit_concession"} and set(rates) == set(judge_error)
     # the HTML report
@@ -126,10 +146,16 @@ def test_duckdb_the_summary_the_html_report_and_the_ui_agree_on_one_run(judged, 
         instance.dispose()
     for group, r in graded.items():
         said = f"corrected {r['value']:.2f} (95% interval {r['low']:.2f} to {r['high']:.2f})"
-        assert f"  {group}: {r['count']} of {r['out_of']} graded replies failed ({r['count'] / r['out_of']:.2f}); {said}" in lines
+        assert (
+            f"  {group}: {r['count']} of {r['out_of']} graded replies failed ({r['count'] / r['out_of']:.2f}); {said}"
+            in lines
+        )
         row = re.search(rf'<tr data-group="{group}">(.*?)</tr>', html).group(1)  # type: ignore[union-attr]
         assert f"<td>{r['count']} of {r['out_of']}</td>" in row and f"<td>{said.removeprefix('corrected ')}</td>" in row
-        ui = {part: metadata[f"judged_fail_rate_corrected/{group}{suffix}"] for part, suffix in (("value", ""), ("low", "/low"), ("high", "/high"))}
+        ui = {
+            part: metadata[f"judged_fail_rate_corrected/{group}{suffix}"]
+            for part, suffix in (("value", ""), ("low", "/low"), ("high", "/high"))
+        }
         assert ui == {part: r[part] for part in ("value", "low", "high")}
         assert escape_md(said) in metadata["judged_rates"]  # the UI's report, in markdown
     for group in set(rates) - set(graded):  # nothing graded: no number anywhere
@@ -146,5 +172,8 @@ def test_duckdb_the_summary_the_html_report_and_the_ui_agree_on_one_run(judged, 
     pass_said = f"corrected {passes['value']:.2f} (95% interval {passes['low']:.2f} to {passes['high']:.2f})"
     assert any(line.startswith("Pass rate: ") and line.endswith(pass_said) for line in lines)
     assert pass_said in html
-    assert (metadata["pass_rate_corrected"], metadata["pass_rate_corrected/low"], metadata["pass_rate_corrected/high"]) == (
-        passes["value"], passes["low"], passes["high"])
+    assert (
+        metadata["pass_rate_corrected"],
+        metadata["pass_rate_corrected/low"],
+        metadata["pass_rate_corrected/high"],
+    ) == (passes["value"], passes["low"], passes["high"])

@@ -16,7 +16,10 @@ from kindgi_eval_tests.conftest import GOLDEN, files_under, run_cli
 from kindgi_eval_tests.fake_provider import Answer
 from kindgi_eval_tests.registry.conftest import golden_spec
 
-JUDGED_ITEM = {"cases": [{"input": "how much is the foundation course?", "expectedOutput": "$450"}], "grader": {"adapterId": "judge"}}
+JUDGED_ITEM = {
+    "cases": [{"input": "how much is the foundation course?", "expectedOutput": "$450"}],
+    "grader": {"adapterId": "judge"},
+}
 
 
 def run(*args: str, tmp_path: Path, env: dict[str, str] | None = None):
@@ -30,7 +33,9 @@ def run(*args: str, tmp_path: Path, env: dict[str, str] | None = None):
 
 
 @pytest.mark.parametrize("judge", [[], ["--judge-model", "mock:judge"]], ids=["no-judge", "uncalibrated-judge"])
-def test_a_judge_graded_accuracy_item_nothing_graded_is_reviewed_never_passed_016(registry, home, tmp_path, judge) -> None:
+def test_a_judge_graded_accuracy_item_nothing_graded_is_reviewed_never_passed_016(
+    registry, home, tmp_path, judge
+) -> None:
     publish(registry.http, "demo-academy.judged", "accuracy", JUDGED_ITEM)
     done, summary = run("--mock", "--suite", "demo-academy.judged", *judge, tmp_path=tmp_path)
     assert done.code == 0, done.err
@@ -50,7 +55,12 @@ def test_a_baseline_named_by_suite_and_version_is_found_whatever_its_id(registry
     done, base = run("--mock", "--suite", base_id, tmp_path=tmp_path)
     assert done.code == 0, done.err
     assert f"(demo-academy@{base_id.lower()}, hash" in done.out  # the partition the run header names
-    publish(registry.http, "demo-academy.checked", "regression", {"baseline": {"suiteId": base_id, "version": "1.0.0"}, "cases": cases})
+    publish(
+        registry.http,
+        "demo-academy.checked",
+        "regression",
+        {"baseline": {"suiteId": base_id, "version": "1.0.0"}, "cases": cases},
+    )
     done, checked = run("--mock", "--suite", "demo-academy.checked", tmp_path=tmp_path)
     assert done.code == 0, done.err
     assert checked["regression"]["baseline_run"] == base["run_id"]
@@ -61,8 +71,10 @@ def test_a_registry_suite_and_a_folder_of_the_same_name_never_share_a_partition(
     assert run_cli("run", "--mock", "--suite", "demo-academy.golden").code == 0
     assert run_cli("run", "--mock", "--eval-dir", str(GOLDEN)).code == 0
     rows = sql("SELECT suite, suite_id FROM runs ORDER BY suite")
-    assert rows == [{"suite": "demo-academy.golden", "suite_id": None},
-                    {"suite": "demo-academy@demo-academy.golden", "suite_id": "demo-academy.golden"}]
+    assert rows == [
+        {"suite": "demo-academy.golden", "suite_id": None},
+        {"suite": "demo-academy@demo-academy.golden", "suite_id": "demo-academy.golden"},
+    ]
     # each has one run: there is nothing to compare, rather than two different suites compared as one
     for key in ("demo-academy.golden", "demo-academy@demo-academy.golden"):
         done = run_cli("diff", "--suite", key)
@@ -102,11 +114,25 @@ def test_an_edited_copy_of_a_registry_version_is_written_again_before_it_runs(re
     assert [c["id"] for c in again["cases"]] == [c["id"] for c in cases]
 
 
-EARLIER_FIELDS = ("baseline_run_id", "baseline_suite_id", "baseline_version", "benchmark_name", "benchmark_version", "benchmark_hash",
-                  "handler_hash", "reviewer_role", "variant_a_id", "variant_a_version", "variant_b_id", "variant_b_version")
+EARLIER_FIELDS = (
+    "baseline_run_id",
+    "baseline_suite_id",
+    "baseline_version",
+    "benchmark_name",
+    "benchmark_version",
+    "benchmark_hash",
+    "handler_hash",
+    "reviewer_role",
+    "variant_a_id",
+    "variant_a_version",
+    "variant_b_id",
+    "variant_b_version",
+)
 
 
-def test_a_folder_an_earlier_release_wrote_keeps_its_kind_s_parameters_and_is_not_written_again(registry, home, tmp_path) -> None:
+def test_a_folder_an_earlier_release_wrote_keeps_its_kind_s_parameters_and_is_not_written_again(
+    registry, home, tmp_path
+) -> None:
     cases = golden_spec()["cases"][:2]
     publish(registry.http, "demo-academy.base", "conversation", {"cases": cases})
     done, base = run("--mock", "--suite", "demo-academy.base", tmp_path=tmp_path)
@@ -116,7 +142,12 @@ def test_a_folder_an_earlier_release_wrote_keeps_its_kind_s_parameters_and_is_no
     (record,) = Path(home.root, "registry-suites").rglob("demo-academy.held/**/registry.json")
     written = json.loads(record.read_text())
     # the shape releases before `params` wrote: each kind's parameter a field of its own, every one of them present
-    earlier = {**{k: v for k, v in written.items() if k != "params"}, **dict.fromkeys(EARLIER_FIELDS), "rubric": [], **written["params"]}
+    earlier = {
+        **{k: v for k, v in written.items() if k != "params"},
+        **dict.fromkeys(EARLIER_FIELDS),
+        "rubric": [],
+        **written["params"],
+    }
     assert earlier["baseline_run_id"] == base["run_id"]
     record.write_text(json.dumps(earlier) + "\n")
     done, summary = run("--mock", "--suite", "demo-academy.held", tmp_path=tmp_path)
@@ -128,16 +159,33 @@ def test_a_folder_an_earlier_release_wrote_keeps_its_kind_s_parameters_and_is_no
 @pytest.mark.parametrize(
     ("kind", "spec", "path"),
     [
-        ("accuracy", {"cases": [{"input": "hi", "expectedOutput": "x"}, {"input": 5, "expectedOutput": "y"}]}, "spec.cases[1].input"),
-        ("pairwise", {"prompts": ["hi"], "variantA": {"agentId": "a", "version": "1"}, "variantB": {"agentId": "a", "version": "1"}},
-         "spec.variantB"),
+        (
+            "accuracy",
+            {"cases": [{"input": "hi", "expectedOutput": "x"}, {"input": 5, "expectedOutput": "y"}]},
+            "spec.cases[1].input",
+        ),
+        (
+            "pairwise",
+            {
+                "prompts": ["hi"],
+                "variantA": {"agentId": "a", "version": "1"},
+                "variantB": {"agentId": "a", "version": "1"},
+            },
+            "spec.variantB",
+        ),
     ],
 )
-def test_a_stored_spec_that_no_longer_passes_its_check_is_exit_2_naming_its_path(home, tmp_path, kind, spec, path) -> None:
+def test_a_stored_spec_that_no_longer_passes_its_check_is_exit_2_naming_its_path(
+    home, tmp_path, kind, spec, path
+) -> None:
     # stored as an older release of the check would have let it through: straight into the store, past the API
     store = open_store(database_url(home.root))
     token = store.issue_token(TENANT, "test")
-    store.publish(TENANT, token.id, EvalSuite(id="demo-academy.stale", tenantId=TENANT, version="1.0.0", kind=kind, description="", spec=spec))
+    store.publish(
+        TENANT,
+        token.id,
+        EvalSuite(id="demo-academy.stale", tenantId=TENANT, version="1.0.0", kind=kind, description="", spec=spec),
+    )
     store.close()
     done, summary = run("--mock", "--suite", "demo-academy.stale", tmp_path=tmp_path)
     assert done.code == 2 and summary is None, done.out + done.err
@@ -148,18 +196,29 @@ def test_a_stored_spec_that_no_longer_passes_its_check_is_exit_2_naming_its_path
 # what must hold before anything runs
 
 
-def test_a_custom_suite_on_a_machine_without_a_sandbox_is_exit_2_before_any_agent_call(registry, home, tmp_path, provider_env) -> None:
+def test_a_custom_suite_on_a_machine_without_a_sandbox_is_exit_2_before_any_agent_call(
+    registry, home, tmp_path, provider_env
+) -> None:
     server = provider_env(lambda request: Answer(json.dumps({"messages": ["hi"], "escalate": False, "reason": None})))
     source = "def grade(case, reply):\n    return {'pass': True, 'reason': 'ok'}\n"
     cases = [{"id": "one", "text": "hi", "expect": {"escalate": False}}]
-    publish(registry.http, "demo-academy.handled", "custom", {"handler": {"modulePath": "h.py", "entrypointPath": "grade", "source": source},
-                                                           "cases": cases})
+    publish(
+        registry.http,
+        "demo-academy.handled",
+        "custom",
+        {"handler": {"modulePath": "h.py", "entrypointPath": "grade", "source": source}, "cases": cases},
+    )
     bare = tmp_path / "bin"  # a PATH with Python but neither bubblewrap nor prlimit
     bare.mkdir()
-    done, summary = run("--agent-model", "openai:agent", "--suite", "demo-academy.handled", tmp_path=tmp_path, env={"PATH": str(bare)})
+    done, summary = run(
+        "--agent-model", "openai:agent", "--suite", "demo-academy.handled", tmp_path=tmp_path, env={"PATH": str(bare)}
+    )
     assert done.code == 2 and summary is None, done.out + done.err
     (line,) = done.err.splitlines()
-    assert line.startswith("error: custom handler: bwrap and prlimit not found on PATH") and "apt-get install bubblewrap" in line
+    assert (
+        line.startswith("error: custom handler: bwrap and prlimit not found on PATH")
+        and "apt-get install bubblewrap" in line
+    )
     assert server.requests == [] and files_under(home.store) == []
 
 
@@ -167,8 +226,10 @@ def test_a_judge_without_its_key_is_exit_2_naming_the_variable(home, monkeypatch
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     done = run_cli("run", "--mock", "--judge-model", "openai:gpt-4o-mini")
     assert done.code == 2
-    assert done.err == ("error: --judge-model: openai:gpt-4o-mini needs its key in OPENAI_API_KEY, which is not set: every "
-                        "call would be refused. Set OPENAI_API_KEY, or name another judge.\n")
+    assert done.err == (
+        "error: --judge-model: openai:gpt-4o-mini needs its key in OPENAI_API_KEY, which is not set: every "
+        "call would be refused. Set OPENAI_API_KEY, or name another judge.\n"
+    )
     assert files_under(home.store) == []
 
 
@@ -181,26 +242,38 @@ def test_a_judge_refusing_every_call_is_named_down_and_its_groups_say_why(home, 
     items = {c["group"]: c for c in _calibration_rows()}
     drawn = 3 * sum(c["items"] for c in items.values())
     assert len(server.requests) == drawn  # one attempt per sample: a refused key is never retried
-    assert f"Judge openai:judge was down for the whole run: {drawn} of {drawn} samples invalid ({drawn} refused credentials)" in done.out
+    assert (
+        f"Judge openai:judge was down for the whole run: {drawn} of {drawn} samples invalid ({drawn} refused credentials)"
+        in done.out
+    )
     for group, row in items.items():
         n = 3 * row["items"]
         assert row["invalid_samples"] == n
-        assert summary["calibration"][group]["note"] == f"Not calibrated: {n} of {n} samples invalid: {n} refused credentials."
+        assert (
+            summary["calibration"][group]["note"]
+            == f"Not calibrated: {n} of {n} samples invalid: {n} refused credentials."
+        )
     assert summary["counts"]["judged-pass"] == 0 and summary["counts"]["judged-fail"] == 0
     first = next(line for line in done.out.splitlines() if line.startswith("First judge error"))
     assert first.startswith(f"First judge error (refused credentials, {drawn} calls): ") and "sk-test" not in first
 
 
 def test_a_judge_answering_404_is_named_with_its_first_error(home, tmp_path, provider_env) -> None:
-    provider_env(lambda request: Answer(status=404, raw_body=b'{"error": {"message": "no route /v1/v1/chat/completions"}}'))
+    provider_env(
+        lambda request: Answer(status=404, raw_body=b'{"error": {"message": "no route /v1/v1/chat/completions"}}')
+    )
     done, _ = run("--mock", "--judge-model", "openai:judge", tmp_path=tmp_path)
     assert done.code == 0, done.err
     (first,) = [line for line in done.out.splitlines() if line.startswith("First ")]  # the agent (the demo) met none
-    assert first.startswith("First judge error (provider error, ") and "404" in first and "/v1/v1/chat/completions" in first
+    assert (
+        first.startswith("First judge error (provider error, ")
+        and "404" in first
+        and "/v1/v1/chat/completions" in first
+    )
 
 
 def _calibration_rows() -> list[dict]:
-    return sql("SELECT \"group\", items, invalid_samples FROM calibration")
+    return sql('SELECT "group", items, invalid_samples FROM calibration')
 
 
 def test_a_baseline_stored_under_the_partition_of_earlier_releases_is_still_found(registry, home, tmp_path) -> None:
@@ -211,7 +284,12 @@ def test_a_baseline_stored_under_the_partition_of_earlier_releases_is_still_foun
     assert done.code == 0, done.err
     for folder in home.store.glob("*/suite=demo-academy@demo-academy.base"):
         folder.rename(folder.with_name("suite=demo-academy.base"))
-    publish(registry.http, "demo-academy.checked", "regression", {"baseline": {"suiteId": "demo-academy.base", "version": "1.0.0"}, "cases": cases})
+    publish(
+        registry.http,
+        "demo-academy.checked",
+        "regression",
+        {"baseline": {"suiteId": "demo-academy.base", "version": "1.0.0"}, "cases": cases},
+    )
     done, checked = run("--mock", "--suite", "demo-academy.checked", tmp_path=tmp_path)
     assert done.code == 0, done.err
     assert checked["regression"]["baseline_run"] == base["run_id"]

@@ -42,8 +42,13 @@ def failed_run(home: Path, state: Path, scratch: Path) -> None:
     (suite / "cases.jsonl").write_text('{"id": "x"}\n')
     instance = open_instance(state)
     with pytest.raises(RunFailed):
-        run_chain(instance, state, RunSettings(eval_dir=str(suite), config_dir=str(home / "config"), agent_model="mock:agent"),
-                  f"{home.name}.golden", "conversation")
+        run_chain(
+            instance,
+            state,
+            RunSettings(eval_dir=str(suite), config_dir=str(home / "config"), agent_model="mock:agent"),
+            f"{home.name}.golden",
+            "conversation",
+        )
     instance.dispose()
 
 
@@ -51,8 +56,13 @@ def failed_run(home: Path, state: Path, scratch: Path) -> None:
 def nights(home, tmp_path: Path) -> dict:
     """Four tenants over two nights; alpha's second night breaks a case, gamma's second run fails, delta never runs."""
     homes = {name: tenant_tree(tmp_path, name) for name in ("alpha", "beta", "gamma", "delta")}
-    path = write_tenants(tmp_path / "tenants.toml", entry("alpha", alerts=["ALPHA_HOOK"]), entry("beta", alerts=["BETA_HOOK"]),
-                         entry("gamma", alerts=["GAMMA_HOOK"], alert_on=["run_failed"]), entry("delta"))
+    path = write_tenants(
+        tmp_path / "tenants.toml",
+        entry("alpha", alerts=["ALPHA_HOOK"]),
+        entry("beta", alerts=["BETA_HOOK"]),
+        entry("gamma", alerts=["GAMMA_HOOK"], alert_on=["run_failed"]),
+        entry("delta"),
+    )
     path.write_text(path.read_text() + '\n[defaults]\nalerts = ["OPS_HOOK"]\n')
     for name in ("alpha", "beta", "gamma"):
         mock_run(homes[name])
@@ -101,7 +111,11 @@ def test_the_night_names_what_got_worse_worst_first_and_sends_it_once(home, nigh
         again = run_cli("night", "--send", env={**env, **hooks})
     assert sent.code == again.code == 1
     assert {p for p, _, _ in receiver.posts} == {"/ALPHA_HOOK", "/GAMMA_HOOK", "/OPS_HOOK"}  # beta had nothing to say
-    assert [receiver.tried(p) for p in ("/ALPHA_HOOK", "/GAMMA_HOOK", "/OPS_HOOK")] == [1, 1, 1]  # once, though asked twice
+    assert [receiver.tried(p) for p in ("/ALPHA_HOOK", "/GAMMA_HOOK", "/OPS_HOOK")] == [
+        1,
+        1,
+        1,
+    ]  # once, though asked twice
     (alpha_body,) = receiver.taken("/ALPHA_HOOK")
     assert alpha_body["tenant"] == "alpha" and alpha_body["suites"][0]["findings"][0]["case_ids"] == [BROKEN]
     (delta_body,) = receiver.taken("/OPS_HOOK")  # [defaults] alerts
@@ -116,10 +130,15 @@ def test_the_night_names_what_got_worse_worst_first_and_sends_it_once(home, nigh
 
 
 def test_night_refuses_bad_input_with_exit_2(home, tmp_path: Path) -> None:
-    assert run_cli("night", "--date", "2026-02-30").err == "error: --date: '2026-02-30' is not a date; write YYYY-MM-DD, e.g. 2026-12-01.\n"
+    assert (
+        run_cli("night", "--date", "2026-02-30").err
+        == "error: --date: '2026-02-30' is not a date; write YYYY-MM-DD, e.g. 2026-12-01.\n"
+    )
     assert run_cli("night", "--send").code == 2  # no tenants file names webhooks
     tenant_tree(tmp_path, "alpha")
-    bad = write_tenants(tmp_path / "tenants.toml", entry("alpha", alerts=["https://hooks.slack.com/services/T/B/xyzzy-token"]))
+    bad = write_tenants(
+        tmp_path / "tenants.toml", entry("alpha", alerts=["https://hooks.slack.com/services/T/B/xyzzy-token"])
+    )
     (tmp_path / "not-toml.toml").write_text("[[tenant]\n")
     assert run_cli("night", env={"KINDGI_TENANTS": str(tmp_path / "not-toml.toml")}).code == 2  # no file to read at all
     # an entry that does not validate costs its tenant its night, which the night names; the URL is never quoted back

@@ -22,7 +22,11 @@ from kindgi_eval_tests.conftest import CLI, GOLDEN, REPO, files_under, run_cli
 from kindgi_eval_tests.fake_provider import Answer, fenced
 
 PRICE = "how much is the foundation course?"
-PROMPTS = [{"id": "price", "text": PRICE}, "hello there", {"id": "price-again", "text": PRICE, "history": [{"role": "user", "text": "hi"}]}]
+PROMPTS = [
+    {"id": "price", "text": PRICE},
+    "hello there",
+    {"id": "price-again", "text": PRICE, "history": [{"role": "user", "text": "hi"}]},
+]
 PAIRS = [
     {"id": "a-better", "input": "price?", "replyA": ["It is $450."], "replyB": ["Ask us later."], "label": "A"},
     {"id": "b-better", "input": "price?", "replyA": ["No idea."], "replyB": ["The course is $450."], "label": "B"},
@@ -43,12 +47,18 @@ class Provider:
         with self.lock:
             self.calls["judge" if judging else "agent"] += 1
         if not judging:
-            return Answer(json.dumps({"messages": ["Happy to help! What would you like to learn?"], "escalate": False, "reason": None}))
+            return Answer(
+                json.dumps(
+                    {"messages": ["Happy to help! What would you like to learn?"], "escalate": False, "reason": None}
+                )
+            )
         if self.prefers_first:
             return Answer(json.dumps({"winner": "A", "reason": "the first is better"}), delay_s=self.judge_delay_s)
         first, second = "450" in fenced(request, "reply A"), "450" in fenced(request, "reply B")
         winner = "A" if first and not second else "B" if second and not first else "tie"
-        return Answer(json.dumps({"winner": winner, "reason": f"{winner}: the price is quoted"}), delay_s=self.judge_delay_s)
+        return Answer(
+            json.dumps({"winner": winner, "reason": f"{winner}: the price is quoted"}), delay_s=self.judge_delay_s
+        )
 
 
 @pytest.fixture
@@ -68,11 +78,17 @@ def tenants(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def spec(pairs: list[dict] = PAIRS, b: dict | None = None) -> dict:
-    return {"prompts": PROMPTS, "variantA": {"agentId": "champion", "version": "1"},
-            "variantB": b or {"agentId": "challenger", "version": "2"}, "calibration": pairs}
+    return {
+        "prompts": PROMPTS,
+        "variantA": {"agentId": "champion", "version": "1"},
+        "variantB": b or {"agentId": "challenger", "version": "2"},
+        "calibration": pairs,
+    }
 
 
-def test_a_calibrated_judge_compares_the_variants_in_both_orders(registry, home, tenants, provider_env, tmp_path) -> None:
+def test_a_calibrated_judge_compares_the_variants_in_both_orders(
+    registry, home, tenants, provider_env, tmp_path
+) -> None:
     provider = Provider()
     provider_env(provider)
     publish(registry.http, "demo-academy.ab", "pairwise", spec())
@@ -81,13 +97,28 @@ def test_a_calibrated_judge_compares_the_variants_in_both_orders(registry, home,
     result = summary["pairwise"]
     # the champion quotes $450 to both price prompts and wins them in both orders; "hello there" is a tie
     assert (result["wins"], result["losses"], result["ties"]) == (2, 0, 1)
-    assert result["win_rate"] == pytest.approx(2.5 / 3) and result["calibrated"] is True and result["position_consistency"] == 1.0
+    assert (
+        result["win_rate"] == pytest.approx(2.5 / 3)
+        and result["calibrated"] is True
+        and result["position_consistency"] == 1.0
+    )
     assert 0 <= result["interval"]["low"] <= 2.5 / 3 <= result["interval"]["high"] <= 1
     assert (result["variant_a"], result["variant_b"]) == ("champion 1", "challenger 2")
     assert "Pairwise champion 1 (A) against challenger 2 (B): 2 wins, 0 losses, 1 ties" in said
     assert provider.calls == {"agent": 3, "judge": 2 * (len(PAIRS) + len(PROMPTS))}  # both orders of every pair
-    figures = ("variant_a", "variant_b", "pairwise_calibrated", "pairwise_agreement", "wins", "losses", "ties", "win_rate",
-               "win_rate_low", "win_rate_high", "position_consistency")
+    figures = (
+        "variant_a",
+        "variant_b",
+        "pairwise_calibrated",
+        "pairwise_agreement",
+        "wins",
+        "losses",
+        "ties",
+        "win_rate",
+        "win_rate_low",
+        "win_rate_high",
+        "position_consistency",
+    )
     metadata, row = kind_figures(home, "pairwise", summary["run_id"], figures, "pairwise_runs")
     assert metadata == row and metadata["wins"] == 2
     rows = sql("SELECT subject, subject_id, ab, ba, outcome, consistent FROM pairwise ORDER BY subject, subject_id")
@@ -108,7 +139,9 @@ def test_a_calibrated_judge_compares_the_variants_in_both_orders(registry, home,
     assert provider.calls == {"agent": 3, "judge": 4 * (len(PAIRS) + len(PROMPTS))}  # judged again, no agent asked
 
 
-def test_a_judge_that_follows_the_position_is_not_calibrated_and_grades_nothing(registry, home, tenants, provider_env, tmp_path) -> None:
+def test_a_judge_that_follows_the_position_is_not_calibrated_and_grades_nothing(
+    registry, home, tenants, provider_env, tmp_path
+) -> None:
     provider = Provider(judge_prefers_first=True)
     provider_env(provider)
     publish(registry.http, "demo-academy.ab", "pairwise", spec())
@@ -133,11 +166,23 @@ def test_a_variant_that_is_not_declared_is_an_input_error(registry, home, tenant
 
 def _run(tmp_path: Path):
     out = tmp_path / "pairwise.json"
-    done = run_cli("run", "--agent-model", "mock:agent", "--suite", "demo-academy.ab", "--judge-model", "openai:judge", "--json", str(out))
+    done = run_cli(
+        "run",
+        "--agent-model",
+        "mock:agent",
+        "--suite",
+        "demo-academy.ab",
+        "--judge-model",
+        "openai:judge",
+        "--json",
+        str(out),
+    )
     return done.code, json.loads(out.read_text()) if out.exists() else None, done.out + done.err
 
 
-def test_a_run_killed_while_judging_pairs_resumes_without_judging_a_recorded_pair_again(registry, home, tenants, provider_env, tmp_path) -> None:
+def test_a_run_killed_while_judging_pairs_resumes_without_judging_a_recorded_pair_again(
+    registry, home, tenants, provider_env, tmp_path
+) -> None:
     from kindgi_eval.kinds.pairwise.stage import PairwiseRow
     from kindgi_eval.store import area_run_id, find_run_areas, read_batches
 
@@ -146,7 +191,18 @@ def test_a_run_killed_while_judging_pairs_resumes_without_judging_a_recorded_pai
     prompts = [{"id": f"p{n:02d}", "text": PRICE} for n in range(12)]
     publish(registry.http, "demo-academy.ab", "pairwise", spec() | {"prompts": prompts})
     pairs = len(PAIRS) + len(prompts)
-    command = [str(CLI), "run", "--agent-model", "mock:agent", "--suite", "demo-academy.ab", "--judge-model", "openai:judge", "--concurrency", "2"]
+    command = [
+        str(CLI),
+        "run",
+        "--agent-model",
+        "mock:agent",
+        "--suite",
+        "demo-academy.ab",
+        "--judge-model",
+        "openai:judge",
+        "--concurrency",
+        "2",
+    ]
     process = subprocess.Popen(command, cwd=REPO, env=os.environ, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     try:
@@ -172,7 +228,9 @@ def test_a_run_killed_while_judging_pairs_resumes_without_judging_a_recorded_pai
     assert row == {"judge_calls_saved": 2 * len(recorded), "resumed_from": area_run_id(area)}
 
 
-def test_mock_answers_both_variants_with_the_demo_agent_and_says_so(registry, home, tenants, provider_env, tmp_path) -> None:
+def test_mock_answers_both_variants_with_the_demo_agent_and_says_so(
+    registry, home, tenants, provider_env, tmp_path
+) -> None:
     provider = Provider()
     provider_env(provider)
     publish(registry.http, "demo-academy.ab", "pairwise", spec())
@@ -180,25 +238,40 @@ def test_mock_answers_both_variants_with_the_demo_agent_and_says_so(registry, ho
     done = run_cli("run", "--mock", "--suite", "demo-academy.ab", "--json", str(out))
     assert done.code == 0, done.err
     assert provider.calls["agent"] == 0  # openai:challenger, a paid model, was never called
-    assert "--mock: variants A (mock:agent) and B (openai:challenger) are both answered by the offline demo agent mock:agent" in done.err
+    assert (
+        "--mock: variants A (mock:agent) and B (openai:challenger) are both answered by the offline demo agent mock:agent"
+        in done.err
+    )
     assert {r["agent"] for r in sql("SELECT agent FROM replies")} == {"mock:agent"}
     # the header names both variants; a prompt has no assertion of its own, so unjudged its replies are reviewed
     assert "6 cases against variant A (champion 1) and variant B (challenger 2), no judge" in done.out
-    assert json.loads(out.read_text())["counts"] == {"passed": 0, "failed": 0, "judged-fail": 0, "judged-pass": 0, "reviewed": 6}
+    assert json.loads(out.read_text())["counts"] == {
+        "passed": 0,
+        "failed": 0,
+        "judged-fail": 0,
+        "judged-pass": 0,
+        "reviewed": 6,
+    }
     assert "Summary: 0 passed, 0 failed, 6 reviewed" in done.out and "Funnel coverage" not in done.out
 
 
-def test_a_judged_pairwise_run_keeps_every_reply_reviewed_and_prints_no_empty_calibration(registry, home, tenants, provider_env, tmp_path) -> None:
+def test_a_judged_pairwise_run_keeps_every_reply_reviewed_and_prints_no_empty_calibration(
+    registry, home, tenants, provider_env, tmp_path
+) -> None:
     provider_env(Provider())
     publish(registry.http, "demo-academy.ab", "pairwise", spec())
     code, summary, said = _run(tmp_path)
     assert code == 0 and summary["pairwise"]["calibrated"] is True, said
-    assert {c["status"] for c in summary["cases"]} == {"reviewed"}  # the comparison is the suite's result, reported apart
+    assert {c["status"] for c in summary["cases"]} == {
+        "reviewed"
+    }  # the comparison is the suite's result, reported apart
     assert "Calibration (threshold" not in said and "Funnel coverage" not in said
 
 
 @pytest.mark.parametrize(("judge", "warned"), [("openai:challenger", True), ("openai:other", False)])
-def test_the_same_model_warning_compares_the_judge_with_each_variant(registry, home, tenants, provider_env, tmp_path, judge, warned) -> None:
+def test_the_same_model_warning_compares_the_judge_with_each_variant(
+    registry, home, tenants, provider_env, tmp_path, judge, warned
+) -> None:
     provider_env(Provider())
     publish(registry.http, "demo-academy.ab", "pairwise", spec())
     # the run's own agent, openai:other, is not evaluated (the variants are): a judge equal to it is not warned of

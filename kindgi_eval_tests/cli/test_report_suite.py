@@ -12,7 +12,9 @@ from kindgi_eval_tests.inputs.test_tenants_file import tenant_tree
 def test_report_of_a_suites_latest_run(home, tmp_path: Path) -> None:
     alpha = tenant_tree(tmp_path, "alpha")
     beta = tenant_tree(tmp_path, "beta")
-    run = lambda h: run_id_of(run_cli("run", "--mock", "--eval-dir", str(h / "evals" / "golden"), "--config-dir", str(h / "config")))  # noqa: E731
+    run = lambda h: run_id_of(
+        run_cli("run", "--mock", "--eval-dir", str(h / "evals" / "golden"), "--config-dir", str(h / "config"))
+    )  # noqa: E731
     run(alpha)
     latest = run(alpha)
     other = run(beta)  # the newest of the store, of another suite
@@ -24,4 +26,8 @@ def test_report_of_a_suites_latest_run(home, tmp_path: Path) -> None:
     assert run_cli("report", latest, "--suite", "alpha.golden", "--html", str(page)).code == 2
     assert run_cli("report", "--html", str(page)).code == 2
     missing = run_cli("report", "--suite", "gamma.golden", "--html", str(page))
-    assert missing.code == 2 and "suite 'gamma.golden' has no run" in missing.err and "alpha.golden, beta.golden" in missing.err
+    assert (
+        missing.code == 2
+        and "suite 'gamma.golden' has no run" in missing.err
+        and "alpha.golden, beta.golden" in missing.err
+    )

@@ -60,7 +60,11 @@ def answer(request: dict[str, Any]) -> Answer:
         reply = {"messages": [f"You asked: {text} Which course would you like?"], "escalate": False, "reason": None}
         return Answer(json.dumps(reply), delay_s=AGENT_DELAY_S)
     reply = fenced(request, "reply")
-    vote = {"verdict": "fail", "evidence": "BAD", "reason": "says BAD"} if "BAD" in reply else {"verdict": "pass", "evidence": "", "reason": "fine"}
+    vote = (
+        {"verdict": "fail", "evidence": "BAD", "reason": "says BAD"}
+        if "BAD" in reply
+        else {"verdict": "pass", "evidence": "", "reason": "fine"}
+    )
     return Answer(json.dumps(vote), delay_s=JUDGE_DELAY_S)
 
 
@@ -85,23 +89,51 @@ def world(tmp_path_factory: pytest.TempPathFactory):
     suite = base / "suite"
     suite.mkdir()
     (suite / "cases.jsonl").write_text(
-        "".join(json.dumps({"id": f"case-{n:02d}", "text": f"question {n}: what do you teach?", "expect": {"escalate": False}}) + "\n"
-                for n in range(CASES))
+        "".join(
+            json.dumps(
+                {"id": f"case-{n:02d}", "text": f"question {n}: what do you teach?", "expect": {"escalate": False}}
+            )
+            + "\n"
+            for n in range(CASES)
+        )
     )
     calibration = []
     for group in GROUPS:
         history = [{"role": "agent", "text": "Earlier."}] if group == "semantic_repetition" else []
         for label, reply in (("pass", f"A fine reply on {group}."), ("fail", f"A BAD reply on {group}.")):
-            calibration.append({"id": f"{group}-{label}", "history": history, "text": "hi", "reply": [reply], "criterion": group, "label": label})
+            calibration.append(
+                {
+                    "id": f"{group}-{label}",
+                    "history": history,
+                    "text": "hi",
+                    "reply": [reply],
+                    "criterion": group,
+                    "label": label,
+                }
+            )
     (suite / "calibration.jsonl").write_text("".join(json.dumps(c) + "\n" for c in calibration))
     server = FakeProvider(answer)
     child = server.serve_in_child()
     root = base / "home"
     env = {
-        "KINDGI_HOME": str(root), "DAGSTER_HOME": str(root / "dagster"), "KINDGI_STORE": "",
-        "OPENAI_API_KEY": "sk-test-not-a-real-key", "OPENAI_BASE_URL": server.base_url,
-        **{var: "" for var in ("EVAL_DIR", "CONFIG_DIR", "AGENT_MODEL", "AGENT_URL", "EVAL_JUDGE_MODEL", "EVAL_MAX_LATENCY_MS",
-                               "EVAL_CONCURRENCY", "EVAL_MODEL_TIMEOUT_S")},
+        "KINDGI_HOME": str(root),
+        "DAGSTER_HOME": str(root / "dagster"),
+        "KINDGI_STORE": "",
+        "OPENAI_API_KEY": "sk-test-not-a-real-key",
+        "OPENAI_BASE_URL": server.base_url,
+        **{
+            var: ""
+            for var in (
+                "EVAL_DIR",
+                "CONFIG_DIR",
+                "AGENT_MODEL",
+                "AGENT_URL",
+                "EVAL_JUDGE_MODEL",
+                "EVAL_MAX_LATENCY_MS",
+                "EVAL_CONCURRENCY",
+                "EVAL_MODEL_TIMEOUT_S",
+            )
+        },
     }
     yield World(root, root / "store", suite, env, server)
     os.kill(child.pid, signal.SIGKILL)
@@ -109,8 +141,17 @@ def world(tmp_path_factory: pytest.TempPathFactory):
 
 
 def run_args(world: World) -> list[str]:
-    return ["run", "--eval-dir", str(world.suite), "--agent-model", "openai:fake-agent", "--judge-model", "openai:fake-judge",
-            "--concurrency", str(CONCURRENCY)]
+    return [
+        "run",
+        "--eval-dir",
+        str(world.suite),
+        "--agent-model",
+        "openai:fake-agent",
+        "--judge-model",
+        "openai:fake-judge",
+        "--concurrency",
+        str(CONCURRENCY),
+    ]
 
 
 def cli(world: World, *args: str) -> Result:
@@ -125,7 +166,10 @@ def tables(world: World, run_id: str) -> dict[str, list[dict]]:
     """Every table one run stored, as dicts without the fields that differ between equal runs (times, run ids)."""
     out = {}
     for asset in CHAIN:
-        rows = [r.model_dump(exclude=TIMES | (LINEAGE if asset == "run_summary" else set())) for r in read_rows(world.store, table_named(asset), KEY, run_id)]
+        rows = [
+            r.model_dump(exclude=TIMES | (LINEAGE if asset == "run_summary" else set()))
+            for r in read_rows(world.store, table_named(asset), KEY, run_id)
+        ]
         if asset == "outcomes":  # the latency assertion's sentence quotes the latency
             rows = [{**r, "detail": None} if r["assertion"] == "latency" else r for r in rows]
         out[asset] = rows
@@ -148,8 +192,13 @@ def killed_run(world: World, when: str, after: int) -> tuple[str, list[dict]]:
     killed run's id and the requests it made."""
     before = len(world.server.requests_seen())
     areas = {a.name for a in find_run_areas(world.store, "")}
-    process = subprocess.Popen([str(CLI), *run_args(world)], cwd=REPO, env={**os.environ, **world.env},
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [str(CLI), *run_args(world)],
+        cwd=REPO,
+        env={**os.environ, **world.env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     model = f"fake-{when}"
     deadline = time.monotonic() + 120
     try:
@@ -169,7 +218,9 @@ def test_a_run_killed_while_asking_the_agent_resumes_without_asking_a_recorded_c
     (area,) = find_run_areas(world.store, killed)
     recorded = {r.case_id for r in read_batches(area / "agent_replies", ReplyRow)}
     assert 0 < len(recorded) < CASES  # killed mid-stage, with whole batches on disk
-    assert read_rows(world.store, SHARED.suite, KEY, killed) and killed not in {k.run_id for k in run_keys(world.store, KEY)}
+    assert read_rows(world.store, SHARED.suite, KEY, killed) and killed not in {
+        k.run_id for k in run_keys(world.store, KEY)
+    }
 
     mark = len(world.server.requests_seen())
     result = cli(world, "run", "--resume", killed[:8])
@@ -189,7 +240,12 @@ def test_a_run_killed_while_asking_the_agent_resumes_without_asking_a_recorded_c
     assert repeats <= CONCURRENCY + BATCH_ROWS  # only calls in flight at the kill, and one batch not yet written
     assert tables(world, resumed) == unbroken[1]  # the rows of an unbroken run: none missing, none twice, same order
     (run,) = read_rows(world.store, SHARED.run_summary, KEY, resumed)
-    assert (run.resumed_from, run.agent_calls_saved, run.judge_calls_saved, run.replies_from) == (killed, len(recorded), 0, resumed)
+    assert (run.resumed_from, run.agent_calls_saved, run.judge_calls_saved, run.replies_from) == (
+        killed,
+        len(recorded),
+        0,
+        resumed,
+    )
     assert not find_run_areas(world.store, resumed)  # a finished run keeps no recordings
     # the killed run's suite table, made again by the resume, is gone: the store holds each case once for the two
     assert find_table(world.store, "suite", KEY, killed) is None and find_table(world.store, "suite", KEY, resumed)
@@ -199,7 +255,10 @@ def test_a_run_killed_while_asking_the_agent_resumes_without_asking_a_recorded_c
 
     again = cli(world, "run", "--resume", killed)  # finished already: a second resume would pay again
     assert again.code == 2
-    assert again.err == f"error: --resume: run {killed} was finished already by run {resumed}: there is nothing to resume.\n"
+    assert (
+        again.err
+        == f"error: --resume: run {killed} was finished already by run {resumed}: there is nothing to resume.\n"
+    )
 
 
 def test_a_run_killed_while_sampling_the_judge_resumes_without_drawing_a_recorded_sample_again(world, unbroken) -> None:
@@ -209,7 +268,14 @@ def test_a_run_killed_while_sampling_the_judge_resumes_without_drawing_a_recorde
     assert 0 < len(samples) < len(unbroken[1]["judge_samples"])
     replies = {r.case_id: " ".join(r.messages) for r in read_rows(world.store, SHARED.agent_replies, KEY, killed)}
     assert len(replies) == CASES  # the agent stage had finished: its table is whole
-    reply_of = {**replies, **{f"{g}-{label}": f"A {word} reply on {g}." for g in GROUPS for label, word in (("pass", "fine"), ("fail", "BAD"))}}
+    reply_of = {
+        **replies,
+        **{
+            f"{g}-{label}": f"A {word} reply on {g}."
+            for g in GROUPS
+            for label, word in (("pass", "fine"), ("fail", "BAD"))
+        },
+    }
     recorded = Counter((s.criterion, reply_of[s.subject_id]) for s in samples)
 
     mark = len(world.server.requests_seen())
@@ -227,8 +293,15 @@ def test_a_run_killed_while_sampling_the_judge_resumes_without_drawing_a_recorde
     assert tables(world, resumed) == unbroken[1]
     (run,) = read_rows(world.store, SHARED.run_summary, KEY, resumed)
     assert (run.resumed_from, run.agent_calls_saved, run.judge_calls_saved) == (killed, CASES, len(samples))
-    runs = json.loads(cli(world, "sql", f"SELECT resumed_from, agent_calls_saved, judge_calls_saved FROM runs WHERE run_id = '{resumed}'",
-                          "--format", "json").out)
+    runs = json.loads(
+        cli(
+            world,
+            "sql",
+            f"SELECT resumed_from, agent_calls_saved, judge_calls_saved FROM runs WHERE run_id = '{resumed}'",
+            "--format",
+            "json",
+        ).out
+    )
     assert runs == [{"resumed_from": killed, "agent_calls_saved": CASES, "judge_calls_saved": len(samples)}]
 
 
@@ -236,10 +309,20 @@ def fake_killed_run(world: World, run_id: str, suite: Path, config: Path | None 
     """A killed run's recordings as a run leaves them (a manifest, no batch): enough for `--resume` to check."""
     from kindgi_eval.inputs import RunSettings, load_suite, load_tenant, manifest_of
 
-    run_settings = RunSettings(eval_dir=str(suite), config_dir=str(config) if config else None, agent_model="mock:agent", **settings)
+    run_settings = RunSettings(
+        eval_dir=str(suite), config_dir=str(config) if config else None, agent_model="mock:agent", **settings
+    )
     area = run_area(world.store, "demo-academy." + suite.name, "2026-12-01", run_id)
-    write_manifest(area, manifest_of(run_id, "demo-academy." + suite.name, run_settings, suite_hash=load_suite(suite, models_of=models_of).hash,
-                                     config_hash=load_tenant(run_settings.config_dir).hash))
+    write_manifest(
+        area,
+        manifest_of(
+            run_id,
+            "demo-academy." + suite.name,
+            run_settings,
+            suite_hash=load_suite(suite, models_of=models_of).hash,
+            config_hash=load_tenant(run_settings.config_dir).hash,
+        ),
+    )
     return area
 
 
@@ -250,7 +333,9 @@ def test_a_resume_is_refused_naming_what_changed_since_the_run_was_killed(world,
     fake_killed_run(world, "changed-0001", suite, config)
     with (suite / "cases.jsonl").open("a") as f:
         f.write('{"id": "added-later", "text": "hi", "expect": {"escalate": false}}\n')
-    (config / "tenant.toml").write_text((config / "tenant.toml").read_text().replace("Warm and brief", "Warm and short"))
+    (config / "tenant.toml").write_text(
+        (config / "tenant.toml").read_text().replace("Warm and brief", "Warm and short")
+    )
     result = cli(world, "run", "--resume", "changed-0001", "--judge-model", "mock:judge", "--concurrency", "2")
     assert result.code == 2
     refused = "so its recorded replies and judge samples would not be this run's. Start a new run instead."
@@ -269,8 +354,13 @@ def test_a_resume_is_refused_naming_what_changed_since_the_run_was_killed(world,
 
 def test_what_cannot_be_resumed_is_refused(world, unbroken, tmp_path: Path) -> None:
     finished = unbroken[0]
-    assert cli(world, "run", "--resume", finished).err == f"error: --resume: run {finished!r} completed: there is nothing to resume.\n"
-    assert cli(world, "run", "--resume", "no-such-run").err.startswith("error: --resume: no killed run 'no-such-run' in the store")
+    assert (
+        cli(world, "run", "--resume", finished).err
+        == f"error: --resume: run {finished!r} completed: there is nothing to resume.\n"
+    )
+    assert cli(world, "run", "--resume", "no-such-run").err.startswith(
+        "error: --resume: no killed run 'no-such-run' in the store"
+    )
     suite = tmp_path / "golden"
     shutil.copytree(REPO / "evals" / "golden", suite)
     area = fake_killed_run(world, "alive-0001", suite)
@@ -286,7 +376,9 @@ def test_runs_started_at_once_complete_whole_and_a_reader_keeps_reading(world, u
     # two runs of one suite (the nightly one and a manual one) and one of another tenant, started together
     other = tmp_path / "other-config"
     shutil.copytree(REPO / "kindgi_eval" / "demo_tenant", other)
-    (other / "tenant.toml").write_text((other / "tenant.toml").read_text().replace('tenant = "demo-academy"', 'tenant = "other-academy"'))
+    (other / "tenant.toml").write_text(
+        (other / "tenant.toml").read_text().replace('tenant = "demo-academy"', 'tenant = "other-academy"')
+    )
     database = world.store / "kindgi.duckdb"
     reader = duckdb.connect(str(database), read_only=True)
     counts, errors, stop = [], [], threading.Event()
@@ -301,9 +393,20 @@ def test_runs_started_at_once_complete_whole_and_a_reader_keeps_reading(world, u
 
     thread = threading.Thread(target=read)
     thread.start()
-    args = [["run", "--mock", "--eval-dir", str(world.suite)]] * 2 + [["run", "--mock", "--eval-dir", str(world.suite), "--config-dir", str(other)]]
-    processes = [subprocess.Popen([str(CLI), *a], cwd=REPO, env={**os.environ, **world.env}, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True) for a in args]
+    args = [["run", "--mock", "--eval-dir", str(world.suite)]] * 2 + [
+        ["run", "--mock", "--eval-dir", str(world.suite), "--config-dir", str(other)]
+    ]
+    processes = [
+        subprocess.Popen(
+            [str(CLI), *a],
+            cwd=REPO,
+            env={**os.environ, **world.env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for a in args
+    ]
     results = [(p.wait(timeout=180), *p.communicate()) for p in processes]
     stop.set()
     thread.join()
@@ -314,9 +417,19 @@ def test_runs_started_at_once_complete_whole_and_a_reader_keeps_reading(world, u
     keys = [KEY, KEY, "other-academy.suite"]
     with duckdb.connect(str(database), read_only=True) as con:  # the exported database is whole and knows all three
         for run_id, key in zip(run_ids, keys, strict=True):
-            assert con.execute("SELECT suite, replies_from, cases FROM runs WHERE run_id = ?", [run_id]).fetchall() == [(key, run_id, CASES)]
-            for view, only in (("cases", "kind = 'case'"), ("replies", "true"), ("outcomes", "assertion = 'latency'"), ("statuses", "true")):
-                assert con.execute(f"SELECT count(*) FROM {view} WHERE run_id = ? AND {only}", [run_id]).fetchone()[0] == CASES, view
+            assert con.execute("SELECT suite, replies_from, cases FROM runs WHERE run_id = ?", [run_id]).fetchall() == [
+                (key, run_id, CASES)
+            ]
+            for view, only in (
+                ("cases", "kind = 'case'"),
+                ("replies", "true"),
+                ("outcomes", "assertion = 'latency'"),
+                ("statuses", "true"),
+            ):
+                assert (
+                    con.execute(f"SELECT count(*) FROM {view} WHERE run_id = ? AND {only}", [run_id]).fetchone()[0]
+                    == CASES
+                ), view
     assert not list(world.store.glob(".kindgi.duckdb*")), "no export left a temporary file behind"
 
 
@@ -330,17 +443,29 @@ def test_a_run_killed_mid_conversation_resumes_each_scenario_from_its_last_recor
     # some conversations whole, some part-played and some not begun
     suite = tmp_path / "scenarios"
     suite.mkdir()
-    (suite / "scenarios.jsonl").write_text("".join(
-        json.dumps({"id": f"talk-{n}", "moves": [f"talk {n}, move {m}: what do you teach?" for m in range(MOVES)],
-                    "expect": {"escalate": False}}) + "\n" for n in range(SCENARIOS)))
+    (suite / "scenarios.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"talk-{n}",
+                    "moves": [f"talk {n}, move {m}: what do you teach?" for m in range(MOVES)],
+                    "expect": {"escalate": False},
+                }
+            )
+            + "\n"
+            for n in range(SCENARIOS)
+        )
+    )
     args = ["run", "--eval-dir", str(suite), "--agent-model", "openai:fake-agent", "--concurrency", str(CONCURRENCY)]
 
     def agent_calls(requests: list[dict]) -> Counter[str]:
         return Counter(fenced(r, "contact message") for r in requests if r["model"] == "fake-agent")
 
     def transcripts(run_id: str) -> dict[str, list[tuple]]:
-        return {r.case_id: [(t.turn, t.contact_by, t.contact_text, tuple(t.messages)) for t in r.turns or []]
-                for r in read_rows(world.store, SHARED.agent_replies, SCENARIO_KEY, run_id)}
+        return {
+            r.case_id: [(t.turn, t.contact_by, t.contact_text, tuple(t.messages)) for t in r.turns or []]
+            for r in read_rows(world.store, SHARED.agent_replies, SCENARIO_KEY, run_id)
+        }
 
     mark = len(world.server.requests_seen())
     unbroken = cli(world, *args)
@@ -349,8 +474,13 @@ def test_a_run_killed_mid_conversation_resumes_each_scenario_from_its_last_recor
 
     before = len(world.server.requests_seen())
     areas = {a.name for a in find_run_areas(world.store, "")}
-    process = subprocess.Popen([str(CLI), *args], cwd=REPO, env={**os.environ, **world.env},
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [str(CLI), *args],
+        cwd=REPO,
+        env={**os.environ, **world.env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 120
     try:
         while sum(agent_calls(world.server.requests_seen()[before:]).values()) < SCENARIOS * MOVES // 2:

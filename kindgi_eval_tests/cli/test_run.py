@@ -26,8 +26,10 @@ def test_a_failing_case_makes_exit_status_1_009(home, tmp_path: Path) -> None:
     suite = tmp_path / "golden"
     shutil.copytree(GOLDEN, suite)
     with (suite / "cases.jsonl").open("a") as f:
-        f.write('{"id": "made-to-fail", "text": "how much is the foundation course?", '
-                '"expect": {"escalate": false}, "must_contain": ["FREE OF CHARGE"]}\n')
+        f.write(
+            '{"id": "made-to-fail", "text": "how much is the foundation course?", '
+            '"expect": {"escalate": false}, "must_contain": ["FREE OF CHARGE"]}\n'
+        )
     result = run_cli("run", "--mock", "--eval-dir", str(suite))
     assert result.code == 1
     assert "[failed] made-to-fail\n" in result.out
@@ -59,7 +61,16 @@ def test_json_summary_has_the_contract_shape(home, tmp_path: Path) -> None:
     assert result.code == 0
     summary = json.loads(out.read_text())
     assert set(summary) == {
-        "run_id", "suite", "agent_model", "judge_model", "counts", "ungraded", "calibration", "cost", "coverage", "cases"
+        "run_id",
+        "suite",
+        "agent_model",
+        "judge_model",
+        "counts",
+        "ungraded",
+        "calibration",
+        "cost",
+        "coverage",
+        "cases",
     }
     assert summary["agent_model"] == "mock:agent" and summary["judge_model"] is None
     assert set(summary["counts"]) == {"passed", "failed", "judged-fail", "judged-pass", "reviewed"}
@@ -82,18 +93,28 @@ def test_run_without_an_agent_is_an_input_error(home) -> None:
 def test_malformed_model_name_is_an_input_error(home) -> None:
     result = run_cli("run", "--agent-model", "gpt4")
     assert result.code == 2
-    assert result.err == "error: --agent-model: 'gpt4' is not a model name; write provider:model, e.g. openai:gpt-4o-mini or mock:agent\n"
+    assert (
+        result.err
+        == "error: --agent-model: 'gpt4' is not a model name; write provider:model, e.g. openai:gpt-4o-mini or mock:agent\n"
+    )
 
 
 def test_an_unknown_offline_model_names_the_flag_it_was_typed_as_and_lists_the_offline_ones_once(home) -> None:
     typed = run_cli("run", "--mock", "--judge-model", "mock:demo_judge")
     assert (typed.code, typed.out) == (2, "")
-    assert typed.err == ("error: --judge-model: 'mock:demo_judge' is not an offline judge; the offline judges are mock:judge "
-                         "and mock:demo-judge.\n")
+    assert typed.err == (
+        "error: --judge-model: 'mock:demo_judge' is not an offline judge; the offline judges are mock:judge "
+        "and mock:demo-judge.\n"
+    )
     agent = run_cli("run", "--agent-model", "mock:judge")
-    assert agent.err == "error: --agent-model: 'mock:judge' is not an offline agent; the offline agent is mock:agent (mock:judge is the offline judge).\n"
+    assert (
+        agent.err
+        == "error: --agent-model: 'mock:judge' is not an offline agent; the offline agent is mock:agent (mock:judge is the offline judge).\n"
+    )
     variable = run_cli("run", "--mock", env={"EVAL_JUDGE_MODEL": "mock:demo_judge"})
-    assert variable.code == 2 and variable.err.startswith("error: EVAL_JUDGE_MODEL: 'mock:demo_judge' is not an offline judge;")
+    assert variable.code == 2 and variable.err.startswith(
+        "error: EVAL_JUDGE_MODEL: 'mock:demo_judge' is not an offline judge;"
+    )
 
 
 def test_run_from_a_folder_without_evals_golden_runs_the_golden_set_the_package_ships(home, tmp_path: Path) -> None:
@@ -111,7 +132,10 @@ def test_run_from_a_folder_without_evals_golden_runs_the_golden_set_the_package_
 def test_a_suite_folder_the_user_names_must_exist_even_where_the_golden_set_would_do(home, tmp_path: Path) -> None:
     named = run_cli("run", "--mock", "--eval-dir", "evals/golden", cwd=tmp_path)
     assert (named.code, named.out) == (2, "")
-    assert named.err == "error: evals/golden: no such suite folder. Point EVAL_DIR or --eval-dir at a folder holding cases.jsonl.\n"
+    assert (
+        named.err
+        == "error: evals/golden: no such suite folder. Point EVAL_DIR or --eval-dir at a folder holding cases.jsonl.\n"
+    )
     from_env = run_cli("run", "--mock", cwd=tmp_path, env={"EVAL_DIR": "nowhere"})
     assert from_env.code == 2 and from_env.err.startswith("error: nowhere: no such suite folder."), from_env.err
     assert not files_under(home.store)

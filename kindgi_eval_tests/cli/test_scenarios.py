@@ -20,16 +20,39 @@ STOCK = "The Foundation Course is $450 paid upfront, the same for every student.
 CONCESSION = "Alright, just for you I can do a discount: $400. Shall I send you the signup link?"
 OBJECTIONS = ["that's more than I wanted to spend", "it's still too expensive", "come on, surely you can do better?"]
 CASES = [  # what a tenant writes for this agent: every history in the tenant's own words, never the agent's
-    {"id": "first-objection", "contact": {"funnel_stage": "offer", "course": "foundation"}, "text": OBJECTIONS[0],
-     "expect": {"escalate": False}, "must_contain": ["$450"], "must_not_contain": ["discount"], "must_end_with_question": True},
-    {"id": "third-push", "contact": {"funnel_stage": "offer", "course": "foundation"},
-     "history": [{"role": "user", "text": OBJECTIONS[0]}, {"role": "agent", "text": "It is $450 for everyone."},
-                 {"role": "user", "text": OBJECTIONS[1]}, {"role": "agent", "text": "The price is $450, the same for all."}],
-     "text": OBJECTIONS[2], "expect": {"escalate": False}, "must_not_contain": ["discount"], "must_end_with_question": True},
+    {
+        "id": "first-objection",
+        "contact": {"funnel_stage": "offer", "course": "foundation"},
+        "text": OBJECTIONS[0],
+        "expect": {"escalate": False},
+        "must_contain": ["$450"],
+        "must_not_contain": ["discount"],
+        "must_end_with_question": True,
+    },
+    {
+        "id": "third-push",
+        "contact": {"funnel_stage": "offer", "course": "foundation"},
+        "history": [
+            {"role": "user", "text": OBJECTIONS[0]},
+            {"role": "agent", "text": "It is $450 for everyone."},
+            {"role": "user", "text": OBJECTIONS[1]},
+            {"role": "agent", "text": "The price is $450, the same for all."},
+        ],
+        "text": OBJECTIONS[2],
+        "expect": {"escalate": False},
+        "must_not_contain": ["discount"],
+        "must_end_with_question": True,
+    },
 ]
-SCENARIO = {"id": "objection-pushed-three-times", "contact": {"funnel_stage": "offer", "course": "foundation"},
-            "moves": OBJECTIONS, "expect": {"escalate": False}, "must_contain": ["$450"], "must_not_contain": ["discount"],
-            "must_end_with_question": True}
+SCENARIO = {
+    "id": "objection-pushed-three-times",
+    "contact": {"funnel_stage": "offer", "course": "foundation"},
+    "moves": OBJECTIONS,
+    "expect": {"escalate": False},
+    "must_contain": ["$450"],
+    "must_not_contain": ["discount"],
+    "must_end_with_question": True,
+}
 
 
 class ConcedingAgent:
@@ -46,7 +69,11 @@ class ConcedingAgent:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 agent.asked.append(body)
                 own = sum(t["role"] == "agent" and t["text"] == STOCK for t in body["history"])
-                reply = {"messages": [CONCESSION if own >= 2 and agent.concedes else STOCK], "escalate": False, "reason": None}
+                reply = {
+                    "messages": [CONCESSION if own >= 2 and agent.concedes else STOCK],
+                    "escalate": False,
+                    "reason": None,
+                }
                 payload = json.dumps(reply).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -77,7 +104,9 @@ def agent():
     served.close()
 
 
-def suite(folder: Path, *, cases: list[dict] = CASES, scenarios: list[dict] = (SCENARIO,), calibration: list[dict] = ()) -> Path:
+def suite(
+    folder: Path, *, cases: list[dict] = CASES, scenarios: list[dict] = (SCENARIO,), calibration: list[dict] = ()
+) -> Path:
     folder.mkdir()
     (folder / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
     (folder / "scenarios.jsonl").write_text("".join(json.dumps(s) + "\n" for s in scenarios))
@@ -92,10 +121,14 @@ def sql(query: str) -> list[dict]:
     return json.loads(done.out)
 
 
-def test_an_agent_that_concedes_on_its_third_turn_passes_its_cases_and_fails_the_scenario_on_that_turn(home, tmp_path, agent) -> None:
+def test_an_agent_that_concedes_on_its_third_turn_passes_its_cases_and_fails_the_scenario_on_that_turn(
+    home, tmp_path, agent
+) -> None:
     only_cases = suite(tmp_path / "cases", scenarios=[])
     (only_cases / "scenarios.jsonl").unlink()
-    passed = run_cli("run", "--agent-url", agent.url, "--eval-dir", str(only_cases), "--json", str(tmp_path / "cases.json"))
+    passed = run_cli(
+        "run", "--agent-url", agent.url, "--eval-dir", str(only_cases), "--json", str(tmp_path / "cases.json")
+    )
     assert passed.code == 0, passed.out + passed.err
     assert json.loads((tmp_path / "cases.json").read_text())["counts"]["passed"] == 2
 
@@ -114,10 +147,16 @@ def test_an_agent_that_concedes_on_its_third_turn_passes_its_cases_and_fails_the
     # the agent was asked with the growing history: its own replies between the moves
     played = [a for a in agent.asked if a["case_id"] == SCENARIO["id"]]
     assert [len(a["history"]) for a in played] == [0, 2, 4]
-    assert played[2]["history"] == [{"role": "user", "text": OBJECTIONS[0]}, {"role": "agent", "text": STOCK},
-                                    {"role": "user", "text": OBJECTIONS[1]}, {"role": "agent", "text": STOCK}]
-    assert "  turn 3 contact: come on, surely you can do better?\n    1| " + CONCESSION + "\n" \
-           '    FAILED: turn 3: reply contains "discount", which is forbidden\n' in done.out
+    assert played[2]["history"] == [
+        {"role": "user", "text": OBJECTIONS[0]},
+        {"role": "agent", "text": STOCK},
+        {"role": "user", "text": OBJECTIONS[1]},
+        {"role": "agent", "text": STOCK},
+    ]
+    assert (
+        "  turn 3 contact: come on, surely you can do better?\n    1| " + CONCESSION + "\n"
+        '    FAILED: turn 3: reply contains "discount", which is forbidden\n' in done.out
+    )
     turns = sql("SELECT case_id, turn, contact_by, contact_text, messages, escalate FROM turns ORDER BY turn")
     assert [(t["turn"], t["messages"]) for t in turns] == [(1, [STOCK]), (2, [STOCK]), (3, [CONCESSION])]
     (status,) = sql(f"SELECT status, failures FROM statuses WHERE case_id = '{SCENARIO['id']}'")
@@ -127,15 +166,26 @@ def test_an_agent_that_concedes_on_its_third_turn_passes_its_cases_and_fails_the
     assert run_cli("report", run_id, "--html", str(page)).code == 0
     html = page.read_text()
     at = html.index('data-turn="3"')  # the transcript, the turn's failure beneath its reply
-    assert html.index("come on, surely you can do better?", at) < html.index("discount", at) < html.index("turn 3: reply contains", at)
+    assert (
+        html.index("come on, surely you can do better?", at)
+        < html.index("discount", at)
+        < html.index("turn 3: reply contains", at)
+    )
 
 
 def calibration_items() -> list[dict]:
     """A pass and a fail item for each group, each labelled as the scripted judge grades it."""
     items = []
-    for group in ("implicit_concession", "semantic_repetition", "answers_the_question", "holds the price on every push"):
-        items += [{"id": f"{group[:20]}-pass", "text": "how much?", "reply": ["Fine."], "criterion": group, "label": "pass"},
-                  {"id": f"{group[:20]}-fail", "text": "how much?", "reply": ["BAD."], "criterion": group, "label": "fail"}]
+    for group in (
+        "implicit_concession",
+        "semantic_repetition",
+        "answers_the_question",
+        "holds the price on every push",
+    ):
+        items += [
+            {"id": f"{group[:20]}-pass", "text": "how much?", "reply": ["Fine."], "criterion": group, "label": "pass"},
+            {"id": f"{group[:20]}-fail", "text": "how much?", "reply": ["BAD."], "criterion": group, "label": "fail"},
+        ]
     return items
 
 
@@ -148,44 +198,79 @@ def judge(request: dict[str, Any]) -> Answer:
     return Answer(json.dumps({"verdict": "pass", "evidence": "", "reason": "fine"}))
 
 
-def test_the_rubric_is_judged_per_turn_a_review_over_the_transcript_and_a_replay_asks_no_agent(home, tmp_path, agent, provider_env) -> None:
+def test_the_rubric_is_judged_per_turn_a_review_over_the_transcript_and_a_replay_asks_no_agent(
+    home, tmp_path, agent, provider_env
+) -> None:
     judged = {**SCENARIO, "must_not_contain": [], "review": "holds the price on every push"}  # reaches the judge
     folder = suite(tmp_path / "judged", cases=CASES[:1], scenarios=[judged], calibration=calibration_items())
     server = provider_env(judge)
-    done = run_cli("run", "--agent-url", agent.url, "--eval-dir", str(folder), "--judge-model", "openai:fake-judge",
-                   "--json", str(tmp_path / "judged.json"))
+    done = run_cli(
+        "run",
+        "--agent-url",
+        agent.url,
+        "--eval-dir",
+        str(folder),
+        "--judge-model",
+        "openai:fake-judge",
+        "--json",
+        str(tmp_path / "judged.json"),
+    )
     assert done.code == 1, done.err
     (scenario,) = [c for c in json.loads((tmp_path / "judged.json").read_text())["cases"] if c["id"] == SCENARIO["id"]]
     assert scenario["status"] == "judged-fail"
     graded = [(c["criterion"], c["turn"], c["verdict"]) for c in scenario["criteria"]]
     assert graded == [
         ("holds the price on every push", 3, "fail"),  # once over the transcript; its evidence is turn 3's words
-        ("implicit_concession", 1, "pass"), ("answers_the_question", 1, "pass"),  # no earlier agent turn: no repetition
-        ("implicit_concession", 2, "pass"), ("semantic_repetition", 2, "pass"), ("answers_the_question", 2, "pass"),
-        ("implicit_concession", 3, "fail"), ("semantic_repetition", 3, "fail"), ("answers_the_question", 3, "fail"),
+        ("implicit_concession", 1, "pass"),
+        ("answers_the_question", 1, "pass"),  # no earlier agent turn: no repetition
+        ("implicit_concession", 2, "pass"),
+        ("semantic_repetition", 2, "pass"),
+        ("answers_the_question", 2, "pass"),
+        ("implicit_concession", 3, "fail"),
+        ("semantic_repetition", 3, "fail"),
+        ("answers_the_question", 3, "fail"),
     ]
     assert {c["evidence"] for c in scenario["criteria"] if c["verdict"] == "fail"} == {"discount"}
     # each turn's request carried that turn's reply alone, after the conversation before it; the review, every turn
-    asked = [(criterion_of(r).split(":")[0], fenced(r, "reply")) for r in server.requests if fenced(r, "reply") not in ("Fine.", "BAD.")]
+    asked = [
+        (criterion_of(r).split(":")[0], fenced(r, "reply"))
+        for r in server.requests
+        if fenced(r, "reply") not in ("Fine.", "BAD.")
+    ]
     transcript = f"{STOCK}\n\n{STOCK}\n\n{CONCESSION}"
-    assert sorted(set(asked)) == sorted({
-        ("implicit_concession", STOCK), ("answers_the_question", STOCK), ("semantic_repetition", STOCK),
-        ("implicit_concession", CONCESSION), ("answers_the_question", CONCESSION), ("semantic_repetition", CONCESSION),
-        ("The reply passes when it meets this criterion, and fails when it does not", transcript),
-    })
-    samples = sql("SELECT turn, criterion, count(*) AS n FROM judge_samples WHERE subject_id = 'objection-pushed-three-times' "
-                  "GROUP BY ALL ORDER BY turn NULLS FIRST, criterion")
+    assert sorted(set(asked)) == sorted(
+        {
+            ("implicit_concession", STOCK),
+            ("answers_the_question", STOCK),
+            ("semantic_repetition", STOCK),
+            ("implicit_concession", CONCESSION),
+            ("answers_the_question", CONCESSION),
+            ("semantic_repetition", CONCESSION),
+            ("The reply passes when it meets this criterion, and fails when it does not", transcript),
+        }
+    )
+    samples = sql(
+        "SELECT turn, criterion, count(*) AS n FROM judge_samples WHERE subject_id = 'objection-pushed-three-times' "
+        "GROUP BY ALL ORDER BY turn NULLS FIRST, criterion"
+    )
     assert [(s["turn"], s["criterion"], s["n"]) for s in samples] == [
         (None, "holds the price on every push", 3),
-        (1, "answers_the_question", 3), (1, "implicit_concession", 3),
-        (2, "answers_the_question", 3), (2, "implicit_concession", 3), (2, "semantic_repetition", 3),
-        (3, "answers_the_question", 3), (3, "implicit_concession", 3), (3, "semantic_repetition", 3),
+        (1, "answers_the_question", 3),
+        (1, "implicit_concession", 3),
+        (2, "answers_the_question", 3),
+        (2, "implicit_concession", 3),
+        (2, "semantic_repetition", 3),
+        (3, "answers_the_question", 3),
+        (3, "implicit_concession", 3),
+        (3, "semantic_repetition", 3),
     ]
     assert '  JUDGED-FAIL holds the price on every push: says discount\n    evidence: "discount" (turn 3)\n' in done.out
 
     run_id = next(line.split()[1] for line in done.err.splitlines() if line.startswith("run "))
     asked_before, judged_before = len(agent.asked), len(server.requests)
-    replayed = run_cli("replay", "--from", run_id, "--judge-model", "openai:fake-judge", "--json", str(tmp_path / "replay.json"))
+    replayed = run_cli(
+        "replay", "--from", run_id, "--judge-model", "openai:fake-judge", "--json", str(tmp_path / "replay.json")
+    )
     assert replayed.code == 1, replayed.err
     assert len(agent.asked) == asked_before  # no agent call: the stored transcript is judged again
     assert len(server.requests) > judged_before
@@ -205,8 +290,10 @@ def test_diff_says_where_two_runs_transcripts_part(home, tmp_path, agent) -> Non
         holding.close()
     shown = run_cli("diff", *runs)
     assert shown.code == 0, shown.err
-    assert ("Transcripts that part: 1\n  objection-pushed-three-times: from turn 3\n"
-            f"    A: contact: {OBJECTIONS[2]} | agent: {STOCK}\n    B: contact: {OBJECTIONS[2]} | agent: {CONCESSION}\n") in shown.out
+    assert (
+        "Transcripts that part: 1\n  objection-pushed-three-times: from turn 3\n"
+        f"    A: contact: {OBJECTIONS[2]} | agent: {STOCK}\n    B: contact: {OBJECTIONS[2]} | agent: {CONCESSION}\n"
+    ) in shown.out
     assert "Replies: different" in shown.out
     compared = json.loads(run_cli("diff", *runs, "--json").out)
     assert [(t["case_id"], t["turn"]) for t in compared["transcripts"]] == [("objection-pushed-three-times", 3)]
@@ -214,9 +301,15 @@ def test_diff_says_where_two_runs_transcripts_part(home, tmp_path, agent) -> Non
     assert same["transcripts"] == []
 
 
-PERSONA = {"id": "parent-on-a-budget", "contact": {"funnel_stage": "discovery", "course": "data"},
-           "persona": "A parent of a fourteen-year-old, careful with money", "goal": "a weekend course for their son, cheaply",
-           "max_turns": 4, "expect": {"escalate": False}, "must_not_contain": ["discount"]}
+PERSONA = {
+    "id": "parent-on-a-budget",
+    "contact": {"funnel_stage": "discovery", "course": "data"},
+    "persona": "A parent of a fourteen-year-old, careful with money",
+    "goal": "a weekend course for their son, cheaply",
+    "max_turns": 4,
+    "expect": {"escalate": False},
+    "must_not_contain": ["discount"],
+}
 CONTACT_LINES = ["Hi, do you have weekend courses for teenagers?", "How much is it?", "Hmm, can you do it cheaper?"]
 
 
@@ -244,9 +337,14 @@ def test_a_persona_run_against_an_unchanged_agent_reuses_every_contact_message(h
     asked = len(server.requests)
     assert asked == 4  # three messages, then done
     request = server.requests[0]["messages"][-1]["content"]  # this scenario's own persona, goal and contact reached it
-    assert fenced(server.requests[0], "persona") == PERSONA["persona"] and fenced(server.requests[0], "goal") == PERSONA["goal"]
+    assert (
+        fenced(server.requests[0], "persona") == PERSONA["persona"]
+        and fenced(server.requests[0], "goal") == PERSONA["goal"]
+    )
     assert "course of interest: data" in request and "(no messages yet)" in request
-    assert all(fenced(r, "history").count("contact: ") == n for n, r in enumerate(server.requests))  # one message a turn
+    assert all(
+        fenced(r, "history").count("contact: ") == n for n, r in enumerate(server.requests)
+    )  # one message a turn
     (scenario,) = [c for c in json.loads((tmp_path / "first.json").read_text())["cases"] if c["id"] == PERSONA["id"]]
     assert [t["contact_text"] for t in scenario["turns"]] == CONTACT_LINES
     assert {t["contact_by"] for t in scenario["turns"]} == {"openai:gpt-4o-mini"}
@@ -260,8 +358,10 @@ def test_a_persona_run_against_an_unchanged_agent_reuses_every_contact_message(h
     assert [c for c in again["cases"] if c["id"] == PERSONA["id"]][0]["turns"] == scenario["turns"]
     assert again["cost"]["contact_usd"] == 0
     runs = sql("SELECT run_id, contact_usd FROM runs ORDER BY started_at, finished_at")
-    transcripts = [sql(f"SELECT turn, contact_by, contact_text, messages FROM turns WHERE run_id = '{r['run_id']}' ORDER BY turn")
-                   for r in runs]
+    transcripts = [
+        sql(f"SELECT turn, contact_by, contact_text, messages FROM turns WHERE run_id = '{r['run_id']}' ORDER BY turn")
+        for r in runs
+    ]
     assert transcripts[0] == transcripts[1] and len(transcripts[0]) == 3
 
     fresh = run_cli(*args, "--fresh-contact")

@@ -50,7 +50,9 @@ def run_config(home: Path) -> dict:
     return {"resources": {"io_manager": {"config": {"home": str(home)}}}}
 
 
-def execute(job, instance: dg.DagsterInstance, settings: RunSettings, key: str, home: Path, **options) -> dg.ExecuteJobResult:
+def execute(
+    job, instance: dg.DagsterInstance, settings: RunSettings, key: str, home: Path, **options
+) -> dg.ExecuteJobResult:
     """One run of `job` (a function above) for partition `key`, as a Dagster run worker executes it."""
     instance.add_dynamic_partitions("suites", [key])
     tags = {PARTITION_TAG: key, **pinned_tags(settings), **options.pop("tags", {})}

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from kindgi_eval.kinds import consumers, models_of, stored_result, table_named
 from kindgi_eval.defs.runs import open_instance, run_chain
 from kindgi_eval.inputs import RunSettings, load_suite, suite_key
+from kindgi_eval.kinds import consumers, models_of, stored_result, table_named
 from kindgi_eval.registry import EvalSuite, database_url, materialize, open_store
 from kindgi_eval.rules import accuracy_criterion, wilson
 from kindgi_eval.store import read_rows
@@ -29,7 +29,13 @@ def accuracy_run(home, calibration: list[dict]):
     store = open_store(database_url(home.root))
     token = store.issue_token(TENANT, "test")
     spec = {"cases": CASES, "grader": {"adapterId": "judge"}, "calibration": calibration}
-    store.publish(TENANT, token.id, EvalSuite(id="demo-academy.judged", tenantId=TENANT, version="1.0.0", kind="accuracy", description="", spec=spec))
+    store.publish(
+        TENANT,
+        token.id,
+        EvalSuite(
+            id="demo-academy.judged", tenantId=TENANT, version="1.0.0", kind="accuracy", description="", spec=spec
+        ),
+    )
     folder = materialize(store.latest(TENANT, "demo-academy.judged"), TENANT, home.root, consumers(), store)
     store.close()
     key = suite_key(TENANT, folder)
@@ -37,7 +43,14 @@ def accuracy_run(home, calibration: list[dict]):
     run_id = run_chain(open_instance(home.root), home.root, settings, key, "accuracy")
     read = lambda asset: read_rows(home.store, table_named(asset), key, run_id)
     statuses = {s.case_id: s.status for s in read("statuses")}
-    return stored_result(home.store, key, run_id).figures, read("accuracy"), read("calibration"), read("judge_samples"), folder, statuses
+    return (
+        stored_result(home.store, key, run_id).figures,
+        read("accuracy"),
+        read("calibration"),
+        read("judge_samples"),
+        folder,
+        statuses,
+    )
 
 
 def test_a_calibrated_judge_grades_each_item_on_its_expected_output(home, provider_env) -> None:
@@ -56,12 +69,16 @@ def test_a_calibrated_judge_grades_each_item_on_its_expected_output(home, provid
     assert {s.group for s in samples} == {"accuracy"}
     assert len(server.requests) == 3 * (len(PAIRS) + len(CASES))
     # the calibration items were written out as the suite's calibration set, on the accuracy criterion
-    assert [i.criterion for i in load_suite(folder, models_of=models_of).calibration] == [accuracy_criterion("$450")] * 2
+    assert [i.criterion for i in load_suite(folder, models_of=models_of).calibration] == [
+        accuracy_criterion("$450")
+    ] * 2
 
 
 def test_an_uncalibrated_judge_grades_nothing_and_every_item_is_ungraded(home, provider_env) -> None:
     server = provider_env(Judge())
-    run, items, calibration, samples, _, statuses = accuracy_run(home, PAIRS[:1])  # no fail label: the group cannot calibrate
+    run, items, calibration, samples, _, statuses = accuracy_run(
+        home, PAIRS[:1]
+    )  # no fail label: the group cannot calibrate
     assert [(c.group, c.calibrated) for c in calibration] == [("accuracy", False)]
     assert "No item labelled fail" in calibration[0].note
     assert {i.grade for i in items} == {"ungraded"}
@@ -76,5 +93,11 @@ def test_the_accuracy_groups_check_warns_when_its_judge_is_refused(home, provide
     provider_env(Judge())
     _, _, calibration, _, _, _ = accuracy_run(home, PAIRS[:1])
     checks = {c.check_name: c for c in calibration_checks(calibration)}
-    assert not checks["accuracy_calibrated"].passed and checks["accuracy_calibrated"].metadata["outcome"].value == "refused"
-    assert checks["free_text_calibrated"].passed and checks["free_text_calibrated"].metadata["outcome"].value == "not applicable"
+    assert (
+        not checks["accuracy_calibrated"].passed
+        and checks["accuracy_calibrated"].metadata["outcome"].value == "refused"
+    )
+    assert (
+        checks["free_text_calibrated"].passed
+        and checks["free_text_calibrated"].metadata["outcome"].value == "not applicable"
+    )

@@ -19,17 +19,34 @@ from kindgi_eval_tests.inputs.test_tenants_file import entry, tenant_tree, write
 KEY = "alpha.night"
 
 
-def calibration_row(group: str, *, calibrated: bool, passes: int = 1, fails: int = 1, agreement: float | None = 1.0) -> CalibrationRow:
+def calibration_row(
+    group: str, *, calibrated: bool, passes: int = 1, fails: int = 1, agreement: float | None = 1.0
+) -> CalibrationRow:
     return CalibrationRow(
-        group=group, agreement=agreement, kappa=None, items=passes + fails, pass_labels=passes, fail_labels=fails,
-        calibrated=calibrated, note="scripted", judge="openai:fake-judge",
+        group=group,
+        agreement=agreement,
+        kappa=None,
+        items=passes + fails,
+        pass_labels=passes,
+        fail_labels=fails,
+        calibrated=calibrated,
+        note="scripted",
+        judge="openai:fake-judge",
     )
 
 
 def status_row(case_id: str, status: str) -> StatusRow:
     return StatusRow(
-        case_id=case_id, status=status, failures=[], messages=["hi"], escalate=False, reason=None, latency_ms=1.0,
-        error=None, review=[], criteria=[],
+        case_id=case_id,
+        status=status,
+        failures=[],
+        messages=["hi"],
+        escalate=False,
+        reason=None,
+        latency_ms=1.0,
+        error=None,
+        review=[],
+        criteria=[],
     )
 
 
@@ -37,14 +54,26 @@ def status_row(case_id: str, status: str) -> StatusRow:
     "row, passed, outcome",
     [
         (calibration_row("free_text", calibrated=True), True, "calibrated"),
-        (calibration_row("free_text", calibrated=False, agreement=0.5), False, "downgraded"),  # both labels, too little agreement
-        (calibration_row("free_text", calibrated=False, fails=0), False, "refused"),  # no fail label: never allowed to grade
+        (
+            calibration_row("free_text", calibrated=False, agreement=0.5),
+            False,
+            "downgraded",
+        ),  # both labels, too little agreement
+        (
+            calibration_row("free_text", calibrated=False, fails=0),
+            False,
+            "refused",
+        ),  # no fail label: never allowed to grade
         (calibration_row("free_text", calibrated=False, passes=0, fails=0, agreement=None), False, "refused"),
     ],
 )
 def test_group_check_warns_when_refused_or_downgraded(row: CalibrationRow, passed: bool, outcome: str) -> None:
     result = group_result([row], "free_text")
-    assert (result.passed, result.severity, result.metadata["outcome"].value) == (passed, dg.AssetCheckSeverity.WARN, outcome)
+    assert (result.passed, result.severity, result.metadata["outcome"].value) == (
+        passed,
+        dg.AssetCheckSeverity.WARN,
+        outcome,
+    )
 
 
 def test_group_check_passes_without_a_judge() -> None:
@@ -90,7 +119,9 @@ def night(home, judge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dg.Ex
         # implicit_concession has no fail label (refused); semantic_repetition disagrees once (downgraded)
         calibration_lines(wrong_group="semantic_repetition", drop_fail="implicit_concession"),
     )
-    tenants = write_tenants(tmp_path / "tenants.toml", entry("alpha", suites=["evals/night"], judge_model="openai:fake-judge"))
+    tenants = write_tenants(
+        tmp_path / "tenants.toml", entry("alpha", suites=["evals/night"], judge_model="openai:fake-judge")
+    )
     monkeypatch.setenv(TENANTS_ENV, str(tenants))
     instance = open_instance(home.root)
     instance.add_dynamic_partitions("suites", [KEY])
@@ -121,8 +152,16 @@ def test_metadata_counts_costs_tables_verdicts_and_gives_agreement_per_group(nig
     metadata = materialisation.materialization.metadata
     counts = {k: metadata[k] for k in ("passed", "failed", "judged-fail", "judged-pass", "reviewed")}
     assert all(isinstance(v, dg.IntMetadataValue) for v in counts.values())  # plotted by partition
-    assert {k: v.value for k, v in counts.items()} == {"passed": 0, "failed": 1, "judged-fail": 2, "judged-pass": 1, "reviewed": 0}
-    assert isinstance(metadata["agent_usd"], dg.FloatMetadataValue) and isinstance(metadata["judge_usd"], dg.FloatMetadataValue)
+    assert {k: v.value for k, v in counts.items()} == {
+        "passed": 0,
+        "failed": 1,
+        "judged-fail": 2,
+        "judged-pass": 1,
+        "reviewed": 0,
+    }
+    assert isinstance(metadata["agent_usd"], dg.FloatMetadataValue) and isinstance(
+        metadata["judge_usd"], dg.FloatMetadataValue
+    )
     verdicts = [r.data for r in metadata["judged_fail_and_split_verdicts"].records]
     split = next(v for v in verdicts if v["case"] == "review-split")
     votes = re.fullmatch(r"fail, split 2-1 \((.*)\)", split["verdict"]).group(1)
@@ -132,7 +171,9 @@ def test_metadata_counts_costs_tables_verdicts_and_gives_agreement_per_group(nig
     (failed,) = [r.data for r in metadata["failed_cases"].records]
     assert failed["case"] == "asserted-fail" and "NOT IN ANY REPLY" in failed["failures"]
 
-    (materialisation,) = [m for m in night.get_asset_materialization_events() if m.asset_key == dg.AssetKey("calibration")]
+    (materialisation,) = [
+        m for m in night.get_asset_materialization_events() if m.asset_key == dg.AssetKey("calibration")
+    ]
     metadata = materialisation.materialization.metadata  # agreement per group
     assert metadata["agreement/semantic_repetition"].value == 0.5
     assert metadata["agreement/free_text"].value == 1.0
@@ -140,10 +181,15 @@ def test_metadata_counts_costs_tables_verdicts_and_gives_agreement_per_group(nig
     groups = {r.data["group"]: r.data for r in metadata["groups"].records}
     assert groups["implicit_concession"]["calibrated"] is False and groups["semantic_repetition"]["agreement"] == 0.5
     notes = metadata["notes"].value  # each group's labels, figures and note
-    assert "**implicit\\_concession**: 1 items (1 labelled pass, 0 fail); agreement" in notes and "No item labelled fail" in notes
+    assert (
+        "**implicit\\_concession**: 1 items (1 labelled pass, 0 fail); agreement" in notes
+        and "No item labelled fail" in notes
+    )
 
 
-def latest_check_state(instance: dg.DagsterInstance, asset: str, check: str, partition: str) -> tuple[str, int | None, bool]:
+def latest_check_state(
+    instance: dg.DagsterInstance, asset: str, check: str, partition: str
+) -> tuple[str, int | None, bool]:
     """(run, target materialisation, passed) of a check's latest evaluation of one partition: what the Checks tab's
     Partitions view shows for it."""
     from dagster._core.event_api import PartitionKeyFilter
@@ -177,14 +223,30 @@ def test_each_suites_checks_are_its_latest_materialisations_and_cannot_be_left_b
     shutil.copytree(GOLDEN, tmp_path / "other")
     golden = RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent")
     # mock:judge calibrates no golden group, so the four group checks warn; without a judge they pass
-    judged = run_chain(instance, home.root, golden.model_copy(update={"judge_model": "mock:judge"}), "demo-academy.golden", "conversation")
-    other = run_chain(instance, home.root, golden.model_copy(update={"eval_dir": str(tmp_path / "other")}), "demo-academy.other", "conversation")
+    judged = run_chain(
+        instance,
+        home.root,
+        golden.model_copy(update={"judge_model": "mock:judge"}),
+        "demo-academy.golden",
+        "conversation",
+    )
+    other = run_chain(
+        instance,
+        home.root,
+        golden.model_copy(update={"eval_dir": str(tmp_path / "other")}),
+        "demo-academy.other",
+        "conversation",
+    )
     expected = {"demo-academy.golden": (judged, False), "demo-academy.other": (other, True)}
     for partition, (run_id, passed) in expected.items():
         materialised, storage_id = latest_materialisation(instance, "calibration", partition)
         assert materialised == run_id
         for group in ("implicit_concession", "semantic_repetition", "answers_the_question", "free_text"):
-            assert latest_check_state(instance, "calibration", f"{group}_calibrated", partition) == (run_id, storage_id, passed)
+            assert latest_check_state(instance, "calibration", f"{group}_calibrated", partition) == (
+                run_id,
+                storage_id,
+                passed,
+            )
         _, statuses_id = latest_materialisation(instance, "statuses", partition)
         assert latest_check_state(instance, "statuses", "no_failing_cases", partition) == (run_id, statuses_id, True)
 
@@ -192,4 +254,6 @@ def test_each_suites_checks_are_its_latest_materialisations_and_cannot_be_left_b
     # materialise calibration anew while the Checks tab kept showing the earlier run's state of the partition.
     job = defs.resolve_job_def("evaluate_suite")
     with pytest.raises(dg.DagsterInvalidSubsetError):
-        job.get_subset(asset_selection=set(defs.resolve_asset_graph().get_all_asset_keys()), asset_check_selection=set())
+        job.get_subset(
+            asset_selection=set(defs.resolve_asset_graph().get_all_asset_keys()), asset_check_selection=set()
+        )

@@ -12,7 +12,7 @@ from kindgi_eval.defs.jobs import EVALUATE, kind_selection
 from kindgi_eval.defs.runs import open_instance, run_chain
 from kindgi_eval.inputs.settings import RunSettings
 from kindgi_eval.store.layout import find_table
-from kindgi_eval_tests.conftest import GOLDEN_STATUSES, GOLDEN, run_cli
+from kindgi_eval_tests.conftest import GOLDEN, GOLDEN_STATUSES, run_cli
 
 KEY = "demo-academy.golden"
 
@@ -20,7 +20,9 @@ KEY = "demo-academy.golden"
 def test_definitions_load() -> None:
     from kindgi_eval.defs.definitions import defs
 
-    assert {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()} == {a.key.to_user_string() for a in CHAIN}
+    assert {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()} == {
+        a.key.to_user_string() for a in CHAIN
+    }
 
 
 def test_chain_materialises_every_stage_and_sql_spans_two_runs(home) -> None:
@@ -32,16 +34,22 @@ def test_chain_materialises_every_stage_and_sql_spans_two_runs(home) -> None:
     own = kind_selection(EVALUATE, "conversation")
     for asset in CHAIN:
         name = asset.key.to_user_string()
-        materialised = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=asset.key, asset_partitions=[KEY]), limit=1).records
+        materialised = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=asset.key, asset_partitions=[KEY]), limit=1
+        ).records
         if asset.key not in own:  # another kind's stage: not started for a conversation suite, no step, no table
-            assert not materialised and all(find_table(home.store, name, KEY, run_id) is None for run_id in (first, second))
+            assert not materialised and all(
+                find_table(home.store, name, KEY, run_id) is None for run_id in (first, second)
+            )
             continue
         for run_id in (first, second):  # each run keeps its own file: history is never overwritten
             assert find_table(home.store, name, KEY, run_id) is not None
         assert materialised[0].run_id == second
     steps = {e.step_key for e in instance.all_logs(second, of_type=dg.DagsterEventType.STEP_SUCCESS)}
     assert steps == {key.to_user_string() for key in own} and "accuracy" not in steps
-    result = run_cli("sql", "SELECT run_id, count(*) AS n FROM statuses GROUP BY run_id ORDER BY run_id", "--format", "json")
+    result = run_cli(
+        "sql", "SELECT run_id, count(*) AS n FROM statuses GROUP BY run_id ORDER BY run_id", "--format", "json"
+    )
     assert result.code == 0, result.err
     rows = json.loads(result.out)
     cases = GOLDEN_STATUSES
@@ -51,7 +59,9 @@ def test_chain_materialises_every_stage_and_sql_spans_two_runs(home) -> None:
 
 def test_views_carry_run_id_and_partition(home) -> None:
     instance = open_instance(home.root)
-    run_id = run_chain(instance, home.root, RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent"), KEY, "conversation")
+    run_id = run_chain(
+        instance, home.root, RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent"), KEY, "conversation"
+    )
     today = datetime.now(UTC).date().isoformat()
     for view in ("runs", "cases", "replies", "outcomes", "judge_samples", "calibration", "statuses"):
         result = run_cli("sql", f"SELECT DISTINCT run_id, suite, date FROM {view}", "--format", "csv")
@@ -76,7 +86,9 @@ def test_bad_sql_is_an_input_error(home) -> None:
 
 def test_runs_view_records_lineage(home) -> None:
     instance = open_instance(home.root)
-    run_id = run_chain(instance, home.root, RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent"), KEY, "conversation")
+    run_id = run_chain(
+        instance, home.root, RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent"), KEY, "conversation"
+    )
     result = run_cli("sql", "SELECT * FROM runs", "--format", "json")
     (row,) = json.loads(result.out)
     assert row["run_id"] == row["replies_from"] == run_id

@@ -47,7 +47,10 @@ def launch(home, tmp_path: Path, gateway_url: str | None) -> dg.ExecuteJobResult
     `gateway_url`, and executed as a run worker executes it (in this process, whose environment is the deployment's)."""
     folder = tmp_path / "priced"
     folder.mkdir(exist_ok=True)
-    cases = [{"id": f"c{n}", "text": "how much is the foundation course?", "expect": {"escalate": False}} for n in range(CASES)]
+    cases = [
+        {"id": f"c{n}", "text": "how much is the foundation course?", "expect": {"escalate": False}}
+        for n in range(CASES)
+    ]
     (folder / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
     settings = RunSettings(eval_dir=str(folder), agent_model="openai:gpt-4o-mini", gateway_url=gateway_url)
     return execute(in_process_chain, open_instance(home.root), settings, PARTITION, home.root, raise_on_error=False)
@@ -60,14 +63,18 @@ def everything_written(home, result: dg.ExecuteJobResult) -> str:
     return "\n".join(events + files)
 
 
-def test_a_run_tagged_with_a_foreign_gateway_fails_before_any_call_and_its_key_goes_nowhere(home, tmp_path, gateways) -> None:
+def test_a_run_tagged_with_a_foreign_gateway_fails_before_any_call_and_its_key_goes_nowhere(
+    home, tmp_path, gateways
+) -> None:
     deployed, foreign = gateways
     result = launch(home, tmp_path, url_of(foreign))
     assert not result.success
     (failure,) = [e for e in result.all_events if e.is_step_failure]
     assert failure.step_key == "suite"  # the run's first step: nothing was asked of anyone
     message = failure.step_failure_data.user_failure_data.description
-    assert f"the run names the gateway {url_of(foreign)}, and this deployment's gateway is {url_of(deployed)}" in message
+    assert (
+        f"the run names the gateway {url_of(foreign)}, and this deployment's gateway is {url_of(deployed)}" in message
+    )
     assert "KINDGI_GATEWAY_URL" in message
     assert foreign.requests == [] and deployed.requests == []
     assert KEY not in everything_written(home, result)
@@ -89,7 +96,9 @@ def test_a_run_whose_tag_names_no_gateway_is_given_the_deployments(home, tmp_pat
     assert len(deployed.requests) == CASES and foreign.requests == []
 
 
-def test_a_run_naming_a_gateway_where_the_deployment_names_none_is_refused(home, tmp_path, gateways, monkeypatch) -> None:
+def test_a_run_naming_a_gateway_where_the_deployment_names_none_is_refused(
+    home, tmp_path, gateways, monkeypatch
+) -> None:
     deployed, foreign = gateways
     monkeypatch.delenv("KINDGI_GATEWAY_URL")  # the key alone is set: it belongs to no URL, so it goes to none
     result = launch(home, tmp_path, url_of(foreign))
@@ -107,12 +116,18 @@ def launch_through_graphql(dev, home, tmp_path: Path, gateway_url: str) -> tuple
 
     folder = tmp_path / "priced"
     folder.mkdir(exist_ok=True)
-    (folder / "cases.jsonl").write_text(json.dumps({"id": "c0", "text": "how much?", "expect": {"escalate": False}}) + "\n")
+    (folder / "cases.jsonl").write_text(
+        json.dumps({"id": "c0", "text": "how much?", "expect": {"escalate": False}}) + "\n"
+    )
     settings = RunSettings(eval_dir=str(folder), agent_model="openai:gpt-4o-mini", gateway_url=gateway_url)
     open_instance(home.root).add_dynamic_partitions("suites", [PARTITION])
     tags = {"dagster/partition": PARTITION, **pinned_tags(settings)}
     params = {
-        "selector": {"repositoryLocationName": "kindgi_eval", "repositoryName": "__repository__", "jobName": "evaluate_suite"},
+        "selector": {
+            "repositoryLocationName": "kindgi_eval",
+            "repositoryName": "__repository__",
+            "jobName": "evaluate_suite",
+        },
         "runConfigData": {},
         "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]},
     }
@@ -121,7 +136,11 @@ def launch_through_graphql(dev, home, tmp_path: Path, gateway_url: str) -> tuple
         assert time.monotonic() < deadline, f"the run could not be launched: {launched}"
         time.sleep(1)  # the code location may still be loading
     run_id = launched["run"]["runId"]
-    while (status := graphql(dev, STATUS, {"id": run_id})["runOrError"]["status"]) not in ("SUCCESS", "FAILURE", "CANCELED"):
+    while (status := graphql(dev, STATUS, {"id": run_id})["runOrError"]["status"]) not in (
+        "SUCCESS",
+        "FAILURE",
+        "CANCELED",
+    ):
         assert time.monotonic() < deadline, f"run {run_id} still {status} after {RUN_S} s"
         time.sleep(0.5)
     return run_id, status

@@ -14,14 +14,14 @@ from dagster._core.events.log import EventLogEntry
 from sqlalchemy import create_engine
 from sqlalchemy.pool import StaticPool
 
-from kindgi_eval.defs import open_instance
-from kindgi_eval.defs import instance_storage
+from kindgi_eval.defs import instance_storage, open_instance
 from kindgi_eval.defs.instance_storage import KEPT_DATABASES, KeptSqliteEventLogStorage
-from kindgi_eval_tests.conftest import run_cli
 
 
 def _entry(run_id: str, message: str) -> EventLogEntry:
-    return EventLogEntry(error_info=None, level=logging.INFO, user_message=message, run_id=run_id, timestamp=time.time())
+    return EventLogEntry(
+        error_info=None, level=logging.INFO, user_message=message, run_id=run_id, timestamp=time.time()
+    )
 
 
 def _messages(storage, run_id: str) -> list[str]:
@@ -82,7 +82,9 @@ def test_a_wipe_closes_the_databases_it_deletes(tmp_path: Path) -> None:
     storage.dispose()
 
 
-def test_a_partition_deleted_is_seen_gone_at_once_here_and_within_seconds_elsewhere(tmp_path: Path, monkeypatch) -> None:
+def test_a_partition_deleted_is_seen_gone_at_once_here_and_within_seconds_elsewhere(
+    tmp_path: Path, monkeypatch
+) -> None:
     here, elsewhere = KeptSqliteEventLogStorage(str(tmp_path)), KeptSqliteEventLogStorage(str(tmp_path))
     here.add_dynamic_partitions("suites", ["a.one", "a.two"])
     assert here.has_dynamic_partition("suites", "a.one") and elsewhere.has_dynamic_partition("suites", "a.two")

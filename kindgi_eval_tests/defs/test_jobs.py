@@ -31,7 +31,10 @@ def test_command_line_runs_are_runs_of_the_named_jobs(home) -> None:
     replayed = run_cli("replay", "--from", started_run_id(ran.err), "--judge-model", "mock:judge")
     assert replayed.code == 0, replayed.err
     instance = open_instance(home.root)
-    jobs = {run_id: instance.get_run_by_id(run_id).job_name for run_id in (started_run_id(ran.err), started_run_id(replayed.err))}
+    jobs = {
+        run_id: instance.get_run_by_id(run_id).job_name
+        for run_id in (started_run_id(ran.err), started_run_id(replayed.err))
+    }
     assert list(jobs.values()) == ["evaluate_suite", "replay_suite"]  # not __ephemeral_asset_job__
 
 
@@ -54,8 +57,10 @@ def launchpad_replay(instance: dg.DagsterInstance, home: Path, replay_from: str)
     """A run of `replay_suite` for KEY with the launchpad's config: a judge and the run to re-judge; no pinned settings."""
     from kindgi_eval.defs.definitions import defs
 
-    config = {"eval_settings": {"config": {"judge_model": "mock:judge", "replay_from": replay_from}},
-              "io_manager": {"config": {"home": str(home)}}}
+    config = {
+        "eval_settings": {"config": {"judge_model": "mock:judge", "replay_from": replay_from}},
+        "io_manager": {"config": {"home": str(home)}},
+    }
     return defs.resolve_job_def("replay_suite").execute_in_process(
         run_config={"resources": config}, instance=instance, partition_key=KEY, raise_on_error=False
     )
@@ -72,7 +77,11 @@ def two_runs(home, tmp_path: Path) -> tuple[dg.DagsterInstance, str, str]:
     """(the instance, an earlier run of KEY, a later one): the later is what a replay naming no run would read."""
     instance = open_instance(home.root)
     settings = RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent")
-    return instance, run_chain(instance, home.root, settings, KEY, "conversation"), run_chain(instance, home.root, settings, KEY, "conversation")
+    return (
+        instance,
+        run_chain(instance, home.root, settings, KEY, "conversation"),
+        run_chain(instance, home.root, settings, KEY, "conversation"),
+    )
 
 
 def test_a_launchpad_replay_re_judges_the_run_it_names(two_runs, home) -> None:
@@ -97,7 +106,13 @@ def test_a_launchpad_replay_naming_no_stored_run_fails_saying_so(two_runs, home)
 def test_a_launchpad_replay_naming_a_run_of_another_suite_fails_naming_both(two_runs, home, tmp_path: Path) -> None:
     instance, _, _ = two_runs
     shutil.copytree(GOLDEN, tmp_path / "other")
-    elsewhere = run_chain(instance, home.root, RunSettings(eval_dir=str(tmp_path / "other"), agent_model="mock:agent"), OTHER, "conversation")
+    elsewhere = run_chain(
+        instance,
+        home.root,
+        RunSettings(eval_dir=str(tmp_path / "other"), agent_model="mock:agent"),
+        OTHER,
+        "conversation",
+    )
     result = launchpad_replay(instance, home.root, elsewhere)
     assert not result.success
     assert f"run {elsewhere} is a run of suite {OTHER}, not of {KEY}" in failure_text(result)

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from kindgi_eval_tests.defs.test_judged_runs import PRICE, Judge, calibration_lines, case, judged_run, provider_env, write_suite  # noqa: F401
+from kindgi_eval_tests.defs.test_judged_runs import (
+    PRICE,
+    Judge,
+    calibration_lines,
+    case,
+    judged_run,
+    write_suite,
+)  # noqa: F401
 
 CASES = [
     case("rubric-only"),
@@ -21,7 +28,9 @@ CASES = [
 FIELDS = ("subject", "subject_id", "criterion", "sample", "vote", "evidence", "reason", "invalid_reason")
 
 
-def test_a_batched_judge_stage_gives_the_statuses_and_calibration_of_the_calls(home, provider_env, tmp_path: Path) -> None:
+def test_a_batched_judge_stage_gives_the_statuses_and_calibration_of_the_calls(
+    home, provider_env, tmp_path: Path
+) -> None:
     folder = write_suite(tmp_path / "s", CASES, calibration_lines(wrong_group="semantic_repetition"))
     called_server = provider_env(Judge())
     called = judged_run(home, folder, judge="openai:gpt-4o-mini")

@@ -64,10 +64,28 @@ def calibration_lines(wrong_group: str | None = None, drop_fail: str | None = No
     items = []
     for group, criterion in GROUP_CRITERIA.items():
         history = [{"role": "agent", "text": "Earlier."}] if group == "semantic_repetition" else []
-        items.append({"id": f"{group}-pass", "history": history, "text": "hi", "reply": ["A fine reply."], "criterion": criterion, "label": "pass"})
+        items.append(
+            {
+                "id": f"{group}-pass",
+                "history": history,
+                "text": "hi",
+                "reply": ["A fine reply."],
+                "criterion": criterion,
+                "label": "pass",
+            }
+        )
         if group != drop_fail:
             bad = "A reply." if group == wrong_group else "A BAD reply."
-            items.append({"id": f"{group}-fail", "history": history, "text": "hi", "reply": [bad], "criterion": criterion, "label": "fail"})
+            items.append(
+                {
+                    "id": f"{group}-fail",
+                    "history": history,
+                    "text": "hi",
+                    "reply": [bad],
+                    "criterion": criterion,
+                    "label": "fail",
+                }
+            )
     return items
 
 
@@ -180,7 +198,9 @@ def test_group_below_threshold_is_downgraded_alone_016(home, provider_env, tmp_p
     server = provider_env(Judge())
     history = [{"role": "user", "text": "hi"}, {"role": "agent", "text": "Hello! What would you like to learn?"}]
     folder = write_suite(
-        tmp_path / "s", [case("with-history", "criterion-pass", history=history)], calibration_lines(wrong_group="semantic_repetition")
+        tmp_path / "s",
+        [case("with-history", "criterion-pass", history=history)],
+        calibration_lines(wrong_group="semantic_repetition"),
     )
     result = judged_run(home, folder)
     repetition = result.calibration["semantic_repetition"]
@@ -255,8 +275,14 @@ def test_review_string_and_one_entry_list_give_identical_outcomes_016(home, prov
 def test_judge_equal_to_agent_warns_and_proceeds_016(home, tmp_path: Path) -> None:
     # Nothing listens at the base URL, so the agent's call fails the case; the warning comes first all the same.
     folder = write_suite(tmp_path / "s", [case("one")], None)
-    env = {"OPENAI_API_KEY": "sk-test-not-a-real-key", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "EVAL_MODEL_TIMEOUT_S": "2"}
-    result = run_cli("run", "--eval-dir", str(folder), "--agent-model", "openai:same", "--judge-model", "openai:same", env=env)
+    env = {
+        "OPENAI_API_KEY": "sk-test-not-a-real-key",
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+        "EVAL_MODEL_TIMEOUT_S": "2",
+    }
+    result = run_cli(
+        "run", "--eval-dir", str(folder), "--agent-model", "openai:same", "--judge-model", "openai:same", env=env
+    )
     assert "warning: the judge is the agent's own model (openai:same)" in result.err
     assert result.code == 1  # the run proceeded, and the failed call failed its case
     assert "Summary: 0 passed, 1 failed" in result.out

@@ -6,7 +6,6 @@ kept or shown anywhere."""
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -56,7 +55,9 @@ def look(home) -> str:
 
     instance = open_instance(home.root)
     try:
-        data = night_findings.evaluate_tick(dg.build_sensor_context(instance=instance, repository_def=defs.get_repository_def()))
+        data = night_findings.evaluate_tick(
+            dg.build_sensor_context(instance=instance, repository_def=defs.get_repository_def())
+        )
         assert not data.run_requests
         return data.skip_message or ""
     finally:
@@ -65,8 +66,13 @@ def look(home) -> str:
 
 def test_the_night_is_told_once_to_the_tenants_whose_night_got_worse(home, tmp_path: Path, monkeypatch, capfd) -> None:
     homes = {name: tenant_tree(tmp_path, name) for name in ("alpha", "beta", "gamma", "delta")}
-    path = write_tenants(tmp_path / "tenants.toml", entry("alpha", alerts=["ALPHA_HOOK"]), entry("beta", alerts=["BETA_HOOK"]),
-                         entry("gamma", alerts=["GAMMA_HOOK"]), entry("delta"))
+    path = write_tenants(
+        tmp_path / "tenants.toml",
+        entry("alpha", alerts=["ALPHA_HOOK"]),
+        entry("beta", alerts=["BETA_HOOK"]),
+        entry("gamma", alerts=["GAMMA_HOOK"]),
+        entry("delta"),
+    )
     path.write_text(path.read_text() + '\n[defaults]\nalerts = ["OPS_HOOK"]\n')
     monkeypatch.setenv(TENANTS_ENV, str(path))
     monkeypatch.setenv("KINDGI_SCHEDULE_CRON", CRON)
@@ -79,7 +85,9 @@ def test_the_night_is_told_once_to_the_tenants_whose_night_got_worse(home, tmp_p
         first = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=3)
         launch_tick(home, first)
         said = look(home)  # the first night: nothing to compare with, so nothing got worse
-        assert said.splitlines() == [f"{t}: nothing got worse; nothing sent" for t in ("alpha", "beta", "gamma", "delta")]
+        assert said.splitlines() == [
+            f"{t}: nothing got worse; nothing sent" for t in ("alpha", "beta", "gamma", "delta")
+        ]
         assert receiver.posts == []
 
         time.sleep(1.1)  # the second tick's runs start in a later second than the first's
@@ -99,7 +107,12 @@ def test_the_night_is_told_once_to_the_tenants_whose_night_got_worse(home, tmp_p
         assert look(home).splitlines() == ["delta: OPS_HOOK: attempt 1: sent (200)"]
         assert look(home) == f"Every tenant's night of {second.isoformat(timespec='minutes')} was told already."
 
-    assert [(p, s) for p, s, _ in receiver.posts] == [("/ALPHA_HOOK", 500), ("/ALPHA_HOOK", 200), ("/GAMMA_HOOK", 400), ("/OPS_HOOK", 200)]
+    assert [(p, s) for p, s, _ in receiver.posts] == [
+        ("/ALPHA_HOOK", 500),
+        ("/ALPHA_HOOK", 200),
+        ("/GAMMA_HOOK", 400),
+        ("/OPS_HOOK", 200),
+    ]
     (alpha,) = receiver.taken("/ALPHA_HOOK")
     assert [(f["kind"], f["case_ids"]) for s in alpha["suites"] for f in s["findings"]] == [("new_failures", [BROKEN])]
     assert alpha["night"] == tick_label(CRON, second)
@@ -129,13 +142,26 @@ def test_a_slack_webhook_is_sent_a_slack_message_and_any_other_the_json() -> Non
     from kindgi_eval.reports.night import SuiteBlock
     from kindgi_eval.rules import Finding
 
-    finding = Finding(kind="new_failures", suite="acme.golden", case_ids=["c1"], detail="1 case newly failing: c1 <b>", command="kindgi-eval diff a b")
-    night = TenantNight(tenant="acme", night="2026-12-01", worse=True,
-                        suites=[SuiteBlock(suite="acme.golden", run_id="b", before_run_id="a", started_at=None, findings=[finding])])
+    finding = Finding(
+        kind="new_failures",
+        suite="acme.golden",
+        case_ids=["c1"],
+        detail="1 case newly failing: c1 <b>",
+        command="kindgi-eval diff a b",
+    )
+    night = TenantNight(
+        tenant="acme",
+        night="2026-12-01",
+        worse=True,
+        suites=[SuiteBlock(suite="acme.golden", run_id="b", before_run_id="a", started_at=None, findings=[finding])],
+    )
     assert is_slack("https://hooks.slack.com/services/T/B/x") and not is_slack("https://hooks.example.com/slack")
     slack = body_for("https://hooks.slack.com/services/T/B/x", night, ["new_failures"])
     assert slack["text"].startswith("acme: 1 finding that got worse, in acme.golden.")
-    assert slack["blocks"][0] == {"type": "header", "text": {"type": "plain_text", "text": "kindgi-eval: acme on 2026-12-01"}}
+    assert slack["blocks"][0] == {
+        "type": "header",
+        "text": {"type": "plain_text", "text": "kindgi-eval: acme on 2026-12-01"},
+    }
     section = slack["blocks"][2]["text"]["text"]
     assert "*acme.golden* `new_failures`" in section and "cases: c1" in section and "`kindgi-eval diff a b`" in section
     assert "&lt;b&gt;" in section  # Slack's control characters escaped

@@ -6,7 +6,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import dagster as dg
 import pytest
@@ -18,7 +18,12 @@ from kindgi_eval_tests.conftest import REPO
 CONFIG = REPO / "deploy" / "dagster-postgres.yaml"
 KEY = "demo-academy.golden"
 # What .ci/run creates; DAGSTER_PG_* override each one.
-DEFAULTS = {"DAGSTER_PG_HOST": "127.0.0.1", "DAGSTER_PG_PORT": "5432", "DAGSTER_PG_USERNAME": "kindgi", "DAGSTER_PG_PASSWORD": "kindgi-ci"}
+DEFAULTS = {
+    "DAGSTER_PG_HOST": "127.0.0.1",
+    "DAGSTER_PG_PORT": "5432",
+    "DAGSTER_PG_USERNAME": "kindgi",
+    "DAGSTER_PG_PASSWORD": "kindgi-ci",
+}
 
 
 def _connect(dbname: str):
@@ -26,8 +31,12 @@ def _connect(dbname: str):
 
     env = {k: os.environ.get(k) or v for k, v in DEFAULTS.items()}
     return psycopg2.connect(
-        host=env["DAGSTER_PG_HOST"], port=int(env["DAGSTER_PG_PORT"]), user=env["DAGSTER_PG_USERNAME"],
-        password=env["DAGSTER_PG_PASSWORD"], dbname=dbname, connect_timeout=3,
+        host=env["DAGSTER_PG_HOST"],
+        port=int(env["DAGSTER_PG_PORT"]),
+        user=env["DAGSTER_PG_USERNAME"],
+        password=env["DAGSTER_PG_PASSWORD"],
+        dbname=dbname,
+        connect_timeout=3,
     )
 
 
@@ -37,7 +46,9 @@ def database(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     try:
         admin = _connect("postgres")
     except Exception as e:  # psycopg2.OperationalError, or no psycopg2 at all
-        reason = f"no PostgreSQL server reachable at {os.environ.get('DAGSTER_PG_HOST') or '127.0.0.1'}: {str(e).strip()}"
+        reason = (
+            f"no PostgreSQL server reachable at {os.environ.get('DAGSTER_PG_HOST') or '127.0.0.1'}: {str(e).strip()}"
+        )
         if os.environ.get("KINDGI_REQUIRE_POSTGRES") == "1":
             pytest.fail(f"{reason} (.ci/run starts one; see its PostgreSQL section)")
         pytest.skip(f"{reason}; .ci/run starts one, or set DAGSTER_PG_HOST/PORT/USERNAME/PASSWORD")
@@ -73,14 +84,16 @@ def test_runs_schedules_and_checks_are_kept_in_postgres(home, database: str, mon
         for store in (instance.run_storage, instance.event_log_storage, instance.schedule_storage):
             backends = set()
             for _ in range(3):
-                with (store.connect() if hasattr(store, "connect") else store._connect()) as connection:  # the event log's is private
+                with (
+                    store.connect() if hasattr(store, "connect") else store._connect()
+                ) as connection:  # the event log's is private
                     backends.add(connection.exec_driver_sql("SELECT pg_backend_pid()").scalar())
             assert len(backends) == 1, store
         assert isinstance(instance.event_log_storage, PostgresEventLogStorage)
         assert isinstance(instance.schedule_storage, PostgresScheduleStorage)
         assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
 
-        night = datetime(2026, 12, 1, 2, tzinfo=timezone.utc)
+        night = datetime(2026, 12, 1, 2, tzinfo=UTC)
         tick = defs.resolve_schedule_def("nightly_suites")(
             dg.build_schedule_context(instance=instance, scheduled_execution_time=night)
         )

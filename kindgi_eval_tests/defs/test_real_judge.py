@@ -27,7 +27,10 @@ import pytest
 from kindgi_eval.rules import FAILING, GROUPS, THRESHOLD
 from kindgi_eval_tests.conftest import CLI, REPO, Result
 
-pytestmark = [pytest.mark.long, pytest.mark.xdist_group("real-judge")]  # one worker starts the model and runs the suite once for all
+pytestmark = [
+    pytest.mark.long,
+    pytest.mark.xdist_group("real-judge"),
+]  # one worker starts the model and runs the suite once for all
 
 
 def _judge_server():
@@ -43,8 +46,16 @@ def _judge_server():
 judge_server = _judge_server()
 # The run's settings come from its flags alone, never from the shell that started the tests.
 RUN_VARIABLES = (
-    "OPENAI_API_BASE", "KINDGI_STORE", "EVAL_DIR", "CONFIG_DIR", "AGENT_MODEL", "AGENT_URL", "EVAL_JUDGE_MODEL",
-    "EVAL_MAX_LATENCY_MS", "EVAL_CONCURRENCY", "EVAL_MODEL_TIMEOUT_S",
+    "OPENAI_API_BASE",
+    "KINDGI_STORE",
+    "EVAL_DIR",
+    "CONFIG_DIR",
+    "AGENT_MODEL",
+    "AGENT_URL",
+    "EVAL_JUDGE_MODEL",
+    "EVAL_MAX_LATENCY_MS",
+    "EVAL_CONCURRENCY",
+    "EVAL_MODEL_TIMEOUT_S",
 )
 
 CRITERION = "The reply sounds warm, like a person at the front desk"
@@ -52,23 +63,62 @@ CRITERION = "The reply sounds warm, like a person at the front desk"
 # entry), and one that escalates, which the rubric never grades.
 CASES = [
     {"id": "price-question", "text": "how much is the foundation course?", "expect": {"escalate": False}},
-    {"id": "warm-first-contact", "text": "hi! I've been thinking about learning to code for ages", "expect": {"escalate": False}, "review": CRITERION},
-    {"id": "refund-escalates", "text": "I paid for the bootcamp last week and I want a refund", "expect": {"escalate": True, "reason": "refund_request"}},
+    {
+        "id": "warm-first-contact",
+        "text": "hi! I've been thinking about learning to code for ages",
+        "expect": {"escalate": False},
+        "review": CRITERION,
+    },
+    {
+        "id": "refund-escalates",
+        "text": "I paid for the bootcamp last week and I want a refund",
+        "expect": {"escalate": True, "reason": "refund_request"},
+    },
 ]
 # A pass and a fail item for two groups; semantic_repetition and answers_the_question have none, so they are
 # refused whatever the model says. 4 items x 3 samples = 12 calls, plus at most 3 per case criterion of a
 # group that calibrates.
 CALIBRATION = [
-    {"id": "concession-quotes-price", "text": "how much is the foundation course?", "reply": ["The Foundation Course is $450 paid upfront, or 3 payments of $160. Would you like to pay upfront or in instalments?"], "criterion": "implicit_concession", "label": "pass"},
-    {"id": "concession-hints-at-deal", "text": "that's more than I wanted to spend", "reply": ["I hear you. I can probably work something out for you on the price. Shall I send you the signup link?"], "criterion": "implicit_concession", "label": "fail"},
-    {"id": "warm-register", "text": "hi, I want to learn to code", "reply": ["Hi! Lovely to hear from you. Which kind of coding would you like to learn?"], "criterion": CRITERION, "label": "pass"},
-    {"id": "cold-register", "text": "hi, I want to learn to code", "reply": ["State the course identifier."], "criterion": CRITERION, "label": "fail"},
+    {
+        "id": "concession-quotes-price",
+        "text": "how much is the foundation course?",
+        "reply": [
+            "The Foundation Course is $450 paid upfront, or 3 payments of $160. Would you like to pay upfront or in instalments?"
+        ],
+        "criterion": "implicit_concession",
+        "label": "pass",
+    },
+    {
+        "id": "concession-hints-at-deal",
+        "text": "that's more than I wanted to spend",
+        "reply": [
+            "I hear you. I can probably work something out for you on the price. Shall I send you the signup link?"
+        ],
+        "criterion": "implicit_concession",
+        "label": "fail",
+    },
+    {
+        "id": "warm-register",
+        "text": "hi, I want to learn to code",
+        "reply": ["Hi! Lovely to hear from you. Which kind of coding would you like to learn?"],
+        "criterion": CRITERION,
+        "label": "pass",
+    },
+    {
+        "id": "cold-register",
+        "text": "hi, I want to learn to code",
+        "reply": ["State the course identifier."],
+        "criterion": CRITERION,
+        "label": "fail",
+    },
 ]
 
 
 def _cli(*args: str, env: dict[str, str]) -> Result:
     """`kindgi-eval ARGS` as a separate process in the repository, with exactly `env`."""
-    done = subprocess.run([str(CLI), *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [str(CLI), *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
     return Result(done.returncode, done.stdout, done.stderr)
 
 
@@ -108,8 +158,19 @@ def real_run(judge: Any, tmp_path_factory: pytest.TempPathFactory) -> RealRun:
     # The server answers one request at a time, so the client sends one at a time: no sample spends its
     # timeout in the server's queue.
     done = _cli(
-        "run", "--mock", "--eval-dir", str(suite), "--judge-model", judge.model, "--json", str(root / "summary.json"),
-        "--concurrency", "1", "--model-timeout-s", "120", env=env,
+        "run",
+        "--mock",
+        "--eval-dir",
+        str(suite),
+        "--judge-model",
+        judge.model,
+        "--json",
+        str(root / "summary.json"),
+        "--concurrency",
+        "1",
+        "--model-timeout-s",
+        "120",
+        env=env,
     )
     assert done.code in (0, 1), f"the run did not complete (exit {done.code}):\n{done.err[-3000:]}"
     summary = json.loads((root / "summary.json").read_text())
@@ -141,8 +202,15 @@ def test_the_server_is_openai_compatible_and_honours_the_response_format_sent(ju
         "additionalProperties": False,
     }
     messages = [{"role": "user", "content": 'Is the reply "Hello! How can I help?" polite? Grade it.'}]
-    answer = _post(judge, {"model": judge_server.NAME, "messages": messages, "max_tokens": 200,
-                           "response_format": {"type": "json_schema", "json_schema": {"name": "Verdict", "schema": schema}}})
+    answer = _post(
+        judge,
+        {
+            "model": judge_server.NAME,
+            "messages": messages,
+            "max_tokens": 200,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "Verdict", "schema": schema}},
+        },
+    )
     verdict = json.loads(answer["choices"][0]["message"]["content"])
     assert set(verdict) == {"verdict", "evidence", "reason"} and verdict["verdict"] in ("pass", "fail")
     assert answer["choices"][0]["finish_reason"] == "stop"

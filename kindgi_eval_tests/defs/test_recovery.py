@@ -29,7 +29,10 @@ GIVEN_UP = {"dagster/will_retry": "false"}
         # the last retry's worker failed it for the machine's reasons (a stray worker, a dead code server): resumed
         ({**GIVEN_UP, "dagster/failure_reason": "RUN_WORKER_RESTART", "dagster/retry_number": "1"}, True),
         ({**GIVEN_UP, "dagster/failure_reason": "RUN_EXCEPTION", RECOVERY_TAG: "1"}, True),
-        ({**GIVEN_UP, "dagster/failure_reason": "RUN_EXCEPTION", RECOVERY_TAG: str(RECOVERY_LIMIT)}, False),  # line spent
+        (
+            {**GIVEN_UP, "dagster/failure_reason": "RUN_EXCEPTION", RECOVERY_TAG: str(RECOVERY_LIMIT)},
+            False,
+        ),  # line spent
     ],
 )
 def test_a_run_is_resumed_only_where_dagster_left_it_failed_without_a_retry_it_could_make(tags, expected) -> None:
@@ -38,17 +41,29 @@ def test_a_run_is_resumed_only_where_dagster_left_it_failed_without_a_retry_it_c
 
 def test_a_step_failure_is_never_resumed_where_the_instance_does_not_retry_step_failures() -> None:
     # Dagster itself marks such a run will_retry=false at once; it is the operator's choice, not a retry lost
-    assert not is_given_up({**GIVEN_UP, "dagster/failure_reason": "STEP_FAILURE"}, max_retries=1, retries_step_failures=False)
-    assert is_given_up({**GIVEN_UP, "dagster/failure_reason": "RUN_EXCEPTION"}, max_retries=1, retries_step_failures=False)
+    assert not is_given_up(
+        {**GIVEN_UP, "dagster/failure_reason": "STEP_FAILURE"}, max_retries=1, retries_step_failures=False
+    )
+    assert is_given_up(
+        {**GIVEN_UP, "dagster/failure_reason": "RUN_EXCEPTION"}, max_retries=1, retries_step_failures=False
+    )
 
 
 def failed_run(instance: dg.DagsterInstance, key: str, reason: RunFailureReason, **tags: str) -> dg.DagsterRun:
-    run = instance.add_run(dg.DagsterRun(
-        job_name="evaluate_suite",
-        tags={PARTITION_TAG: key, "kindgi/tenant": key.split(".")[0], SETTINGS_TAG: '{"eval_dir": "x"}',
-              "dagster/schedule_name": "nightly_suites", ".dagster/grpc_info": '{"socket": "gone"}', **tags},
-        asset_selection=frozenset({dg.AssetKey("suite"), dg.AssetKey("agent_replies")}),
-    ))
+    run = instance.add_run(
+        dg.DagsterRun(
+            job_name="evaluate_suite",
+            tags={
+                PARTITION_TAG: key,
+                "kindgi/tenant": key.split(".")[0],
+                SETTINGS_TAG: '{"eval_dir": "x"}',
+                "dagster/schedule_name": "nightly_suites",
+                ".dagster/grpc_info": '{"socket": "gone"}',
+                **tags,
+            },
+            asset_selection=frozenset({dg.AssetKey("suite"), dg.AssetKey("agent_replies")}),
+        )
+    )
     instance.report_run_failed(run, job_failure_data=JobFailureData(error=None, failure_reason=reason))
     return run
 

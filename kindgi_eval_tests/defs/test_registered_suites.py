@@ -25,8 +25,13 @@ def lines(name: str) -> list[dict]:
 
 
 def publish(store, version: str, cases: list[dict]) -> str:
-    suite = EvalSuite(id="alpha.pricing", tenantId="alpha", version=version, kind="conversation",
-                      spec={"cases": cases, "calibration": lines("calibration.jsonl")})
+    suite = EvalSuite(
+        id="alpha.pricing",
+        tenantId="alpha",
+        version=version,
+        kind="conversation",
+        spec={"cases": cases, "calibration": lines("calibration.jsonl")},
+    )
     token = store.issue_token("alpha", "test")
     return json.loads(store.publish("alpha", token.id, suite).body)["hash"]
 
@@ -76,13 +81,19 @@ def test_a_nightly_run_records_the_version_in_force_and_a_new_version_changes_on
     # by run: `started_at` is to the second, and two runs of a few cases can start within one
     rows = json.loads(run_cli("sql", "SELECT run_id, suite_id, suite_version FROM runs", "--format", "json").out)
     assert {r["run_id"]: (r["suite_id"], r["suite_version"]) for r in rows} == {
-        first_id: ("alpha.pricing", "1.0.0"), second_id: ("alpha.pricing", "1.1.0")}
+        first_id: ("alpha.pricing", "1.0.0"),
+        second_id: ("alpha.pricing", "1.1.0"),
+    }
 
 
-def test_a_pinned_version_is_evaluated_whatever_is_published_later(registered, home, tmp_path: Path, monkeypatch) -> None:
+def test_a_pinned_version_is_evaluated_whatever_is_published_later(
+    registered, home, tmp_path: Path, monkeypatch
+) -> None:
     publish(registered, "1.0.0", lines("cases.jsonl"))
     publish(registered, "2.0.0", lines("cases.jsonl")[:5])
-    path = write_tenants(tmp_path / "tenants.toml", entry("alpha", suites=None, registry="alpha.pricing", version="1.0.0"))
+    path = write_tenants(
+        tmp_path / "tenants.toml", entry("alpha", suites=None, registry="alpha.pricing", version="1.0.0")
+    )
     monkeypatch.setenv(TENANTS_ENV, str(path))
     _, run = tick_and_run(home)
     assert run["suite_version"] == "1.0.0"
@@ -114,7 +125,10 @@ def test_the_sensor_fires_when_a_new_version_is_published(registered, home) -> N
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"suites": None}, "tenant[0].suites: tenant alpha: is missing. Name the tenant's suite folders, or a registered suite"),
+        (
+            {"suites": None},
+            "tenant[0].suites: tenant alpha: is missing. Name the tenant's suite folders, or a registered suite",
+        ),
         ({"version": "1.0.0"}, "tenant[0].version: tenant alpha: is given without registry."),
     ],
 )
@@ -131,65 +145,112 @@ def test_a_tenants_entry_names_its_suites_once(tmp_path: Path, fields: dict, mes
 
 def test_run_suite_evaluates_a_registered_version_from_the_command_line(home, tmp_path: Path) -> None:
     store = open_store(database_url(runtime_home()))
-    suite = EvalSuite(id="demo-academy.pricing", tenantId="demo-academy", version="1.0.0", kind="conversation",
-                      spec={"cases": lines("cases.jsonl")[:4]})
+    suite = EvalSuite(
+        id="demo-academy.pricing",
+        tenantId="demo-academy",
+        version="1.0.0",
+        kind="conversation",
+        spec={"cases": lines("cases.jsonl")[:4]},
+    )
     store.publish("demo-academy", store.issue_token("demo-academy").id, suite)
     store.close()
     done = run_cli("run", "--mock", "--suite", "demo-academy.pricing@1.0.0")
     assert done.code == 0, done.err
-    (row,) = json.loads(run_cli("sql", "SELECT suite, suite_id, suite_version, cases FROM runs", "--format", "json").out)
-    assert row == {"suite": "demo-academy@demo-academy.pricing", "suite_id": "demo-academy.pricing", "suite_version": "1.0.0", "cases": 4}
+    (row,) = json.loads(
+        run_cli("sql", "SELECT suite, suite_id, suite_version, cases FROM runs", "--format", "json").out
+    )
+    assert row == {
+        "suite": "demo-academy@demo-academy.pricing",
+        "suite_id": "demo-academy.pricing",
+        "suite_version": "1.0.0",
+        "cases": 4,
+    }
     missing = run_cli("run", "--mock", "--suite", "demo-academy.pricing@9.9.9")
     assert missing.code == 2 and "has no version 9.9.9 of suite 'demo-academy.pricing'" in missing.err
     both = run_cli("run", "--mock", "--suite", "demo-academy.pricing", "--eval-dir", str(GOLDEN))
     assert both.code == 2 and both.err.startswith("error: --suite: names the suite")
 
 
-def test_a_custom_suite_on_a_machine_without_a_sandbox_fails_its_own_run_before_the_agent(registered, home, tmp_path: Path, monkeypatch) -> None:
+def test_a_custom_suite_on_a_machine_without_a_sandbox_fails_its_own_run_before_the_agent(
+    registered, home, tmp_path: Path, monkeypatch
+) -> None:
     from kindgi_eval.defs.definitions import defs
 
     source = "def grade(case, reply):\n    return {'pass': True, 'reason': 'ok'}\n"
-    suite = EvalSuite(id="alpha.pricing", tenantId="alpha", version="1.0.0", kind="custom",
-                      spec={"handler": {"modulePath": "h.py", "entrypointPath": "grade", "source": source}, "cases": lines("cases.jsonl")[:2]})
+    suite = EvalSuite(
+        id="alpha.pricing",
+        tenantId="alpha",
+        version="1.0.0",
+        kind="custom",
+        spec={
+            "handler": {"modulePath": "h.py", "entrypointPath": "grade", "source": source},
+            "cases": lines("cases.jsonl")[:2],
+        },
+    )
     registered.publish("alpha", registered.issue_token("alpha", "test").id, suite)
     monkeypatch.setenv("PATH", str(tmp_path))  # neither bubblewrap nor prlimit
     instance = open_instance(home.root)
-    context = dg.build_schedule_context(instance=instance, repository_def=defs.get_repository_def(), scheduled_execution_time=NIGHT)
-    (request,) = defs.resolve_schedule_def("nightly_suites").evaluate_tick(context).run_requests  # the tick asks the machine nothing
+    context = dg.build_schedule_context(
+        instance=instance, repository_def=defs.get_repository_def(), scheduled_execution_time=NIGHT
+    )
+    (request,) = (
+        defs.resolve_schedule_def("nightly_suites").evaluate_tick(context).run_requests
+    )  # the tick asks the machine nothing
     with pytest.raises(RunFailed, match="custom handler: bwrap and prlimit not found on PATH") as failed:
         run_chain(instance, home.root, pinned_settings(request.tags), KEY, "custom", tags=unpinned(request.tags))
     assert "suite" in str(failed.value)  # its first step: the agent was asked nothing
 
 
-def test_a_stored_version_that_fails_its_check_costs_the_tick_nothing_and_fails_its_own_run(registered, home, tmp_path, monkeypatch) -> None:
+def test_a_stored_version_that_fails_its_check_costs_the_tick_nothing_and_fails_its_own_run(
+    registered, home, tmp_path, monkeypatch
+) -> None:
     from kindgi_eval.defs.definitions import defs
     from kindgi_eval.defs.schedules import suite_changes
 
     cases = lines("cases.jsonl")[:3]
-    cases[1] = {**cases[1], "must_contains": ["a typo the check refuses"]}  # stored as a version no longer passing its check
+    cases[1] = {
+        **cases[1],
+        "must_contains": ["a typo the check refuses"],
+    }  # stored as a version no longer passing its check
     publish(registered, "1.0.0", cases)
     tenant_tree(tmp_path, "beta")  # and a tenant whose suite is fine, in the same tick
-    path = write_tenants(tmp_path / "tenants.toml", entry("alpha", suites=None, registry="alpha.pricing"), entry("beta"))
+    path = write_tenants(
+        tmp_path / "tenants.toml", entry("alpha", suites=None, registry="alpha.pricing"), entry("beta")
+    )
     monkeypatch.setenv(TENANTS_ENV, str(path))
     instance = open_instance(home.root)
-    context = dg.build_schedule_context(instance=instance, repository_def=defs.get_repository_def(), scheduled_execution_time=NIGHT)
+    context = dg.build_schedule_context(
+        instance=instance, repository_def=defs.get_repository_def(), scheduled_execution_time=NIGHT
+    )
     requests = defs.resolve_schedule_def("nightly_suites").evaluate_tick(context).run_requests
     assert [r.partition_key for r in requests] == [KEY, "beta.golden"]
     assert requests[0].tags["kindgi/registered"] == "alpha.pricing@1.0.0"
     assert not (runtime_home() / "registry-suites").exists()  # the tick wrote nothing out, so checked nothing
-    assert [r.partition_key for r in suite_changes(dg.build_sensor_context(instance=instance)).run_requests] == [KEY, "beta.golden"]
+    assert [r.partition_key for r in suite_changes(dg.build_sensor_context(instance=instance)).run_requests] == [
+        KEY,
+        "beta.golden",
+    ]
     with pytest.raises(RunFailed, match=r"cases\[1\].*must_contains.*no longer passes the conversation kind's check"):
-        run_chain(instance, home.root, pinned_settings(requests[0].tags), KEY, "conversation", tags=unpinned(requests[0].tags))
+        run_chain(
+            instance, home.root, pinned_settings(requests[0].tags), KEY, "conversation", tags=unpinned(requests[0].tags)
+        )
 
 
-def test_a_registry_that_cannot_be_reached_costs_its_suites_the_tick_and_the_others_run(registered, home, tmp_path, monkeypatch) -> None:
+def test_a_registry_that_cannot_be_reached_costs_its_suites_the_tick_and_the_others_run(
+    registered, home, tmp_path, monkeypatch
+) -> None:
     from kindgi_eval.defs.definitions import defs
 
     tenant_tree(tmp_path, "beta")
-    path = write_tenants(tmp_path / "tenants.toml", entry("alpha", suites=None, registry="alpha.pricing"), entry("beta"))
+    path = write_tenants(
+        tmp_path / "tenants.toml", entry("alpha", suites=None, registry="alpha.pricing"), entry("beta")
+    )
     monkeypatch.setenv(TENANTS_ENV, str(path))
     monkeypatch.setenv("KINDGI_REGISTRY_URL", "http://127.0.0.1:9")  # the discard port: nothing answers
     monkeypatch.setenv("KINDGI_REGISTRY_TOKEN", "kindgi_not-a-token")
-    context = dg.build_schedule_context(instance=open_instance(home.root), repository_def=defs.get_repository_def(),
-                                        scheduled_execution_time=NIGHT)
-    assert [r.partition_key for r in defs.resolve_schedule_def("nightly_suites").evaluate_tick(context).run_requests] == ["beta.golden"]
+    context = dg.build_schedule_context(
+        instance=open_instance(home.root), repository_def=defs.get_repository_def(), scheduled_execution_time=NIGHT
+    )
+    assert [
+        r.partition_key for r in defs.resolve_schedule_def("nightly_suites").evaluate_tick(context).run_requests
+    ] == ["beta.golden"]

@@ -45,10 +45,14 @@ def test_a_run_reads_its_tenant_file_once_and_the_next_run_reads_it_again(home, 
     instance = open_instance(home.root)
     folder = tmp_path / "tenant"
     # A judge, so that suite, agent_replies, judge_samples (its manifest and the catalogue) and run_summary all ask.
-    settings = RunSettings(eval_dir=str(GOLDEN), config_dir=str(folder), agent_model="mock:agent", judge_model="mock:judge")
+    settings = RunSettings(
+        eval_dir=str(GOLDEN), config_dir=str(folder), agent_model="mock:agent", judge_model="mock:judge"
+    )
     for _ in range(2):  # the second run in the same process is not given the first run's read
         served = readable_once(folder)
-        run_id = run_chain(instance, home.root, settings, KEY, "conversation")  # raises RunFailed if a stage read the file again
+        run_id = run_chain(
+            instance, home.root, settings, KEY, "conversation"
+        )  # raises RunFailed if a stage read the file again
         assert_read(served)
         (summary,) = read_rows(home.store, SHARED.run_summary, KEY, run_id)
         assert summary.config_hash == hashlib.sha256(DEMO).hexdigest()
@@ -57,10 +61,14 @@ def test_a_run_reads_its_tenant_file_once_and_the_next_run_reads_it_again(home, 
 
 def test_a_replay_reads_its_tenant_file_once(home, tmp_path: Path) -> None:
     instance = open_instance(home.root)
-    source = run_chain(instance, home.root, RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent"), KEY, "conversation")
+    source = run_chain(
+        instance, home.root, RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent"), KEY, "conversation"
+    )
     folder = tmp_path / "tenant"
     served = readable_once(folder)  # its first reader is judge_samples: the replay runs no suite stage
-    settings = RunSettings(eval_dir=str(GOLDEN), config_dir=str(folder), agent_model="mock:agent", judge_model="mock:judge")
+    settings = RunSettings(
+        eval_dir=str(GOLDEN), config_dir=str(folder), agent_model="mock:agent", judge_model="mock:judge"
+    )
     replay = replay_chain(instance, home.root, settings, KEY, "conversation", source)
     assert_read(served)
     assert find_table(home.store, "judge_samples", KEY, replay) is not None

@@ -24,16 +24,23 @@ def runs_rows(store: Path) -> list[tuple]:
         return con.execute(query).fetchall()
 
 
-@pytest.mark.parametrize(("partition", "tenant"), [("acme.golden", "acme"), ("acme@acme.pricing", "acme"), ("demo-academy.x.y", "demo-academy")])
+@pytest.mark.parametrize(
+    ("partition", "tenant"),
+    [("acme.golden", "acme"), ("acme@acme.pricing", "acme"), ("demo-academy.x.y", "demo-academy")],
+)
 def test_the_tenant_of_a_partition(partition: str, tenant: str) -> None:
     assert tenant_of(partition) == tenant
 
 
-def test_a_failed_run_is_a_row_of_runs_with_its_state_and_error_and_the_sensor_keeps_it_once(home, tmp_path: Path) -> None:
+def test_a_failed_run_is_a_row_of_runs_with_its_state_and_error_and_the_sensor_keeps_it_once(
+    home, tmp_path: Path
+) -> None:
     from kindgi_eval.defs.definitions import defs
 
     instance = open_instance(home.root)
-    good = run_chain(instance, home.root, RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent"), KEY, "conversation")
+    good = run_chain(
+        instance, home.root, RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent"), KEY, "conversation"
+    )
     suite = tmp_path / "gone"
     shutil.copytree(GOLDEN, suite)
     settings = RunSettings(eval_dir=str(suite), agent_model="mock:agent")
@@ -65,9 +72,17 @@ def test_prune_forgets_old_runs_that_failed_as_it_forgets_the_others(home) -> No
     from kindgi_eval.store import RunEndRow, record_run_end
     from kindgi_eval_tests.conftest import run_cli
 
-    old = RunEndRow(tenant="acme", state="failed", error="boom", started_at="2020-01-01T02:00:00+00:00", finished_at="2020-01-01T02:01:00+00:00")
+    old = RunEndRow(
+        tenant="acme",
+        state="failed",
+        error="boom",
+        started_at="2020-01-01T02:00:00+00:00",
+        finished_at="2020-01-01T02:01:00+00:00",
+    )
     recent = old.model_copy(update={"started_at": "2999-01-01T02:00:00+00:00"})
-    assert record_run_end(home.store, "acme.golden", "old-run", old) and record_run_end(home.store, "acme.golden", "new-run", recent)
+    assert record_run_end(home.store, "acme.golden", "old-run", old) and record_run_end(
+        home.store, "acme.golden", "new-run", recent
+    )
     assert not record_run_end(home.store, "acme.golden", "old-run", old)  # kept once
     dry = run_cli("prune", "--keep-days", "30", "--dry-run")
     assert "would remove 1 runs that failed or were stopped" in dry.out and len(runs_rows(home.store)) == 2

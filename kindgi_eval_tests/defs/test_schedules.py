@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
@@ -16,7 +16,7 @@ from kindgi_eval.inputs.tenants_file import TENANTS_ENV
 from kindgi_eval.rules.errors import InputError
 from kindgi_eval_tests.inputs.test_tenants_file import entry, tenant_tree, write_tenants
 
-NIGHT = datetime(2026, 12, 1, 2, 0, tzinfo=timezone.utc)
+NIGHT = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -87,15 +87,21 @@ def test_a_tenants_file_that_cannot_be_read_as_a_whole_fails_the_tick_with_its_p
         ('suites = ["evals/golden", "evals/pricing"]', "outside the tenant's home"),  # a folder out of its home
     ],
 )
-def test_an_entry_with_a_problem_costs_its_own_tenant_the_night_and_the_others_run(home, tenants: Path, written, says, capfd) -> None:
+def test_an_entry_with_a_problem_costs_its_own_tenant_the_night_and_the_others_run(
+    home, tenants: Path, written, says, capfd
+) -> None:
     from kindgi_eval.defs.definitions import defs
 
-    wrong = {'judge_model = "openai:gpt-4o"': 'judge_modle = "openai:gpt-4o"',
-             'suites = ["evals/golden", "evals/pricing"]': 'suites = ["../beta/evals/golden"]'}[written]
+    wrong = {
+        'judge_model = "openai:gpt-4o"': 'judge_modle = "openai:gpt-4o"',
+        'suites = ["evals/golden", "evals/pricing"]': 'suites = ["../beta/evals/golden"]',
+    }[written]
     path = tenants / "tenants.toml"
     path.write_text(path.read_text().replace(written, wrong))
     instance = open_instance(home.root)
-    context = dg.build_schedule_context(instance=instance, repository_def=defs.get_repository_def(), scheduled_execution_time=NIGHT)
+    context = dg.build_schedule_context(
+        instance=instance, repository_def=defs.get_repository_def(), scheduled_execution_time=NIGHT
+    )
     data = defs.resolve_schedule_def("nightly_suites").evaluate_tick(context)
     assert [r.partition_key for r in data.run_requests] == ["beta.golden"]
     logged = capfd.readouterr()  # the tick's log, which the daemon keeps in the tick's history, goes to the console too
@@ -109,25 +115,39 @@ def test_a_tick_whose_every_entry_has_a_problem_is_skipped_naming_each(home, ten
 
     path = tenants / "tenants.toml"
     path.write_text(path.read_text().replace("agent_model", "agent_modle"))
-    context = dg.build_schedule_context(instance=open_instance(home.root), repository_def=defs.get_repository_def(), scheduled_execution_time=NIGHT)
+    context = dg.build_schedule_context(
+        instance=open_instance(home.root), repository_def=defs.get_repository_def(), scheduled_execution_time=NIGHT
+    )
     data = defs.resolve_schedule_def("nightly_suites").evaluate_tick(context)
     assert data.run_requests == []
-    assert "alpha: " in data.skip_message and "beta: " in data.skip_message and "tenant[1].agent_modle" in data.skip_message
+    assert (
+        "alpha: " in data.skip_message
+        and "beta: " in data.skip_message
+        and "tenant[1].agent_modle" in data.skip_message
+    )
 
 
 def test_a_suite_the_tick_does_not_check_gets_its_run_and_that_run_fails_with_its_problems(home, tenants: Path) -> None:
     from kindgi_eval.defs.definitions import defs
 
     cases = tenants / "alpha" / "evals" / "pricing" / "cases.jsonl"
-    cases.write_text(cases.read_text().replace('"must_contain"', '"must_contains"', 1))  # parses as JSON; fails its check
+    cases.write_text(
+        cases.read_text().replace('"must_contain"', '"must_contains"', 1)
+    )  # parses as JSON; fails its check
     instance = open_instance(home.root)
-    context = dg.build_schedule_context(instance=instance, repository_def=defs.get_repository_def(), scheduled_execution_time=NIGHT)
+    context = dg.build_schedule_context(
+        instance=instance, repository_def=defs.get_repository_def(), scheduled_execution_time=NIGHT
+    )
     data = defs.resolve_schedule_def("nightly_suites").evaluate_tick(context)
     assert [r.partition_key for r in data.run_requests] == ["alpha.golden", "alpha.pricing", "beta.golden"]
     request = data.run_requests[1]
     run = defs.resolve_job_def("evaluate_suite").execute_in_process(
-        instance=instance, partition_key="alpha.pricing", tags=request.tags, asset_selection=list(request.asset_selection),
-        raise_on_error=False)
+        instance=instance,
+        partition_key="alpha.pricing",
+        tags=request.tags,
+        asset_selection=list(request.asset_selection),
+        raise_on_error=False,
+    )
     assert not run.success
     (failure,) = [e for e in run.all_events if e.is_step_failure]
     assert failure.step_key == "suite" and "must_contains" in failure.step_failure_data.user_failure_data.description
@@ -141,14 +161,18 @@ def test_the_schedules_timezone_is_configurable(monkeypatch: pytest.MonkeyPatch)
         schedule_timezone({"KINDGI_SCHEDULE_TIMEZONE": "Mars/Olympus"})
 
 
-def test_the_schedules_cron_is_configurable_and_a_tick_more_than_daily_keys_its_runs_by_minute(home, tenants: Path) -> None:
+def test_the_schedules_cron_is_configurable_and_a_tick_more_than_daily_keys_its_runs_by_minute(
+    home, tenants: Path
+) -> None:
     assert schedule_cron({}) == NIGHTLY_CRON
     assert schedule_cron({"KINDGI_SCHEDULE_CRON": "*/5 * * * *"}) == "*/5 * * * *"
     with pytest.raises(InputError, match="KINDGI_SCHEDULE_CRON.*'every night' is not a cron expression"):
         schedule_cron({"KINDGI_SCHEDULE_CRON": "every night"})
     every_minute = nightly_schedule("UTC", "* * * * *")
     assert every_minute.cron_schedule == "* * * * *"
-    context = dg.build_schedule_context(instance=open_instance(home.root), scheduled_execution_time=NIGHT.replace(minute=7))
+    context = dg.build_schedule_context(
+        instance=open_instance(home.root), scheduled_execution_time=NIGHT.replace(minute=7)
+    )
     # two ticks of one day are two runs of each suite; the nightly cron keys by day (above), so its retried tick is not
     assert [r.run_key for r in every_minute(context)][0] == "alpha.golden@2026-12-01T02:07"
 

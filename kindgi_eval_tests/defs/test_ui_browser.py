@@ -20,9 +20,9 @@ from typing import NamedTuple
 
 import pytest
 
-from kindgi_eval.kinds import consumers
 from kindgi_eval.defs.runs import open_instance
 from kindgi_eval.inputs.tenants_file import TENANTS_ENV, load_tenants
+from kindgi_eval.kinds import consumers
 from kindgi_eval.registry import EvalSuite, database_url, materialize, open_store
 from kindgi_eval_tests.conftest import CLI, run_cli
 from kindgi_eval_tests.defs.test_judged_runs import Judge, calibration_lines, case, write_suite
@@ -177,7 +177,11 @@ STATUS = "query Status($id: ID!) { runOrError(runId: $id) { ... on Run { status 
 def launch_and_wait(dev: Dev, tags: dict[str, str]) -> tuple[str, dict]:
     """Launch `evaluate_suite` for KEY as the schedule would (queued, tagged), and wait until the run ends."""
     params = {
-        "selector": {"repositoryLocationName": "kindgi_eval", "repositoryName": "__repository__", "jobName": "evaluate_suite"},
+        "selector": {
+            "repositoryLocationName": "kindgi_eval",
+            "repositoryName": "__repository__",
+            "jobName": "evaluate_suite",
+        },
         "runConfigData": {},
         "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in {"dagster/partition": KEY, **tags}.items()]},
     }
@@ -206,7 +210,9 @@ def night(home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fak
     history = [{"role": "user", "text": "hello there"}, {"role": "agent", "text": "Hi! What would you like to learn?"}]
     cases = [case("review-split", "criterion-split", text=SPLIT_TEXT, history=history), case("plain")]
     write_suite(tmp_path / "alpha" / "evals" / "night", cases, calibration_lines())
-    path = write_tenants(tmp_path / "tenants.toml", entry("alpha", suites=["evals/night"], judge_model="openai:fake-judge"))
+    path = write_tenants(
+        tmp_path / "tenants.toml", entry("alpha", suites=["evals/night"], judge_model="openai:fake-judge")
+    )
     monkeypatch.setenv(TENANTS_ENV, str(path))
     with FakeProvider(Judge()) as server:
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
@@ -246,16 +252,29 @@ def accuracy_folder(home) -> Path:
         "cases": [
             {"id": "price", "input": "how much is the foundation course?", "expectedOutput": "$450"},
             {"id": "discount", "input": "can I get a discount?", "expectedOutput": "20% off"},
-            {"id": "days", "input": {"text": "when does it run?", "history": [{"role": "user", "text": "hi"}]}, "expectedOutput": "Tuesdays"},
+            {
+                "id": "days",
+                "input": {"text": "when does it run?", "history": [{"role": "user", "text": "hi"}]},
+                "expectedOutput": "Tuesdays",
+            },
         ],
         "grader": {"adapterId": "contains"},
     }
     store = open_store(database_url(home.root))
     try:
         token = store.issue_token("demo-academy", "test")
-        suite = EvalSuite(id="demo-academy.facts", tenantId="demo-academy", version="1.0.0", kind="accuracy", description="", spec=spec)
+        suite = EvalSuite(
+            id="demo-academy.facts",
+            tenantId="demo-academy",
+            version="1.0.0",
+            kind="accuracy",
+            description="",
+            spec=spec,
+        )
         store.publish("demo-academy", token.id, suite)
-        return materialize(store.latest("demo-academy", "demo-academy.facts"), "demo-academy", home.root, consumers(), store)
+        return materialize(
+            store.latest("demo-academy", "demo-academy.facts"), "demo-academy", home.root, consumers(), store
+        )
     finally:
         store.close()
 
@@ -287,7 +306,9 @@ def open_asset(page, dev: Dev, asset: str, shown: str) -> None:
 
 
 @pytest.mark.long
-def test_the_ui_and_the_report_show_the_conversation_the_result_and_the_kinds_figure(night: FakeProvider, dev: Dev, home, tmp_path: Path) -> None:
+def test_the_ui_and_the_report_show_the_conversation_the_result_and_the_kinds_figure(
+    night: FakeProvider, dev: Dev, home, tmp_path: Path
+) -> None:
     _browser_or_skip()
     from playwright.sync_api import sync_playwright
 
@@ -295,7 +316,9 @@ def test_the_ui_and_the_report_show_the_conversation_the_result_and_the_kinds_fi
     run_id, run = launch_and_wait(dev, tags)
     assert run["status"] == "SUCCESS", dev.log.read_text()[-3000:]
     run_tags = {t["key"]: t["value"] for t in run["tags"]}
-    assert run_tags["kindgi/tenant"] == "alpha" and run_tags["kindgi/result"] == "failing"  # a Dagster success, a failing suite
+    assert (
+        run_tags["kindgi/tenant"] == "alpha" and run_tags["kindgi/result"] == "failing"
+    )  # a Dagster success, a failing suite
     # what the judge quoted for the split verdict: the start of the reply it was shown (the scripted Judge's rule)
     split = next(r for r in night.requests if criterion_of(r).endswith("criterion-split"))
     reply, evidence = fenced(split, "reply"), fenced(split, "reply")[:12]
@@ -336,7 +359,11 @@ def test_the_ui_and_the_report_show_the_conversation_the_result_and_the_kinds_fi
                 assert "Success" in row and f"kindgi/result: {result}" in row, row
             page.screenshot(path=str(tmp_path / "runs.png"), full_page=True)
             # and filters to the failing ones
-            page.goto(f"{dev.url}/runs?q%5B0%5D=tag%3Akindgi%2Fresult%3Dfailing", wait_until="domcontentloaded", timeout=60_000)
+            page.goto(
+                f"{dev.url}/runs?q%5B0%5D=tag%3Akindgi%2Fresult%3Dfailing",
+                wait_until="domcontentloaded",
+                timeout=60_000,
+            )
             page.get_by_text(run_id[:8]).first.wait_for(timeout=60_000)
             assert page.get_by_text(accuracy_id[:8]).count() == 1 and page.get_by_text(passing_id[:8]).count() == 0
             # the accuracy run's summary: its kind's figure, and the history table

@@ -8,16 +8,18 @@ from pathlib import Path
 
 import dagster as dg
 
-from kindgi_eval.kinds import KindResult
 from kindgi_eval.defs.runs import open_instance
 from kindgi_eval.defs.ui_metadata import history_metadata, result_tags
+from kindgi_eval.kinds import KindResult
 from kindgi_eval.reports.verdict_markdown import escape_md, verdicts_markdown
 from kindgi_eval.store import CalibrationRow, CriterionRow, StatusRow
-from kindgi_eval_tests.reports.test_html_report import status, summary
 from kindgi_eval_tests.defs.test_judged_runs import PRICE, Judge, calibration_lines, case, judged_run, write_suite
+from kindgi_eval_tests.reports.test_html_report import status, summary
 
 
-def test_the_statuses_report_shows_each_split_sample_the_reply_and_the_quote(home, provider_env, tmp_path: Path) -> None:
+def test_the_statuses_report_shows_each_split_sample_the_reply_and_the_quote(
+    home, provider_env, tmp_path: Path
+) -> None:
     provider_env(Judge())
     history = [{"role": "user", "text": "hello there"}, {"role": "agent", "text": "Hi! What would you like to learn?"}]
     folder = write_suite(
@@ -89,7 +91,9 @@ def test_the_night_over_night_table_holds_one_suites_runs_only(home, tmp_path: P
     assert len(nights) == 3  # alpha's three runs; beta's is not among them
     assert nights[1].data["change"] == "no change"
     passed = [int(re.match(r"(\d+) passed", n.data["statuses"]).group(1)) for n in nights]
-    assert passed[1] - passed[2] == 1 and nights[2].data["change"] == "suite content changed; passed -1"  # the suite changed, not only the agent
+    assert (
+        passed[1] - passed[2] == 1 and nights[2].data["change"] == "suite content changed; passed -1"
+    )  # the suite changed, not only the agent
     assert metadata["demo-academy.alpha/passed"].value == passed[2]
     assert "demo-academy.beta/passed" not in metadata and "passed" not in metadata  # no figure mixes suites
 
@@ -107,17 +111,37 @@ def test_the_night_over_night_table_reads_the_store_the_runs_write(home, tmp_pat
     first, second = (execute(in_process_chain, instance, settings, "demo-academy.golden", elsewhere) for _ in range(2))
     assert first.success and second.success
     assert not home.store.exists() and (elsewhere / "store").is_dir()
-    (record,) = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=dg.AssetKey("run_summary")), limit=1).records
+    (record,) = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey("run_summary")), limit=1
+    ).records
     assert record.run_id == second.run_id
     nights = record.asset_materialization.metadata["nights"].value.records
     assert [n.data["run"][:8] for n in nights] == [first.run_id[:8], second.run_id[:8]]
 
 
 def test_a_bold_quote_keeps_the_spaces_around_it() -> None:
-    criterion = CriterionRow(source="review", criterion="polite", group="free_text", verdict="fail", split=False,
-                             votes=["fail"] * 3, evidence="the  quote", reason="rude")
-    row = StatusRow(case_id="c", status="judged-fail", failures=[], messages=["I think the quote\nis here"], escalate=False,
-                    reason=None, latency_ms=1.0, error=None, review=["polite"], criteria=[criterion])
+    criterion = CriterionRow(
+        source="review",
+        criterion="polite",
+        group="free_text",
+        verdict="fail",
+        split=False,
+        votes=["fail"] * 3,
+        evidence="the  quote",
+        reason="rude",
+    )
+    row = StatusRow(
+        case_id="c",
+        status="judged-fail",
+        failures=[],
+        messages=["I think the quote\nis here"],
+        escalate=False,
+        reason=None,
+        latency_ms=1.0,
+        error=None,
+        review=["polite"],
+        criteria=[criterion],
+    )
     assert "> **reply 1:** I think **the quote** is here" in verdicts_markdown([row], [], [], "run")
 
 
@@ -126,21 +150,41 @@ def test_the_result_tag_is_failing_needs_review_or_passed() -> None:
         return result_tags([status(f"c{n}", o) for n, o in enumerate(outcomes)], "t", "t.s")["kindgi/result"]
 
     assert result("passed", "judged-fail", "reviewed") == "failing" and result("failed") == "failing"
-    assert result("reviewed") == "needs-review" and result("passed", "reviewed") == "needs-review"  # a review-only run is no pass
+    assert (
+        result("reviewed") == "needs-review" and result("passed", "reviewed") == "needs-review"
+    )  # a review-only run is no pass
     assert result("passed", "judged-pass") == "passed"
 
 
 def test_a_suites_figures_are_plotted_under_its_own_keys_and_its_kind_line_is_shown() -> None:
     run = summary(suite_kind="accuracy", cases=3, passed=2, failed=1)
     figures = dict(accuracy=2 / 3, accuracy_low=0.208, accuracy_high=0.939, correct=2, wrong=1, ungraded_items=0)
-    agreement = CalibrationRow(group="accuracy", items=2, pass_labels=1, fail_labels=1, agreement=1.0, agreement_low=0.34,
-                               kappa=1.0, samples=6, invalid_samples=0, calibrated=True, note="ok", judge="openai:j")
+    agreement = CalibrationRow(
+        group="accuracy",
+        items=2,
+        pass_labels=1,
+        fail_labels=1,
+        agreement=1.0,
+        agreement_low=0.34,
+        kappa=1.0,
+        samples=6,
+        invalid_samples=0,
+        calibrated=True,
+        note="ok",
+        judge="openai:j",
+    )
     metadata = history_metadata([("r0", summary(), []), ("r1", run, [agreement])], "t.facts", KindResult(run, figures))
     assert metadata["t.facts/pass_rate"] == round(2 / 3, 4) and metadata["t.facts/failed"] == 1
     assert metadata["t.facts/agreement/accuracy"] == 1.0
     assert not [k for k in metadata if isinstance(metadata[k], (int, float)) and not k.startswith("t.facts/")]
     assert metadata["kind_result"].value.startswith("Accuracy: 0.667, 2 of 3 graded items correct (95% Wilson interval")
     nights = [r.data for r in metadata["nights"].value.records]
-    assert nights[1] == {"run": "r1, 2026-11-02 02:00", "pass_rate": "67%", "statuses": "2 passed, 1 failed",
-                         "change": "passed -2, failed +1"}
-    assert "kind_result" not in history_metadata([("r0", summary(), [])], "t.x", KindResult(summary(), {}))  # a conversation suite has no kind line
+    assert nights[1] == {
+        "run": "r1, 2026-11-02 02:00",
+        "pass_rate": "67%",
+        "statuses": "2 passed, 1 failed",
+        "change": "passed -2, failed +1",
+    }
+    assert "kind_result" not in history_metadata(
+        [("r0", summary(), [])], "t.x", KindResult(summary(), {})
+    )  # a conversation suite has no kind line

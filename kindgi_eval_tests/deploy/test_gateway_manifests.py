@@ -136,7 +136,7 @@ def test_every_key_the_config_reads_is_in_the_proxys_environment() -> None:
 def test_every_secret_the_files_name_is_documented_with_its_keys() -> None:
     documented = documented_secrets(DOCS.read_text())
     named = cluster_secrets()
-    assert set(named) == set(documented), (set(named) ^ set(documented))
+    assert set(named) == set(documented), set(named) ^ set(documented)
     for name, keys in named.items():
         assert keys <= documented[name], f"{name}: {keys - documented[name]} not documented"
 

@@ -75,7 +75,9 @@ def checker(validator: type[Validator]) -> Validator:
 
 def schema_errors(candidate: dict[str, Any], validator: type[Validator]) -> list[str]:
     """`path: message` for each way candidate breaks the chart's schema under validator's rules."""
-    return [f"{place(tuple(error.absolute_path))}: {error.message}" for error in checker(validator).iter_errors(candidate)]
+    return [
+        f"{place(tuple(error.absolute_path))}: {error.message}" for error in checker(validator).iter_errors(candidate)
+    ]
 
 
 def resolved(node: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,9 @@ CONFIG = yaml.safe_load((REPO / "deploy" / "dagster-postgres.yaml").read_text())
     ],
 )
 def test_a_stray_worker_leaves_a_run_another_worker_has_alone(overrides, status) -> None:
-    job = ReconstructableRepository.for_module("kindgi_eval.defs.definitions", "defs").get_reconstructable_job("evaluate_suite")
+    job = ReconstructableRepository.for_module("kindgi_eval.defs.definitions", "defs").get_reconstructable_job(
+        "evaluate_suite"
+    )
     with dg.instance_for_test(overrides=overrides) as instance:
         # the queue took the run back from the killed code server and a new one started it; the old server's worker
         # comes up late and finds it started

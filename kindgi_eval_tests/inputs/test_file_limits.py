@@ -31,7 +31,13 @@ def sized(path: Path, size: int) -> Path:
 
 @pytest.mark.parametrize(
     ("size", "shown"),
-    [(20, "20 bytes"), (12_400, "12.1 KiB"), (16 << 20, "16 MiB"), (50_000_000, "47.7 MiB"), ((16 << 20) + 1, "16.0 MiB")],
+    [
+        (20, "20 bytes"),
+        (12_400, "12.1 KiB"),
+        (16 << 20, "16 MiB"),
+        (50_000_000, "47.7 MiB"),
+        ((16 << 20) + 1, "16.0 MiB"),
+    ],
 )
 def test_sizes_read_as_people_read_them(size: int, shown: str) -> None:
     assert mib(size) == shown

@@ -23,8 +23,16 @@ DEMO_TOML = (REPO / "kindgi_eval" / "demo_tenant" / "tenant.toml").read_text().s
 CASE_LINES = (GOLDEN / "cases.jsonl").read_text().splitlines()
 CALIBRATION_LINES = (GOLDEN / "calibration.jsonl").read_text().splitlines()
 TENANTS_LINES = [
-    "[[tenant]]", 'name = "demo-academy"', 'home = "."', 'suites = ["evals/golden"]', 'agent_model = "mock:agent"',
-    'judge_model = "mock:judge"', "concurrency = 4", "max_latency_ms = 1000", 'config = "config"', 'agent_url = "http://x"',
+    "[[tenant]]",
+    'name = "demo-academy"',
+    'home = "."',
+    'suites = ["evals/golden"]',
+    'agent_model = "mock:agent"',
+    'judge_model = "mock:judge"',
+    "concurrency = 4",
+    "max_latency_ms = 1000",
+    'config = "config"',
+    'agent_url = "http://x"',
 ]
 
 JSON = st.recursive(
@@ -32,8 +40,23 @@ JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
     max_leaves=8,
 )
-CASE_KEYS = ["id", "text", "history", "expect", "nudge", "contact", "must_contain", "must_not_contain",
-             "must_end_with_question", "max_lines", "review", "reply", "criterion", "label", "must_contains"]
+CASE_KEYS = [
+    "id",
+    "text",
+    "history",
+    "expect",
+    "nudge",
+    "contact",
+    "must_contain",
+    "must_not_contain",
+    "must_end_with_question",
+    "max_lines",
+    "review",
+    "reply",
+    "criterion",
+    "label",
+    "must_contains",
+]
 
 
 def near(lines: list[str], noise: st.SearchStrategy[str]) -> st.SearchStrategy[bytes]:
@@ -43,12 +66,21 @@ def near(lines: list[str], noise: st.SearchStrategy[str]) -> st.SearchStrategy[b
 
 
 def file_bytes(lines: list[str], noise: st.SearchStrategy[str]) -> st.SearchStrategy[bytes]:
-    return st.binary(max_size=300) | near(lines, noise) | st.text(max_size=200).map(lambda t: t.encode("utf-8", "surrogatepass"))
+    return (
+        st.binary(max_size=300)
+        | near(lines, noise)
+        | st.text(max_size=200).map(lambda t: t.encode("utf-8", "surrogatepass"))
+    )
 
 
-JSON_LINE = st.dictionaries(st.sampled_from(CASE_KEYS) | st.text(max_size=5), JSON, max_size=6).map(json.dumps) | JSON.map(json.dumps)
-TOML_LINE = st.builds(lambda k, v: f"{k} = {v}", st.sampled_from(["tenant", "name", "max_lines", "after_stage", "x", "[persona]"]),
-                      JSON.map(json.dumps)) | st.text(max_size=30)
+JSON_LINE = st.dictionaries(st.sampled_from(CASE_KEYS) | st.text(max_size=5), JSON, max_size=6).map(
+    json.dumps
+) | JSON.map(json.dumps)
+TOML_LINE = st.builds(
+    lambda k, v: f"{k} = {v}",
+    st.sampled_from(["tenant", "name", "max_lines", "after_stage", "x", "[persona]"]),
+    JSON.map(json.dumps),
+) | st.text(max_size=30)
 
 
 def assert_located(error: InputError, *files: str) -> None:

@@ -11,7 +11,9 @@ from kindgi_eval_tests.conftest import GOLDEN, REPO
 
 
 def test_the_shipped_golden_set_is_the_repositorys_evals_golden_and_the_catalogues_seed() -> None:
-    assert GOLDEN_DIR.is_symlink() and GOLDEN_DIR.resolve() == GOLDEN.resolve()  # one folder, never a copy to keep equal
+    assert (
+        GOLDEN_DIR.is_symlink() and GOLDEN_DIR.resolve() == GOLDEN.resolve()
+    )  # one folder, never a copy to keep equal
     assert CATALOGUE_SEED.folder == GOLDEN_DIR
 
 

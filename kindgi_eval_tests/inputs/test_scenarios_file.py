@@ -42,8 +42,10 @@ def test_an_id_is_unique_across_cases_and_scenarios(tmp_path: Path) -> None:
     with pytest.raises(InputError) as raised:
         load_suite(tmp_path, models_of=models_of)
     (problem,) = raised.value.problems
-    assert str(problem) == (f"{tmp_path / 'scenarios.jsonl'}:1: field id: duplicate id 'c1', first used in cases.jsonl on "
-                            "line 1. Ids must be unique across a suite folder's cases and scenarios.")
+    assert str(problem) == (
+        f"{tmp_path / 'scenarios.jsonl'}:1: field id: duplicate id 'c1', first used in cases.jsonl on "
+        "line 1. Ids must be unique across a suite folder's cases and scenarios."
+    )
 
 
 def test_a_folder_with_neither_file_names_cases_jsonl(tmp_path: Path) -> None:
@@ -53,17 +55,33 @@ def test_a_folder_with_neither_file_names_cases_jsonl(tmp_path: Path) -> None:
 
 
 def test_a_scenario_naming_a_stage_the_tenant_lacks_is_refused(tmp_path: Path) -> None:
-    (tmp_path / "scenarios.jsonl").write_text(SCENARIO.replace('"moves"', '"contact": {"funnel_stage": "nowhere"}, "moves"') + "\n")
+    (tmp_path / "scenarios.jsonl").write_text(
+        SCENARIO.replace('"moves"', '"contact": {"funnel_stage": "nowhere"}, "moves"') + "\n"
+    )
     result = run_cli("validate", str(tmp_path))
     assert result.code == 2
-    assert f"{tmp_path / 'scenarios.jsonl'}:1: field contact.funnel_stage: 'nowhere' is not a funnel stage" in result.err
+    assert (
+        f"{tmp_path / 'scenarios.jsonl'}:1: field contact.funnel_stage: 'nowhere' is not a funnel stage" in result.err
+    )
 
 
 BAD = [
-    ("both-sides", '{"id": "a", "moves": ["x"], "persona": "p", "goal": "g", "expect": {"escalate": false}}', "persona"),
+    (
+        "both-sides",
+        '{"id": "a", "moves": ["x"], "persona": "p", "goal": "g", "expect": {"escalate": false}}',
+        "persona",
+    ),
     ("neither-side", '{"id": "a", "expect": {"escalate": false}}', "moves"),
-    ("too-many-turns", '{"id": "a", "persona": "p", "goal": "g", "max_turns": 21, "expect": {"escalate": false}}', "max_turns"),
-    ("reason-without-escalation", '{"id": "a", "moves": ["x"], "expect": {"escalate": false, "reason": "r"}}', "expect.reason"),
+    (
+        "too-many-turns",
+        '{"id": "a", "persona": "p", "goal": "g", "max_turns": 21, "expect": {"escalate": false}}',
+        "max_turns",
+    ),
+    (
+        "reason-without-escalation",
+        '{"id": "a", "moves": ["x"], "expect": {"escalate": false, "reason": "r"}}',
+        "expect.reason",
+    ),
     ("unknown-field", '{"id": "a", "moves": ["x"], "expect": {"escalate": false}, "turns": 3}', "turns"),
     ("no-expect", '{"id": "a", "moves": ["x"]}', "expect"),
 ]

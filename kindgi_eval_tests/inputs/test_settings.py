@@ -70,10 +70,18 @@ def test_the_settings_table_names_every_field_of_each_face() -> None:
 @pytest.mark.parametrize(
     ("name", "role", "message"),
     [
-        ("mock:judgee", "judge", "'mock:judgee' is not an offline judge; the offline judges are mock:judge and mock:demo-judge."),
+        (
+            "mock:judgee",
+            "judge",
+            "'mock:judgee' is not an offline judge; the offline judges are mock:judge and mock:demo-judge.",
+        ),
         ("mock:agnt", "agent", "'mock:agnt' is not an offline agent; the offline agent is mock:agent."),
-        ("mock:agent", "judge", "'mock:agent' is not an offline judge; the offline judges are mock:judge and mock:demo-judge "
-                                "(mock:agent is the offline agent)."),
+        (
+            "mock:agent",
+            "judge",
+            "'mock:agent' is not an offline judge; the offline judges are mock:judge and mock:demo-judge "
+            "(mock:agent is the offline agent).",
+        ),
         ("mock:judge", "agent", "'mock:judge' is not an offline agent"),
         ("nosuchprovider:x", "judge", "'nosuchprovider' in 'nosuchprovider:x' is not a provider litellm knows"),
         ("gpt4", "judge", "'gpt4' is not a model name"),
@@ -107,8 +115,14 @@ def test_mock_beside_another_agent_flag_is_a_usage_error(home) -> None:
 @pytest.mark.parametrize(
     ("judge", "message"),
     [
-        ("mock:judgee", "error: --judge-model: 'mock:judgee' is not an offline judge; the offline judges are mock:judge and mock:demo-judge."),
-        ("nosuchprovider:x", "error: --judge-model: 'nosuchprovider' in 'nosuchprovider:x' is not a provider litellm knows."),
+        (
+            "mock:judgee",
+            "error: --judge-model: 'mock:judgee' is not an offline judge; the offline judges are mock:judge and mock:demo-judge.",
+        ),
+        (
+            "nosuchprovider:x",
+            "error: --judge-model: 'nosuchprovider' in 'nosuchprovider:x' is not a provider litellm knows.",
+        ),
     ],
 )
 def test_a_judge_that_cannot_be_called_is_an_input_error_and_nothing_is_written(home, judge: str, message: str) -> None:
@@ -127,7 +141,12 @@ def test_an_agent_provider_litellm_does_not_know_is_an_input_error(home) -> None
 def test_the_same_model_warning_compares_the_judge_with_the_agent_that_runs(home, tmp_path: Path) -> None:
     # AGENT_URL is the agent, so a judge equal to AGENT_MODEL is not the agent's own model: no warning.
     folder = write_suite(tmp_path / "s", [case("one")], None)
-    env = {"AGENT_URL": DEAD_AGENT, "AGENT_MODEL": "openai:same", "EVAL_MODEL_TIMEOUT_S": "2", "OPENAI_API_KEY": "sk-test-not-a-real-key"}
+    env = {
+        "AGENT_URL": DEAD_AGENT,
+        "AGENT_MODEL": "openai:same",
+        "EVAL_MODEL_TIMEOUT_S": "2",
+        "OPENAI_API_KEY": "sk-test-not-a-real-key",
+    }
     result = run_cli("run", "--eval-dir", str(folder), "--judge-model", "openai:same", env=env)
     assert result.code == 1, result.err  # the dead agent fails the case: an error never counts as a pass
     assert "warning: the judge is the agent's own model" not in result.err
@@ -180,7 +199,13 @@ def test_replay_calibrates_against_the_re_judged_suites_own_set(home, tmp_path: 
 
     # A suite outside evals/golden whose calibration set differs from the golden one in every group's count.
     items = calibration_lines() + [
-        {"id": "extra-pass", "text": "hi", "reply": ["A fine reply."], "criterion": "implicit_concession", "label": "pass"}
+        {
+            "id": "extra-pass",
+            "text": "hi",
+            "reply": ["A fine reply."],
+            "criterion": "implicit_concession",
+            "label": "pass",
+        }
     ]
     folder = write_suite(tmp_path / "pricing", [case("one"), case("two", "criterion-pass")], items)
     expected = {"implicit_concession": 3, "semantic_repetition": 2, "answers_the_question": 2, "free_text": 2}
@@ -191,18 +216,22 @@ def test_replay_calibrates_against_the_re_judged_suites_own_set(home, tmp_path: 
         assert first.code == 0, first.err
         source = run_id_of(first)
         # EVAL_DIR pointing at the golden set must not be consulted: the replay re-judges this suite
-        replayed = run_cli("replay", "--from", source, "--judge-model", "openai:fake-judge-2", env={"EVAL_DIR": str(GOLDEN)})
+        replayed = run_cli(
+            "replay", "--from", source, "--judge-model", "openai:fake-judge-2", env={"EVAL_DIR": str(GOLDEN)}
+        )
         assert replayed.code == 0, replayed.err
         new = run_id_of(replayed)
         for run_id in (source, new):
-            groups = sql_json(f'SELECT "group", items, calibrated FROM calibration WHERE run_id = \'{run_id}\'')
+            groups = sql_json(f"SELECT \"group\", items, calibrated FROM calibration WHERE run_id = '{run_id}'")
             assert {g["group"]: g["items"] for g in groups} == expected
             assert all(g["calibrated"] for g in groups)
         # --eval-dir names another set, and that one is read as it is now
-        other = write_suite(tmp_path / "other" / "pricing", [case("one"), case("two", "criterion-pass")], calibration_lines())
+        other = write_suite(
+            tmp_path / "other" / "pricing", [case("one"), case("two", "criterion-pass")], calibration_lines()
+        )
         again = run_cli("replay", "--from", source, "--judge-model", "openai:fake-judge-2", "--eval-dir", str(other))
         assert again.code == 0, again.err
-        groups = sql_json(f'SELECT "group", items FROM calibration WHERE run_id = \'{run_id_of(again)}\'')
+        groups = sql_json(f"SELECT \"group\", items FROM calibration WHERE run_id = '{run_id_of(again)}'")
         assert {g["group"]: g["items"] for g in groups}["implicit_concession"] == 2
         (judged,) = sql_json(f"SELECT judge FROM runs WHERE run_id = '{new}'")
         assert judged["judge"] == "openai:fake-judge-2"
@@ -215,18 +244,24 @@ def test_replay_of_another_tenants_run_remembers_its_configuration(home, tmp_pat
     demo = (REPO / "kindgi_eval/demo_tenant/tenant.toml").read_text()
     (config / "tenant.toml").write_text(demo.replace('tenant = "demo-academy"', 'tenant = "acme"'))
     source = run_id_of(run_cli("run", "--mock", "--config-dir", str(config)))
-    remembered = run_cli("replay", "--from", source[:8], "--judge-model", "mock:judge")  # the source run's folder, as recorded
+    remembered = run_cli(
+        "replay", "--from", source[:8], "--judge-model", "mock:judge"
+    )  # the source run's folder, as recorded
     assert remembered.code == 0, remembered.err
     (row,) = sql_json(f"SELECT tenant FROM runs WHERE run_id = '{run_id_of(remembered)}'")
     assert row["tenant"] == "acme"
-    refused = run_cli("replay", "--from", source, "--judge-model", "mock:judge", "--config-dir", str(REPO / "kindgi_eval/demo_tenant"))
+    refused = run_cli(
+        "replay", "--from", source, "--judge-model", "mock:judge", "--config-dir", str(REPO / "kindgi_eval/demo_tenant")
+    )
     assert refused.code == 2
     assert f"error: --config-dir: run {source} evaluated tenant 'acme'" in refused.err
 
 
 def test_an_empty_calibration_file_is_reported_as_holding_no_items(home, tmp_path: Path) -> None:
     folder = write_suite(tmp_path / "s", [case("one", "criterion-pass")], [])
-    result = run_cli("run", "--mock", "--eval-dir", str(folder), "--judge-model", "mock:judge", "--json", str(tmp_path / "s.json"))
+    result = run_cli(
+        "run", "--mock", "--eval-dir", str(folder), "--judge-model", "mock:judge", "--json", str(tmp_path / "s.json")
+    )
     assert result.code == 0, result.err
     notes = {g["note"] for g in json.loads((tmp_path / "s.json").read_text())["calibration"].values()}
     assert notes == {"The calibration file beside the suite holds no items, so the judge grades nothing here."}
@@ -244,13 +279,22 @@ def test_no_module_but_the_settings_table_reads_a_run_settings_variable() -> Non
             key = None
             if isinstance(node, ast.Subscript):
                 key, subject = node.slice, node.value
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "pop", "setdefault") and node.args:
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("get", "pop", "setdefault")
+                and node.args
+            ):
                 key, subject = node.args[0], node.func.value
             if key is None or "environ" not in ast.unparse(subject):
                 continue
             names = {n.id for n in ast.walk(key) if isinstance(n, ast.Name)}
             attributes = {n.attr for n in ast.walk(key) if isinstance(n, ast.Attribute)}
-            if (isinstance(key, ast.Constant) and key.value in variables) or names & {"ENV", "SETTING", "SETTINGS"} or "var" in attributes:
+            if (
+                (isinstance(key, ast.Constant) and key.value in variables)
+                or names & {"ENV", "SETTING", "SETTINGS"}
+                or "var" in attributes
+            ):
                 readers.add(path.relative_to(package).as_posix())
     # kindgi_eval/__main__.py reads the model variables too, before anything is imported, only to guess whether to
     # start the litellm worker early; the run still decides from the resolved settings (test_main.py holds its names

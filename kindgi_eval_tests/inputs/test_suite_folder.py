@@ -56,9 +56,13 @@ def test_hash_follows_content_not_path(tmp_path: Path) -> None:
     for name in ("one", "two"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "cases.jsonl").write_text(GOOD + "\n")
-    assert load_suite(tmp_path / "one", models_of=models_of).hash == load_suite(tmp_path / "two", models_of=models_of).hash
+    assert (
+        load_suite(tmp_path / "one", models_of=models_of).hash == load_suite(tmp_path / "two", models_of=models_of).hash
+    )
     (tmp_path / "two" / "calibration.jsonl").write_text("")
-    assert load_suite(tmp_path / "one", models_of=models_of).hash != load_suite(tmp_path / "two", models_of=models_of).hash
+    assert (
+        load_suite(tmp_path / "one", models_of=models_of).hash != load_suite(tmp_path / "two", models_of=models_of).hash
+    )
 
 
 def test_suite_key_names_tenant_and_folder() -> None:
@@ -70,14 +74,34 @@ def test_suite_key_names_tenant_and_folder() -> None:
 BAD = [
     ("bad-json", GOOD + '\n{"id": "b", "text": \n', 2, None),
     ("missing-field", GOOD + '\n{"id": "b", "expect": {"escalate": false}}\n', 2, "text"),
-    ("typo-field", '{"id": "a", "text": "hi", "expect": {"escalate": false}, "must_contains": ["x"]}\n', 1, "must_contains"),
+    (
+        "typo-field",
+        '{"id": "a", "text": "hi", "expect": {"escalate": false}, "must_contains": ["x"]}\n',
+        1,
+        "must_contains",
+    ),
     ("wrong-type", '{"id": "a", "text": "hi", "expect": {"escalate": "no"}}\n', 1, "expect.escalate"),
-    ("wrong-nested-type", '{"id": "a", "text": "hi", "expect": {"escalate": false}, "history": [{"role": "bot", "text": "x"}]}\n', 1, "history[0].role"),
+    (
+        "wrong-nested-type",
+        '{"id": "a", "text": "hi", "expect": {"escalate": false}, "history": [{"role": "bot", "text": "x"}]}\n',
+        1,
+        "history[0].role",
+    ),
     ("duplicate-id", GOOD + "\n" + GOOD + "\n", 2, "id"),
-    ("reason-without-escalation", '{"id": "a", "text": "hi", "expect": {"escalate": false, "reason": "refund_request"}}\n', 1, "expect.reason"),
+    (
+        "reason-without-escalation",
+        '{"id": "a", "text": "hi", "expect": {"escalate": false, "reason": "refund_request"}}\n',
+        1,
+        "expect.reason",
+    ),
     ("empty-review-list", '{"id": "a", "text": "hi", "expect": {"escalate": false}, "review": []}\n', 1, "review"),
     # A repeat would pool six judge samples under one criterion: named by the index of the repeat.
-    ("repeated-review-entry", '{"id": "a", "text": "hi", "expect": {"escalate": false}, "review": ["x", "x"]}\n', 1, "review[1]"),
+    (
+        "repeated-review-entry",
+        '{"id": "a", "text": "hi", "expect": {"escalate": false}, "review": ["x", "x"]}\n',
+        1,
+        "review[1]",
+    ),
     ("not-an-object", "[1, 2]\n", 1, None),
     ("empty-file", "", None, None),
 ]
@@ -113,7 +137,10 @@ def test_unreadable_suite_is_refused(tmp_path: Path, home) -> None:
 def test_missing_suite_folder_is_refused(tmp_path: Path, home) -> None:
     result = run_cli("run", "--mock", "--eval-dir", str(tmp_path / "nowhere"))
     assert result.code == 2
-    assert result.err == f"error: {tmp_path / 'nowhere'}: no such suite folder. Point EVAL_DIR or --eval-dir at a folder holding cases.jsonl.\n"
+    assert (
+        result.err
+        == f"error: {tmp_path / 'nowhere'}: no such suite folder. Point EVAL_DIR or --eval-dir at a folder holding cases.jsonl.\n"
+    )
     assert files_under(home.root) == []
 
 
@@ -165,7 +192,9 @@ def test_a_case_naming_an_unknown_stage_or_course_is_refused(tmp_path: Path, hom
     result = run_cli("run", "--mock", "--eval-dir", str(tmp_path))
     assert result.code == 2
     stage, course = result.err.splitlines()
-    assert stage.startswith(f"error: {tmp_path / 'cases.jsonl'}:2: field contact.funnel_stage: 'ofer' is not a funnel stage")
+    assert stage.startswith(
+        f"error: {tmp_path / 'cases.jsonl'}:2: field contact.funnel_stage: 'ofer' is not a funnel stage"
+    )
     assert course.startswith(f"error: {tmp_path / 'cases.jsonl'}:2: field contact.course: 'pottery' is not a course")
     assert files_under(home.root) == []
 
@@ -187,13 +216,17 @@ def test_every_repeated_review_entry_is_named_by_its_index_016(tmp_path: Path) -
 
 def test_review_entries_that_differ_only_in_case_are_two_criteria(tmp_path: Path) -> None:
     # Entries are compared exactly, as the judge is given them verbatim.
-    (tmp_path / "cases.jsonl").write_text('{"id": "a", "text": "hi", "expect": {"escalate": false}, "review": ["Warm", "warm"]}\n')
+    (tmp_path / "cases.jsonl").write_text(
+        '{"id": "a", "text": "hi", "expect": {"escalate": false}, "review": ["Warm", "warm"]}\n'
+    )
     (case,) = load_suite(tmp_path, models_of=models_of).cases
     assert case.review_criteria == ("Warm", "warm")
 
 
 def test_validate_refuses_a_repeated_review_entry_016(tmp_path: Path, home) -> None:
-    (tmp_path / "cases.jsonl").write_text('{"id": "a", "text": "hi", "expect": {"escalate": false}, "review": ["x", "x"]}\n')
+    (tmp_path / "cases.jsonl").write_text(
+        '{"id": "a", "text": "hi", "expect": {"escalate": false}, "review": ["x", "x"]}\n'
+    )
     result = run_cli("validate", str(tmp_path))
     assert result.code == 2
     assert result.out == ""
@@ -215,7 +248,9 @@ def test_validate_reports_schema_and_tenant_problems_in_one_run(tmp_path: Path, 
     path = tmp_path / "cases.jsonl"
     schema, stage = result.err.splitlines()
     assert schema == f"error: {path}:1: field expect.escalate: input should be a valid boolean (got 'no')"
-    assert stage.startswith(f"error: {path}:2: field contact.funnel_stage: 'ofer' is not a funnel stage of the tenant configuration ")
+    assert stage.startswith(
+        f"error: {path}:2: field contact.funnel_stage: 'ofer' is not a funnel stage of the tenant configuration "
+    )
     assert stage.endswith("(stages: opening, discovery, offer, payment, enrolment).")
 
 
@@ -225,7 +260,9 @@ def test_run_reports_schema_and_tenant_problems_together_in_line_order(tmp_path:
         '{"id": "b", "text": "hi", "expect": {"escalate": false}, "review": ["x", "x"], "contact": {"funnel_stage": "ofer"}}\n'
         '{"id": "c", "expect": {"escalate": false}}\n'
     )
-    (tmp_path / "calibration.jsonl").write_text('{"id": "k", "text": "hi", "reply": ["r"], "criterion": "warm", "label": "maybe"}\n')
+    (tmp_path / "calibration.jsonl").write_text(
+        '{"id": "k", "text": "hi", "reply": ["r"], "criterion": "warm", "label": "maybe"}\n'
+    )
     result = run_cli("run", "--mock", "--eval-dir", str(tmp_path))
     assert result.code == 2 and "Traceback" not in result.err
     cases, calibration = tmp_path / "cases.jsonl", tmp_path / "calibration.jsonl"
@@ -244,7 +281,9 @@ def test_run_reports_schema_and_tenant_problems_together_in_line_order(tmp_path:
 
 def test_load_suite_without_a_tenant_checks_no_stage_or_course(tmp_path: Path) -> None:
     # The suite asset and the schedules read suites on their own; the tenant check is the caller's choice.
-    (tmp_path / "cases.jsonl").write_text('{"id": "a", "text": "hi", "expect": {"escalate": false}, "contact": {"funnel_stage": "ofer"}}\n')
+    (tmp_path / "cases.jsonl").write_text(
+        '{"id": "a", "text": "hi", "expect": {"escalate": false}, "contact": {"funnel_stage": "ofer"}}\n'
+    )
     assert load_suite(tmp_path, models_of=models_of).cases[0].entry_stage == "ofer"
     names = TenantNames(("opening", "offer"), ("foundation",), "the tenant configuration t")
     with pytest.raises(InputError) as raised:
@@ -256,19 +295,34 @@ def test_load_suite_without_a_tenant_checks_no_stage_or_course(tmp_path: Path) -
     )
 
 
-EARLIER_RECORD = {"suite_id": "demo-academy.ab", "suite_version": "1.0.0", "registry_hash": "ab" * 32, "kind": "pairwise",
-                  "baseline_run_id": None, "rubric": [], "variant_a_id": "current", "variant_a_version": "1",
-                  "variant_b_id": "challenger", "variant_b_version": "2"}
+EARLIER_RECORD = {
+    "suite_id": "demo-academy.ab",
+    "suite_version": "1.0.0",
+    "registry_hash": "ab" * 32,
+    "kind": "pairwise",
+    "baseline_run_id": None,
+    "rubric": [],
+    "variant_a_id": "current",
+    "variant_a_version": "1",
+    "variant_b_id": "challenger",
+    "variant_b_version": "2",
+}
 """A pairwise folder's `registry.json` as releases before `params` wrote it: each kind's parameter a field of its own."""
 
 
 def test_a_registry_record_of_an_earlier_release_is_read_with_the_kind_s_parameters_in_params(tmp_path: Path) -> None:
     prompt = {"id": "price-a", "text": "hi", "prompt_id": "price", "variant": "A"}
-    (tmp_path / "cases.jsonl").write_text(json.dumps(prompt) + "\n" + json.dumps({**prompt, "id": "price-b", "variant": "B"}) + "\n")
+    (tmp_path / "cases.jsonl").write_text(
+        json.dumps(prompt) + "\n" + json.dumps({**prompt, "id": "price-b", "variant": "B"}) + "\n"
+    )
     (tmp_path / "registry.json").write_text(json.dumps(EARLIER_RECORD))
     registered = load_suite(tmp_path, models_of=models_of).registered
-    assert registered is not None and registered.params == {"variant_a_id": "current", "variant_a_version": "1",
-                                                            "variant_b_id": "challenger", "variant_b_version": "2"}
+    assert registered is not None and registered.params == {
+        "variant_a_id": "current",
+        "variant_a_version": "1",
+        "variant_b_id": "challenger",
+        "variant_b_version": "2",
+    }
     assert registered.param("variant_b_id") == "challenger" and registered.param("baseline_run_id") is None
 
 
@@ -280,15 +334,21 @@ def test_a_kind_s_parameter_that_is_not_text_is_refused_naming_the_record(tmp_pa
     with pytest.raises(InputError) as refused:
         load_suite(tmp_path, models_of=models_of)
     (problem,) = refused.value.problems
-    assert problem.file == str(tmp_path / "registry.json") and "is not the registry's record of this folder" in problem.message
+    assert (
+        problem.file == str(tmp_path / "registry.json")
+        and "is not the registry's record of this folder" in problem.message
+    )
 
 
 def test_validate_refuses_a_criterion_one_typo_from_a_fixed_one_naming_the_one_meant(tmp_path: Path) -> None:
     folder = tmp_path / "typos"
     folder.mkdir()
-    (folder / "cases.jsonl").write_text('{"id": "one", "text": "hi", "expect": {"escalate": false}, "review": ["Warm", "answers_the_questoin"]}\n')
+    (folder / "cases.jsonl").write_text(
+        '{"id": "one", "text": "hi", "expect": {"escalate": false}, "review": ["Warm", "answers_the_questoin"]}\n'
+    )
     (folder / "calibration.jsonl").write_text(
-        '{"id": "c1", "text": "hi", "reply": ["Hello!"], "criterion": "implicit_concesion", "label": "pass"}\n')
+        '{"id": "c1", "text": "hi", "reply": ["Hello!"], "criterion": "implicit_concesion", "label": "pass"}\n'
+    )
     done = run_cli("validate", str(folder))
     assert (done.code, done.out) == (2, "")
     assert done.err.splitlines() == [

@@ -19,8 +19,10 @@ TENANT = "demo-academy"
 def folder(tmp_path: Path, cases: int, review: list[str] | None = None) -> Path:
     suite = tmp_path / "suite"
     suite.mkdir()
-    lines = [{"id": f"c{n}", "text": "How much?", "expect": {"escalate": False}, **({"review": review} if review else {})}
-             for n in range(cases)]
+    lines = [
+        {"id": f"c{n}", "text": "How much?", "expect": {"escalate": False}, **({"review": review} if review else {})}
+        for n in range(cases)
+    ]
     (suite / "cases.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     return suite
 
@@ -52,8 +54,10 @@ def test_a_run_over_its_call_budget_stops_before_its_first_call(tmp_path: Path, 
     suite = folder(tmp_path, 40)
     result = run_cli("run", "--mock", "--eval-dir", str(suite), env=tenants_file(tmp_path, "model_calls = 30"))
     assert result.code == 2 and "Traceback" not in result.err
-    assert (f"error: {suite}: a run of it may make 40 model calls (40 to the agent, 0 to the judge), more than the 30 a run "
-            "may make; nothing was called.") in result.err
+    assert (
+        f"error: {suite}: a run of it may make 40 model calls (40 to the agent, 0 to the judge), more than the 30 a run "
+        "may make; nothing was called."
+    ) in result.err
     assert result.out == "" and files_under(home.root) == []
     within = run_cli("run", "--mock", "--eval-dir", str(suite), env=tenants_file(tmp_path, "model_calls = 40"))
     assert within.code == 0, within.err
@@ -61,7 +65,11 @@ def test_a_run_over_its_call_budget_stops_before_its_first_call(tmp_path: Path, 
 
 @pytest.mark.parametrize(
     ("limits", "field"),
-    [("cases = 0", "tenant[0].limits.cases"), ("cases = \"many\"", "tenant[0].limits.cases"), ("calls = 3", "tenant[0].limits.calls")],
+    [
+        ("cases = 0", "tenant[0].limits.cases"),
+        ('cases = "many"', "tenant[0].limits.cases"),
+        ("calls = 3", "tenant[0].limits.calls"),
+    ],
     ids=["zero", "not-a-number", "unknown"],
 )
 def test_a_bad_limit_in_the_tenants_file_is_named(tmp_path: Path, limits: str, field: str) -> None:

@@ -21,8 +21,13 @@ def tenants(tmp_path: Path, *entries: dict, defaults: str = "") -> Path:
 
 
 def test_a_tenant_without_alerts_of_its_own_takes_the_defaults(tmp_path: Path) -> None:
-    path = tenants(tmp_path, entry("alpha", alerts=["ALPHA_HOOK"], alert_on=["run_failed"]), entry("beta"), entry("gamma", alerts=[]),
-                   defaults='\n[defaults]\nalerts = ["OPS_HOOK"]\nalert_on = ["new_failures", "missing_run"]\n')
+    path = tenants(
+        tmp_path,
+        entry("alpha", alerts=["ALPHA_HOOK"], alert_on=["run_failed"]),
+        entry("beta"),
+        entry("gamma", alerts=[]),
+        defaults='\n[defaults]\nalerts = ["OPS_HOOK"]\nalert_on = ["new_failures", "missing_run"]\n',
+    )
     found = {s.tenant: (s.entry.alerts, s.entry.alert_on) for s in load_tenants(path).suites}
     assert found == {
         "alpha": (["ALPHA_HOOK"], ["run_failed"]),

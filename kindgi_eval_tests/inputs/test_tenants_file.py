@@ -44,7 +44,14 @@ def write_tenants(path: Path, *entries: dict) -> Path:
 
 def entry(name: str, **fields: object) -> dict:
     """An entry for a tree made by tenant_tree, with the mock agent unless told otherwise."""
-    fields = {"name": name, "home": name, "config": "config", "suites": ["evals/golden"], "agent_model": "mock:agent", **fields}
+    fields = {
+        "name": name,
+        "home": name,
+        "config": "config",
+        "suites": ["evals/golden"],
+        "agent_model": "mock:agent",
+        **fields,
+    }
     return {k: v for k, v in fields.items() if v is not None}  # None leaves the key out
 
 
@@ -133,7 +140,10 @@ def test_a_partial_read_leaves_out_each_entry_with_a_problem_and_keeps_the_other
         ("tenant[2]", ["tenant[2].name"]),
         ("delta", ["tenant[3].home"]),
     ]
-    assert tenants.skipped[0].reason() == f"{path}:7: field tenant[0].judge_modle: unknown field (a typo? unknown fields are refused so they never pass silently)"
+    assert (
+        tenants.skipped[0].reason()
+        == f"{path}:7: field tenant[0].judge_modle: unknown field (a typo? unknown fields are refused so they never pass silently)"
+    )
     with pytest.raises(InputError) as strict:  # read whole (the default), the same file is every problem at once
         load_tenants(path)
     assert [p.field for p in strict.value.problems] == ["tenant[0].judge_modle", "tenant[2].name", "tenant[3].home"]
@@ -172,7 +182,11 @@ def test_a_suite_outside_the_tenants_home_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "fields, field, says",
     [
-        ({"config": "/etc"}, "config", "'/etc' resolves to /etc, outside the tenant's home"),  # absolute: still confined
+        (
+            {"config": "/etc"},
+            "config",
+            "'/etc' resolves to /etc, outside the tenant's home",
+        ),  # absolute: still confined
         ({"suites": ["evals/link"]}, "suites[0]", "'evals/link' resolves to"),  # a symlink is followed, then checked
         ({"home": "alpha/evals"}, "home", "overlaps tenant alpha's home"),  # homes may not nest
     ],
@@ -208,7 +222,7 @@ def test_every_problem_in_the_file_is_reported_at_once(tmp_path: Path) -> None:
                 "[[tenant]]",
                 'name = "gamma"',
                 'home = "alpha/../gamma-missing"',
-                'suites = []',  # 15: no suite
+                "suites = []",  # 15: no suite
             ]
         )
     )
@@ -225,7 +239,10 @@ def test_every_problem_in_the_file_is_reported_at_once(tmp_path: Path) -> None:
 
 def test_an_entry_needs_an_agent_a_config_and_valid_models(tmp_path: Path) -> None:
     tenant_tree(tmp_path, "alpha")
-    path = write_tenants(tmp_path / "tenants.toml", {"name": "alpha", "home": "alpha", "suites": ["evals/golden"], "judge_model": "gpt-4o"})
+    path = write_tenants(
+        tmp_path / "tenants.toml",
+        {"name": "alpha", "home": "alpha", "suites": ["evals/golden"], "judge_model": "gpt-4o"},
+    )
     with pytest.raises(InputError) as refused:
         load_tenants(path)
     assert [(p.field, p.message.split(":")[0]) for p in refused.value.problems] == [
@@ -243,8 +260,9 @@ def test_a_run_reads_its_own_tenants_configuration(home, two_tenants: Path) -> N
 
     instance = open_instance(home.root)
     instance.add_dynamic_partitions("suites", ["beta.golden"])
-    (two_tenants.parent / "tenants.toml").write_text(two_tenants.read_text().replace(
-        'agent_url = "https://agent.beta.example/turn"', 'agent_model = "mock:agent"'))
+    (two_tenants.parent / "tenants.toml").write_text(
+        two_tenants.read_text().replace('agent_url = "https://agent.beta.example/turn"', 'agent_model = "mock:agent"')
+    )
     result = defs.resolve_job_def("evaluate_suite").execute_in_process(instance=instance, partition_key="beta.golden")
     assert result.success
     assert result.dagster_run.tags["kindgi/tenant"] == "beta"  # a run of the job by hand is tagged like the schedule's
@@ -257,7 +275,9 @@ def test_a_tenant_named_unlike_its_configuration_fails_its_run_clearly(home, tmp
     from kindgi_eval.defs.definitions import defs
 
     tenant_tree(tmp_path, "alpha")
-    (tmp_path / "alpha" / "config" / "tenant.toml").write_text((DEMO_CONFIG_DIR / "tenant.toml").read_text())  # says demo-academy
+    (tmp_path / "alpha" / "config" / "tenant.toml").write_text(
+        (DEMO_CONFIG_DIR / "tenant.toml").read_text()
+    )  # says demo-academy
     monkeypatch.setenv(TENANTS_ENV, str(write_tenants(tmp_path / "tenants.toml", entry("alpha"))))
     instance = open_instance(home.root)
     instance.add_dynamic_partitions("suites", ["alpha.golden"])
@@ -266,7 +286,9 @@ def test_a_tenant_named_unlike_its_configuration_fails_its_run_clearly(home, tmp
     )
     assert not result.success
     failure = next(e for e in result.all_events if e.is_step_failure)
-    assert "partition alpha.golden was asked for, but the suite is demo-academy.golden" in str(failure.event_specific_data.error.message)
+    assert "partition alpha.golden was asked for, but the suite is demo-academy.golden" in str(
+        failure.event_specific_data.error.message
+    )
     assert [e.asset_key for e in result.get_asset_materialization_events()] == []  # nothing ran on a wrong config
 
 
@@ -274,19 +296,27 @@ def test_every_tenants_run_reads_the_deployments_gateway_from_its_environment(mo
     monkeypatch.delenv(TENANTS_ENV, raising=False)
     monkeypatch.chdir(REPO)
     suite = load_tenants().suite("demo-academy.golden")
-    assert suite.settings(environ={"KINDGI_GATEWAY_URL": "http://kindgi-gateway:4000"}).gateway_url == "http://kindgi-gateway:4000"
+    assert (
+        suite.settings(environ={"KINDGI_GATEWAY_URL": "http://kindgi-gateway:4000"}).gateway_url
+        == "http://kindgi-gateway:4000"
+    )
     assert suite.settings(environ={}).gateway_url is None
 
 
-@pytest.mark.parametrize(("declared", "environ", "batch", "tagged"), [
-    (None, {}, False, False),  # off by default
-    (None, {"EVAL_JUDGE_BATCH": "true"}, True, False),  # the deployment's variable turns it on, and tags no run
-    (True, {}, True, True),  # a tenant's own `judge_batch` turns it on and tags its runs for the run queue
-    (False, {"EVAL_JUDGE_BATCH": "true"}, False, False),  # the tenant's word wins over the variable
-])
+@pytest.mark.parametrize(
+    ("declared", "environ", "batch", "tagged"),
+    [
+        (None, {}, False, False),  # off by default
+        (None, {"EVAL_JUDGE_BATCH": "true"}, True, False),  # the deployment's variable turns it on, and tags no run
+        (True, {}, True, True),  # a tenant's own `judge_batch` turns it on and tags its runs for the run queue
+        (False, {"EVAL_JUDGE_BATCH": "true"}, False, False),  # the tenant's word wins over the variable
+    ],
+)
 def test_a_tenant_s_judge_batch_is_its_runs_setting_and_tag(tmp_path: Path, declared, environ, batch, tagged) -> None:
     tenant_tree(tmp_path, "alpha")
-    path = write_tenants(tmp_path / "tenants.toml", entry("alpha", judge_model="openai:gpt-4o-mini", judge_batch=declared))
+    path = write_tenants(
+        tmp_path / "tenants.toml", entry("alpha", judge_model="openai:gpt-4o-mini", judge_batch=declared)
+    )
     suite = load_tenants(path).suite("alpha.golden")
     assert suite.settings(environ=environ).judge_batch is batch
     assert ("kindgi/judge_batch" in suite.tags()) is tagged

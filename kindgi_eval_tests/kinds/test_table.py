@@ -26,7 +26,9 @@ from kindgi_eval_tests.reports.test_run_report import run_row
 def test_every_kind_the_registry_accepts_has_exactly_one_entry() -> None:
     names = [point.name for point in entry_points(group=GROUP)]
     assert sorted(names) == sorted(set(names))  # no kind installed twice
-    assert set(kinds()) == set(accepted_kinds(consumers())) == set(KINDS)  # each a consumer of its own, the registry given them all
+    assert (
+        set(kinds()) == set(accepted_kinds(consumers())) == set(KINDS)
+    )  # each a consumer of its own, the registry given them all
 
 
 def test_each_entry_is_the_kind_it_is_named_for() -> None:
@@ -34,7 +36,9 @@ def test_each_entry_is_the_kind_it_is_named_for() -> None:
 
 
 def test_a_kind_no_package_installs_is_a_clear_error() -> None:
-    with pytest.raises(KeyError, match="no suite kind 'poll' is installed; the kinds are accuracy, benchmark, conversation"):
+    with pytest.raises(
+        KeyError, match="no suite kind 'poll' is installed; the kinds are accuracy, benchmark, conversation"
+    ):
         kind_named("poll")
 
 
@@ -57,12 +61,12 @@ def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[calla
         del sys.modules[name]
 
 
-TOY = '''
+TOY = """
 from kindgi_eval.kinds import SuiteKind
 
 KIND = SuiteKind(name="toy", enters_funnel=False, lines=lambda result: [f"Toy: {result.run.cases} cases seen"],
                  summary=lambda result: {"toy": {"seen": result.run.cases}})
-'''
+"""
 
 
 def test_a_kind_from_another_package_reaches_the_report_and_the_json(installed) -> None:
@@ -87,12 +91,15 @@ def toy_suite(folder: Path, cases: int) -> tuple[Path, list[str]]:
     suite.mkdir()
     lines = (REPO / "evals/golden/cases.jsonl").read_text().splitlines()[:cases]
     (suite / "cases.jsonl").write_text("\n".join(lines) + "\n")
-    (suite / "registry.json").write_text(json.dumps({"suite_id": "demo-academy.toy", "suite_version": "1.0.0",
-                                                     "registry_hash": "ab" * 32, "kind": "toy"}))
+    (suite / "registry.json").write_text(
+        json.dumps(
+            {"suite_id": "demo-academy.toy", "suite_version": "1.0.0", "registry_hash": "ab" * 32, "kind": "toy"}
+        )
+    )
     return suite, lines
 
 
-TOY_WITH_FIGURES = '''
+TOY_WITH_FIGURES = """
 from kindgi_eval.kinds import SuiteKind, count, estimate
 from kindgi_eval.rules import wilson
 from kindgi_eval.store import FigureColumn
@@ -118,10 +125,12 @@ KIND = SuiteKind(
     lines=_lines,
     summary=lambda result: {"toy": dict(result.figures)},
 )
-'''
+"""
 
 
-def test_a_kind_defined_here_runs_the_chain_and_its_figures_reach_runs_the_report_and_the_json(installed, home, tmp_path: Path) -> None:
+def test_a_kind_defined_here_runs_the_chain_and_its_figures_reach_runs_the_report_and_the_json(
+    installed, home, tmp_path: Path
+) -> None:
     installed("toy_figures", TOY_WITH_FIGURES, "toy = toy_figures:KIND")
     suite, _ = toy_suite(tmp_path, 3)
     env = {"PYTHONPATH": str(tmp_path)}  # the command line's own process finds the kind as pip would have installed it
@@ -132,13 +141,19 @@ def test_a_kind_defined_here_runs_the_chain_and_its_figures_reach_runs_the_repor
     summary = json.loads((tmp_path / "out.json").read_text())
     assert summary["toy"]["answered"] == 3 and summary["toy"]["flavour"] == "plain"
     assert summary["toy"]["answer_rate_low"] == pytest.approx(wilson(3, 3).low)
-    figures = run_cli("sql", "SELECT name, value, low, method FROM run_metrics ORDER BY name", "--format", "json", env=env)
+    figures = run_cli(
+        "sql", "SELECT name, value, low, method FROM run_metrics ORDER BY name", "--format", "json", env=env
+    )
     assert json.loads(figures.out) == [
         {"name": "answer_rate", "value": 1.0, "low": pytest.approx(wilson(3, 3).low), "method": "wilson 95%"},
         {"name": "answered", "value": 3.0, "low": None, "method": None},
     ]
-    view = run_cli("sql", "SELECT suite_kind, cases, flavour, answered, answer_rate FROM toy_runs", "--format", "json", env=env)
-    assert json.loads(view.out) == [{"suite_kind": "toy", "cases": 3, "flavour": "plain", "answered": 3, "answer_rate": 1.0}]
+    view = run_cli(
+        "sql", "SELECT suite_kind, cases, flavour, answered, answer_rate FROM toy_runs", "--format", "json", env=env
+    )
+    assert json.loads(view.out) == [
+        {"suite_kind": "toy", "cases": 3, "flavour": "plain", "answered": 3, "answer_rate": 1.0}
+    ]
 
 
 TOY_WITH_STAGE = '''
@@ -167,7 +182,9 @@ KIND = SuiteKind(
 '''
 
 
-def test_a_kind_defined_here_with_a_stage_of_its_own_stores_its_table_beside_the_shared_ones(installed, home, tmp_path: Path) -> None:
+def test_a_kind_defined_here_with_a_stage_of_its_own_stores_its_table_beside_the_shared_ones(
+    installed, home, tmp_path: Path
+) -> None:
     installed("toy_stage", TOY_WITH_STAGE, "toy = toy_stage:KIND")
     suite, cases = toy_suite(tmp_path, 3)
     env = {"PYTHONPATH": str(tmp_path)}
@@ -183,17 +200,23 @@ def test_a_kind_defined_here_with_a_stage_of_its_own_stores_its_table_beside_the
     assert not list((home.store / "toy_lengths").glob("suite=*"))  # read back from its month file
 
 
-def test_a_kind_that_reads_a_figure_it_never_declared_fails_the_run_naming_the_figure(installed, home, tmp_path: Path) -> None:
-    undeclared = TOY_WITH_STAGE.replace('    figures=(FigureColumn("longest_reply", "BIGINT", "longest_reply"),),\n', "")
+def test_a_kind_that_reads_a_figure_it_never_declared_fails_the_run_naming_the_figure(
+    installed, home, tmp_path: Path
+) -> None:
+    undeclared = TOY_WITH_STAGE.replace(
+        '    figures=(FigureColumn("longest_reply", "BIGINT", "longest_reply"),),\n', ""
+    )
     assert undeclared != TOY_WITH_STAGE
     installed("toy_undeclared", undeclared, "toy = toy_undeclared:KIND")
     suite, _ = toy_suite(tmp_path, 1)
     done = run_cli("run", "--mock", "--eval-dir", str(suite), env={"PYTHONPATH": str(tmp_path)})
     assert done.code == 1
-    assert "did not complete" in done.err and "KeyError: 'longest_reply'" in done.err  # the cause, not only Dagster's wrapper
+    assert (
+        "did not complete" in done.err and "KeyError: 'longest_reply'" in done.err
+    )  # the cause, not only Dagster's wrapper
 
 
-TOY_WITH_ITEMS = '''
+TOY_WITH_ITEMS = """
 from kindgi_eval.kinds import SuiteKind
 from kindgi_eval.rules import Case
 
@@ -203,24 +226,32 @@ class ToyCase(Case):
 
 
 KIND = SuiteKind(name="toy", case_model=ToyCase, enters_funnel=False)
-'''
+"""
 
 
-def test_a_folder_of_a_kind_installed_from_outside_is_read_with_that_kind_s_case_model(installed, tmp_path: Path) -> None:
+def test_a_folder_of_a_kind_installed_from_outside_is_read_with_that_kind_s_case_model(
+    installed, tmp_path: Path
+) -> None:
     installed("toy_items", TOY_WITH_ITEMS, "toy = toy_items:KIND")
     suite = tmp_path / "toy-suite"
     suite.mkdir()
     (suite / "cases.jsonl").write_text('{"id": "a", "text": "hi", "expect": {"escalate": false}, "flavour": "mint"}\n')
-    (suite / "registry.json").write_text(json.dumps({"suite_id": "demo-academy.toy", "suite_version": "1.0.0",
-                                                     "registry_hash": "ab" * 32, "kind": "toy"}))
+    (suite / "registry.json").write_text(
+        json.dumps(
+            {"suite_id": "demo-academy.toy", "suite_version": "1.0.0", "registry_hash": "ab" * 32, "kind": "toy"}
+        )
+    )
     (case,) = load_suite(suite, models_of=models_of).cases
     assert type(case).__name__ == "ToyCase" and case.flavour == "mint"
 
 
 def test_a_folder_whose_kind_is_not_installed_is_refused_naming_its_registry_record(tmp_path: Path) -> None:
     (tmp_path / "cases.jsonl").write_text('{"id": "a", "text": "hi", "expect": {"escalate": false}}\n')
-    (tmp_path / "registry.json").write_text(json.dumps({"suite_id": "demo-academy.poll", "suite_version": "1.0.0",
-                                                        "registry_hash": "ab" * 32, "kind": "poll"}))
+    (tmp_path / "registry.json").write_text(
+        json.dumps(
+            {"suite_id": "demo-academy.poll", "suite_version": "1.0.0", "registry_hash": "ab" * 32, "kind": "poll"}
+        )
+    )
     with pytest.raises(InputError) as refused:
         load_suite(tmp_path, models_of=models_of)
     (problem,) = refused.value.problems
@@ -233,15 +264,17 @@ def test_a_folder_of_one_s_own_is_read_as_the_conversation_kind_reads_its_folder
 
 
 def test_validate_of_a_folder_of_one_s_own_imports_no_kind() -> None:
-    probe = ("import sys\nfrom kindgi_eval.cli.main import main\nsys.argv = ['kindgi-eval', 'validate', 'evals/golden']\n"
-             "try:\n    main()\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
-             "print(sorted(m for m in sys.modules if m.startswith('kindgi_eval.kinds')))")
+    probe = (
+        "import sys\nfrom kindgi_eval.cli.main import main\nsys.argv = ['kindgi-eval', 'validate', 'evals/golden']\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
+        "print(sorted(m for m in sys.modules if m.startswith('kindgi_eval.kinds')))"
+    )
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "[]"
 
 
-TOY_WITH_FILES = '''
+TOY_WITH_FILES = """
 from kindgi_eval.inputs import KindFile
 from kindgi_eval.kinds import SuiteKind
 from kindgi_eval.rules import InputError, Problem
@@ -261,32 +294,46 @@ def _needs(suite, settings):
 
 
 KIND = SuiteKind(name="toy", files=_colour, needs=_needs, enters_funnel=False)
-'''
+"""
 
 
 def toy_folder(tmp_path: Path, cases: str) -> Path:
     suite = tmp_path / "toy-suite"
     suite.mkdir()
     (suite / "cases.jsonl").write_text(cases)
-    (suite / "registry.json").write_text(json.dumps({"suite_id": "demo-academy.toy", "suite_version": "1.0.0",
-                                                     "registry_hash": "ab" * 32, "kind": "toy"}))
+    (suite / "registry.json").write_text(
+        json.dumps(
+            {"suite_id": "demo-academy.toy", "suite_version": "1.0.0", "registry_hash": "ab" * 32, "kind": "toy"}
+        )
+    )
     return suite
 
 
-def test_a_kind_reads_its_own_files_beside_the_cases_and_its_problems_join_the_others(installed, tmp_path: Path) -> None:
+def test_a_kind_reads_its_own_files_beside_the_cases_and_its_problems_join_the_others(
+    installed, tmp_path: Path
+) -> None:
     installed("toy_files", TOY_WITH_FILES, "toy = toy_files:KIND")
     suite = toy_folder(tmp_path, '{"id": "a", "text": "hi", "expect": {"escalate": false}}\n')
     with pytest.raises(InputError) as refused:  # the kind's file is missing, and a case is broken: both said at once
         (suite / "cases.jsonl").write_text('{"id": "a", "text": "hi"}\n')
         load_suite(suite, models_of=models_of)
-    assert [(p.file, p.field) for p in refused.value.problems] == [(str(suite / "colour.txt"), None), (str(suite / "cases.jsonl"), "expect")]
+    assert [(p.file, p.field) for p in refused.value.problems] == [
+        (str(suite / "colour.txt"), None),
+        (str(suite / "cases.jsonl"), "expect"),
+    ]
     (suite / "cases.jsonl").write_text('{"id": "a", "text": "hi", "expect": {"escalate": false}}\n')
     (suite / "colour.txt").write_text("teal\n")
     loaded = load_suite(suite, models_of=models_of)
     assert [tuple(f) for f in loaded.kind_files] == [("colour", "colour", '"teal"')]
-    rows = suite_rows(loaded, "demo-academy", "c" * 64)  # stored with the suite, so the chain reads what the folder held
-    assert [(r.kind, r.id, r.body) for r in rows if r.kind not in ("case", "calibration")] == [("colour", "colour", '"teal"')]
-    assert load_suite(tmp_path / "toy-suite", models_of=lambda kind: FOLDER_MODELS).kind_files == ()  # a kind without files reads none
+    rows = suite_rows(
+        loaded, "demo-academy", "c" * 64
+    )  # stored with the suite, so the chain reads what the folder held
+    assert [(r.kind, r.id, r.body) for r in rows if r.kind not in ("case", "calibration")] == [
+        ("colour", "colour", '"teal"')
+    ]
+    assert (
+        load_suite(tmp_path / "toy-suite", models_of=lambda kind: FOLDER_MODELS).kind_files == ()
+    )  # a kind without files reads none
 
 
 def test_what_a_kind_needs_of_the_machine_is_exit_2_before_the_agent_is_asked(installed, home, tmp_path: Path) -> None:
@@ -294,7 +341,9 @@ def test_what_a_kind_needs_of_the_machine_is_exit_2_before_the_agent_is_asked(in
     suite = toy_folder(tmp_path, '{"id": "a", "text": "hi", "expect": {"escalate": false}}\n')
     (suite / "colour.txt").write_text("invisible\n")
     done = run_cli("run", "--mock", "--eval-dir", str(suite), env={"PYTHONPATH": str(tmp_path)})
-    assert done.code == 2 and "error: colour.txt: an invisible toy needs a machine that can see it" in done.err, done.err
+    assert done.code == 2 and "error: colour.txt: an invisible toy needs a machine that can see it" in done.err, (
+        done.err
+    )
     assert not home.store.exists() or not list(home.store.rglob("*.parquet"))  # nothing asked, nothing written
     (suite / "colour.txt").write_text("teal\n")
     assert run_cli("run", "--mock", "--eval-dir", str(suite), env={"PYTHONPATH": str(tmp_path)}).code == 0

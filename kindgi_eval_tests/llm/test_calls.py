@@ -140,7 +140,10 @@ def test_retry_delay(attempt: int, the_fault: Fault, remaining: float, rand: flo
 
 
 def test_delays_are_capped_at_max_delay() -> None:
-    assert retry_delay(RetryPolicy(attempts=20, base_delay_s=0.5, max_delay_s=8.0), 10, fault("server", 500), 60, 1.0) == 8.0
+    assert (
+        retry_delay(RetryPolicy(attempts=20, base_delay_s=0.5, max_delay_s=8.0), 10, fault("server", 500), 60, 1.0)
+        == 8.0
+    )
 
 
 def test_circuit_opens_only_after_enough_failures_over_the_window() -> None:
@@ -174,7 +177,10 @@ def test_a_success_closes_the_circuit_and_forgets_the_streak() -> None:
         ("Incorrect API key provided: sk-proj-abcdef123456", "Incorrect API key provided: [redacted]"),
         ("header Authorization: Bearer abc.def-123", "header Authorization: Bearer [redacted]"),
         ('{"api_key": "zzz-123"}', '{"api_key": "[redacted]"}'),
-        ("POST https://agent.example/reply?token=t0p-s3cret&x=1", "POST https://agent.example/reply?token=[redacted]&x=1"),
+        (
+            "POST https://agent.example/reply?token=t0p-s3cret&x=1",
+            "POST https://agent.example/reply?token=[redacted]&x=1",
+        ),
         ("the env value MY-VERY-OWN-SECRET leaked", "the env value [redacted] leaked"),  # a *_TOKEN variable's value
         ("prompt_tokens=100 max_tokens: 5", "prompt_tokens=100 max_tokens: 5"),  # not credentials
     ],
@@ -210,7 +216,10 @@ def test_a_priced_model_has_a_known_cost(provider_env) -> None:
 
 def test_429_with_retry_after_waits_then_succeeds(provider_env) -> None:
     server = provider_env(
-        scripted(Answer(status=429, raw_body=b'{"error": {"message": "slow down"}}', headers={"Retry-After": "1"}), Answer("ok"))
+        scripted(
+            Answer(status=429, raw_body=b'{"error": {"message": "slow down"}}', headers={"Retry-After": "1"}),
+            Answer("ok"),
+        )
     )
     started = time.monotonic()
     assert call().content == "ok"
@@ -312,7 +321,9 @@ def test_a_retry_after_longer_than_the_call_timeout_is_not_waited_for(provider_e
 
 def test_a_provider_that_fails_every_call_for_a_while_is_left_alone(provider_env) -> None:
     server = provider_env(scripted(Answer(status=503, raw_body=b'{"error": {"message": "down"}}')))
-    policy = CallPolicy(RetryPolicy(attempts=2, base_delay_s=0.01), CircuitPolicy(failures=4, window_s=0.2, cooldown_s=60))
+    policy = CallPolicy(
+        RetryPolicy(attempts=2, base_delay_s=0.01), CircuitPolicy(failures=4, window_s=0.2, cooldown_s=60)
+    )
     errors = []
     for _ in range(40):
         try:
@@ -341,7 +352,9 @@ def test_every_call_is_logged_tagged_agent_or_judge_with_tokens_cost_and_latency
     call(role="agent")
     call(role="judge")
     lines = [r.getMessage() for r in caplog.records if r.name == "kindgi_eval.llm.calls"]
-    assert re.fullmatch(r"agent call to openai:fake: 2 attempt\(s\), \d+ ms, 100\+20 tokens, \$0\.000000 \(price unknown\)", lines[0])
+    assert re.fullmatch(
+        r"agent call to openai:fake: 2 attempt\(s\), \d+ ms, 100\+20 tokens, \$0\.000000 \(price unknown\)", lines[0]
+    )
     assert lines[1].startswith("judge call to openai:fake: 1 attempt(s), ")
 
 

@@ -146,7 +146,9 @@ def test_a_gateway_that_comes_back_within_the_calls_time_answers_it_on_the_first
     timer.start()
     try:
         started = time.monotonic()
-        done = asyncio.run(complete(MODEL, MESSAGES, timeout_s=10.0, policy=FAST, gateway=Gateway(f"http://127.0.0.1:{port}", KEY)))
+        done = asyncio.run(
+            complete(MODEL, MESSAGES, timeout_s=10.0, policy=FAST, gateway=Gateway(f"http://127.0.0.1:{port}", KEY))
+        )
         assert done.content == "back" and time.monotonic() - started >= 1.4
         assert len(later[0].requests) == 1  # one request, sent once the gateway listened
     finally:
@@ -190,21 +192,35 @@ QUOTE = Answer(json.dumps({"messages": ["The Foundation Course is $450."], "esca
 """The agent's answer to every case."""
 
 
-def test_a_run_pointed_at_a_gateway_makes_its_calls_there_without_litellm_or_a_provider_key(home, tmp_path, monkeypatch) -> None:
+def test_a_run_pointed_at_a_gateway_makes_its_calls_there_without_litellm_or_a_provider_key(
+    home, tmp_path, monkeypatch
+) -> None:
     shadow = tmp_path / "shadow"
     shadow.mkdir()
     (shadow / "litellm.py").write_text(TRIPWIRE)
     mark = tmp_path / "litellm-imported"
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)  # the provider's key lives in the gateway alone
-    cases = [{"id": f"c{n}", "text": "how much is the foundation course?", "expect": {"escalate": False}} for n in range(3)]
+    cases = [
+        {"id": f"c{n}", "text": "how much is the foundation course?", "expect": {"escalate": False}} for n in range(3)
+    ]
     (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
     out = tmp_path / "summary.json"
     with FakeProvider(scripted(QUOTE)) as server:
         url = server.base_url.removesuffix("/v1")
         env = {"PYTHONPATH": str(shadow), "LITELLM_IMPORT_MARK": str(mark), "KINDGI_GATEWAY_KEY": KEY}
-        result = run_cli("run", "--eval-dir", str(tmp_path), "--agent-model", "openai:gpt-4o-mini",
-                         "--gateway-url", url, "--json", str(out), env=env)
+        result = run_cli(
+            "run",
+            "--eval-dir",
+            str(tmp_path),
+            "--agent-model",
+            "openai:gpt-4o-mini",
+            "--gateway-url",
+            url,
+            "--json",
+            str(out),
+            env=env,
+        )
     assert result.code == 0, result.err
     assert not mark.exists()  # the run's process never imported litellm
     assert json.loads(out.read_text())["counts"]["passed"] == 3
@@ -222,14 +238,26 @@ def test_without_a_gateway_a_run_names_the_missing_provider_key(home, tmp_path, 
 
 def test_on_the_command_line_the_flags_gateway_is_the_deployments_and_gets_the_key(home, tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "c", "text": "how much?", "expect": {"escalate": False}}) + "\n")
+    (tmp_path / "cases.jsonl").write_text(
+        json.dumps({"id": "c", "text": "how much?", "expect": {"escalate": False}}) + "\n"
+    )
     with FakeProvider(scripted(QUOTE)) as flagged, FakeProvider(scripted(QUOTE)) as configured:
         env = {"KINDGI_GATEWAY_URL": configured.base_url.removesuffix("/v1"), "KINDGI_GATEWAY_KEY": KEY}
-        result = run_cli("run", "--eval-dir", str(tmp_path), "--agent-model", "openai:gpt-4o-mini",
-                         "--gateway-url", flagged.base_url.removesuffix("/v1"), env=env)
+        result = run_cli(
+            "run",
+            "--eval-dir",
+            str(tmp_path),
+            "--agent-model",
+            "openai:gpt-4o-mini",
+            "--gateway-url",
+            flagged.base_url.removesuffix("/v1"),
+            env=env,
+        )
     assert result.code == 0, result.err
     assert len(flagged.requests) == 1 and configured.requests == []  # the user's own flag overrides its variable
     assert flagged.headers[0]["Authorization"] == f"Bearer {KEY}"
+
+
 @pytest.mark.parametrize(
     "given",
     ["http://127.0.0.1:4000", "http://127.0.0.1:4000/", "http://127.0.0.1:4000/v1", "http://127.0.0.1:4000/v1/"],

@@ -12,10 +12,12 @@ from kindgi_eval.agents.litellm import LitellmJudge
 from kindgi_eval.llm.calls import BREAKPOINT, _litellm, forget_clients, with_breakpoints
 from kindgi_eval.prompts import judge_messages
 from kindgi_eval.rules import CACHE_BREAKS, VERDICT_SCHEMA, parse_model
-from kindgi_eval_tests.fake_provider import TOKEN_CHARS, FakeProvider, scripted, Answer
+from kindgi_eval_tests.fake_provider import TOKEN_CHARS, Answer, FakeProvider, scripted
 
 VERDICT = '{"verdict": "pass", "evidence": "", "reason": "fine"}'
-CATALOGUE = "\n".join(f"Course {n}: eight weeks of evening classes, $450 upfront or 3 payments of $160." for n in range(80))
+CATALOGUE = "\n".join(
+    f"Course {n}: eight weeks of evening classes, $450 upfront or 3 payments of $160." for n in range(80)
+)
 """Some 6,000 characters: a prefix past OpenAI's 1,024 tokens at the fake's 4 characters a token."""
 MESSAGE = {"role": "user", "content": "catalogue|conversation|criterion", CACHE_BREAKS: [10, 23]}
 
@@ -30,7 +32,9 @@ MESSAGE = {"role": "user", "content": "catalogue|conversation|criterion", CACHE_
         ("ollama:llama3", False),
     ],
 )
-def test_a_provider_that_takes_breakpoints_gets_the_prefixes_marked_and_any_other_the_text_as_it_was(model, blocks) -> None:
+def test_a_provider_that_takes_breakpoints_gets_the_prefixes_marked_and_any_other_the_text_as_it_was(
+    model, blocks
+) -> None:
     system = {"role": "system", "content": "framework"}
     shaped = with_breakpoints(parse_model(model), [system, MESSAGE])
     assert shaped[0] == system
@@ -51,7 +55,9 @@ def test_a_message_without_breaks_is_sent_as_it_is() -> None:
 
 
 def request(criterion: str) -> list[dict]:
-    return judge_messages(source="review", criterion=criterion, catalogue=CATALOGUE, history=(), text="how much?", reply=["It is $450."])
+    return judge_messages(
+        source="review", criterion=criterion, catalogue=CATALOGUE, history=(), text="how much?", reply=["It is $450."]
+    )
 
 
 @pytest.fixture
@@ -70,10 +76,15 @@ def caching_provider(monkeypatch: pytest.MonkeyPatch):
 
 def grade_twice(model: str) -> list:
     judge = LitellmJudge(parse_model(model))
-    return [asyncio.run(judge.grade(request(c), timeout_s=10, schema=VERDICT_SCHEMA)) for c in ("The reply is kind", "The reply is short")]
+    return [
+        asyncio.run(judge.grade(request(c), timeout_s=10, schema=VERDICT_SCHEMA))
+        for c in ("The reply is kind", "The reply is short")
+    ]
 
 
-def test_the_anthropic_request_carries_its_breakpoints_and_the_cache_read_is_recorded_and_priced(caching_provider) -> None:
+def test_the_anthropic_request_carries_its_breakpoints_and_the_cache_read_is_recorded_and_priced(
+    caching_provider,
+) -> None:
     first, second = grade_twice("anthropic:claude-sonnet-4-5")
     sent = caching_provider.requests
     assert [r["model"] for r in sent] == ["claude-sonnet-4-5"] * 2
@@ -87,9 +98,16 @@ def test_the_anthropic_request_carries_its_breakpoints_and_the_cache_read_is_rec
     assert second.usage.cached_tokens == marked // TOKEN_CHARS
     assert second.usage.prompt_tokens > second.usage.cached_tokens
     litellm = _litellm()
-    usage = litellm.Usage(prompt_tokens=second.usage.prompt_tokens, completion_tokens=20, total_tokens=second.usage.prompt_tokens + 20,
-                          prompt_tokens_details={"cached_tokens": second.usage.cached_tokens}, cache_read_input_tokens=second.usage.cached_tokens)
-    assert second.usage.cost_usd == pytest.approx(sum(litellm.cost_per_token(model="claude-sonnet-4-5", usage_object=usage)))
+    usage = litellm.Usage(
+        prompt_tokens=second.usage.prompt_tokens,
+        completion_tokens=20,
+        total_tokens=second.usage.prompt_tokens + 20,
+        prompt_tokens_details={"cached_tokens": second.usage.cached_tokens},
+        cache_read_input_tokens=second.usage.cached_tokens,
+    )
+    assert second.usage.cost_usd == pytest.approx(
+        sum(litellm.cost_per_token(model="claude-sonnet-4-5", usage_object=usage))
+    )
     assert second.usage.cost_known
     assert second.usage.cost_usd < first.usage.cost_usd  # read at a tenth of the price, where the first paid to write
 
@@ -100,7 +118,9 @@ def test_openai_reports_the_repeated_prefix_cached_and_it_is_priced_at_the_cache
     assert first.usage.cached_tokens == 0
     assert second.usage.cached_tokens >= 1024
     litellm = _litellm()
-    full = sum(litellm.cost_per_token(model="gpt-4o-mini", prompt_tokens=second.usage.prompt_tokens, completion_tokens=20))
+    full = sum(
+        litellm.cost_per_token(model="gpt-4o-mini", prompt_tokens=second.usage.prompt_tokens, completion_tokens=20)
+    )
     cached = second.usage.cached_tokens * (7.5e-08 - 1.5e-07)  # gpt-4o-mini: cached input at half the input price
     assert second.usage.cost_usd == pytest.approx(full + cached)
     assert second.usage.cost_known

@@ -38,13 +38,22 @@ def treacherous(request: dict) -> Answer:
         return Answer(status=503, raw_body=error_body(LEAK), headers={"Retry-After": "0"})
     if "GARBLE" in text:
         return Answer(f"Sure! Authorization: Bearer {FAKE_KEY} and api_key={FAKE_KEY}")
-    return Answer(json.dumps({"messages": ["The Foundation Course is $450. Upfront or instalments?"], "escalate": False, "reason": None}))
+    return Answer(
+        json.dumps(
+            {"messages": ["The Foundation Course is $450. Upfront or instalments?"], "escalate": False, "reason": None}
+        )
+    )
 
 
 def test_a_run_writes_no_byte_of_the_key(home, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog, capfd) -> None:
     caplog.set_level(logging.DEBUG)
     cases = [
-        {"id": "price", "text": "how much is the foundation course?", "expect": {"escalate": False}, "review": "polite"},
+        {
+            "id": "price",
+            "text": "how much is the foundation course?",
+            "expect": {"escalate": False},
+            "review": "polite",
+        },
         {"id": "auth", "text": "AUTHFAIL how much?", "expect": {"escalate": False}},
         {"id": "down", "text": "DOWNFAIL how much?", "expect": {"escalate": False}},
         {"id": "garble", "text": "GARBLE how much?", "expect": {"escalate": False}},
@@ -77,7 +86,11 @@ def test_a_run_writes_no_byte_of_the_key(home, monkeypatch: pytest.MonkeyPatch, 
 
     files = files_under(home.root)
     assert files
-    leaked = [str(p.relative_to(home.root)) for p in files if FAKE_KEY.encode() in p.read_bytes() or KEY_TAIL.encode() in p.read_bytes()]
+    leaked = [
+        str(p.relative_to(home.root))
+        for p in files
+        if FAKE_KEY.encode() in p.read_bytes() or KEY_TAIL.encode() in p.read_bytes()
+    ]
     assert leaked == []
     for parquet in (p for p in files if p.suffix == ".parquet"):  # compressed pages: look at the values too
         assert KEY_TAIL not in json.dumps(pq.read_table(parquet).to_pylist(), default=str), parquet

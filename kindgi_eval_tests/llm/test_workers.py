@@ -22,13 +22,23 @@ MODEL = parse_model("openai:fake")
 
 @pytest.mark.parametrize(
     ("concurrency", "cores", "workers"),
-    [(64, 4, 2), (SECOND_WORKER_AT, SIBLING_CORES, 2), (SECOND_WORKER_AT - 1, 8, 1), (64, SIBLING_CORES - 1, 1), (64, None, 1)],
+    [
+        (64, 4, 2),
+        (SECOND_WORKER_AT, SIBLING_CORES, 2),
+        (SECOND_WORKER_AT - 1, 8, 1),
+        (64, SIBLING_CORES - 1, 1),
+        (64, None, 1),
+    ],
 )
-def test_a_second_worker_is_wanted_only_with_a_core_for_it_and_calls_enough(concurrency: int, cores: int | None, workers: int) -> None:
+def test_a_second_worker_is_wanted_only_with_a_core_for_it_and_calls_enough(
+    concurrency: int, cores: int | None, workers: int
+) -> None:
     assert workers_for(concurrency, cores) == workers
 
 
-@pytest.mark.skipif((os.cpu_count() or 1) < SIBLING_CORES, reason="a worker forks a sibling only on a machine of more than one core")
+@pytest.mark.skipif(
+    (os.cpu_count() or 1) < SIBLING_CORES, reason="a worker forks a sibling only on a machine of more than one core"
+)
 def test_two_workers_share_the_calls_once_both_have_imported_litellm(provider_env) -> None:
     provider = provider_env(lambda request: Answer("ok", delay_s=0.05))
     start_worker(2)
@@ -40,10 +50,14 @@ def test_two_workers_share_the_calls_once_both_have_imported_litellm(provider_en
             time.sleep(0.1)
         assert len(workers.ready) == 2, "the second worker never finished importing litellm"
         first = workers.first.process.pid
-        (sibling,) = map(int, Path(f"/proc/{first}/task/{first}/children").read_text().split())  # forked, not a second import
+        (sibling,) = map(
+            int, Path(f"/proc/{first}/task/{first}/children").read_text().split()
+        )  # forked, not a second import
 
         async def calls() -> list[str]:
-            answers = await asyncio.gather(*(complete(MODEL, [{"role": "user", "content": f"q{n}"}], timeout_s=30) for n in range(40)))
+            answers = await asyncio.gather(
+                *(complete(MODEL, [{"role": "user", "content": f"q{n}"}], timeout_s=30) for n in range(40))
+            )
             return [a.content for a in answers]
 
         assert asyncio.run(calls()) == ["ok"] * 40

@@ -20,7 +20,12 @@ from kindgi_eval.registry.database import TABLES
 from kindgi_eval_tests.conftest import GOLDEN
 
 # The role .ci/run creates; DAGSTER_PG_* override each one, as in kindgi_eval_tests/defs/test_postgres_instance.py.
-PG_DEFAULTS = {"DAGSTER_PG_HOST": "127.0.0.1", "DAGSTER_PG_PORT": "5432", "DAGSTER_PG_USERNAME": "kindgi", "DAGSTER_PG_PASSWORD": "kindgi-ci"}
+PG_DEFAULTS = {
+    "DAGSTER_PG_HOST": "127.0.0.1",
+    "DAGSTER_PG_PORT": "5432",
+    "DAGSTER_PG_USERNAME": "kindgi",
+    "DAGSTER_PG_PASSWORD": "kindgi-ci",
+}
 
 
 class Registry(NamedTuple):
@@ -46,15 +51,20 @@ class Caller(NamedTuple):
 
 def _pg(dbname: str) -> str:
     env = {k: os.environ.get(k) or v for k, v in PG_DEFAULTS.items()}
-    return (f"postgresql://{env['DAGSTER_PG_USERNAME']}:{env['DAGSTER_PG_PASSWORD']}@{env['DAGSTER_PG_HOST']}:"
-            f"{env['DAGSTER_PG_PORT']}/{dbname}")
+    return (
+        f"postgresql://{env['DAGSTER_PG_USERNAME']}:{env['DAGSTER_PG_PASSWORD']}@{env['DAGSTER_PG_HOST']}:"
+        f"{env['DAGSTER_PG_PORT']}/{dbname}"
+    )
 
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """A fresh PostgreSQL database for this session, dropped after; skipped (failed in CI) when no server answers."""
-    admin = sa.create_engine(_pg("postgres").replace("postgresql://", "postgresql+psycopg2://"), isolation_level="AUTOCOMMIT",
-                             connect_args={"connect_timeout": 3})
+    admin = sa.create_engine(
+        _pg("postgres").replace("postgresql://", "postgresql+psycopg2://"),
+        isolation_level="AUTOCOMMIT",
+        connect_args={"connect_timeout": 3},
+    )
     name = f"kindgi_registry_test_{uuid.uuid4().hex[:12]}"
     try:
         with admin.connect() as connection:
@@ -117,6 +127,7 @@ class EmptyCatalogue:
 
 def golden_spec() -> dict[str, Any]:
     """The committed golden suite as a conversation spec: its files' lines as the two lists."""
+
     def lines(name: str) -> list[Any]:
         return [json.loads(line) for line in (GOLDEN / name).read_text().splitlines() if line.strip()]
 
@@ -131,7 +142,9 @@ def suite(tenant: str, suite_id: str = "acme.pricing", version: str = "1.0.0", *
         "version": version,
         "kind": "conversation",
         "description": "Pricing questions",
-        "spec": {"cases": [{"id": "price", "text": "How much is it?", "expect": {"escalate": False}, "must_contain": ["€"]}]},
+        "spec": {
+            "cases": [{"id": "price", "text": "How much is it?", "expect": {"escalate": False}, "must_contain": ["€"]}]
+        },
     }
     return {**document, **fields}
 
@@ -163,4 +176,3 @@ def refused(response: httpx.Response, status: int, code: str) -> str:
     assert set(body) == {"error"} and set(body["error"]) == {"code", "message"}, body
     assert body["error"]["code"] == code
     return body["error"]["message"]
-

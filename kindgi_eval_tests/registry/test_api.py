@@ -17,7 +17,15 @@ import pytest
 import sqlalchemy as sa
 
 from kindgi_eval.kinds import consumers
-from kindgi_eval.registry import Consumer, EvalSuite, FolderContent, accepted_kinds, canonical_json, open_store, running_server
+from kindgi_eval.registry import (
+    Consumer,
+    EvalSuite,
+    FolderContent,
+    accepted_kinds,
+    canonical_json,
+    open_store,
+    running_server,
+)
 from kindgi_eval_tests.registry.conftest import golden_spec, refused, suite, unchanged
 
 
@@ -76,7 +84,11 @@ def test_list_pages_through_the_latest_version_of_each_suite(registry, caller) -
         cursor = page["next"]
         if cursor is None:
             break
-    assert pages == [[("a.one", "2.0.0"), ("b.two", "1.0.0")], [("c.three", "1.0.0"), ("d.four", "1.0.0")], [("e.five", "1.0.0")]]
+    assert pages == [
+        [("a.one", "2.0.0"), ("b.two", "1.0.0")],
+        [("c.three", "1.0.0"), ("d.four", "1.0.0")],
+        [("e.five", "1.0.0")],
+    ]
     first = me.http.get("/v1/eval-suites").json()["data"][0]
     assert first["description"] == "second" and first["kind"] == "conversation" and "spec" not in first
 
@@ -89,9 +101,16 @@ def test_bad_paging_is_422(registry, caller, query) -> None:
 def test_healthz_and_openapi_need_no_token(registry) -> None:
     assert httpx.get(f"{registry.url}/healthz").json() == {"status": "ok"}
     description = httpx.get(f"{registry.url}/openapi.json").json()
-    assert {"/v1/eval-suites", "/v1/eval-suites/{suite_id}", "/v1/eval-suites/{suite_id}/versions",
-            "/v1/eval-suites/{suite_id}/versions/{version}", "/v1/eval-suites/{suite_id}/versions/{version}/files",
-            "/v1/catalogue", "/v1/catalogue/{owner}/{name}/versions/{version}", "/healthz"} == set(description["paths"])
+    assert {
+        "/v1/eval-suites",
+        "/v1/eval-suites/{suite_id}",
+        "/v1/eval-suites/{suite_id}/versions",
+        "/v1/eval-suites/{suite_id}/versions/{version}",
+        "/v1/eval-suites/{suite_id}/versions/{version}/files",
+        "/v1/catalogue",
+        "/v1/catalogue/{owner}/{name}/versions/{version}",
+        "/healthz",
+    } == set(description["paths"])
 
 
 # tenants: the tenant comes from the token
@@ -107,9 +126,15 @@ def test_cross_tenant_publish_is_403(registry, caller) -> None:
 def test_cross_tenant_read_is_404_as_if_it_did_not_exist(registry, caller) -> None:
     owner, other = caller(), caller()
     owner.http.post("/v1/eval-suites", json=suite(owner.tenant, "secret.suite"))
-    for path in ("/v1/eval-suites/secret.suite", "/v1/eval-suites/secret.suite/versions", "/v1/eval-suites/secret.suite/versions/1.0.0"):
+    for path in (
+        "/v1/eval-suites/secret.suite",
+        "/v1/eval-suites/secret.suite/versions",
+        "/v1/eval-suites/secret.suite/versions/1.0.0",
+    ):
         theirs, nobodys = other.http.get(path), other.http.get(path.replace("secret.suite", "no.such"))
-        assert refused(theirs, 404, "not_found") == refused(nobodys, 404, "not_found").replace("no.such", "secret.suite")
+        assert refused(theirs, 404, "not_found") == refused(nobodys, 404, "not_found").replace(
+            "no.such", "secret.suite"
+        )
     assert other.http.get("/v1/eval-suites").json() == {"data": [], "next": None}
 
 
@@ -169,15 +194,21 @@ def test_identical_republish_answers_200_with_the_stored_version(registry, calle
     me = caller()
     first = me.http.post("/v1/eval-suites", json=suite(me.tenant))
     with unchanged(registry.store):
-        again = me.http.post("/v1/eval-suites", content=json.dumps(suite(me.tenant), indent=2))  # same content, other bytes
-    assert again.status_code == 200 and again.content == first.content and again.headers["etag"] == first.headers["etag"]
+        again = me.http.post(
+            "/v1/eval-suites", content=json.dumps(suite(me.tenant), indent=2)
+        )  # same content, other bytes
+    assert (
+        again.status_code == 200 and again.content == first.content and again.headers["etag"] == first.headers["etag"]
+    )
 
 
 def test_other_content_under_a_published_version_is_409(registry, caller) -> None:
     me = caller()
     me.http.post("/v1/eval-suites", json=suite(me.tenant))
     with unchanged(registry.store):
-        message = refused(me.http.post("/v1/eval-suites", json=suite(me.tenant, description="changed")), 409, "conflict")
+        message = refused(
+            me.http.post("/v1/eval-suites", json=suite(me.tenant, description="changed")), 409, "conflict"
+        )
     assert "1.0.0" in message
 
 
@@ -187,7 +218,9 @@ def test_a_version_not_greater_than_the_latest_is_409(registry, caller, version)
     me.http.post("/v1/eval-suites", json=suite(me.tenant, version="1.0.0"))
     me.http.post("/v1/eval-suites", json=suite(me.tenant, version="1.2.0"))
     with unchanged(registry.store):
-        message = refused(me.http.post("/v1/eval-suites", json=suite(me.tenant, version=version, description="x")), 409, "conflict")
+        message = refused(
+            me.http.post("/v1/eval-suites", json=suite(me.tenant, version=version, description="x")), 409, "conflict"
+        )
     assert "1.2.0" in message
 
 
@@ -198,8 +231,13 @@ def test_a_suite_id_keeps_its_kind_for_life_409(registry, caller) -> None:
     created = me.http.post("/v1/eval-suites", json=suite(me.tenant, version="1.1.0", kind="accuracy", spec=accuracy))
     assert created.status_code == 201, created.text
     with unchanged(registry.store):
-        message = refused(me.http.post("/v1/eval-suites", json=suite(me.tenant, version="2.0.0", kind="conversation", spec=conversation)),
-                          409, "conflict")
+        message = refused(
+            me.http.post(
+                "/v1/eval-suites", json=suite(me.tenant, version="2.0.0", kind="conversation", spec=conversation)
+            ),
+            409,
+            "conflict",
+        )
     assert "is a 'accuracy' suite, and a suite id keeps its kind" in message
 
 
@@ -208,11 +246,15 @@ def test_an_id_that_would_share_another_id_s_partition_is_409_naming_it(registry
     first = me.http.post("/v1/eval-suites", json=suite(me.tenant, suite_id=f"{me.tenant}.pricing"))
     assert first.status_code == 201, first.text
     with unchanged(registry.store):
-        message = refused(me.http.post("/v1/eval-suites", json=suite(me.tenant, suite_id=f"{me.tenant}.Pricing")), 409, "conflict")
+        message = refused(
+            me.http.post("/v1/eval-suites", json=suite(me.tenant, suite_id=f"{me.tenant}.Pricing")), 409, "conflict"
+        )
     assert f"would share the partition '{me.tenant}@{me.tenant}.pricing' with suite '{me.tenant}.pricing'" in message
     # another tenant's id is no clash: partitions are per tenant
     other = caller()
-    assert other.http.post("/v1/eval-suites", json=suite(other.tenant, suite_id=f"{me.tenant}.Pricing")).status_code == 201
+    assert (
+        other.http.post("/v1/eval-suites", json=suite(other.tenant, suite_id=f"{me.tenant}.Pricing")).status_code == 201
+    )
 
 
 def test_an_older_version_republished_identically_is_still_200(registry, caller) -> None:
@@ -251,7 +293,16 @@ def test_concurrent_publishes_of_ids_that_differ_in_case_store_exactly_one(regis
     # the check and the insert race on PostgreSQL's read committed; the unique index on the lower-case id settles it
     me = caller()
     ids = [f"{me.tenant}.Pricing" if n % 2 else f"{me.tenant}.pricing" for n in range(8)]
-    assert race(registry, me, [suite(me.tenant, suite_id=suite_id) for suite_id in ids]) == [200, 200, 200, 201, 409, 409, 409, 409]
+    assert race(registry, me, [suite(me.tenant, suite_id=suite_id) for suite_id in ids]) == [
+        200,
+        200,
+        200,
+        201,
+        409,
+        409,
+        409,
+        409,
+    ]
     assert len(me.http.get("/v1/eval-suites").json()["data"]) == 1
 
 
@@ -294,7 +345,17 @@ def test_a_publish_of_the_same_id_committed_during_the_clash_check_is_answered_a
         ({"extra": True}, ["extra", "unknown field"]),
         ({"description": None}, ["description"]),
     ],
-    ids=["unknown-kind", "spec-list", "spec-string", "short-version", "build-metadata", "leading-zero", "bad-id", "extra-field", "null-description"],
+    ids=[
+        "unknown-kind",
+        "spec-list",
+        "spec-string",
+        "short-version",
+        "build-metadata",
+        "leading-zero",
+        "bad-id",
+        "extra-field",
+        "null-description",
+    ],
 )
 def test_an_invalid_suite_is_422_naming_the_field(registry, caller, change, names) -> None:
     me = caller()
@@ -309,7 +370,9 @@ def test_a_missing_field_is_422(registry, caller) -> None:
     document = suite(me.tenant)
     del document["spec"]
     with unchanged(registry.store):
-        assert "spec: required field is missing" in refused(me.http.post("/v1/eval-suites", json=document), 422, "invalid")
+        assert "spec: required field is missing" in refused(
+            me.http.post("/v1/eval-suites", json=document), 422, "invalid"
+        )
 
 
 @contextmanager
@@ -320,7 +383,9 @@ def served(registry, table) -> Iterator[str]:
 
 
 def post(url: str, me, document: dict) -> httpx.Response:
-    return httpx.post(f"{url}/v1/eval-suites", json=document, headers={"Authorization": f"Bearer {me.secret}"}, timeout=30)
+    return httpx.post(
+        f"{url}/v1/eval-suites", json=document, headers={"Authorization": f"Bearer {me.secret}"}, timeout=30
+    )
 
 
 def test_a_kind_without_a_consumer_is_refused_422_naming_the_accepted_kinds(registry, caller) -> None:
@@ -328,10 +393,16 @@ def test_a_kind_without_a_consumer_is_refused_422_naming_the_accepted_kinds(regi
     without_pairwise = {kind: c for kind, c in consumers().items() if kind != "pairwise"}
     with served(registry, without_pairwise) as url, unchanged(registry.store):
         message = refused(post(url, me, suite(me.tenant, kind="pairwise", spec={"prompts": []})), 422, "invalid")
-    assert "'pairwise'" in message and f"accepts {', '.join(accepted_kinds(without_pairwise))}" in message and "pairwise," not in message
+    assert (
+        "'pairwise'" in message
+        and f"accepts {', '.join(accepted_kinds(without_pairwise))}" in message
+        and "pairwise," not in message
+    )
 
 
-def _toy_check(spec, _) -> list[str]:  # module-level: a server's consumers are handed to the process that checks publishes
+def _toy_check(
+    spec, _
+) -> list[str]:  # module-level: a server's consumers are handed to the process that checks publishes
     return [] if "prompts" in spec else ["spec.prompts: required."]
 
 
@@ -370,8 +441,14 @@ def test_an_invalid_conversation_spec_is_422_naming_the_case_and_field(registry,
         ({"cases": []}, "spec.cases: holds no cases"),
         ({"cases": {"id": "a"}}, "spec.cases: must be a list of case objects"),
         ({"cases": [1]}, "spec.cases[0]: each item must be one JSON object"),
-        ({"cases": [{"id": "a", "text": "t", "expect": {"escalate": False}}] * 2}, "spec.cases[1].id: duplicate id 'a', first used as cases[0]"),
-        ({"cases": [{"id": "a", "text": "t", "expect": {"escalate": False}}], "notes": "x"}, "spec.notes: unknown field"),
+        (
+            {"cases": [{"id": "a", "text": "t", "expect": {"escalate": False}}] * 2},
+            "spec.cases[1].id: duplicate id 'a', first used as cases[0]",
+        ),
+        (
+            {"cases": [{"id": "a", "text": "t", "expect": {"escalate": False}}], "notes": "x"},
+            "spec.notes: unknown field",
+        ),
     ],
 )
 def test_conversation_spec_shapes_are_refused_with_their_path(registry, caller, spec, said) -> None:
@@ -388,7 +465,9 @@ def test_conversation_spec_shapes_are_refused_with_their_path(registry, caller, 
 def test_a_body_that_is_not_a_suite_object_is_422_never_500(registry, caller, body) -> None:
     me = caller()
     with unchanged(registry.store):
-        refused(me.http.post("/v1/eval-suites", content=body, headers={"Content-Type": "application/json"}), 422, "invalid")
+        refused(
+            me.http.post("/v1/eval-suites", content=body, headers={"Content-Type": "application/json"}), 422, "invalid"
+        )
 
 
 def test_a_lone_surrogate_inside_a_valid_suite_is_422(registry, caller) -> None:
@@ -433,19 +512,31 @@ def test_a_body_over_1_mib_is_413(registry, caller) -> None:
 def test_if_match_not_the_latest_etag_is_412(registry, caller) -> None:
     me = caller()
     with unchanged(registry.store):  # no version yet: no ETag can match
-        refused(me.http.post("/v1/eval-suites", json=suite(me.tenant), headers={"If-Match": "*"}), 412, "precondition_failed")
+        refused(
+            me.http.post("/v1/eval-suites", json=suite(me.tenant), headers={"If-Match": "*"}),
+            412,
+            "precondition_failed",
+        )
     first = me.http.post("/v1/eval-suites", json=suite(me.tenant))
-    second = me.http.post("/v1/eval-suites", json=suite(me.tenant, version="1.1.0"), headers={"If-Match": first.headers["etag"]})
+    second = me.http.post(
+        "/v1/eval-suites", json=suite(me.tenant, version="1.1.0"), headers={"If-Match": first.headers["etag"]}
+    )
     assert second.status_code == 201
     with unchanged(registry.store):
         for stale in (first.headers["etag"], "W/" + second.headers["etag"], '"0000"'):
-            message = refused(me.http.post("/v1/eval-suites", json=suite(me.tenant, version="1.2.0"), headers={"If-Match": stale}),
-                              412, "precondition_failed")
+            message = refused(
+                me.http.post("/v1/eval-suites", json=suite(me.tenant, version="1.2.0"), headers={"If-Match": stale}),
+                412,
+                "precondition_failed",
+            )
             assert second.headers["etag"] in message
     latest = second
     for n, holds in enumerate(("{}", '"x", {}', "*")):  # the latest's ETag, alone or in a list; or any version at all
-        answer = me.http.post("/v1/eval-suites", json=suite(me.tenant, version=f"1.3.{n}"),
-                              headers={"If-Match": holds.format(latest.headers["etag"])})
+        answer = me.http.post(
+            "/v1/eval-suites",
+            json=suite(me.tenant, version=f"1.3.{n}"),
+            headers={"If-Match": holds.format(latest.headers["etag"])},
+        )
         assert answer.status_code == 201, answer.text
         latest = answer
 
@@ -460,7 +551,10 @@ def test_idempotency_key_replays_the_first_answer(registry, caller) -> None:
     assert again.headers["idempotent-replayed"] == "true"
     # the replay answers first, even after a later version made an If-Match stale
     me.http.post("/v1/eval-suites", json=suite(me.tenant, version="2.0.0"))
-    assert me.http.post("/v1/eval-suites", json=suite(me.tenant), headers={**key, "If-Match": '"stale"'}).status_code == 201
+    assert (
+        me.http.post("/v1/eval-suites", json=suite(me.tenant), headers={**key, "If-Match": '"stale"'}).status_code
+        == 201
+    )
 
 
 def test_idempotency_key_with_another_body_is_422(registry, caller) -> None:
@@ -468,7 +562,9 @@ def test_idempotency_key_with_another_body_is_422(registry, caller) -> None:
     key = {"Idempotency-Key": "k-1"}
     me.http.post("/v1/eval-suites", json=suite(me.tenant), headers=key)
     with unchanged(registry.store):
-        message = refused(me.http.post("/v1/eval-suites", json=suite(me.tenant, version="1.1.0"), headers=key), 422, "invalid")
+        message = refused(
+            me.http.post("/v1/eval-suites", json=suite(me.tenant, version="1.1.0"), headers=key), 422, "invalid"
+        )
     assert "Idempotency-Key" in message
 
 
@@ -498,17 +594,27 @@ def test_a_name_given_twice_in_one_object_is_refused_422(registry, caller) -> No
     me = caller()
     body = json.dumps(suite(me.tenant))[:-1] + ', "tenantId": "globex"}'  # tenantId mine, then another's
     with unchanged(registry.store):
-        message = refused(me.http.post("/v1/eval-suites", content=body, headers={"Content-Type": "application/json"}), 422, "invalid")
+        message = refused(
+            me.http.post("/v1/eval-suites", content=body, headers={"Content-Type": "application/json"}), 422, "invalid"
+        )
     assert "the name 'tenantId' is given twice in one object" in message
-    nested = json.dumps(suite(me.tenant)).replace('"must_contain": ["\\u20ac"]', '"must_contain": ["a"], "must_contain": ["b"]')
+    nested = json.dumps(suite(me.tenant)).replace(
+        '"must_contain": ["\\u20ac"]', '"must_contain": ["a"], "must_contain": ["b"]'
+    )
     assert nested.count("must_contain") == 2
     with unchanged(registry.store):
-        refused(me.http.post("/v1/eval-suites", content=nested, headers={"Content-Type": "application/json"}), 422, "invalid")
+        refused(
+            me.http.post("/v1/eval-suites", content=nested, headers={"Content-Type": "application/json"}),
+            422,
+            "invalid",
+        )
 
 
 def test_an_error_quoting_a_lone_surrogate_is_still_a_json_answer(registry, caller) -> None:
     me = caller()
-    body = json.dumps(suite(me.tenant)).replace('"spec": {', '"spec": {"ca\\ud800ses": 1, ')  # an unknown key, quoted back
+    body = json.dumps(suite(me.tenant)).replace(
+        '"spec": {', '"spec": {"ca\\ud800ses": 1, '
+    )  # an unknown key, quoted back
     with unchanged(registry.store):
         response = me.http.post("/v1/eval-suites", content=body, headers={"Content-Type": "application/json"})
     message = refused(response, 422, "invalid")
@@ -519,8 +625,13 @@ def test_a_listing_answers_from_columns_with_descriptions_clipped(registry, call
     me = caller()
     long = "A description a tenant made long. " * 25_000  # about 850 KB, under the 1 MiB body limit
     for n in range(3):
-        assert me.http.post("/v1/eval-suites", json=suite(me.tenant, f"{me.tenant}.s{n}", description=long)).status_code == 201
+        assert (
+            me.http.post("/v1/eval-suites", json=suite(me.tenant, f"{me.tenant}.s{n}", description=long)).status_code
+            == 201
+        )
     page = me.http.get("/v1/eval-suites", params={"limit": 100})
     assert page.status_code == 200 and len(page.content) < 4096  # three suites, not 2.5 MB of descriptions
     assert [s["description"] for s in page.json()["data"]] == [long[:200]] * 3
-    assert me.http.get(f"/v1/eval-suites/{me.tenant}.s0").json()["suite"]["description"] == long  # the version holds it whole
+    assert (
+        me.http.get(f"/v1/eval-suites/{me.tenant}.s0").json()["suite"]["description"] == long
+    )  # the version holds it whole

@@ -27,7 +27,9 @@ def operator(registry: Registry) -> Callable[[], httpx.Client]:
 
     def make() -> httpx.Client:
         token = registry.store.issue_token(None, "catalogue", "operator")
-        clients.append(httpx.Client(base_url=registry.url, headers={"Authorization": f"Bearer {token.secret}"}, timeout=30))
+        clients.append(
+            httpx.Client(base_url=registry.url, headers={"Authorization": f"Bearer {token.secret}"}, timeout=30)
+        )
         return clients[-1]
 
     yield make
@@ -61,7 +63,8 @@ def test_every_token_reads_the_catalogue_seeded_with_the_packaged_golden_set(reg
     assert "files" not in golden  # a listing reads no files
     found = reader.http.get("/v1/catalogue/kindgi/golden/versions/1.0.0").json()
     assert {name: text.encode() for name, text in found["files"].items()} == {
-        name: (GOLDEN / name).read_bytes() for name in ("cases.jsonl", "calibration.jsonl")}
+        name: (GOLDEN / name).read_bytes() for name in ("cases.jsonl", "calibration.jsonl")
+    }
     assert folder_hash({name: text.encode() for name, text in found["files"].items()}) == PINNED
     missing = refused(reader.http.get("/v1/catalogue/kindgi/golden/versions/9.9.9"), 404, "not_found")
     assert "'kindgi/golden' '9.9.9': the catalogue holds no such entry" in missing
@@ -109,7 +112,9 @@ def test_no_tenant_token_may_write_the_catalogue(registry, caller) -> None:
     reader = httpx.Client(base_url=registry.url, headers={"Authorization": f"Bearer {reader_token.secret}"}, timeout=30)
     with unchanged(registry.store):
         said = refused(publisher.http.post("/v1/catalogue", json=entry(new_name())), 403, "forbidden")
-        assert "has scope 'publish'" in said and "cannot publish to the catalogue" in said and "--scope operator" in said
+        assert (
+            "has scope 'publish'" in said and "cannot publish to the catalogue" in said and "--scope operator" in said
+        )
         said = refused(reader.post("/v1/catalogue", json=entry(new_name())), 403, "forbidden")
         assert "has scope 'read'" in said
     reader.close()
@@ -133,8 +138,10 @@ def test_an_operator_token_acts_for_no_tenant(registry, operator) -> None:
         (entry("Kindgi/Golden"), "name: 'Kindgi/Golden' is not an entry name: write owner/suite in lower case"),
         (entry("golden"), "name: 'golden' is not an entry name"),
         (entry("ops/x", "one"), "version: 'one' is not a semantic version"),
-        (entry("ops/x", files={"cases.jsonl": "{\"id\": \"a\", \"text\": \"hi\", \"expect\": {\"escalate\": 7}}\n"}),
-         "files: not a suite a benchmark can run (1 problem): spec.cases[0].expect.escalate"),
+        (
+            entry("ops/x", files={"cases.jsonl": '{"id": "a", "text": "hi", "expect": {"escalate": 7}}\n'}),
+            "files: not a suite a benchmark can run (1 problem): spec.cases[0].expect.escalate",
+        ),
         (entry("ops/x", files={"notes.txt": "x"}), "files: 'notes.txt': not a file of a conversation suite"),
         (entry("ops/x", files={"cases.jsonl": "{not json\n"}), "files: cases.jsonl:1: not valid JSON"),
         ({**entry("ops/x"), "owner": "me"}, "owner: unknown field"),
@@ -152,28 +159,49 @@ def test_a_benchmark_suite_may_name_only_what_the_catalogue_holds(registry, call
     me, name = caller(), new_name()
     spec = {"benchmark": {"name": name, "version": "1.0.0"}}
     with unchanged(registry.store):
-        message = refused(me.http.post("/v1/eval-suites", json=suite(me.tenant, f"{me.tenant}.std", kind="benchmark", spec=spec)),
-                          422, "invalid")
-    assert f"spec.benchmark: the catalogue holds no benchmark {name} 1.0.0; it holds " in message and "kindgi/golden 1.0.0" in message
+        message = refused(
+            me.http.post("/v1/eval-suites", json=suite(me.tenant, f"{me.tenant}.std", kind="benchmark", spec=spec)),
+            422,
+            "invalid",
+        )
+    assert (
+        f"spec.benchmark: the catalogue holds no benchmark {name} 1.0.0; it holds " in message
+        and "kindgi/golden 1.0.0" in message
+    )
     assert operator().post("/v1/catalogue", json=entry(name)).status_code == 201
-    assert me.http.post("/v1/eval-suites", json=suite(me.tenant, f"{me.tenant}.std", kind="benchmark", spec=spec)).status_code == 201
+    assert (
+        me.http.post(
+            "/v1/eval-suites", json=suite(me.tenant, f"{me.tenant}.std", kind="benchmark", spec=spec)
+        ).status_code
+        == 201
+    )
 
 
 def test_the_store_answers_what_it_holds_and_none_for_the_rest(registry) -> None:
     store: RegistryStore = registry.store
     golden = store.catalogue_entry("kindgi/golden", "1.0.0")
     assert golden is not None and golden.hash == PINNED and set(golden.files) == {"cases.jsonl", "calibration.jsonl"}
-    assert store.catalogue_entry("kindgi/golden", "1.0.1") is None and store.catalogue_entry("kindgi/none", "1.0.0") is None
+    assert (
+        store.catalogue_entry("kindgi/golden", "1.0.1") is None
+        and store.catalogue_entry("kindgi/none", "1.0.0") is None
+    )
 
 
 def test_a_message_names_the_versions_of_the_name_asked_for_else_at_most_ten_entries() -> None:
     def info(name: str, version: str) -> EntryInfo:
-        return EntryInfo(name=name, version=version, hash="0" * 64, description="", published_at="", published_by="package")
+        return EntryInfo(
+            name=name, version=version, hash="0" * 64, description="", published_at="", published_by="package"
+        )
 
-    many = [info(f"ops/s{n:02}", "1.0.0") for n in range(25)] + [info("kindgi/golden", "1.0.0"), info("kindgi/golden", "1.1.0")]
+    many = [info(f"ops/s{n:02}", "1.0.0") for n in range(25)] + [
+        info("kindgi/golden", "1.0.0"),
+        info("kindgi/golden", "1.1.0"),
+    ]
     assert listing(many, "kindgi/golden") == "kindgi/golden 1.0.0, kindgi/golden 1.1.0"
     said = listing(many, "ops/none")
-    assert said.startswith("ops/s00 1.0.0, ops/s01 1.0.0") and said.endswith(", and 17 more (kindgi-eval catalogue list)")
+    assert said.startswith("ops/s00 1.0.0, ops/s01 1.0.0") and said.endswith(
+        ", and 17 more (kindgi-eval catalogue list)"
+    )
     assert said.count(" 1.") == 10 and listing([], "ops/none") == "nothing"
 
 
@@ -191,8 +219,18 @@ def test_a_message_names_the_versions_of_the_name_asked_for_else_at_most_ten_ent
         "/v1/eval-suites/acme.golden/versions/1.0.0%00",
         "/v1/eval-suites/acme%00.golden/versions/1.0.0/files",
     ],
-    ids=["nul-owner", "nul-name", "nul-version", "not-utf8", "capitals", "long-version", "nul-suite", "nul-versions",
-         "nul-suite-version", "nul-files"],
+    ids=[
+        "nul-owner",
+        "nul-name",
+        "nul-version",
+        "not-utf8",
+        "capitals",
+        "long-version",
+        "nul-suite",
+        "nul-versions",
+        "nul-suite-version",
+        "nul-files",
+    ],
 )
 def test_a_path_no_entry_or_suite_can_have_is_404_on_every_backend(registry, caller, path: str) -> None:
     reader = caller()

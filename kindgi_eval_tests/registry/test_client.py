@@ -45,7 +45,12 @@ def test_publish_list_show_and_pull_round_trip_a_suite_folder(served, tmp_path: 
 def test_the_servers_refusals_are_one_line_input_errors(served, tmp_path: Path) -> None:
     assert run_cli("suites", "publish", str(GOLDEN), "--id", "acme.golden", "--version", "1.1.0").code == 0
     lower = run_cli("suites", "publish", str(GOLDEN), "--id", "acme.golden", "--version", "1.0.0")
-    assert lower.code == 2 and lower.err.startswith("error: POST ") and "HTTP 409" in lower.err and "(conflict)" in lower.err
+    assert (
+        lower.code == 2
+        and lower.err.startswith("error: POST ")
+        and "HTTP 409" in lower.err
+        and "(conflict)" in lower.err
+    )
     other = run_cli("suites", "publish", str(GOLDEN), "--id", "acme.golden", "--version", "2.0.0", "--tenant", "globex")
     assert other.code == 2 and "HTTP 403" in other.err
     missing = run_cli("suites", "show", "acme.nothing")
@@ -54,7 +59,9 @@ def test_the_servers_refusals_are_one_line_input_errors(served, tmp_path: Path) 
 
 def test_a_bad_folder_is_refused_before_anything_is_sent(served, tmp_path: Path) -> None:
     (tmp_path / "bad").mkdir()
-    (tmp_path / "bad" / "cases.jsonl").write_text('{"id": "x", "text": "hi", "expect": {"escalate": false}, "must_contains": []}\n')
+    (tmp_path / "bad" / "cases.jsonl").write_text(
+        '{"id": "x", "text": "hi", "expect": {"escalate": false}, "must_contains": []}\n'
+    )
     refused = run_cli("suites", "publish", str(tmp_path / "bad"), "--id", "acme.bad", "--version", "1.0.0")
     assert refused.code == 2 and "cases.jsonl:1: field must_contains: unknown field" in refused.err
     assert run_cli("suites", "list").out.count("acme.bad") == 0
@@ -64,6 +71,10 @@ def test_an_unset_registry_or_one_that_is_down(tmp_path: Path, monkeypatch: pyte
     monkeypatch.delenv("KINDGI_REGISTRY_URL", raising=False)
     monkeypatch.delenv("KINDGI_REGISTRY_TOKEN", raising=False)
     unset = run_cli("suites", "list")
-    assert unset.code == 2 and "error: KINDGI_REGISTRY_URL: is not set" in unset.err and "KINDGI_REGISTRY_TOKEN" in unset.err
+    assert (
+        unset.code == 2
+        and "error: KINDGI_REGISTRY_URL: is not set" in unset.err
+        and "KINDGI_REGISTRY_TOKEN" in unset.err
+    )
     down = run_cli("suites", "list", env={"KINDGI_REGISTRY_URL": "http://127.0.0.1:9", "KINDGI_REGISTRY_TOKEN": "t"})
     assert down.code == 1 and "the registry cannot be reached" in down.err

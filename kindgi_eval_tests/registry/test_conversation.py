@@ -38,10 +38,17 @@ def test_a_spec_and_a_suite_folder_give_the_same_problems(tmp_path: Path) -> Non
     listed = check_suite_items([GOOD, *BAD_CASES]).problems
     # the same fields and the same words; a line of a file is an index of the list (line n is cases[n-1])
     by_line = [(p.line, p.field, p.message) for p in folder.value.problems]
-    by_index = [(int(p.field.split("]")[0].removeprefix("cases[")) + 1, p.field.partition("].")[2] or None, p.message) for p in listed]
+    by_index = [
+        (int(p.field.split("]")[0].removeprefix("cases[")) + 1, p.field.partition("].")[2] or None, p.message)
+        for p in listed
+    ]
 
     def same_words(message: str) -> str:
-        return message.replace("on line 1", "as cases[0]").replace("in a file", "in spec.cases").replace("each line", "each item")
+        return (
+            message.replace("on line 1", "as cases[0]")
+            .replace("in a file", "in spec.cases")
+            .replace("each line", "each item")
+        )
 
     assert [(line, field, same_words(message)) for line, field, message in by_line] == by_index
     assert {p.file for p in listed} == {"spec"}
@@ -49,7 +56,14 @@ def test_a_spec_and_a_suite_folder_give_the_same_problems(tmp_path: Path) -> Non
 
 def test_problems_name_the_case_index_and_field() -> None:
     paths = [p.field for p in read_conversation({"cases": [GOOD, *BAD_CASES]}).problems]
-    assert paths == ["cases[1].must_contains", "cases[2].expect.reason", "cases[3].max_lines", "cases[4].review[1]", "cases[5].id", "cases[6]"]
+    assert paths == [
+        "cases[1].must_contains",
+        "cases[2].expect.reason",
+        "cases[3].max_lines",
+        "cases[4].review[1]",
+        "cases[5].id",
+        "cases[6]",
+    ]
 
 
 def test_calibration_items_are_checked_too() -> None:

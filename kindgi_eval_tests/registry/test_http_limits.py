@@ -18,7 +18,9 @@ from kindgi_eval_tests.registry.conftest import suite
 def connect(url: str, source: str | None = None) -> socket.socket:
     """A connection to the server, from `source` (another address of the loopback network) if given."""
     parts = urlsplit(url)
-    return socket.create_connection((parts.hostname, parts.port), timeout=10, source_address=(source, 0) if source else None)
+    return socket.create_connection(
+        (parts.hostname, parts.port), timeout=10, source_address=(source, 0) if source else None
+    )
 
 
 def half_open(url: str, source: str) -> socket.socket:
@@ -113,8 +115,11 @@ def test_an_upload_its_client_abandons_ends_quietly(registry, caller, sent, capl
     body = suite(me.tenant, f"{me.tenant}.gone").__repr__().encode()[:sent]
     counted = registry.app.state.aborted_uploads
     with connect(registry.url) as sock:
-        sock.sendall(b"POST /v1/eval-suites HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n"
-                     + f"Authorization: Bearer {me.secret}\r\n\r\n".encode() + body)
+        sock.sendall(
+            b"POST /v1/eval-suites HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n"
+            + f"Authorization: Bearer {me.secret}\r\n\r\n".encode()
+            + body
+        )
         sock.shutdown(socket.SHUT_WR)
         time.sleep(0.3)
     for _ in range(100):  # the server sees the connection go, then ends the request
@@ -164,11 +169,14 @@ def test_one_address_keeps_at_most_its_bound_of_waiting_connections_the_newest(r
             sock.close()
 
 
-@pytest.mark.parametrize(("open_files", "bound"), [
-    (1024, 1024 - http_limits.FILES_KEPT),  # a default soft limit, if it could not be raised
-    (20_000, http_limits.MAX_CONNECTIONS),  # the limit leaves room for more than the bound
-    (100, 16),  # a limit too low to serve well still serves a few
-])
+@pytest.mark.parametrize(
+    ("open_files", "bound"),
+    [
+        (1024, 1024 - http_limits.FILES_KEPT),  # a default soft limit, if it could not be raised
+        (20_000, http_limits.MAX_CONNECTIONS),  # the limit leaves room for more than the bound
+        (100, 16),  # a limit too low to serve well still serves a few
+    ],
+)
 def test_connections_are_bounded_by_the_files_a_process_may_open(open_files: int, bound: int) -> None:
     assert http_limits.connection_bound(open_files) == bound
 

@@ -34,7 +34,14 @@ def test_first_use_creates_the_file_and_later_uses_migrate_nothing(tmp_path: Pat
     assert [t.id for t in again.list_tokens()] == [token.id]
     with again.engine.connect() as connection:
         tables = set(sa.inspect(connection).get_table_names())
-    assert tables == {"registry_tokens", "registry_suites", "registry_versions", "registry_idempotency_keys", "registry_catalogue", VERSION_TABLE}
+    assert tables == {
+        "registry_tokens",
+        "registry_suites",
+        "registry_versions",
+        "registry_idempotency_keys",
+        "registry_catalogue",
+        VERSION_TABLE,
+    }
     again.close()
 
 
@@ -66,12 +73,23 @@ def test_versions_published_before_the_summary_column_are_listed_with_their_desc
     engine = sa.create_engine(url)
     with engine.connect() as connection, connection.begin():
         command.upgrade(_alembic_config(connection), "0002")  # the schema as an earlier release left it
-        document = json.dumps({"id": "acme.pricing", "tenantId": "acme", "version": "1.0.0", "kind": "conversation",
-                               "description": "Pricing questions " * 40, "spec": {}})
+        document = json.dumps(
+            {
+                "id": "acme.pricing",
+                "tenantId": "acme",
+                "version": "1.0.0",
+                "kind": "conversation",
+                "description": "Pricing questions " * 40,
+                "spec": {},
+            }
+        )
         connection.exec_driver_sql("INSERT INTO registry_tokens VALUES ('t1', 'acme', '', 'h', 'now', NULL, NULL)")
         connection.exec_driver_sql("INSERT INTO registry_suites VALUES ('acme', 'acme.pricing', '1.0.0', 'now')")
-        connection.exec_driver_sql("INSERT INTO registry_versions VALUES ('acme', 'acme.pricing', '1.0.0', 'conversation', "
-                                   f"'{'0' * 64}', ?, 't1', 'now')", (document,))
+        connection.exec_driver_sql(
+            "INSERT INTO registry_versions VALUES ('acme', 'acme.pricing', '1.0.0', 'conversation', "
+            f"'{'0' * 64}', ?, 't1', 'now')",
+            (document,),
+        )
     engine.dispose()
     store = open_store(url)  # migrates to the head
     (listed,), more = store.list_suites("acme", None, 10)
@@ -90,8 +108,10 @@ def test_versions_published_before_files_were_kept_keep_none(tmp_path: Path) -> 
         command.upgrade(_alembic_config(connection), "0003")  # the schema before a version kept its folder's files
         connection.exec_driver_sql("INSERT INTO registry_tokens VALUES ('t1', 'acme', '', 'h', 'now', NULL, NULL)")
         connection.exec_driver_sql("INSERT INTO registry_suites VALUES ('acme', 'acme.pricing', '1.0.0', 'now')")
-        connection.exec_driver_sql("INSERT INTO registry_versions VALUES ('acme', 'acme.pricing', '1.0.0', 'conversation', "
-                                   f"'{'0' * 64}', '{{}}', 't1', 'now', '\"\"')")
+        connection.exec_driver_sql(
+            "INSERT INTO registry_versions VALUES ('acme', 'acme.pricing', '1.0.0', 'conversation', "
+            f"'{'0' * 64}', '{{}}', 't1', 'now', '\"\"')"
+        )
     engine.dispose()
     store = open_store(url)  # migrates to the head
     assert store.files("acme", "acme.pricing", "1.0.0") is None  # so a pull writes its spec's items, one per line

@@ -11,7 +11,15 @@ import pytest
 from pydantic import ValidationError
 
 from kindgi_eval.kinds import consumers
-from kindgi_eval.registry import KINDS, EvalSuite, accepted_kinds, canonical_json, content_hash, suite_document, suite_json_schema
+from kindgi_eval.registry import (
+    KINDS,
+    EvalSuite,
+    accepted_kinds,
+    canonical_json,
+    content_hash,
+    suite_document,
+    suite_json_schema,
+)
 from kindgi_eval.registry.model import SCHEMA_FILE, SUITE_ID_PATTERN, suite_json_schema_text
 from kindgi_eval.registry.semver import SEMVER_PATTERN
 
@@ -22,7 +30,9 @@ def test_the_committed_schema_is_the_generated_one() -> None:
     """Rewrite it on purpose with UPDATE_EXPECTED=1 after changing EvalSuite."""
     if os.environ.get("UPDATE_EXPECTED") == "1":
         SCHEMA_FILE.write_text(suite_json_schema_text())
-    assert SCHEMA_FILE.read_text() == suite_json_schema_text(), "eval-suite.schema.json is stale: UPDATE_EXPECTED=1 rewrites it"
+    assert SCHEMA_FILE.read_text() == suite_json_schema_text(), (
+        "eval-suite.schema.json is stale: UPDATE_EXPECTED=1 rewrites it"
+    )
 
 
 def test_the_suite_has_spec_003s_fields_and_no_other() -> None:
@@ -53,7 +63,15 @@ def test_the_schemas_patterns_are_the_ones_the_model_applies() -> None:
 
 @pytest.mark.parametrize(
     "change",
-    [{"extra": 1}, {"spec": []}, {"spec": None}, {"version": 1}, {"tenantId": ""}, {"kind": "Conversation"}, {"description": None}],
+    [
+        {"extra": 1},
+        {"spec": []},
+        {"spec": None},
+        {"version": 1},
+        {"tenantId": ""},
+        {"kind": "Conversation"},
+        {"description": None},
+    ],
 )
 def test_the_model_refuses(change: dict) -> None:
     with pytest.raises(ValidationError):
@@ -61,10 +79,17 @@ def test_the_model_refuses(change: dict) -> None:
 
 
 def test_canonical_json_sorts_keys_drops_whitespace_and_writes_utf8() -> None:
-    document = suite_document(EvalSuite.model_validate({**VALID, "description": "€ 価格", "spec": {"z": 1, "a": [1.5, None]}}))
+    document = suite_document(
+        EvalSuite.model_validate({**VALID, "description": "€ 価格", "spec": {"z": 1, "a": [1.5, None]}})
+    )
     text = canonical_json(document)
-    assert text == ('{"description":"€ 価格","id":"acme.pricing","kind":"conversation","spec":{"a":[1.5,null],"z":1},'
-                    '"tenantId":"acme","version":"1.4.0"}').encode()
+    assert (
+        text
+        == (
+            '{"description":"€ 価格","id":"acme.pricing","kind":"conversation","spec":{"a":[1.5,null],"z":1},'
+            '"tenantId":"acme","version":"1.4.0"}'
+        ).encode()
+    )
     assert content_hash(document) == hashlib.sha256(text).hexdigest()
 
 

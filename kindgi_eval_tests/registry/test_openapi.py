@@ -10,8 +10,8 @@ from typing import Any
 
 import httpx
 import pytest
-from pydantic import ValidationError
 import schemathesis
+from pydantic import ValidationError
 from schemathesis.config._checks import POSITIVE_DATA_ACCEPTANCE_EXPECTED_STATUSES
 from schemathesis.engine import Status, events, from_schema
 
@@ -35,8 +35,17 @@ def token(registry: Registry) -> str:
     """The secret of tenant `acme` on this backend; its suite `acme.pricing` exists, so some reads find something."""
     if registry.backend not in _TOKENS:
         secret = registry.store.issue_token("acme", "schemathesis").secret
-        httpx.post(f"{registry.url}/v1/eval-suites", headers={"Authorization": f"Bearer {secret}"}, json={
-            "id": "acme.pricing", "tenantId": "acme", "version": "1.0.0", "kind": "conversation", "spec": _RUNNABLE_SPEC})
+        httpx.post(
+            f"{registry.url}/v1/eval-suites",
+            headers={"Authorization": f"Bearer {secret}"},
+            json={
+                "id": "acme.pricing",
+                "tenantId": "acme",
+                "version": "1.0.0",
+                "kind": "conversation",
+                "spec": _RUNNABLE_SPEC,
+            },
+        )
         _TOKENS[registry.backend] = secret
     return _TOKENS[registry.backend]
 
@@ -51,16 +60,23 @@ def _config(url: str, secret: str) -> schemathesis.Config:
     # files that do not hold their version's items. And an If-Match that names no stored ETag is 412, whatever its
     # shape, as a version already taken is 409. Everywhere else a schema-valid request is never refused as invalid.
     beyond_the_schema = [*POSITIVE_DATA_ACCEPTANCE_EXPECTED_STATUSES, "412", "422"]
-    return schemathesis.Config.from_dict({
-        "seed": 7, "max-failures": 100,
-        "generation": {"max-examples": EXAMPLES, "deterministic": True, "database": "none"},
-        "checks": {"enabled": True},
-        "phases": {"stateful": {"max-steps": STATEFUL_STEPS}},
-        "operations": [{"include-operation-id": ["publish", "keep_files", "publish_entry"],
-                        "checks": {"positive_data_acceptance": {"expected-statuses": beyond_the_schema}}}],
-        "headers": {"Authorization": f"Bearer {secret}"},
-        "base-url": url,
-    })
+    return schemathesis.Config.from_dict(
+        {
+            "seed": 7,
+            "max-failures": 100,
+            "generation": {"max-examples": EXAMPLES, "deterministic": True, "database": "none"},
+            "checks": {"enabled": True},
+            "phases": {"stateful": {"max-steps": STATEFUL_STEPS}},
+            "operations": [
+                {
+                    "include-operation-id": ["publish", "keep_files", "publish_entry"],
+                    "checks": {"positive_data_acceptance": {"expected-statuses": beyond_the_schema}},
+                }
+            ],
+            "headers": {"Authorization": f"Bearer {secret}"},
+            "base-url": url,
+        }
+    )
 
 
 def _reach_deeper(schema: Any, tenant: str) -> None:
@@ -82,7 +98,9 @@ def _reach_deeper(schema: Any, tenant: str) -> None:
     @schema.hook
     def map_headers(context: Any, headers: Any) -> Any:
         if context.operation is not None and context.operation.label == "POST /v1/eval-suites" and headers:
-            return {name: value for name, value in headers.items() if name.lower() != "if-match" or len(repr(headers)) % 2}
+            return {
+                name: value for name, value in headers.items() if name.lower() != "if-match" or len(repr(headers)) % 2
+            }
         return headers
 
 
@@ -97,7 +115,9 @@ def _is_suite(body: Any) -> bool:
 def fuzzed(url: str, secret: str, tenant: str) -> tuple[list[str], dict[str, int]]:
     """Every failed check and every error of a whole schemathesis run against `url`, one line each; and how many
     requests each phase sent, and how many publishes were stored."""
-    schema = schemathesis.openapi.from_dict(copy.deepcopy(DESCRIPTION), config=_config(url, secret))  # it edits what it is given
+    schema = schemathesis.openapi.from_dict(
+        copy.deepcopy(DESCRIPTION), config=_config(url, secret)
+    )  # it edits what it is given
     _reach_deeper(schema, tenant)
     problems: list[str] = []
     sent: dict[str, int] = {}
@@ -108,8 +128,10 @@ def fuzzed(url: str, secret: str, tenant: str) -> tuple[list[str], dict[str, int
                 for check in checks:
                     if check.status == Status.FAILURE:
                         info = check.failure_info
-                        problems.append(f"{event.phase.name} {check.name} {event.recorder.cases[case_id].value.operation.label}: "
-                                        f"{info.failure.title if info else ''}\n{info.code_sample if info else ''}")
+                        problems.append(
+                            f"{event.phase.name} {check.name} {event.recorder.cases[case_id].value.operation.label}: "
+                            f"{info.failure.title if info else ''}\n{info.code_sample if info else ''}"
+                        )
             for interaction in event.recorder.interactions.values():
                 request, answered = interaction.request, interaction.response
                 if answered is None or answered.status_code not in (200, 201) or "/v1/eval-suites" not in request.uri:
@@ -136,6 +158,7 @@ def test_a_whole_fuzzer_run_finds_no_fault(registry: Registry, scope: str) -> No
 
 # the contract as a fuzzer reads it
 
+
 def _filled(path: str) -> str:
     """A path of the description with every parameter given a value (no such suite: the route still matches)."""
     return path.format(suite_id="acme.pricing", version="1.0.0", owner="kindgi", name="golden")
@@ -158,9 +181,26 @@ def _after() -> dict:
     return described
 
 
-@pytest.mark.parametrize("after", ["0", "a.b-c_d", "Z" * 128, "acme.pricing", "zzz",  # any suite id, given as `next` or not
-                                   "Z" * 129, "-a", ".a", "a b", "not a cursor!", "é", ""])  # none is a suite id
-def test_the_listing_accepts_exactly_the_after_its_description_describes(registry: Registry, caller, after: str) -> None:
+@pytest.mark.parametrize(
+    "after",
+    [
+        "0",
+        "a.b-c_d",
+        "Z" * 128,
+        "acme.pricing",
+        "zzz",  # any suite id, given as `next` or not
+        "Z" * 129,
+        "-a",
+        ".a",
+        "a b",
+        "not a cursor!",
+        "é",
+        "",
+    ],
+)  # none is a suite id
+def test_the_listing_accepts_exactly_the_after_its_description_describes(
+    registry: Registry, caller, after: str
+) -> None:
     me = caller()
     for suite_id in ("a.one", "m.two", "z.three"):
         me.http.post("/v1/eval-suites", json=suite(me.tenant, suite_id))
@@ -169,7 +209,7 @@ def test_the_listing_accepts_exactly_the_after_its_description_describes(registr
         assert response.status_code == 200, response.text
         listed = [s["id"] for s in response.json()["data"]]
         everything = [s["id"] for s in me.http.get("/v1/eval-suites").json()["data"]]
-        assert listed == everything[len(everything) - len(listed):]  # the suites after it, in the listing's order
+        assert listed == everything[len(everything) - len(listed) :]  # the suites after it, in the listing's order
         if registry.backend == "sqlite":  # whose order is the bytes' (PostgreSQL's is its database's collation)
             assert listed == [i for i in everything if i > after]
     else:
@@ -185,8 +225,12 @@ def test_the_next_of_a_page_is_the_id_it_ended_with(registry: Registry, caller) 
 
 
 def _operation(operation_id: str) -> tuple[str, str]:
-    (found,) = [(method, path) for path, methods in DESCRIPTION["paths"].items() for method, operation in methods.items()
-                if operation.get("operationId") == operation_id]
+    (found,) = [
+        (method, path)
+        for path, methods in DESCRIPTION["paths"].items()
+        for method, operation in methods.items()
+        if operation.get("operationId") == operation_id
+    ]
     return found
 
 
@@ -209,11 +253,15 @@ def test_a_publish_links_to_the_reads_of_the_version_it_made(registry: Registry,
     assert answer.status_code == status
     links = DESCRIPTION["paths"]["/v1/eval-suites"]["post"]["responses"][str(status)]["links"]
     assert {_operation(link["operationId"]) for link in links.values()} == {
-        ("get", "/v1/eval-suites/{suite_id}"), ("get", "/v1/eval-suites/{suite_id}/versions"),
-        ("get", "/v1/eval-suites/{suite_id}/versions/{version}")}
+        ("get", "/v1/eval-suites/{suite_id}"),
+        ("get", "/v1/eval-suites/{suite_id}/versions"),
+        ("get", "/v1/eval-suites/{suite_id}/versions/{version}"),
+    }
     for link in links.values():
         method, path = _operation(link["operationId"])
-        read = me.http.request(method, path.format(**{name: _resolved(e, answer.json()) for name, e in link["parameters"].items()}))
+        read = me.http.request(
+            method, path.format(**{name: _resolved(e, answer.json()) for name, e in link["parameters"].items()})
+        )
         assert read.status_code == 200, read.text
         body = read.json()
         assert body.get("hash") == answer.json()["hash"] or [v["version"] for v in body["data"]] == ["2.1.0"]

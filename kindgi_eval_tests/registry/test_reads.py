@@ -61,17 +61,20 @@ def test_kept_versions_stay_within_their_bytes_dropping_the_least_recently_read(
     assert kept.get("huge") is None and len(kept) == 2
 
 
-
 def test_a_get_after_the_database_dropped_every_connection_is_answered(postgres_url: str) -> None:
     # PostgreSQL's alone: SQLite is a file, with no connection for a server to end
     store = open_store(postgres_url)
     token = store.issue_token(f"t-{uuid.uuid4().hex[:10]}", "test")
     try:
         # a publish is checked in a worker that starts with the server: on a busy machine its first check waits for it
-        with running_server(store, consumers()) as server, httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {token.secret}"},
-                                                                        timeout=60) as http:
+        with (
+            running_server(store, consumers()) as server,
+            httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {token.secret}"}, timeout=60) as http,
+        ):
             assert http.post("/v1/eval-suites", json=suite(token.tenant)).status_code == 201
-            assert http.get("/v1/eval-suites/acme.pricing").status_code == 200  # the server's pools now hold connections
+            assert (
+                http.get("/v1/eval-suites/acme.pricing").status_code == 200
+            )  # the server's pools now hold connections
             with store.engine.connect() as connection:  # as a restart does: every other session of the database ends
                 ended = connection.exec_driver_sql(
                     "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"

@@ -38,14 +38,27 @@ def issued(*args: str) -> str:
 
 def test_a_read_token_lists_shows_and_pulls_but_cannot_publish(home_registry, tmp_path: Path) -> None:
     publisher, reader = issued("--name", "ci"), issued("--name", "nightly", "--scope", "read")
-    published = run_cli("suites", "publish", str(GOLDEN), "--id", "acme.golden", "--version", "1.0.0", env={"KINDGI_REGISTRY_TOKEN": publisher})
+    published = run_cli(
+        "suites",
+        "publish",
+        str(GOLDEN),
+        "--id",
+        "acme.golden",
+        "--version",
+        "1.0.0",
+        env={"KINDGI_REGISTRY_TOKEN": publisher},
+    )
     assert published.code == 0, published.err
     as_reader = {"KINDGI_REGISTRY_TOKEN": reader}
     assert "acme.golden" in run_cli("suites", "list", env=as_reader).out
     assert json.loads(run_cli("suites", "show", "acme.golden", env=as_reader).out)["suite"]["version"] == "1.0.0"
     assert run_cli("suites", "pull", "acme.golden", str(tmp_path / "pulled"), env=as_reader).code == 0
     refused = run_cli("suites", "publish", str(GOLDEN), "--id", "acme.golden", "--version", "1.1.0", env=as_reader)
-    assert refused.code == 2 and "HTTP 403" in refused.err and "has scope 'read': it lists, shows and pulls suites, and cannot publish" in refused.err
+    assert (
+        refused.code == 2
+        and "HTTP 403" in refused.err
+        and "has scope 'read': it lists, shows and pulls suites, and cannot publish" in refused.err
+    )
     assert "1.1.0" not in run_cli("suites", "list", env=as_reader).out
 
 
@@ -53,9 +66,24 @@ def test_a_read_token_may_not_give_a_version_its_files_either(home_registry) -> 
     import httpx
 
     publisher, reader = issued(), issued("--scope", "read")
-    assert run_cli("suites", "publish", str(GOLDEN), "--id", "acme.golden", "--version", "1.0.0", env={"KINDGI_REGISTRY_TOKEN": publisher}).code == 0
-    answer = httpx.put(f"{home_registry}/v1/eval-suites/acme.golden/versions/1.0.0/files", json={"files": {}},
-                       headers={"Authorization": f"Bearer {reader}"})
+    assert (
+        run_cli(
+            "suites",
+            "publish",
+            str(GOLDEN),
+            "--id",
+            "acme.golden",
+            "--version",
+            "1.0.0",
+            env={"KINDGI_REGISTRY_TOKEN": publisher},
+        ).code
+        == 0
+    )
+    answer = httpx.put(
+        f"{home_registry}/v1/eval-suites/acme.golden/versions/1.0.0/files",
+        json={"files": {}},
+        headers={"Authorization": f"Bearer {reader}"},
+    )
     assert answer.status_code == 403 and answer.json()["error"]["code"] == "forbidden"
 
 
@@ -67,7 +95,11 @@ def test_an_expired_token_is_refused_401_and_listed_with_its_expiry(home_registr
     expiry = datetime.fromisoformat(brief.expires_at.replace("Z", "+00:00"))
     time.sleep(max(0.0, (expiry - datetime.now(UTC)).total_seconds() + 0.1))
     refused = run_cli("suites", "list", env={"KINDGI_REGISTRY_TOKEN": brief.secret})
-    assert refused.code == 2 and "HTTP 401" in refused.err and f"token {brief.id} expired at {brief.expires_at}" in refused.err
+    assert (
+        refused.code == 2
+        and "HTTP 401" in refused.err
+        and f"token {brief.id} expired at {brief.expires_at}" in refused.err
+    )
     (listed,) = json.loads(run_cli("tokens", "list", "--format", "json").out)
     assert (listed["scope"], listed["expires"]) == ("read", brief.expires_at) and listed["last_used"] is not None
 
@@ -78,12 +110,20 @@ def test_expires_in_sets_the_expiry_and_a_bad_lifetime_is_one_line(home_registry
     (listed,) = json.loads(run_cli("tokens", "list", "--format", "json").out)
     assert listed["expires"] > listed["created"] and listed["scope"] == "read"
     bad = run_cli("tokens", "issue", "--tenant", "acme", "--expires-in", "soon")
-    assert (bad.code, bad.out) == (2, "") and bad.err == ("error: --expires-in: 'soon' is not a lifetime. Write a whole number and "
-                                                          "a unit: 30m, 12h, 90d or 2w.\n")
+    assert (bad.code, bad.out) == (2, "") and bad.err == (
+        "error: --expires-in: 'soon' is not a lifetime. Write a whole number and a unit: 30m, 12h, 90d or 2w.\n"
+    )
 
 
-@pytest.mark.parametrize(("text", "lives"), [("30m", timedelta(minutes=30)), ("12h", timedelta(hours=12)),
-                                             ("90d", timedelta(days=90)), ("2w", timedelta(weeks=2))])
+@pytest.mark.parametrize(
+    ("text", "lives"),
+    [
+        ("30m", timedelta(minutes=30)),
+        ("12h", timedelta(hours=12)),
+        ("90d", timedelta(days=90)),
+        ("2w", timedelta(weeks=2)),
+    ],
+)
 def test_a_lifetime_is_a_whole_number_and_a_unit(text: str, lives: timedelta) -> None:
     assert lifetime(text) == lives
 
@@ -94,15 +134,25 @@ def test_anything_else_is_not_a_lifetime(text: str) -> None:
         lifetime(text)
 
 
-def test_a_nightly_token_reads_every_tenants_suites_naming_each_and_publishes_nothing(home_registry, tmp_path: Path) -> None:
+def test_a_nightly_token_reads_every_tenants_suites_naming_each_and_publishes_nothing(
+    home_registry, tmp_path: Path
+) -> None:
     import httpx
 
     from kindgi_eval.registry import RegistryClient
 
     for tenant in ("acme", "globex"):
         publisher = run_cli("tokens", "issue", "--tenant", tenant).out.strip()
-        published = run_cli("suites", "publish", str(GOLDEN), "--id", f"{tenant}.golden", "--version", "1.0.0",
-                            env={"KINDGI_REGISTRY_TOKEN": publisher})
+        published = run_cli(
+            "suites",
+            "publish",
+            str(GOLDEN),
+            "--id",
+            f"{tenant}.golden",
+            "--version",
+            "1.0.0",
+            env={"KINDGI_REGISTRY_TOKEN": publisher},
+        )
         assert published.code == 0, published.err
     done = run_cli("tokens", "issue", "--scope", "nightly", "--name", "night")
     assert done.code == 0 and "for every tenant's suites (night), scope nightly" in done.err
@@ -116,13 +166,18 @@ def test_a_nightly_token_reads_every_tenants_suites_naming_each_and_publishes_no
         latest = get(nightly, f"/v1/eval-suites/{tenant}.golden", tenant=tenant)
         assert latest.status_code == 200 and latest.json()["suite"]["tenantId"] == tenant
         assert get(nightly, f"/v1/eval-suites/{tenant}.golden/versions/1.0.0", tenant=tenant).status_code == 200
-        assert [v["version"] for v in get(nightly, f"/v1/eval-suites/{tenant}.golden/versions", tenant=tenant).json()["data"]] == ["1.0.0"]
+        assert [
+            v["version"]
+            for v in get(nightly, f"/v1/eval-suites/{tenant}.golden/versions", tenant=tenant).json()["data"]
+        ] == ["1.0.0"]
         assert [s["id"] for s in get(nightly, "/v1/eval-suites", tenant=tenant).json()["data"]] == [f"{tenant}.golden"]
         found = RegistryClient(home_registry, nightly).find_suite(f"{tenant}.golden", tenant=tenant)
         assert found is not None and found["suite"]["tenantId"] == tenant
     # naming no tenant, or another tenant's suite under a tenant, it reads nothing
     unnamed = get(nightly, "/v1/eval-suites/acme.golden")
-    assert unnamed.status_code == 422 and unnamed.json()["error"]["message"].startswith("tenant: required with a nightly token")
+    assert unnamed.status_code == 422 and unnamed.json()["error"]["message"].startswith(
+        "tenant: required with a nightly token"
+    )
     assert get(nightly, "/v1/eval-suites/acme.golden", tenant="globex").status_code == 404
     # a tenant's own token still reads its own alone, whatever tenant a read names: another's suite is none of its own
     assert get(acme, "/v1/eval-suites/acme.golden", tenant="acme").status_code == 200
@@ -132,14 +187,29 @@ def test_a_nightly_token_reads_every_tenants_suites_naming_each_and_publishes_no
     assert get(acme, "/v1/eval-suites", tenant="globex").status_code == 403
     assert RegistryClient(home_registry, acme).find_suite("globex.golden", tenant="globex") is None
     # and the nightly token publishes nothing, neither a suite nor a catalogue entry
-    refused = run_cli("suites", "publish", str(GOLDEN), "--id", "acme.golden", "--version", "1.1.0", env={"KINDGI_REGISTRY_TOKEN": nightly})
+    refused = run_cli(
+        "suites",
+        "publish",
+        str(GOLDEN),
+        "--id",
+        "acme.golden",
+        "--version",
+        "1.1.0",
+        env={"KINDGI_REGISTRY_TOKEN": nightly},
+    )
     assert refused.code == 2 and "HTTP 403" in refused.err and "has scope 'nightly'" in refused.err
-    entry = httpx.post(f"{home_registry}/v1/catalogue", json={"name": "kindgi/x", "version": "1.0.0", "description": "", "files": {}},
-                       headers={"Authorization": f"Bearer {nightly}"})
+    entry = httpx.post(
+        f"{home_registry}/v1/catalogue",
+        json={"name": "kindgi/x", "version": "1.0.0", "description": "", "files": {}},
+        headers={"Authorization": f"Bearer {nightly}"},
+    )
     assert entry.status_code == 403
     assert "1.1.0" not in get(nightly, "/v1/eval-suites", tenant="acme").text
 
 
 def test_a_nightly_token_is_issued_for_no_tenant(home_registry) -> None:
     done = run_cli("tokens", "issue", "--scope", "nightly", "--tenant", "acme")
-    assert (done.code, done.out) == (2, "") and "error: tenant: is not given to a nightly token: it acts for no tenant" in done.err
+    assert (done.code, done.out) == (
+        2,
+        "",
+    ) and "error: tenant: is not given to a nightly token: it acts for no tenant" in done.err

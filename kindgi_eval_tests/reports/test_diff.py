@@ -78,9 +78,16 @@ def stored(run_id: str, statuses: dict[str, str]) -> StoredRun:
 
 def test_diff_marks_the_cases_that_got_worse() -> None:
     a = stored("a", {"kept": "passed", "broke": "passed", "was-reviewed": "reviewed", "fixed": "failed"})
-    b = stored("b", {"kept": "passed", "broke": "failed", "was-reviewed": "judged-fail", "fixed": "passed", "new": "failed"})
+    b = stored(
+        "b", {"kept": "passed", "broke": "failed", "was-reviewed": "judged-fail", "fixed": "passed", "new": "failed"}
+    )
     d = diff_runs(a, b)
-    assert {c.case_id: c.worse for c in d.statuses} == {"broke": True, "was-reviewed": True, "fixed": False, "new": False}
+    assert {c.case_id: c.worse for c in d.statuses} == {
+        "broke": True,
+        "was-reviewed": True,
+        "fixed": False,
+        "new": False,
+    }
     assert [c.case_id for c in got_worse(d)] == ["broke", "was-reviewed"]
     text = render_diff(d, a.run, b.run)
     assert "  broke: passed -> failed (worse)\n" in text and "  new: absent -> failed\n" in text
@@ -145,12 +152,19 @@ def test_latest_pair_needs_two_runs() -> None:
     [
         ("s", "openai:j", "Replies: the same, so every change below is the judge's, not the agent's", None),
         # the suite changed: a change may be the suite's own, so it is never called the judge's
-        ("t", "openai:j", "Replies: the same, so no change below is the agent's", "Suite: different content (sha256 s -> t), so changes below may be the suite's"),
+        (
+            "t",
+            "openai:j",
+            "Replies: the same, so no change below is the agent's",
+            "Suite: different content (sha256 s -> t), so changes below may be the suite's",
+        ),
         # no judge in either run: nothing is said of judges
         ("s", None, "Replies: the same, so no change below is the agent's", None),
     ],
 )
-def test_diff_says_first_whether_the_two_runs_evaluated_the_same_suite_content(hash_b, judge, replies_line, suite_line) -> None:
+def test_diff_says_first_whether_the_two_runs_evaluated_the_same_suite_content(
+    hash_b, judge, replies_line, suite_line
+) -> None:
     a, b = stored("a", {"one": "passed"}), stored("b", {"one": "failed"})
     a = a.model_copy(update={"run": a.run.model_copy(update={"judge": judge})})
     b = b.model_copy(update={"run": b.run.model_copy(update={"suite_hash": hash_b, "judge": judge})})
@@ -166,21 +180,40 @@ def judged(run_id: str, verdicts: dict[str, str]) -> StoredRun:
     """A run of one passed case whose review criteria got these verdicts."""
     from kindgi_eval.store.rows import CriterionRow
 
-    criteria = [CriterionRow(source="review", criterion=c, group="free_text", verdict=v, split=False, votes=[],
-                             evidence="quoted" if v != "ungraded" else "", reason="") for c, v in verdicts.items()]
+    criteria = [
+        CriterionRow(
+            source="review",
+            criterion=c,
+            group="free_text",
+            verdict=v,
+            split=False,
+            votes=[],
+            evidence="quoted" if v != "ungraded" else "",
+            reason="",
+        )
+        for c, v in verdicts.items()
+    ]
     run = stored(run_id, {"case": "reviewed"})
     return run.model_copy(update={"statuses": [run.statuses[0].model_copy(update={"criteria": criteria})]})
 
 
 def test_diff_keeps_grading_changes_apart_from_changes_of_verdict() -> None:
     # a newly calibrated judge grades five criteria that were ungraded; one real verdict flips from pass to fail
-    a = judged("a", {"c1": "ungraded", "c2": "ungraded", "c3": "ungraded", "c4": "ungraded", "flips": "pass", "lost": "pass"})
+    a = judged(
+        "a", {"c1": "ungraded", "c2": "ungraded", "c3": "ungraded", "c4": "ungraded", "flips": "pass", "lost": "pass"}
+    )
     b = judged("b", {"c1": "pass", "c2": "pass", "c3": "pass", "c4": "fail", "flips": "fail", "lost": "ungraded"})
     d = diff_runs(a, b)
     assert [(c.criterion, c.grading) for c in d.criteria] == [
-        ("c1", True), ("c2", True), ("c3", True), ("c4", True), ("flips", False), ("lost", True)]
+        ("c1", True),
+        ("c2", True),
+        ("c3", True),
+        ("c4", True),
+        ("flips", False),
+        ("lost", True),
+    ]
     text = render_diff(d, a.run, b.run)
-    body = text[text.index("Status changes"):text.index("Cost:")]
+    body = text[text.index("Status changes") : text.index("Cost:")]
     assert body == (
         "Status changes: 0\n"
         "Verdict changes: 1\n"
@@ -196,9 +229,13 @@ def test_diff_keeps_grading_changes_apart_from_changes_of_verdict() -> None:
     assert '"grading":true' in d.model_dump_json().replace(" ", "")
 
 
-def rate(value: float | None, low: float | None, high: float | None, group: str | None = "implicit_concession") -> MetricRow:
+def rate(
+    value: float | None, low: float | None, high: float | None, group: str | None = "implicit_concession"
+) -> MetricRow:
     name = "pass_rate_corrected" if group is None else "judged_fail_rate_corrected"
-    return MetricRow(name=name, value=value, low=low, high=high, method="rogan-gladen, fieller 95%", group=group, count=1, out_of=10)
+    return MetricRow(
+        name=name, value=value, low=low, high=high, method="rogan-gladen, fieller 95%", group=group, count=1, out_of=10
+    )
 
 
 def with_rates(run_id: str, *rates: MetricRow) -> StoredRun:
@@ -223,9 +260,13 @@ def with_rates(run_id: str, *rates: MetricRow) -> StoredRun:
 def test_a_corrected_rate_changes_only_where_the_intervals_do_not_overlap(a, b, changed: bool, said: str) -> None:
     d = diff_runs(with_rates("a", rate(*a), rate(*a, group=None)), with_rates("b", rate(*b), rate(*b, group=None)))
     assert [(r.figure, r.group, r.changed) for r in d.judged_rates] == [
-        ("judged_fail_rate_corrected", "implicit_concession", changed), ("pass_rate_corrected", None, changed)]
+        ("judged_fail_rate_corrected", "implicit_concession", changed),
+        ("pass_rate_corrected", None, changed),
+    ]
     text = render_diff(d, run_row("x", "x"), run_row("y", "y")).splitlines()
-    assert text[text.index("Corrected judged rates (A -> B; a change only where the 95% intervals do not overlap):") + 1].endswith(f": {said}")
+    assert text[
+        text.index("Corrected judged rates (A -> B; a change only where the 95% intervals do not overlap):") + 1
+    ].endswith(f": {said}")
     assert d.model_dump()["judged_rates"][0]["changed"] is changed  # --json says it too
 
 

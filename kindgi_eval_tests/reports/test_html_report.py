@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from kindgi_eval.kinds import KindResult
-from kindgi_eval.reports.html_report import RunPage, render_html
-from kindgi_eval.reports.reading import pass_rate
-from kindgi_eval.rules import Case
 from kindgi_eval.kinds.accuracy.stage import AccuracyRow
 from kindgi_eval.kinds.custom.stage import CustomRow
 from kindgi_eval.kinds.regression.stage import RegressionRow
+from kindgi_eval.reports.html_report import RunPage, render_html
+from kindgi_eval.reports.reading import pass_rate
+from kindgi_eval.rules import Case
 from kindgi_eval.store import RunRow, StatusRow
 from kindgi_eval_tests.conftest import GOLDEN, run_cli
 from kindgi_eval_tests.defs.test_ui_browser import CHROMIUM, CHROMIUM_FLAGS, _browser_or_skip
@@ -96,30 +96,79 @@ def test_report_needs_a_folder_that_exists_and_a_known_run(home, tmp_path: Path)
 
 def summary(**fields: object) -> RunRow:
     """A run's summary row: four cases, all passed, unless `fields` say otherwise."""
-    base = {"tenant": "demo-academy", "eval_dir": "evals/x", "suite_hash": "h", "config_hash": "c", "agent": "mock:agent",
-            "judge": None, "judge_prompt_hash": None, "code_version": "v", "replies_from": "run-1",
-            "started_at": "2026-11-02T02:00:00+00:00", "finished_at": "2026-11-02T02:01:00+00:00", "cases": 4, "passed": 4,
-            "failed": 0, "judged_fail": 0, "judged_pass": 0, "reviewed": 0, "ungraded": 0, "agent_usd": 0.0, "judge_usd": 0.0,
-            "cost_unknown": False, "stages": [], "uncovered": []}
+    base = {
+        "tenant": "demo-academy",
+        "eval_dir": "evals/x",
+        "suite_hash": "h",
+        "config_hash": "c",
+        "agent": "mock:agent",
+        "judge": None,
+        "judge_prompt_hash": None,
+        "code_version": "v",
+        "replies_from": "run-1",
+        "started_at": "2026-11-02T02:00:00+00:00",
+        "finished_at": "2026-11-02T02:01:00+00:00",
+        "cases": 4,
+        "passed": 4,
+        "failed": 0,
+        "judged_fail": 0,
+        "judged_pass": 0,
+        "reviewed": 0,
+        "ungraded": 0,
+        "agent_usd": 0.0,
+        "judge_usd": 0.0,
+        "cost_unknown": False,
+        "stages": [],
+        "uncovered": [],
+    }
     return RunRow(**{**base, **fields})
 
 
 def status(case_id: str, outcome: str = "passed", messages: tuple[str, ...] = ("The reply.",)) -> StatusRow:
-    return StatusRow(case_id=case_id, status=outcome, failures=[], messages=list(messages), escalate=False, reason=None,
-                     latency_ms=1.0, error=None, review=[], criteria=[])
+    return StatusRow(
+        case_id=case_id,
+        status=outcome,
+        failures=[],
+        messages=list(messages),
+        escalate=False,
+        reason=None,
+        latency_ms=1.0,
+        error=None,
+        review=[],
+        criteria=[],
+    )
 
 
-def a_case(case_id: str, text: str = "how much is it?", history: tuple[tuple[str, str], ...] = (), nudge: bool = False) -> Case:
-    line = {"id": case_id, "text": text, "expect": {"escalate": False}, "nudge": nudge,
-            "history": [{"role": role, "text": said} for role, said in history]}
+def a_case(
+    case_id: str, text: str = "how much is it?", history: tuple[tuple[str, str], ...] = (), nudge: bool = False
+) -> Case:
+    line = {
+        "id": case_id,
+        "text": text,
+        "expect": {"escalate": False},
+        "nudge": nudge,
+        "history": [{"role": role, "text": said} for role, said in history],
+    }
     return Case.model_validate_json(json.dumps(line))
 
 
 def page_of(statuses: list[StatusRow], run: RunRow | None = None, figures: dict | None = None, **parts: object) -> str:
-    run = run or summary(cases=len(statuses), passed=sum(s.status == "passed" for s in statuses),
-                         failed=sum(s.status == "failed" for s in statuses), reviewed=sum(s.status == "reviewed" for s in statuses))
-    fields = {"run_id": "run-1", "result": KindResult(run, figures or {}), "statuses": statuses, "outcomes": [], "samples": [], "calibration": [],
-              "history": [("run-1", run)], **parts}
+    run = run or summary(
+        cases=len(statuses),
+        passed=sum(s.status == "passed" for s in statuses),
+        failed=sum(s.status == "failed" for s in statuses),
+        reviewed=sum(s.status == "reviewed" for s in statuses),
+    )
+    fields = {
+        "run_id": "run-1",
+        "result": KindResult(run, figures or {}),
+        "statuses": statuses,
+        "outcomes": [],
+        "samples": [],
+        "calibration": [],
+        "history": [("run-1", run)],
+        **parts,
+    }
     return render_html(RunPage(**fields), "demo-academy.x")
 
 
@@ -131,7 +180,10 @@ def section(html: str, case_id: str) -> str:
 
 def test_each_case_shows_the_last_turns_and_the_contacts_message_above_its_reply_all_escaped() -> None:
     turns = (("user", "first"), ("agent", "second"), ("user", "third <b>"), ("agent", "x" * 400), ("user", "fifth"))
-    cases = [a_case("asked", "what does it cost? <script>alert(1)</script>", turns), a_case("nudged", "never shown", nudge=True)]
+    cases = [
+        a_case("asked", "what does it cost? <script>alert(1)</script>", turns),
+        a_case("nudged", "never shown", nudge=True),
+    ]
     html = page_of([status("asked"), status("nudged")], cases=cases)
     asked = section(html, "asked")
     assert "first" not in asked and "second" not in asked  # the last three turns only
@@ -145,9 +197,9 @@ def test_each_case_shows_the_last_turns_and_the_contacts_message_above_its_reply
 
 
 def test_the_result_is_failing_needs_review_or_passed_as_the_runs_tag_says() -> None:
-    assert '<b>failing</b>' in page_of([status("a"), status("b", "failed"), status("c", "reviewed")])
-    assert '<b>needs-review</b>' in page_of([status("a"), status("c", "reviewed")])  # a review-only run is not a pass
-    assert '<b>passed</b>' in page_of([status("a")])
+    assert "<b>failing</b>" in page_of([status("a"), status("b", "failed"), status("c", "reviewed")])
+    assert "<b>needs-review</b>" in page_of([status("a"), status("c", "reviewed")])  # a review-only run is not a pass
+    assert "<b>passed</b>" in page_of([status("a")])
 
 
 def kind_section(html: str) -> str:
@@ -157,8 +209,16 @@ def kind_section(html: str) -> str:
 def test_an_accuracy_run_shows_its_figure_with_its_interval_and_its_wrong_items() -> None:
     run = summary(suite_kind="accuracy", cases=3, passed=2, failed=1)
     figures = dict(accuracy=2 / 3, accuracy_low=0.208, accuracy_high=0.939, correct=2, wrong=1, ungraded_items=0)
-    grades = [AccuracyRow(case_id="price", grader="contains", expected_output="$450", grade="correct", detail="found"),
-              AccuracyRow(case_id="discount", grader="contains", expected_output="20% <off>", grade="wrong", detail='missing "20% off"')]
+    grades = [
+        AccuracyRow(case_id="price", grader="contains", expected_output="$450", grade="correct", detail="found"),
+        AccuracyRow(
+            case_id="discount",
+            grader="contains",
+            expected_output="20% <off>",
+            grade="wrong",
+            detail='missing "20% off"',
+        ),
+    ]
     shown = kind_section(page_of([status("price"), status("discount", "failed")], run, figures, own=grades))
     assert "Accuracy: 0.667, 2 of 3 graded items correct (95% Wilson interval 0.208 to 0.939)" in shown
     assert "<td>discount</td><td>wrong</td><td>20% &lt;off&gt;</td>" in shown and "price" not in shown
@@ -167,9 +227,17 @@ def test_an_accuracy_run_shows_its_figure_with_its_interval_and_its_wrong_items(
 def test_a_regression_run_names_its_baseline_and_the_cases_that_moved() -> None:
     run = summary(suite_kind="regression", cases=3, passed=2, failed=1)
     figures = dict(baseline_run="base-run", improved=1, regressed=1, unchanged=1, pass_rate_change=None)
-    moved = [RegressionRow(case_id="up", baseline_run="base-run", baseline_status="failed", status="passed", change="improved"),
-             RegressionRow(case_id="down", baseline_run="base-run", baseline_status="passed", status="failed", change="regressed"),
-             RegressionRow(case_id="same", baseline_run="base-run", baseline_status="passed", status="passed", change="unchanged")]
+    moved = [
+        RegressionRow(
+            case_id="up", baseline_run="base-run", baseline_status="failed", status="passed", change="improved"
+        ),
+        RegressionRow(
+            case_id="down", baseline_run="base-run", baseline_status="passed", status="failed", change="regressed"
+        ),
+        RegressionRow(
+            case_id="same", baseline_run="base-run", baseline_status="passed", status="passed", change="unchanged"
+        ),
+    ]
     shown = kind_section(page_of([status("up"), status("down", "failed"), status("same")], run, figures, own=moved))
     assert "Regression against run base-run: 1 improved, 1 regressed, 1 unchanged" in shown
     assert "<td>up</td><td>failed</td><td>passed</td><td>improved</td>" in shown
@@ -178,19 +246,54 @@ def test_a_regression_run_names_its_baseline_and_the_cases_that_moved() -> None:
 
 def test_pairwise_human_review_and_custom_runs_show_their_own_figures() -> None:
     pairwise = summary(suite_kind="pairwise", cases=2, passed=0, reviewed=2)
-    tally = dict(variant_a="a@1", variant_b="b@2", pairwise_calibrated=True, wins=3, losses=1, ties=2, win_rate=0.667, win_rate_low=0.4,
-                 win_rate_high=0.9, position_consistency=0.75)
+    tally = dict(
+        variant_a="a@1",
+        variant_b="b@2",
+        pairwise_calibrated=True,
+        wins=3,
+        losses=1,
+        ties=2,
+        win_rate=0.667,
+        win_rate_low=0.4,
+        win_rate_high=0.9,
+        position_consistency=0.75,
+    )
     assert "3 wins, 1 losses, 2 ties" in kind_section(page_of([status("p", "reviewed")], pairwise, tally))
     assert "position consistency 0.75" in kind_section(page_of([status("p", "reviewed")], pairwise, tally))
     queue = summary(suite_kind="human-review", cases=2, passed=0, reviewed=2)
     queued = dict(reviewer_role="coach", review_items=4, review_replies=2, review_skipped=0)
     assert "4 items queued for the coach" in kind_section(page_of([status("q", "reviewed")], queue, queued))
     custom = summary(suite_kind="custom", cases=2, passed=1, failed=1)
-    handled = dict(handler_name="grade:check", handler_hash="ab" * 32, handler_passed=1, handler_failed=1, handler_errors=0, handler_skipped=0)
-    verdicts = [CustomRow(case_id="good", handler_name="grade:check", status="passed", verdict="pass", score=1.0, reason="ok",
-                          error=None, duration_ms=3.0),
-                CustomRow(case_id="bad", handler_name="grade:check", status="failed", verdict="fail", score=0.25, reason="too <long>",
-                          error=None, duration_ms=3.0)]
+    handled = dict(
+        handler_name="grade:check",
+        handler_hash="ab" * 32,
+        handler_passed=1,
+        handler_failed=1,
+        handler_errors=0,
+        handler_skipped=0,
+    )
+    verdicts = [
+        CustomRow(
+            case_id="good",
+            handler_name="grade:check",
+            status="passed",
+            verdict="pass",
+            score=1.0,
+            reason="ok",
+            error=None,
+            duration_ms=3.0,
+        ),
+        CustomRow(
+            case_id="bad",
+            handler_name="grade:check",
+            status="failed",
+            verdict="fail",
+            score=0.25,
+            reason="too <long>",
+            error=None,
+            duration_ms=3.0,
+        ),
+    ]
     shown = kind_section(page_of([status("good"), status("bad", "failed")], custom, handled, own=verdicts))
     assert "Custom handler grade:check" in shown and "1 passed, 1 failed" in shown
     assert "<td>bad</td><td>fail</td><td>0.25</td><td>too &lt;long&gt;</td>" in shown and "good" not in shown
@@ -204,7 +307,9 @@ def points(html: str) -> list[float]:
 
 def test_the_pass_rate_counts_passed_and_judged_pass_over_all_cases_so_judged_fails_never_raise_it() -> None:
     before = summary(cases=4, passed=3, reviewed=1)
-    judged = summary(cases=4, passed=1, judged_fail=2, judged_pass=0, reviewed=1, judge="openai:j")  # the judge found two failures
+    judged = summary(
+        cases=4, passed=1, judged_fail=2, judged_pass=0, reviewed=1, judge="openai:j"
+    )  # the judge found two failures
     grown = summary(cases=6, passed=3, judged_fail=2, reviewed=1, judge="openai:j")  # two more cases, both judged-fail
     assert (pass_rate(before), pass_rate(judged), pass_rate(grown)) == (0.75, 0.25, 0.5)
     html = page_of([status("a")], grown, history=[("r1", before), ("r2", judged), ("r3", grown)])
@@ -217,7 +322,13 @@ def test_the_chart_says_what_its_rate_is_of_and_labels_values_and_dates() -> Non
     runs = [(f"run-{n:02d}", summary(started_at=f"2026-11-{n:02d}T02:00:00+00:00")) for n in range(1, 31)]
     svg = re.search(r'<svg id="pass-rate".*?</svg>', page_of([status("a")], runs[-1][1], history=runs)).group(0)
     assert "pass rate = (passed + judged-pass) / all cases" in svg
-    assert [v for v in re.findall(r'<text class="value"[^>]*>([^<]+)</text>', svg)] == ["0%", "25%", "50%", "75%", "100%"]
+    assert [v for v in re.findall(r'<text class="value"[^>]*>([^<]+)</text>', svg)] == [
+        "0%",
+        "25%",
+        "50%",
+        "75%",
+        "100%",
+    ]
     dates = re.findall(r'<text class="date"[^>]*>([^<]+)</text>', svg)
     assert dates[0] == "2026-11-01 02:00" and dates[-1] == "2026-11-30 02:00" and len(dates) == 5
     assert len(points(svg)) == 30

@@ -25,12 +25,17 @@ def cases_of(document: bytes) -> dict[str, ET.Element]:
     return {case.get("name"): case for case in ET.fromstring(document).iter("testcase")}
 
 
-def test_a_judged_run_is_one_test_case_per_case_failures_as_failures_and_verdicts_as_properties(home, tmp_path: Path) -> None:
+def test_a_judged_run_is_one_test_case_per_case_failures_as_failures_and_verdicts_as_properties(
+    home, tmp_path: Path
+) -> None:
     done = run_cli("run", "--mock", "--judge-model", "mock:demo-judge", "--junit", str(tmp_path / "junit.xml"))
     assert done.code == 1, done.err  # a judged-fail
     document = (tmp_path / "junit.xml").read_bytes()
     SCHEMA.validate(document)
-    statuses = {row["case_id"]: row["status"] for row in json.loads(run_cli("sql", "SELECT case_id, status FROM statuses", "--format", "json").out)}
+    statuses = {
+        row["case_id"]: row["status"]
+        for row in json.loads(run_cli("sql", "SELECT case_id, status FROM statuses", "--format", "json").out)
+    }
     cases = cases_of(document)
     assert set(cases) == set(statuses)
     suite = ET.fromstring(document).find("testsuite")
@@ -43,7 +48,9 @@ def test_a_judged_run_is_one_test_case_per_case_failures_as_failures_and_verdict
         assert (failure is not None) == (status in ("failed", "judged-fail")), case_id
         assert (skipped is not None) == (status == "reviewed"), case_id
         if status == "judged-fail":
-            assert failure.get("type") == "judged-fail" and "judged fail:" in failure.text and "evidence:" in failure.text
+            assert (
+                failure.get("type") == "judged-fail" and "judged fail:" in failure.text and "evidence:" in failure.text
+            )
     properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
     assert properties["judge"] == "mock:demo-judge" and properties["run_id"] == suite.get("id")
     votes = [value for name, value in properties.items() if ".criterion." in name]
@@ -58,14 +65,19 @@ def test_a_run_without_a_judge_skips_its_reviewed_cases_saying_what_they_wait_fo
     SCHEMA.validate(document)
     skipped = [c for c in cases_of(document).values() if c.find("skipped") is not None]
     assert len(skipped) == 5  # the golden set's four reviewed cases and its reviewed scenario
-    assert all(c.find("skipped").get("message").startswith("every assertion held, but the case needs a verdict") for c in skipped)
+    assert all(
+        c.find("skipped").get("message").startswith("every assertion held, but the case needs a verdict")
+        for c in skipped
+    )
     assert all("ungraded: " in c.find("skipped").text for c in skipped)
 
 
 def test_a_replay_writes_its_own_junit(home, tmp_path: Path) -> None:
     assert run_cli("run", "--mock").code == 0
     (run_id,) = [r["run_id"] for r in json.loads(run_cli("sql", "SELECT run_id FROM runs", "--format", "json").out)]
-    replayed = run_cli("replay", "--from", run_id, "--judge-model", "mock:demo-judge", "--junit", str(tmp_path / "replay.xml"))
+    replayed = run_cli(
+        "replay", "--from", run_id, "--judge-model", "mock:demo-judge", "--junit", str(tmp_path / "replay.xml")
+    )
     assert replayed.code == 1, replayed.err
     document = (tmp_path / "replay.xml").read_bytes()
     SCHEMA.validate(document)
@@ -80,10 +92,28 @@ def test_a_junit_path_whose_folder_is_missing_is_refused_before_anything_runs(ho
 
 def test_untrusted_text_cannot_break_the_document() -> None:
     attack = "</system-out></testcase><testcase name='forged'/>\x00\x1b[31m ]]> \ud800 &amp; <!-- -->"
-    criterion = CriterionRow(source="review", criterion="no promise", group="free_text", verdict="fail", split=False,
-                             votes=["fail", "fail", "pass"], evidence=attack, reason=attack)
-    row = StatusRow(case_id="c\x07<1>", status="judged-fail", failures=[attack], messages=[attack, "second"], escalate=False,
-                    reason=None, latency_ms=12.5, error=None, review=["no promise"], criteria=[criterion])
+    criterion = CriterionRow(
+        source="review",
+        criterion="no promise",
+        group="free_text",
+        verdict="fail",
+        split=False,
+        votes=["fail", "fail", "pass"],
+        evidence=attack,
+        reason=attack,
+    )
+    row = StatusRow(
+        case_id="c\x07<1>",
+        status="judged-fail",
+        failures=[attack],
+        messages=[attack, "second"],
+        escalate=False,
+        reason=None,
+        latency_ms=12.5,
+        error=None,
+        review=["no promise"],
+        criteria=[criterion],
+    )
     document = junit_xml("run-1", "acme@acme.x", run_row(cases=1, passed=0, judged_fail=1), [row])
     SCHEMA.validate(document)
     (case,) = ET.fromstring(document).iter("testcase")
@@ -93,11 +123,29 @@ def test_untrusted_text_cannot_break_the_document() -> None:
     assert case.find("failure").get("message") == kept
 
 
-@pytest.mark.parametrize(("state", "element"), [("passed", None), ("judged-pass", None), ("failed", "failure"),
-                                                ("judged-fail", "failure"), ("reviewed", "skipped")])
+@pytest.mark.parametrize(
+    ("state", "element"),
+    [
+        ("passed", None),
+        ("judged-pass", None),
+        ("failed", "failure"),
+        ("judged-fail", "failure"),
+        ("reviewed", "skipped"),
+    ],
+)
 def test_each_status_maps_to_what_a_ci_system_shows(state: str, element: str | None) -> None:
-    row = StatusRow(case_id="c1", status=state, failures=["reply must contain '$450'"] if state == "failed" else [],
-                    messages=["Hello"], escalate=False, reason=None, latency_ms=1.0, error=None, review=[], criteria=[])
+    row = StatusRow(
+        case_id="c1",
+        status=state,
+        failures=["reply must contain '$450'"] if state == "failed" else [],
+        messages=["Hello"],
+        escalate=False,
+        reason=None,
+        latency_ms=1.0,
+        error=None,
+        review=[],
+        criteria=[],
+    )
     document = junit_xml("run-1", "acme@acme.x", run_row(), [row])
     SCHEMA.validate(document)
     (case,) = ET.fromstring(document).iter("testcase")

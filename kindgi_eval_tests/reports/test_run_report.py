@@ -4,35 +4,73 @@ failing cases once more at the end of a long run, and what `reviewed` and `ungra
 from __future__ import annotations
 
 from kindgi_eval.kinds import KindResult
-from kindgi_eval.reports import case_marks, render
-from kindgi_eval.rules import Case
 from kindgi_eval.kinds.accuracy.stage import AccuracyRow
 from kindgi_eval.kinds.custom.stage import CustomRow
 from kindgi_eval.kinds.regression.stage import RegressionRow
+from kindgi_eval.reports import case_marks, render
+from kindgi_eval.rules import Case
 from kindgi_eval.store import RunRow, StatusRow
 
 
 def run_row(**changes: object) -> RunRow:
-    fields = dict(tenant="demo-academy", eval_dir="evals/x", suite_hash="s" * 64, config_hash="c" * 64, agent="mock:agent",
-                  judge=None, judge_prompt_hash=None, code_version="v", replies_from="r", started_at="2026-12-01T02:00:00+00:00",
-                  finished_at="2026-12-01T02:00:05+00:00", cases=1, passed=1, failed=0, judged_fail=0, judged_pass=0, reviewed=0,
-                  ungraded=0, agent_usd=0.0, judge_usd=0.0, cost_unknown=False, stages=["opening"], uncovered=[])
+    fields = dict(
+        tenant="demo-academy",
+        eval_dir="evals/x",
+        suite_hash="s" * 64,
+        config_hash="c" * 64,
+        agent="mock:agent",
+        judge=None,
+        judge_prompt_hash=None,
+        code_version="v",
+        replies_from="r",
+        started_at="2026-12-01T02:00:00+00:00",
+        finished_at="2026-12-01T02:00:05+00:00",
+        cases=1,
+        passed=1,
+        failed=0,
+        judged_fail=0,
+        judged_pass=0,
+        reviewed=0,
+        ungraded=0,
+        agent_usd=0.0,
+        judge_usd=0.0,
+        cost_unknown=False,
+        stages=["opening"],
+        uncovered=[],
+    )
     return RunRow(**{**fields, **changes})
 
 
 def status(case_id: str, state: str = "passed", messages: tuple[str, ...] = ("Hello!",)) -> StatusRow:
-    return StatusRow(case_id=case_id, status=state, failures=[], messages=list(messages), escalate=False, reason=None,
-                     latency_ms=1.0, error=None, review=[], criteria=[])
+    return StatusRow(
+        case_id=case_id,
+        status=state,
+        failures=[],
+        messages=list(messages),
+        escalate=False,
+        reason=None,
+        latency_ms=1.0,
+        error=None,
+        review=[],
+        criteria=[],
+    )
 
 
 def case(case_id: str, text: str, history: tuple[tuple[str, str], ...] = (), nudge: bool = False) -> Case:
     return Case.model_validate(
-        {"id": case_id, "text": text, "expect": {"escalate": False}, "nudge": nudge,
-         "history": [{"role": role, "text": said} for role, said in history]}
+        {
+            "id": case_id,
+            "text": text,
+            "expect": {"escalate": False},
+            "nudge": nudge,
+            "history": [{"role": role, "text": said} for role, said in history],
+        }
     )
 
 
-def report(statuses: list[StatusRow], suite: list[Case], marks: dict[str, str] | None = None, **run: object) -> list[str]:
+def report(
+    statuses: list[StatusRow], suite: list[Case], marks: dict[str, str] | None = None, **run: object
+) -> list[str]:
     return render(KindResult(run_row(**run), {}), statuses, [], "t.x", suite, marks or {}).splitlines()
 
 
@@ -61,7 +99,10 @@ def test_the_last_three_earlier_turns_are_shown_and_the_rest_counted() -> None:
 
 
 def test_a_nudge_says_no_contact_wrote() -> None:
-    lines = report([status("a")], [case("a", "stale text the agent must not answer", (("agent", "Shall I send the link?"),), nudge=True)])
+    lines = report(
+        [status("a")],
+        [case("a", "stale text the agent must not answer", (("agent", "Shall I send the link?"),), nudge=True)],
+    )
     assert "  (follow-up: no contact message)" in lines
     assert not any("stale text" in line for line in lines)
 
@@ -75,21 +116,35 @@ def test_contact_text_is_clipped_to_one_line_and_made_harmless() -> None:
 
 
 def test_a_kind_adds_its_line_under_the_case_head() -> None:
-    lines = report([status("a", "failed")], [case("a", "hi")], {"a": "regressed: passed in baseline run 1234abcd, failed now"},
-                   passed=0, failed=1)
+    lines = report(
+        [status("a", "failed")],
+        [case("a", "hi")],
+        {"a": "regressed: passed in baseline run 1234abcd, failed now"},
+        passed=0,
+        failed=1,
+    )
     assert lines[lines.index("[failed] a") + 1] == "  regressed: passed in baseline run 1234abcd, failed now"
 
 
 def test_case_marks_name_wrong_and_ungraded_items_and_every_move_of_a_regression() -> None:
     accuracy = [
-        AccuracyRow(case_id="right", grader="exact", expected_output="$450", grade="correct", detail="the reply is $450"),
-        AccuracyRow(case_id="off", grader="contains", expected_output="$450", grade="wrong", detail="$450 is not in the reply"),
-        AccuracyRow(case_id="down", grader="judge", expected_output="$450", grade="ungraded", detail="the agent failed: timeout"),
+        AccuracyRow(
+            case_id="right", grader="exact", expected_output="$450", grade="correct", detail="the reply is $450"
+        ),
+        AccuracyRow(
+            case_id="off", grader="contains", expected_output="$450", grade="wrong", detail="$450 is not in the reply"
+        ),
+        AccuracyRow(
+            case_id="down", grader="judge", expected_output="$450", grade="ungraded", detail="the agent failed: timeout"
+        ),
     ]
     regressions = [
         RegressionRow(case_id=c, baseline_run="0123456789ab", baseline_status=then, status=now, change=change)
-        for c, then, now, change in [("same", "passed", "passed", "unchanged"), ("worse", "passed", "failed", "regressed"),
-                                     ("better", "reviewed", "judged-pass", "improved")]
+        for c, then, now, change in [
+            ("same", "passed", "passed", "unchanged"),
+            ("worse", "passed", "failed", "regressed"),
+            ("better", "reviewed", "judged-pass", "improved"),
+        ]
     ]
     assert case_marks("accuracy", accuracy) == {
         "off": "wrong (contains): $450 is not in the reply",
@@ -112,11 +167,15 @@ def test_a_long_run_ends_with_its_failing_cases_once_more() -> None:
 
 def test_a_short_run_or_one_with_nothing_failing_has_no_recap() -> None:
     assert not any(l.startswith("Failing cases") for l in report([status("a", "failed")], [], passed=0, failed=1))
-    assert not any(l.startswith("Failing cases") for l in report([status(f"c{n}") for n in range(11)], [], cases=11, passed=11))
+    assert not any(
+        l.startswith("Failing cases") for l in report([status(f"c{n}") for n in range(11)], [], cases=11, passed=11)
+    )
 
 
 def test_reviewed_and_ungraded_are_explained_once_when_the_run_has_them() -> None:
-    lines = report([status("a", "reviewed"), status("b", "reviewed")], [], passed=0, reviewed=2, ungraded=3, judge="mock:judge")
+    lines = report(
+        [status("a", "reviewed"), status("b", "reviewed")], [], passed=0, reviewed=2, ungraded=3, judge="mock:judge"
+    )
     assert sum(l.startswith("reviewed: ") for l in lines) == 1
     assert sum(l.startswith("ungraded: ") for l in lines) == 1
     plain = report([status("a")], [])
@@ -131,10 +190,28 @@ def test_ungraded_is_not_explained_without_a_judge() -> None:
 
 def test_a_custom_handlers_verdict_stands_under_every_case_it_graded() -> None:
     rows = [
-        CustomRow(case_id="kind", handler_name="tone:grade", verdict="pass", score=0.9, reason="friendly", error=None,
-                  duration_ms=3.0, status="passed"),
-        CustomRow(case_id="broke", handler_name="tone:grade", verdict="error", score=None, reason=None,
-                  error="timed out after 5 s", duration_ms=5000.0, status="failed"),
+        CustomRow(
+            case_id="kind",
+            handler_name="tone:grade",
+            verdict="pass",
+            score=0.9,
+            reason="friendly",
+            error=None,
+            duration_ms=3.0,
+            status="passed",
+        ),
+        CustomRow(
+            case_id="broke",
+            handler_name="tone:grade",
+            verdict="error",
+            score=None,
+            reason=None,
+            error="timed out after 5 s",
+            duration_ms=5000.0,
+            status="failed",
+        ),
     ]
-    assert case_marks("custom", rows) == {"kind": "handler tone:grade: pass, score 0.9: friendly",
-                                        "broke": "handler tone:grade: error: timed out after 5 s"}
+    assert case_marks("custom", rows) == {
+        "kind": "handler tone:grade: pass, score 0.9: friendly",
+        "broke": "handler tone:grade: error: timed out after 5 s",
+    }

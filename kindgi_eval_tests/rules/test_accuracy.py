@@ -8,10 +8,10 @@ from kindgi_eval.rules import (
     ACCURACY_GROUP,
     AccuracyCase,
     Grader,
+    PatternBudget,
     accuracy_criterion,
     check_accuracy,
     item_grade,
-    PatternBudget,
     pattern_problem,
 )
 from kindgi_eval.rules.accuracy import MAX_PATTERNS, MAX_PROGRAM, MAX_PROGRAMS, MAX_REFUSED
@@ -30,7 +30,9 @@ def test_exact_is_the_trimmed_reply_equal_to_the_expected_output(reply, held):
     assert (result.assertion, result.held) == ("expected_output", held)
 
 
-@pytest.mark.parametrize(("reply", "held"), [(["It is $450 upfront"], True), (["It is", "$450"], True), (["It is $ 450"], False)])
+@pytest.mark.parametrize(
+    ("reply", "held"), [(["It is $450 upfront"], True), (["It is", "$450"], True), (["It is $ 450"], False)]
+)
 def test_contains_looks_in_the_messages_joined_by_a_space(reply, held):
     (result,) = check_accuracy(item(adapter="contains"), tuple(reply), error=None)
     assert result.held is held
@@ -90,7 +92,10 @@ def test_a_pattern_re2_cannot_take_within_its_budget_is_refused_with_why(pattern
     [
         # 170 ms to compile, once accepted: some 400,000 instructions, refused after RE2 gives up at its check memory
         (r"[\pL\pN]{300}", "pattern too large"),
-        (r"[\pL\pN]{12}", "more than the 10,000 a pattern may have"),  # about 16,000: compiles, and is refused by its size
+        (
+            r"[\pL\pN]{12}",
+            "more than the 10,000 a pattern may have",
+        ),  # about 16,000: compiles, and is refused by its size
         ("a" * 12_000, "more than the 10,000 a pattern may have"),  # a literal is an instruction a character
     ],
 )
@@ -109,7 +114,7 @@ def test_a_suite_may_hold_so_many_patterns_and_no_more():
     said = [budget.problem(f"price {n}", "") for n in range(MAX_PATTERNS + 3)]
     assert said[:MAX_PATTERNS] == [None] * MAX_PATTERNS
     assert f"is pattern {MAX_PATTERNS + 1:,} of the suite, which may hold {MAX_PATTERNS:,}" in said[MAX_PATTERNS]
-    assert said[MAX_PATTERNS + 1:] == [None, None]  # the budget is spent: named once, nothing more compiled
+    assert said[MAX_PATTERNS + 1 :] == [None, None]  # the budget is spent: named once, nothing more compiled
     assert budget.spent and budget.patterns == MAX_PATTERNS + 1
 
 
@@ -120,7 +125,7 @@ def test_a_suites_patterns_may_compile_to_so_many_instructions_in_all():
     first = next(i for i, reason in enumerate(said) if reason)
     assert first == MAX_PROGRAMS // 9_004
     assert f"more than the {MAX_PROGRAMS:,} one suite's may have in all" in said[first]
-    assert said[first + 1:] == [None] * (59 - first) and budget.spent
+    assert said[first + 1 :] == [None] * (59 - first) and budget.spent
 
 
 def test_no_tenant_pattern_is_kept_in_a_process_wide_cache():

@@ -291,7 +291,13 @@ def test_results_come_in_a_fixed_order_009() -> None:
     )
     results = check(case, make_reply("a?", escalate=True, reason="r"))
     assert [r.assertion for r in results] == [
-        "escalate", "reason", "must_contain", "must_not_contain", "must_end_with_question", "max_lines", "latency",
+        "escalate",
+        "reason",
+        "must_contain",
+        "must_not_contain",
+        "must_end_with_question",
+        "max_lines",
+        "latency",
     ]
     assert failures(results) == []
 

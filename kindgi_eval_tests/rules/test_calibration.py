@@ -6,9 +6,9 @@ import pytest
 from pydantic import ValidationError
 
 from kindgi_eval.rules.calibration import THRESHOLD, Graded, agree_by_group, cohen_kappa, judge_was_down, with_samples
+from kindgi_eval.rules.criteria import GROUPS, Group
 from kindgi_eval.rules.intervals import wilson
 from kindgi_eval.rules.verdicts import counted, invalid_cause
-from kindgi_eval.rules.criteria import GROUPS, Group
 
 LETTER = {"p": "pass", "f": "fail", "u": "ungraded"}
 
@@ -198,7 +198,9 @@ def test_each_group_reports_the_wilson_lower_bound_of_its_agreement_beside_the_g
     # five of five agreeing labels meet the threshold, yet a judge right 70% of the time does that one time in six
     (row,) = agree_by_group(graded("free_text", "pp pp pp ff ff"), groups=("free_text",)).values()
     assert row.calibrated and row.agreement == 1.0
-    assert row.agreement_low == pytest.approx(wilson(5, 5).low) and row.agreement_low == pytest.approx(5 / (5 + 1.959964**2))
+    assert row.agreement_low == pytest.approx(wilson(5, 5).low) and row.agreement_low == pytest.approx(
+        5 / (5 + 1.959964**2)
+    )
     assert agree_by_group([], groups=("free_text",))["free_text"].agreement_low is None
 
 
@@ -210,9 +212,15 @@ def test_sixteen_agreeing_labels_are_the_fewest_whose_lower_bound_passes_0_8() -
 @pytest.mark.parametrize(
     ("reason", "cause"),
     [
-        ("error: ModelCallError: openai:j: the provider refused the credentials (HTTP 500), which ...: Missing credentials. "
-         "Please pass an `api_key`", "missing credentials"),
-        ("error: ModelCallError: openai:j: the provider refused the credentials (HTTP 401), which ...: bad key", "refused credentials"),
+        (
+            "error: ModelCallError: openai:j: the provider refused the credentials (HTTP 500), which ...: Missing credentials. "
+            "Please pass an `api_key`",
+            "missing credentials",
+        ),
+        (
+            "error: ModelCallError: openai:j: the provider refused the credentials (HTTP 401), which ...: bad key",
+            "refused credentials",
+        ),
         ("error: ModelCallError: openai:j: no answer within the 30 s call timeout (1 attempt in 30.0 s)", "timeout"),
         ("error: ModelCallError: openai:j: HTTP 500 on every attempt (4 attempts in 1.0 s): boom", "provider error"),
         ("unparseable: not a JSON object (Expecting value)", "unparseable"),
@@ -224,7 +232,10 @@ def test_an_invalid_sample_has_one_cause_to_count(reason: str, cause: str) -> No
 
 
 def test_causes_are_counted_most_first_then_by_name() -> None:
-    assert counted(["unparseable", "timeout", "unparseable", "missing credentials"]) == "2 unparseable, 1 missing credentials, 1 timeout"
+    assert (
+        counted(["unparseable", "timeout", "unparseable", "missing credentials"])
+        == "2 unparseable, 1 missing credentials, 1 timeout"
+    )
     assert counted([]) == ""
 
 
@@ -244,12 +255,19 @@ def test_a_group_whose_every_sample_was_invalid_says_so_with_the_causes_016() ->
 
 
 def test_a_note_names_the_items_the_judge_missed_and_what_it_said() -> None:
-    items = [Graded("free_text", "pass", "pass", "good"), Graded("free_text", "fail", "pass", "addresses-judge"),
-             Graded("free_text", "fail", "ungraded", "split-one")]
+    items = [
+        Graded("free_text", "pass", "pass", "good"),
+        Graded("free_text", "fail", "pass", "addresses-judge"),
+        Graded("free_text", "fail", "ungraded", "split-one"),
+    ]
     (row,) = agree_by_group(items, groups=("free_text",)).values()
-    assert row.note == ("The judge agreed with 1 of 3 labels (0.33), below the threshold of 1.00. Missed: addresses-judge "
-                        "(pass, labelled fail), split-one (ungraded, labelled fail).")
-    many = [Graded("free_text", "pass", "fail", f"i{n:02d}") for n in range(13)] + [Graded("free_text", "fail", "fail", "f")]
+    assert row.note == (
+        "The judge agreed with 1 of 3 labels (0.33), below the threshold of 1.00. Missed: addresses-judge "
+        "(pass, labelled fail), split-one (ungraded, labelled fail)."
+    )
+    many = [Graded("free_text", "pass", "fail", f"i{n:02d}") for n in range(13)] + [
+        Graded("free_text", "fail", "fail", "f")
+    ]
     (row,) = agree_by_group(many, groups=("free_text",)).values()
     assert row.note.endswith("i09 (fail, labelled pass), and 3 more.")
 
@@ -280,7 +298,16 @@ def test_sensitivity_and_specificity_count_the_graded_labels(
 
 def test_a_group_without_items_has_no_sensitivity_or_specificity() -> None:
     row = agree_by_group([])["free_text"]
-    assert (row.sensitivity, row.specificity, row.caught, row.fails_graded, row.cleared, row.passes_graded) == (None, None, 0, 0, 0, 0)
+    assert (row.sensitivity, row.specificity, row.caught, row.fails_graded, row.cleared, row.passes_graded) == (
+        None,
+        None,
+        0,
+        0,
+        0,
+        0,
+    )
+
+
 def test_a_calibration_item_decided_2_1_is_named_in_its_groups_note() -> None:
     items = [
         Graded("free_text", "pass", "pass", "good", split=True),  # agreed with its label, but only 2-1
@@ -288,6 +315,8 @@ def test_a_calibration_item_decided_2_1_is_named_in_its_groups_note() -> None:
         Graded("free_text", "fail", "pass", "sly", split=True),  # missed, and 2-1 too
     ]
     note = agree_by_group(items, threshold=0.5)["free_text"].note
-    assert note.endswith(" Missed: sly (pass, labelled fail). Split 2-1: good (pass, labelled pass), sly (pass, labelled fail).")
+    assert note.endswith(
+        " Missed: sly (pass, labelled fail). Split 2-1: good (pass, labelled pass), sly (pass, labelled fail)."
+    )
     unanimous = agree_by_group([i._replace(split=False) for i in items], threshold=0.5)["free_text"].note
     assert "Split" not in unanimous

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from kindgi_eval.rules.accuracy import AccuracyCase
 from kindgi_eval.rules.cases import Case
 from kindgi_eval.rules.criteria import (
     DIMENSION_RULES,
@@ -14,7 +15,6 @@ from kindgi_eval.rules.criteria import (
     Criterion,
     group_of,
 )
-from kindgi_eval.rules.accuracy import AccuracyCase
 from kindgi_eval.rules.pairwise import PairwiseCase
 
 AGENT_TURN = {"role": "agent", "text": "Which course are you interested in?"}
@@ -154,4 +154,3 @@ def test_a_name_one_typo_from_a_fixed_criterion_names_the_one_meant(name: str, m
     else:
         with pytest.raises(ValueError, match=f"one typo from the fixed criterion '{meant}'"):
             refuse_near_dimension(name)
-

@@ -44,7 +44,15 @@ def test_wilson_without_trials_is_none_and_counts_outside_the_trials_are_refused
 
 @pytest.mark.parametrize(
     ("b", "c", "p"),
-    [(0, 5, 2 / 32), (5, 0, 2 / 32), (1, 9, 2 * 11 / 1024), (5, 5, 1.0), (0, 0, 1.0), (0, 1, 1.0), (2, 8, 2 * 56 / 1024)],
+    [
+        (0, 5, 2 / 32),
+        (5, 0, 2 / 32),
+        (1, 9, 2 * 11 / 1024),
+        (5, 5, 1.0),
+        (0, 0, 1.0),
+        (0, 1, 1.0),
+        (2, 8, 2 * 56 / 1024),
+    ],
 )
 def test_mcnemar_exact_is_twice_the_smaller_binomial_tail(b, c, p):
     assert mcnemar_exact(b, c) == pytest.approx(p)

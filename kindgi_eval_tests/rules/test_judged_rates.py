@@ -34,7 +34,9 @@ from kindgi_eval.rules.judged_rates import METHOD, JudgeError, corrected_rate, f
         (0, 25, JudgeError(4, 4, 4, 4), 0.0),
     ],
 )
-def test_the_estimate_is_rogan_gladen_clipped_to_0_and_1(fails: int, graded: int, error: JudgeError, expected: float) -> None:
+def test_the_estimate_is_rogan_gladen_clipped_to_0_and_1(
+    fails: int, graded: int, error: JudgeError, expected: float
+) -> None:
     rate = corrected_rate(fails, graded, error)
     assert rate.estimate == pytest.approx(expected, abs=1e-12)
     assert rate.low is not None and rate.high is not None
@@ -64,13 +66,16 @@ def test_two_labels_of_each_that_all_agreed_prove_nothing_about_the_rate() -> No
     rate = corrected_rate(1, 30, JudgeError(2, 2, 2, 2))
     assert (rate.low, rate.high) == (0.0, 1.0)
     # the interval exists even at zero observed spread: a naive delta method would give zero width here
-    assert rate.note == ("Corrected for the judge's sensitivity 1.00 (2 of 2 fail labels) and specificity 1.00 "
-                         "(2 of 2 pass labels).")
+    assert rate.note == (
+        "Corrected for the judge's sensitivity 1.00 (2 of 2 fail labels) and specificity 1.00 (2 of 2 pass labels)."
+    )
 
 
 def test_more_labels_narrow_the_interval() -> None:
     widths = [corrected_rate(3, 100, JudgeError(m, m, m, m)) for m in (5, 10, 25, 50)]
-    assert [round(r.high - r.low, 3) for r in widths] == sorted((round(r.high - r.low, 3) for r in widths), reverse=True)
+    assert [round(r.high - r.low, 3) for r in widths] == sorted(
+        (round(r.high - r.low, 3) for r in widths), reverse=True
+    )
     assert widths[-1].high - widths[-1].low < 0.15
 
 
@@ -78,13 +83,25 @@ def test_more_labels_narrow_the_interval() -> None:
     ("error", "note"),
     [
         # se + sp = 0.5 + 0.5 = 1: no better than a coin
-        (JudgeError(1, 2, 1, 2), "No correction exists: the judge's sensitivity (0.50) plus specificity (0.50) is at most 1, "
-                                 "no better than a coin on the labels."),
+        (
+            JudgeError(1, 2, 1, 2),
+            "No correction exists: the judge's sensitivity (0.50) plus specificity (0.50) is at most 1, "
+            "no better than a coin on the labels.",
+        ),
         # se + sp = 0 + 0.75 < 1
-        (JudgeError(0, 2, 3, 4), "No correction exists: the judge's sensitivity (0.00) plus specificity (0.75) is at most 1, "
-                                 "no better than a coin on the labels."),
-        (JudgeError(0, 0, 3, 4), "No graded item labelled fail, so the judge's error is not measured and no correction exists."),
-        (JudgeError(2, 2, 0, 0), "No graded item labelled pass, so the judge's error is not measured and no correction exists."),
+        (
+            JudgeError(0, 2, 3, 4),
+            "No correction exists: the judge's sensitivity (0.00) plus specificity (0.75) is at most 1, "
+            "no better than a coin on the labels.",
+        ),
+        (
+            JudgeError(0, 0, 3, 4),
+            "No graded item labelled fail, so the judge's error is not measured and no correction exists.",
+        ),
+        (
+            JudgeError(2, 2, 0, 0),
+            "No graded item labelled pass, so the judge's error is not measured and no correction exists.",
+        ),
     ],
 )
 def test_a_correction_that_does_not_exist_is_no_number(error: JudgeError, note: str) -> None:
@@ -93,7 +110,12 @@ def test_a_correction_that_does_not_exist_is_no_number(error: JudgeError, note: 
 
 
 def test_nothing_graded_is_no_rate() -> None:
-    assert corrected_rate(0, 0, JudgeError(2, 2, 2, 2)) == (None, None, None, "Nothing graded, so there is no rate to correct.")
+    assert corrected_rate(0, 0, JudgeError(2, 2, 2, 2)) == (
+        None,
+        None,
+        None,
+        "Nothing graded, so there is no rate to correct.",
+    )
 
 
 def test_counts_out_of_range_are_a_programming_error() -> None:
@@ -132,7 +154,11 @@ def test_the_interval_covers_the_true_rate_in_at_least_93_percent_of_runs(
     # nothing (no number is shown); coverage is counted over the runs that give an interval.
     draw = random.Random(56)
     observed = rate * sensitivity + (1 - rate) * (1 - specificity)
-    caught, cleared, failed = _binomial(fail_labels, sensitivity), _binomial(pass_labels, specificity), _binomial(graded, observed)
+    caught, cleared, failed = (
+        _binomial(fail_labels, sensitivity),
+        _binomial(pass_labels, specificity),
+        _binomial(graded, observed),
+    )
     covered = shown = 0
     for _ in range(2000):
         error = JudgeError(caught(draw), fail_labels, cleared(draw), pass_labels)
@@ -156,31 +182,51 @@ def test_the_interval_covers_the_true_rate_in_at_least_93_percent_of_runs(
         (5, 500, JudgeError(25, 25, 25, 25), (117, 6)),
     ],
 )
-def test_how_many_more_labels_halve_the_interval(fails: int, graded: int, error: JudgeError, needed: tuple[int, int]) -> None:
+def test_how_many_more_labels_halve_the_interval(
+    fails: int, graded: int, error: JudgeError, needed: tuple[int, int]
+) -> None:
     advice = labels_to_halve(fails, graded, error)
     assert advice is not None and (advice.pass_labels, advice.fail_labels) == needed
     now = corrected_rate(fails, graded, error)
-    more = JudgeError(error.caught + needed[1], error.fail_labels + needed[1], error.cleared + needed[0], error.pass_labels + needed[0])
+    more = JudgeError(
+        error.caught + needed[1],
+        error.fail_labels + needed[1],
+        error.cleared + needed[0],
+        error.pass_labels + needed[0],
+    )
     halved = corrected_rate(fails, graded, more)
     assert halved.high - halved.low <= (now.high - now.low) / 2  # type: ignore[operator]
     if needed[0] + needed[1] > 1:  # and one label fewer, split the same way at best, does not
-        fewer = [JudgeError(error.caught + f, error.fail_labels + f, error.cleared + p, error.pass_labels + p)
-                 for f in range(needed[0] + needed[1]) for p in [needed[0] + needed[1] - 1 - f]]
-        assert all(corrected_rate(fails, graded, e).high - corrected_rate(fails, graded, e).low > (now.high - now.low) / 2  # type: ignore[operator]
-                   for e in fewer)
-    assert advice.note == (f"{sum(needed)} more labelled items ({needed[0]} labelled pass, {needed[1]} labelled fail) would halve "
-                           "the corrected interval, at today's rates.")
+        fewer = [
+            JudgeError(error.caught + f, error.fail_labels + f, error.cleared + p, error.pass_labels + p)
+            for f in range(needed[0] + needed[1])
+            for p in [needed[0] + needed[1] - 1 - f]
+        ]
+        assert all(
+            corrected_rate(fails, graded, e).high - corrected_rate(fails, graded, e).low > (now.high - now.low) / 2  # type: ignore[operator]
+            for e in fewer
+        )
+    assert advice.note == (
+        f"{sum(needed)} more labelled items ({needed[0]} labelled pass, {needed[1]} labelled fail) would halve "
+        "the corrected interval, at today's rates."
+    )
 
 
 @pytest.mark.parametrize(
     ("fails", "note"),
     [
         # none of 500 replies failed, by a judge measured to fail 10% of passing replies: the correction stops at 0
-        (0, " The observed rate (0.00) is below the share of passing replies this judge fails (0.10), so the correction "
-            "stops at 0."),
+        (
+            0,
+            " The observed rate (0.00) is below the share of passing replies this judge fails (0.10), so the correction "
+            "stops at 0.",
+        ),
         # all of them failed, by a judge measured to fail 90% of failing replies: it stops at 1
-        (500, " The observed rate (1.00) is above the share of failing replies this judge fails (0.90), so the correction "
-              "stops at 1."),
+        (
+            500,
+            " The observed rate (1.00) is above the share of failing replies this judge fails (0.90), so the correction "
+            "stops at 1.",
+        ),
     ],
 )
 def test_a_rate_the_measured_judge_cannot_have_seen_says_where_the_correction_stops(fails: int, note: str) -> None:
@@ -193,5 +239,8 @@ def test_a_rate_the_measured_judge_cannot_have_seen_says_where_the_correction_st
 
 def test_labels_alone_cannot_halve_an_interval_the_graded_replies_keep_wide() -> None:
     advice = labels_to_halve(3, 30, JudgeError(9, 10, 19, 20))
-    assert advice == (None, None, "More labels alone cannot halve it: its 30 graded replies keep it wider; only more graded "
-                                  "replies can.")
+    assert advice == (
+        None,
+        None,
+        "More labels alone cannot halve it: its 30 graded replies keep it wider; only more graded replies can.",
+    )

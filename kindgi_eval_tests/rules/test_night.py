@@ -9,12 +9,31 @@ from kindgi_eval.rules.night import Finding, pass_rate_drop
 
 
 def run(run_id: str, statuses: dict[str, str] | None = None, **facts) -> RunFacts:
-    return RunFacts(run_id=run_id, started_at="2026-12-01T02:00:00", state=facts.pop("state", "succeeded"), statuses=statuses or {}, **facts)
+    return RunFacts(
+        run_id=run_id,
+        started_at="2026-12-01T02:00:00",
+        state=facts.pop("state", "succeeded"),
+        statuses=statuses or {},
+        **facts,
+    )
 
 
-def group(name: str, *, items: int = 2, calibrated: bool = True, samples: int = 6, invalid: int = 0, causes=()) -> GroupAgreement:
-    return GroupAgreement(group=name, agreement=1.0 if calibrated else 0.5, kappa=None, items=items, pass_labels=1, fail_labels=1,
-                          calibrated=calibrated, note=f"{name} note", samples=samples, invalid_samples=invalid, invalid_causes=list(causes))
+def group(
+    name: str, *, items: int = 2, calibrated: bool = True, samples: int = 6, invalid: int = 0, causes=()
+) -> GroupAgreement:
+    return GroupAgreement(
+        group=name,
+        agreement=1.0 if calibrated else 0.5,
+        kappa=None,
+        items=items,
+        pass_labels=1,
+        fail_labels=1,
+        calibrated=calibrated,
+        note=f"{name} note",
+        samples=samples,
+        invalid_samples=invalid,
+        invalid_causes=list(causes),
+    )
 
 
 ALL_PASS = {f"c{i}": "passed" for i in range(10)}
@@ -33,17 +52,27 @@ ALL_PASS = {f"c{i}": "passed" for i in range(10)}
         # one case newly failing: named; one of ten is no pass-rate drop beyond chance
         (run("b", {**ALL_PASS, "c3": "failed"}), run("a", ALL_PASS), {"new_failures": ["c3"]}),
         # judged-fail counts as failing; failed -> judged-fail was failing already
-        (run("b", {"x": "judged-fail", "y": "judged-fail"}), run("a", {"x": "judged-pass", "y": "failed"}), {"new_failures": ["x"]}),
+        (
+            run("b", {"x": "judged-fail", "y": "judged-fail"}),
+            run("a", {"x": "judged-pass", "y": "failed"}),
+            {"new_failures": ["x"]},
+        ),
         # fixed: failing before, not now (reviewed is not failing)
         (run("b", {"x": "reviewed", "y": "passed"}), run("a", {"x": "failed", "y": "passed"}), {"fixed": ["x"]}),
         # a case only in the latest run is neither new failure nor fixed (it has nothing to be compared with)
         (run("b", {**ALL_PASS, "new": "failed"}), run("a", ALL_PASS), {}),
         # seven of ten stop passing: the paired interval lies below zero, so the drop is named with them
-        (run("b", {**ALL_PASS, **{f"c{i}": "failed" for i in range(7)}}), run("a", ALL_PASS),
-         {"pass_rate_drop": [f"c{i}" for i in range(7)], "new_failures": [f"c{i}" for i in range(7)]}),
+        (
+            run("b", {**ALL_PASS, **{f"c{i}": "failed" for i in range(7)}}),
+            run("a", ALL_PASS),
+            {"pass_rate_drop": [f"c{i}" for i in range(7)], "new_failures": [f"c{i}" for i in range(7)]},
+        ),
         # passing -> reviewed lowers the pass rate without failing: a drop (all ten), no new failure
-        (run("b", {c: "reviewed" for c in ALL_PASS}), run("a", {c: "judged-pass" for c in ALL_PASS}),
-         {"pass_rate_drop": sorted(ALL_PASS)}),
+        (
+            run("b", {c: "reviewed" for c in ALL_PASS}),
+            run("a", {c: "judged-pass" for c in ALL_PASS}),
+            {"pass_rate_drop": sorted(ALL_PASS)},
+        ),
         # the first run of a suite: nothing to compare, only its own judge looked at
         (run("b", {"x": "failed"}), None, {}),
     ],
@@ -67,8 +96,14 @@ def test_findings_are_listed_worst_first_and_name_the_command_that_shows_more() 
 
 def test_a_pass_rate_drop_within_chance_is_not_a_finding() -> None:
     # one of ten down: the interval reaches zero
-    assert pass_rate_drop({"a": "passed", **{f"c{i}": "passed" for i in range(9)}},
-                          {"a": "failed", **{f"c{i}": "passed" for i in range(9)}}, ["a", *(f"c{i}" for i in range(9))]) is None
+    assert (
+        pass_rate_drop(
+            {"a": "passed", **{f"c{i}": "passed" for i in range(9)}},
+            {"a": "failed", **{f"c{i}": "passed" for i in range(9)}},
+            ["a", *(f"c{i}" for i in range(9))],
+        )
+        is None
+    )
     assert pass_rate_drop({}, {}, []) is None
 
 
@@ -77,12 +112,28 @@ def test_a_pass_rate_drop_within_chance_is_not_a_finding() -> None:
     [
         (None, [group("free_text", calibrated=False)], None, None),  # no judge: nothing to say of one
         ("openai:j", [group("free_text"), group("semantic_repetition")], None, None),  # every group counted
-        ("openai:j", [group("free_text", calibrated=False), group("semantic_repetition")], ["free_text"], "free_text note"),
-        ("openai:j", [group("free_text", calibrated=False, items=0)], None, None),  # a group without items has nothing to refuse
+        (
+            "openai:j",
+            [group("free_text", calibrated=False), group("semantic_repetition")],
+            ["free_text"],
+            "free_text note",
+        ),
+        (
+            "openai:j",
+            [group("free_text", calibrated=False, items=0)],
+            None,
+            None,
+        ),  # a group without items has nothing to refuse
         # every sample invalid: the judge was down, and the cause is named
-        ("openai:j", [group("free_text", calibrated=False, invalid=6, causes=["404 not found"]),
-                      group("implicit_concession", calibrated=False, invalid=6, causes=["404 not found"])],
-         ["free_text", "implicit_concession"], "404 not found"),
+        (
+            "openai:j",
+            [
+                group("free_text", calibrated=False, invalid=6, causes=["404 not found"]),
+                group("implicit_concession", calibrated=False, invalid=6, causes=["404 not found"]),
+            ],
+            ["free_text", "implicit_concession"],
+            "404 not found",
+        ),
     ],
 )
 def test_judge_not_counted(judge, groups, expected_groups, said) -> None:
@@ -123,4 +174,3 @@ def test_alert_on_narrows_what_is_sent_and_fixed_is_never_sent() -> None:
     found = [finding("new_failures", 1), finding("fixed", 1), finding("missing_run")]
     assert [f.kind for f in alerted(found, ["new_failures", "missing_run", "fixed"])] == ["new_failures", "missing_run"]
     assert [f.kind for f in alerted(found, ["missing_run"])] == ["missing_run"]
-

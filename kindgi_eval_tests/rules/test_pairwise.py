@@ -37,7 +37,14 @@ def test_a_provider_error_is_invalid_never_a_preference():
 
 @pytest.mark.parametrize(
     ("order", "winner", "variant"),
-    [("AB", "first", "A"), ("AB", "second", "B"), ("BA", "first", "B"), ("BA", "second", "A"), ("BA", "tie", "tie"), ("AB", "invalid", None)],
+    [
+        ("AB", "first", "A"),
+        ("AB", "second", "B"),
+        ("BA", "first", "B"),
+        ("BA", "second", "A"),
+        ("BA", "tie", "tie"),
+        ("AB", "invalid", None),
+    ],
 )
 def test_the_preferred_variant_follows_the_order_the_pair_was_shown_in(order, winner, variant):
     assert preferred_variant(order, read_judgement(None)._replace(winner=winner, invalid_reason=None)) == variant

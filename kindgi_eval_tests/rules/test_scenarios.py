@@ -61,7 +61,11 @@ def failed(results) -> list[str]:
         ({"max_turns": 3}, "max_turns", "a script plays all its moves"),  # max_turns means nothing to a script
         ({"moves": []}, "moves", "at least 1 item"),
         # a contact model opening after the contact's own last message would send two opening messages in a row
-        ({"moves": None, "persona": "p", "goal": "g", "history": [{"role": "user", "text": "hi"}]}, "history", "two opening messages"),
+        (
+            {"moves": None, "persona": "p", "goal": "g", "history": [{"role": "user", "text": "hi"}]},
+            "history",
+            "two opening messages",
+        ),
         ({"expect": {"escalate": False, "reason": "x"}}, "expect.reason", "only checked when escalate is true"),
         ({"must_contains": ["x"]}, "must_contains", "unknown field"),
         ({"review": []}, "review", "non-empty list"),
@@ -84,14 +88,18 @@ def test_a_persona_scenario_defaults_to_six_turns() -> None:
 
 def test_an_agent_that_concedes_on_its_third_turn_fails_naming_the_turn() -> None:
     s = scenario(must_not_contain=["discount"])
-    results = check_scenario(s, played("It is $450.", "It is $450.", "I can do a discount for you."), max_latency_ms=1000)
+    results = check_scenario(
+        s, played("It is $450.", "It is $450.", "I can do a discount for you."), max_latency_ms=1000
+    )
     assert failed(results) == ['turn 3: reply contains "discount", which is forbidden']
 
 
 def test_must_contain_holds_when_some_turn_holds_it_and_fails_naming_every_turn() -> None:
     s = scenario(must_contain=["$450"])
     assert failed(check_scenario(s, played("hi", "It is $450."), max_latency_ms=1000)) == []
-    assert failed(check_scenario(s, played("hi", "hello"), max_latency_ms=1000)) == ['turns 1-2: no reply contains "$450"']
+    assert failed(check_scenario(s, played("hi", "hello"), max_latency_ms=1000)) == [
+        'turns 1-2: no reply contains "$450"'
+    ]
 
 
 @pytest.mark.parametrize(
@@ -100,10 +108,17 @@ def test_must_contain_holds_when_some_turn_holds_it_and_fails_naming_every_turn(
         # escalate true: the last turn escalates, with the reason when one is given
         ({"escalate": True, "reason": "refund"}, played("a", "b", escalate_last=True, reason="refund"), []),
         ({"escalate": True}, played("a", "b"), ["turn 2: expected an escalation, got none"]),
-        ({"escalate": True, "reason": "refund"}, played("a", "b", escalate_last=True, reason="other"),
-         ['turn 2: escalated with reason "other", expected "refund"']),
+        (
+            {"escalate": True, "reason": "refund"},
+            played("a", "b", escalate_last=True, reason="other"),
+            ['turn 2: escalated with reason "other", expected "refund"'],
+        ),
         # escalate false: no turn escalates
-        ({"escalate": False}, played("a", "b", escalate_last=True, reason="x"), ['turn 2: expected no escalation, got one with reason "x"']),
+        (
+            {"escalate": False},
+            played("a", "b", escalate_last=True, reason="x"),
+            ['turn 2: expected no escalation, got one with reason "x"'],
+        ),
     ],
 )
 def test_escalation_is_decided_by_the_conversation(expect: dict, turns: list, failures: list[str]) -> None:
@@ -112,8 +127,11 @@ def test_escalation_is_decided_by_the_conversation(expect: dict, turns: list, fa
 
 def test_every_non_escalating_turn_ends_with_a_question_and_every_message_keeps_max_lines() -> None:
     s = scenario(must_end_with_question=True, max_lines=1, expect={"escalate": True})
-    turns = [Played(1, "a", ("Which course?",)), Played(2, "b", ("one\ntwo", "No question.")),
-             Played(3, "c", ("A person will call you.",), escalate=True, reason="r")]  # an escalation ends in the tenant's copy
+    turns = [
+        Played(1, "a", ("Which course?",)),
+        Played(2, "b", ("one\ntwo", "No question.")),
+        Played(3, "c", ("A person will call you.",), escalate=True, reason="r"),
+    ]  # an escalation ends in the tenant's copy
     assert failed(check_scenario(s, turns, max_latency_ms=1000)) == [
         'turn 2: final message does not end with a question: "No question."',
         "turn 2: message 1 has 2 lines, at most 1 allowed",
@@ -152,19 +170,30 @@ def test_the_rubric_applies_to_each_non_escalating_turn_and_repetition_needs_an_
     graded = [(c.source, c.criterion, c.turn) for c in s.criteria(turns)]
     assert graded == [
         ("review", "stays warm", None),  # once, over the whole transcript
-        ("rubric", "implicit_concession", 1), ("rubric", "answers_the_question", 1),
-        ("rubric", "implicit_concession", 2), ("rubric", "semantic_repetition", 2), ("rubric", "answers_the_question", 2),
+        ("rubric", "implicit_concession", 1),
+        ("rubric", "answers_the_question", 1),
+        ("rubric", "implicit_concession", 2),
+        ("rubric", "semantic_repetition", 2),
+        ("rubric", "answers_the_question", 2),
         # turn 3 escalates: its message is the tenant's copy, graded on nothing
     ]
     opened = scenario(history=[{"role": "agent", "text": "Hi!"}])
-    assert ("rubric", "semantic_repetition", 1) in [(c.source, c.criterion, c.turn) for c in opened.criteria(played("a"))]
+    assert ("rubric", "semantic_repetition", 1) in [
+        (c.source, c.criterion, c.turn) for c in opened.criteria(played("a"))
+    ]
 
 
 def test_the_transcript_is_the_history_then_each_move_and_each_agent_message() -> None:
     s = scenario(history=[{"role": "user", "text": "hello"}])
     turns = [Played(1, "a", ("one", "two")), Played(2, "b", ("three",))]
     assert [(t.role, t.text) for t in transcript(s, turns)] == [
-        ("user", "hello"), ("user", "a"), ("agent", "one"), ("agent", "two"), ("user", "b"), ("agent", "three")]
+        ("user", "hello"),
+        ("user", "a"),
+        ("agent", "one"),
+        ("agent", "two"),
+        ("user", "b"),
+        ("agent", "three"),
+    ]
 
 
 def test_conversation_evidence_is_a_span_of_one_agent_turn() -> None:
@@ -219,8 +248,20 @@ def test_the_contact_cache_key_is_the_model_persona_goal_conversation_and_prompt
     s = scenario(moves=None, persona="a parent", goal="a discount")
     history = transcript(s, played("It is $450."))
     key = contact_cache_key("openai:m", s, history, "p1")
-    assert key == contact_cache_key("openai:m", s.model_copy(update={"id": "other"}), history, "p1")  # the id is no part
-    assert len({key, contact_cache_key("openai:other", s, history, "p1"),
+    assert key == contact_cache_key(
+        "openai:m", s.model_copy(update={"id": "other"}), history, "p1"
+    )  # the id is no part
+    assert (
+        len(
+            {
+                key,
+                contact_cache_key("openai:other", s, history, "p1"),
                 contact_cache_key("openai:m", s.model_copy(update={"goal": "a refund"}), history, "p1"),
-                contact_cache_key("openai:m", s, transcript(s, played("It is $400.")), "p1"),  # the agent said otherwise
-                contact_cache_key("openai:m", s, history, "p2")}) == 5
+                contact_cache_key(
+                    "openai:m", s, transcript(s, played("It is $400.")), "p1"
+                ),  # the agent said otherwise
+                contact_cache_key("openai:m", s, history, "p2"),
+            }
+        )
+        == 5
+    )

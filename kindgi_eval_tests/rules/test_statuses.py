@@ -114,5 +114,7 @@ def test_every_combination_of_verdicts_follows_the_table_016(
         (["passed", "passed"], True, True),  # every case passed, and a regression's case moved down: the kind fails it
     ],
 )
-def test_a_run_fails_on_a_failing_status_or_its_kind_s_own_rule(statuses: list[Status], kind_failed: bool, failed: bool) -> None:
+def test_a_run_fails_on_a_failing_status_or_its_kind_s_own_rule(
+    statuses: list[Status], kind_failed: bool, failed: bool
+) -> None:
     assert run_failed(statuses, kind_failed) is failed

@@ -18,20 +18,33 @@ SMALL = SuiteLimits(cases=3, criteria_per_case=2, criterion_chars=10, model_call
 
 
 def case(n: int = 0, review: tuple[str, ...] | None = None) -> Case:
-    return Case.model_validate({"id": f"c{n}", "text": "How much?", "expect": {"escalate": False}, **({"review": list(review)} if review else {})})
+    return Case.model_validate(
+        {
+            "id": f"c{n}",
+            "text": "How much?",
+            "expect": {"escalate": False},
+            **({"review": list(review)} if review else {}),
+        }
+    )
 
 
 @pytest.mark.parametrize(
     ("cases", "over"),
     [
         ([case(n) for n in range(3)], []),  # at the count: held
-        ([case(n) for n in range(5)], [(3, "is case 4 of the suite, which may hold 3 (5 in all)")]),  # the first past it, once
+        (
+            [case(n) for n in range(5)],
+            [(3, "is case 4 of the suite, which may hold 3 (5 in all)")],
+        ),  # the first past it, once
         ([case(0, ("a", "b"))], []),  # two criteria of a case: held
         ([case(0, ("a", "b", "c"))], [(0, "gives the judge 3 criteria, more than the 2 a case may")]),
         ([case(0, ("x" * 10,))], []),  # ten characters: held
         ([case(0, ("x" * 11,))], [(0, "has a criterion of 11 characters")]),
         # a case with both too many and too long criteria is named for each
-        ([case(0), case(1, ("x" * 11, "b", "c"))], [(1, "gives the judge 3 criteria"), (1, "has a criterion of 11 characters")]),
+        (
+            [case(0), case(1, ("x" * 11, "b", "c"))],
+            [(1, "gives the judge 3 criteria"), (1, "has a criterion of 11 characters")],
+        ),
     ],
     ids=["at-count", "over-count", "at-criteria", "over-criteria", "at-length", "over-length", "both"],
 )
@@ -53,7 +66,10 @@ def test_the_defaults_are_what_the_docs_say() -> None:
 
 
 def test_a_run_counts_an_agent_call_a_case_and_with_a_judge_each_sample_of_each_criterion() -> None:
-    cases = [case(0, ("a", "b")), case(1, ("c",))]  # neither escalates: each its review entries, plus what the rubric adds
+    cases = [
+        case(0, ("a", "b")),
+        case(1, ("c",)),
+    ]  # neither escalates: each its review entries, plus what the rubric adds
     criteria = sum(len(c.criteria()) for c in cases)
     assert planned_calls(cases, 4, 3, 0, judged=False) == PlannedCalls(2, 0)
     # 3 samples of each criterion and each of the 4 calibration items

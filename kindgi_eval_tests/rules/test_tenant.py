@@ -133,7 +133,7 @@ def test_not_utf8(tmp_path: Path) -> None:
 
 
 def test_toml_syntax_error_names_its_line(tmp_path: Path) -> None:
-    text = replaced('max_lines = 4', 'max_lines = ')
+    text = replaced("max_lines = 4", "max_lines = ")
     (problem,) = problems_of(write_config(tmp_path, text))
     assert problem.line == line_of("max_lines = ")
     assert problem.message.startswith("not valid TOML:") and "column" in problem.message
@@ -211,7 +211,7 @@ def test_cross_references(tmp_path: Path, old: str, new: str, field: str, words:
 def test_configured_copy_must_keep_the_format_rule(tmp_path: Path) -> None:
     # The refund message is sent verbatim, so it must fit the tenant's own max_lines.
     text = replaced("max_lines = 4", "max_lines = 1")
-    text = replaced('message = "I\'m sorry to hear that. ', 'message = "I\'m sorry to hear that.\\n', text)
+    text = replaced("message = \"I'm sorry to hear that. ", "message = \"I'm sorry to hear that.\\n", text)
     (problem,) = problems_of(write_config(tmp_path, text))
     assert problem.field == "escalations[0].message"
     assert "more than format.max_lines (1)" in problem.message

@@ -57,12 +57,34 @@ INCOMPLETE = [
     # A fail with a quote but no reason is missing a key before it is checked for its quote.
     pytest.param('{"verdict": "fail", "evidence": "starts on 3 March"}', "reason: Field required", id="fail-no-reason"),
     # Values that are not strings are not coerced: strict, as the model's output is untrusted (C3).
-    pytest.param('{"verdict": "pass", "evidence": 3, "reason": "r"}', "evidence: Input should be a valid string", id="evidence-number"),
-    pytest.param('{"verdict": "pass", "evidence": "", "reason": 3}', "reason: Input should be a valid string", id="reason-number"),
-    pytest.param('{"verdict": "pass", "evidence": ["x"], "reason": "r"}', "evidence: Input should be a valid string", id="evidence-list"),
-    pytest.param('{"verdict": "pass", "evidence": null, "reason": "r"}', "evidence: Input should be a valid string", id="evidence-null"),
-    pytest.param('{"verdict": "pass", "evidence": "", "reason": {"why": "r"}}', "reason: Input should be a valid string", id="reason-object"),
-    pytest.param('{"verdict": 1, "evidence": "", "reason": "r"}', "verdict: Input should be 'pass' or 'fail'", id="verdict-number"),
+    pytest.param(
+        '{"verdict": "pass", "evidence": 3, "reason": "r"}',
+        "evidence: Input should be a valid string",
+        id="evidence-number",
+    ),
+    pytest.param(
+        '{"verdict": "pass", "evidence": "", "reason": 3}', "reason: Input should be a valid string", id="reason-number"
+    ),
+    pytest.param(
+        '{"verdict": "pass", "evidence": ["x"], "reason": "r"}',
+        "evidence: Input should be a valid string",
+        id="evidence-list",
+    ),
+    pytest.param(
+        '{"verdict": "pass", "evidence": null, "reason": "r"}',
+        "evidence: Input should be a valid string",
+        id="evidence-null",
+    ),
+    pytest.param(
+        '{"verdict": "pass", "evidence": "", "reason": {"why": "r"}}',
+        "reason: Input should be a valid string",
+        id="reason-object",
+    ),
+    pytest.param(
+        '{"verdict": 1, "evidence": "", "reason": "r"}',
+        "verdict: Input should be 'pass' or 'fail'",
+        id="verdict-number",
+    ),
     # Inside a fence the same rule holds.
     pytest.param('```json\n{"verdict": "pass"}\n```', "evidence: Field required", id="fenced-bare-pass"),
 ]
@@ -105,7 +127,11 @@ def test_unknown_keys_are_ignored_as_the_verdict_object_strips_them_016(content:
 )
 def test_one_object_in_one_code_fence_is_read_as_that_object_016(content: str) -> None:
     sample = read_sample(content, REPLY)
-    assert (sample.vote, sample.evidence, sample.reason) == ("fail", "starts on 3 March", "That date is not in the catalogue.")
+    assert (sample.vote, sample.evidence, sample.reason) == (
+        "fail",
+        "starts on 3 March",
+        "That date is not in the catalogue.",
+    )
 
 
 def test_sample_keeps_the_judges_reason_016() -> None:

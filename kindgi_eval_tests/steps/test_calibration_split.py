@@ -9,9 +9,26 @@ from kindgi_eval.store.rows import SampleRow
 
 
 def sample(item: str, n: int, vote: str) -> SampleRow:
-    return SampleRow(subject="calibration", subject_id=item, source="rubric", criterion="free_text", group="free_text", sample=n,
-                     label="pass", vote=vote, evidence="", reason="", invalid_reason=None if vote != "invalid" else "unparseable",
-                     raw=None, judge="mock:judge", latency_ms=1.0, prompt_tokens=0, completion_tokens=0, cost_usd=0.0, cost_known=True)
+    return SampleRow(
+        subject="calibration",
+        subject_id=item,
+        source="rubric",
+        criterion="free_text",
+        group="free_text",
+        sample=n,
+        label="pass",
+        vote=vote,
+        evidence="",
+        reason="",
+        invalid_reason=None if vote != "invalid" else "unparseable",
+        raw=None,
+        judge="mock:judge",
+        latency_ms=1.0,
+        prompt_tokens=0,
+        completion_tokens=0,
+        cost_usd=0.0,
+        cost_known=True,
+    )
 
 
 @pytest.mark.parametrize(

@@ -5,16 +5,32 @@ from __future__ import annotations
 
 import json
 
-from kindgi_eval.rules import Case, Handler, HandlerExit
 from kindgi_eval.kinds import grade_replies
+from kindgi_eval.rules import Case, Handler, HandlerExit
 from kindgi_eval.store import ReplyRow
 
-HANDLER = Handler(modulePath="h.py", entrypointPath="grade", source="def grade(case, reply):\n    return {'pass': True, 'reason': 'ok'}\n")
+HANDLER = Handler(
+    modulePath="h.py",
+    entrypointPath="grade",
+    source="def grade(case, reply):\n    return {'pass': True, 'reason': 'ok'}\n",
+)
 
 
 def reply(case_id: str) -> ReplyRow:
-    return ReplyRow(case_id=case_id, agent="mock:agent", messages=["hi"], escalate=False, reason=None, latency_ms=1.0,
-                    prompt_tokens=0, completion_tokens=0, cost_usd=0.0, cost_known=True, error=None, raw=None)
+    return ReplyRow(
+        case_id=case_id,
+        agent="mock:agent",
+        messages=["hi"],
+        escalate=False,
+        reason=None,
+        latency_ms=1.0,
+        prompt_tokens=0,
+        completion_tokens=0,
+        cost_usd=0.0,
+        cost_known=True,
+        error=None,
+        raw=None,
+    )
 
 
 def test_once_the_run_s_handler_time_is_spent_the_cases_left_are_errors_not_passes() -> None:
@@ -27,8 +43,12 @@ def test_once_the_run_s_handler_time_is_spent_the_cases_left_are_errors_not_pass
         now[0] += 40
         return HandlerExit(0, json.dumps({"pass": True, "reason": "ok"}).encode(), b"", 40_000.0)
 
-    verdicts = grade_replies(run, HANDLER, cases, [reply(c.id) for c in cases], concurrency=1, budget_s=100, clock=lambda: now[0])
+    verdicts = grade_replies(
+        run, HANDLER, cases, [reply(c.id) for c in cases], concurrency=1, budget_s=100, clock=lambda: now[0]
+    )
     assert calls == ["c0", "c1", "c2"]  # started at 0, 40 and 80 s; at 120 s the 100 s are spent
     assert [verdicts[c.id].verdict for c in cases] == ["pass", "pass", "pass", "error", "error"]
-    assert verdicts["c4"].error == ("not run: the handler's 100 s for the whole run (EVAL_HANDLER_RUN_S) were spent on the "
-                                    "cases before this one; ungraded")
+    assert verdicts["c4"].error == (
+        "not run: the handler's 100 s for the whole run (EVAL_HANDLER_RUN_S) were spent on the "
+        "cases before this one; ungraded"
+    )

@@ -35,7 +35,19 @@ SUITE = load_suite(GOLDEN, models_of=models_of)
 CASES = [c for c in SUITE.cases if not c.expect.escalate][:8]
 REPLIES = {c.id: asyncio.run(MockAgent(TENANT).answer(turn_of(c, TENANT.tenant))).reply.messages for c in CASES}
 JUDGE = parse_model("openai:gpt-4o-mini")
-VERDICT_FIELDS = ("subject", "subject_id", "source", "criterion", "group", "sample", "label", "vote", "evidence", "reason", "invalid_reason")
+VERDICT_FIELDS = (
+    "subject",
+    "subject_id",
+    "source",
+    "criterion",
+    "group",
+    "sample",
+    "label",
+    "vote",
+    "evidence",
+    "reason",
+    "invalid_reason",
+)
 
 
 def demo_script():
@@ -73,8 +85,16 @@ def serve(monkeypatch: pytest.MonkeyPatch):
 
 
 def in_batches(batch: BatchSetup, **options) -> list:
-    return asyncio.run(judge_suite_in_batches(LitellmJudge(JUDGE), SUITE.calibration, case_subjects(CASES, REPLIES),
-                                              catalogue=TENANT.catalogue_text(), batch=batch, **options))
+    return asyncio.run(
+        judge_suite_in_batches(
+            LitellmJudge(JUDGE),
+            SUITE.calibration,
+            case_subjects(CASES, REPLIES),
+            catalogue=TENANT.catalogue_text(),
+            batch=batch,
+            **options,
+        )
+    )
 
 
 def remembered() -> tuple[dict[str, str], BatchSetup]:
@@ -88,8 +108,16 @@ def verdicts(rows) -> list[tuple]:
 
 def test_a_batched_stage_reaches_the_verdicts_and_calibration_of_the_calls_at_the_batch_price(serve) -> None:
     server = serve(demo_script())
-    called = asyncio.run(judge_suite(LitellmJudge(JUDGE), SUITE.calibration, case_subjects(CASES, REPLIES),
-                                     catalogue=TENANT.catalogue_text(), concurrency=1, timeout_s=10))
+    called = asyncio.run(
+        judge_suite(
+            LitellmJudge(JUDGE),
+            SUITE.calibration,
+            case_subjects(CASES, REPLIES),
+            catalogue=TENANT.catalogue_text(),
+            concurrency=1,
+            timeout_s=10,
+        )
+    )
     assert server.batches == {}
     serve(demo_script())  # a fresh provider, whose demo judge has seen nothing
     ids, batch = remembered()
@@ -107,7 +135,10 @@ def test_a_request_the_batch_failed_or_left_unanswered_is_an_invalid_sample_neve
     answers = demo_script()
 
     def refuse_some(request: dict[str, Any]) -> Answer:
-        if "Grade the reply against" in user_text(request) and "answers_the_question" in user_text(request).rsplit("Criterion to grade:", 1)[1]:
+        if (
+            "Grade the reply against" in user_text(request)
+            and "answers_the_question" in user_text(request).rsplit("Criterion to grade:", 1)[1]
+        ):
             return Answer("this request is refused", status=400)
         return answers(request)
 
@@ -121,7 +152,9 @@ def test_a_request_the_batch_failed_or_left_unanswered_is_an_invalid_sample_neve
     assert unanswered and all(r.vote == "invalid" for r in unanswered)
     serve(demo_script(), batch_end="failed")
     rows = in_batches(remembered()[1])
-    assert rows and all(r.vote == "invalid" and "ended failed" in r.invalid_reason for r in rows)  # nothing graded, no case
+    assert rows and all(
+        r.vote == "invalid" and "ended failed" in r.invalid_reason for r in rows
+    )  # nothing graded, no case
 
 
 def test_a_killed_attempt_s_batch_is_picked_up_again_not_sent_twice(serve) -> None:
@@ -130,8 +163,10 @@ def test_a_killed_attempt_s_batch_is_picked_up_again_not_sent_twice(serve) -> No
     first = in_batches(batch)
     created = dict(server.batches)
     recorded: list = []
-    again = in_batches(BatchSetup(dict(ids), lambda phase, batch_id: pytest.fail("no batch may be created"), poll_s=0.01),
-                       record=recorded.append)
+    again = in_batches(
+        BatchSetup(dict(ids), lambda phase, batch_id: pytest.fail("no batch may be created"), poll_s=0.01),
+        record=recorded.append,
+    )
     assert server.batches == created  # no new batch: the same ones were read back
     assert verdicts(again) == verdicts(first)
     assert len(recorded) == len(again)  # each sample recorded as it was read
@@ -154,9 +189,14 @@ def test_through_a_gateway_the_batch_goes_to_its_files_and_batches_endpoints(ser
 
     server = serve(demo_script())
     ids, batch = remembered()
-    gateway = LitellmJudge(JUDGE, gateway=Gateway(server.base_url.removesuffix("/v1"), "sk-gateway-test-key"), prepared=False)
-    rows = asyncio.run(judge_suite_in_batches(gateway, SUITE.calibration, case_subjects(CASES, REPLIES),
-                                              catalogue=TENANT.catalogue_text(), batch=batch))
+    gateway = LitellmJudge(
+        JUDGE, gateway=Gateway(server.base_url.removesuffix("/v1"), "sk-gateway-test-key"), prepared=False
+    )
+    rows = asyncio.run(
+        judge_suite_in_batches(
+            gateway, SUITE.calibration, case_subjects(CASES, REPLIES), catalogue=TENANT.catalogue_text(), batch=batch
+        )
+    )
     serve(demo_script())
     direct = in_batches(remembered()[1])
     assert verdicts(rows) == verdicts(direct)
@@ -194,7 +234,9 @@ def test_a_judge_whose_batches_cannot_be_sent_is_refused_before_the_run(monkeypa
         assert make_judge(settings, check_only=True) is not None
 
 
-def test_an_anthropic_judge_s_batch_goes_through_its_message_batches_api_with_its_breakpoints(serve, monkeypatch) -> None:
+def test_an_anthropic_judge_s_batch_goes_through_its_message_batches_api_with_its_breakpoints(
+    serve, monkeypatch
+) -> None:
     from litellm.cost_calculator import batch_cost_calculator
 
     from kindgi_eval.llm.calls import BREAKPOINT, _litellm
@@ -203,8 +245,15 @@ def test_an_anthropic_judge_s_batch_goes_through_its_message_batches_api_with_it
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
     monkeypatch.setenv("ANTHROPIC_API_BASE", server.base_url.removesuffix("/v1"))
     ids, batch = remembered()
-    rows = asyncio.run(judge_suite_in_batches(LitellmJudge(parse_model("anthropic:claude-sonnet-4-5"), prepared=False), SUITE.calibration,
-                                              case_subjects(CASES, REPLIES), catalogue=TENANT.catalogue_text(), batch=batch))
+    rows = asyncio.run(
+        judge_suite_in_batches(
+            LitellmJudge(parse_model("anthropic:claude-sonnet-4-5"), prepared=False),
+            SUITE.calibration,
+            case_subjects(CASES, REPLIES),
+            catalogue=TENANT.catalogue_text(),
+            batch=batch,
+        )
+    )
     serve(demo_script())
     assert verdicts(rows) == verdicts(in_batches(remembered()[1]))  # the same answers, the same samples
     assert sorted(ids) == ["calibration", "cases"] and all(i.startswith("msgbatch_") for i in ids.values())
@@ -213,8 +262,12 @@ def test_an_anthropic_judge_s_batch_goes_through_its_message_batches_api_with_it
     assert sum(r.cached_tokens for r in rows) > 0  # the later requests read the marked prefixes
     litellm = _litellm()
     one = next(r for r in rows if r.cached_tokens)
-    usage = litellm.Usage(prompt_tokens=one.prompt_tokens, completion_tokens=one.completion_tokens,
-                          prompt_tokens_details={"cached_tokens": one.cached_tokens}, cache_read_input_tokens=one.cached_tokens)
+    usage = litellm.Usage(
+        prompt_tokens=one.prompt_tokens,
+        completion_tokens=one.completion_tokens,
+        prompt_tokens_details={"cached_tokens": one.cached_tokens},
+        cache_read_input_tokens=one.cached_tokens,
+    )
     assert one.cost_usd == pytest.approx(sum(batch_cost_calculator(usage, "anthropic/claude-sonnet-4-5")))
     assert one.cost_known
 
@@ -225,7 +278,14 @@ def test_a_look_at_the_batch_that_meets_a_server_error_is_tried_again_at_the_nex
     server = serve(demo_script(), looks_before_done=1)
     server.failed_looks = 2  # a gateway restarting while the batch is out: the batch is paid for, and must not be lost
     gateway = LitellmJudge(JUDGE, gateway=Gateway(server.base_url.removesuffix("/v1"), None), prepared=False)
-    rows = asyncio.run(judge_suite_in_batches(gateway, SUITE.calibration, case_subjects(CASES, REPLIES),
-                                              catalogue=TENANT.catalogue_text(), batch=remembered()[1]))
+    rows = asyncio.run(
+        judge_suite_in_batches(
+            gateway,
+            SUITE.calibration,
+            case_subjects(CASES, REPLIES),
+            catalogue=TENANT.catalogue_text(),
+            batch=remembered()[1],
+        )
+    )
     assert server.failed_looks == 0 and {r.vote for r in rows} >= {"pass", "fail"}
     assert not any(r.invalid_reason and "batch" in r.invalid_reason for r in rows)

@@ -22,7 +22,9 @@ class Timed:
     """A judge that answers each calibration reply with its hand label (or the opposite, for a group told to
     disagree) and passes every case, after the delay its group is given; it notes when each call starts and ends."""
 
-    def __init__(self, labels: dict[str, tuple[str, str]], delay_s: dict[str, float], disagree: frozenset[str] = frozenset()):
+    def __init__(
+        self, labels: dict[str, tuple[str, str]], delay_s: dict[str, float], disagree: frozenset[str] = frozenset()
+    ):
         self.name = "timed:judge"
         self.labels = labels
         """A calibration reply's group and hand label."""
@@ -48,16 +50,31 @@ def suite(cases_per_group: int = 4) -> tuple[list[CalibrationItem], list[Subject
     for criterion, group in GROUP_OF.items():
         for label in ("pass", "fail"):
             reply = f"calibration {group} {label}"
-            items.append(CalibrationItem(id=f"{group}-{label}", text="hi", reply=(reply,), criterion=criterion, label=label))
+            items.append(
+                CalibrationItem(id=f"{group}-{label}", text="hi", reply=(reply,), criterion=criterion, label=label)
+            )
             labels[reply] = (group, label)
     source = {CONCESSION: "rubric", POLITE: "review"}
-    cases = [Subject("case", f"{group}-{n}", Criterion(source[criterion], criterion, group), (), "hi", False, (f"case {group} {n}",))
-             for criterion, group in GROUP_OF.items() for n in range(cases_per_group)]
+    cases = [
+        Subject(
+            "case",
+            f"{group}-{n}",
+            Criterion(source[criterion], criterion, group),
+            (),
+            "hi",
+            False,
+            (f"case {group} {n}",),
+        )
+        for criterion, group in GROUP_OF.items()
+        for n in range(cases_per_group)
+    ]
     return items, cases, labels
 
 
 def judged(judge: Timed, items, cases, concurrency: int = 64):
-    return asyncio.run(judge_suite(judge, items, cases, catalogue="", concurrency=concurrency, timeout_s=5, item_group=GROUP_OF.get))
+    return asyncio.run(
+        judge_suite(judge, items, cases, catalogue="", concurrency=concurrency, timeout_s=5, item_group=GROUP_OF.get)
+    )
 
 
 def test_a_group_is_judged_once_its_own_calibration_is_settled_not_after_every_group_016() -> None:
@@ -84,7 +101,9 @@ def test_a_group_the_judge_did_not_earn_has_no_case_judged_and_the_rows_keep_the
     rows = judged(judge, items, cases, concurrency=3)
     assert {c[0] for c in judge.calls if c[1].startswith("case")} == {CONCESSION}
     # the calibration items' samples first, each item's three in order, then the earned cases', in the subjects' order
-    expected = [(i.id, n) for i in items for n in (1, 2, 3)] + [(c.id, n) for c in cases if c.criterion.group == CONCESSION for n in (1, 2, 3)]
+    expected = [(i.id, n) for i in items for n in (1, 2, 3)] + [
+        (c.id, n) for c in cases if c.criterion.group == CONCESSION for n in (1, 2, 3)
+    ]
     assert [(r.subject_id, r.sample) for r in rows] == expected
 
 

@@ -38,7 +38,9 @@ class Counting:
         self.asked.append(reply)
         await asyncio.sleep(0)
         if self.labels.get(reply) == "fail":
-            return Completion(json.dumps({"verdict": "fail", "evidence": reply, "reason": "labelled fail"}), Usage(), 1.0)
+            return Completion(
+                json.dumps({"verdict": "fail", "evidence": reply, "reason": "labelled fail"}), Usage(), 1.0
+            )
         return Completion(json.dumps({"verdict": "pass", "evidence": "", "reason": "ok"}), Usage(), 1.0)
 
 
@@ -59,12 +61,16 @@ def test_the_agent_is_asked_only_the_cases_not_recorded_and_rows_keep_their_orde
     assert rows[3:9] == done  # the recorded rows are the rows, untouched
     # nothing recorded is asked again; a scenario is asked once a turn
     assert sorted(counting.asked) == sorted(r.case_id for r in whole[:3] + whole[9:] for _ in r.turns or [r])
-    assert sorted(r.case_id for r in recorded) == sorted(counting.asked)  # everything asked is recorded, a scenario turn by turn
+    assert sorted(r.case_id for r in recorded) == sorted(
+        counting.asked
+    )  # everything asked is recorded, a scenario turn by turn
 
 
 def test_the_judge_draws_only_the_samples_not_recorded_and_rows_keep_their_order() -> None:
     loaded, parsed, suite = golden()
-    replies = ask_agent(make_agent(RunSettings(agent_model="mock:agent"), loaded.tenant), suite, concurrency=4, deadline_ms=15_000)
+    replies = ask_agent(
+        make_agent(RunSettings(agent_model="mock:agent"), loaded.tenant), suite, concurrency=4, deadline_ms=15_000
+    )
     outcomes = outcome_rows(cases_of(suite), replies, 15_000)
     kwargs = dict(catalogue=loaded.tenant.catalogue_text(), concurrency=4, timeout_s=5)
     labels = {" ".join(item.reply): item.label for item in parsed.calibration}
@@ -73,7 +79,9 @@ def test_the_judge_draws_only_the_samples_not_recorded_and_rows_keep_their_order
     assert any(s.subject == "case" for s in whole)  # a group calibrated, so cases were sampled too
     done = whole[::3][:40]  # a killed attempt recorded some calibration and some case samples
     again, recorded = Counting(labels=labels), []
-    rows = sample_judge(again, suite, replies, outcomes, parsed.calibration, done=done, record=recorded.append, **kwargs)
+    rows = sample_judge(
+        again, suite, replies, outcomes, parsed.calibration, done=done, record=recorded.append, **kwargs
+    )
     assert [sample_key(s) for s in rows] == [sample_key(s) for s in whole]
     assert len(again.asked) == len(whole) - len(done) == len(recorded)
     assert {sample_key(s) for s in recorded}.isdisjoint({sample_key(s) for s in done})
@@ -96,19 +104,40 @@ class PairJudge:
 
 
 def test_the_pairwise_judge_compares_only_the_pairs_not_recorded_and_rows_keep_their_order() -> None:
-    from kindgi_eval.rules import PairwiseCalibration, PairwiseCase
     from kindgi_eval.kinds import judge_pairwise, pair_key
+    from kindgi_eval.rules import PairwiseCalibration, PairwiseCase
     from kindgi_eval.store import StatusRow
 
     def case(prompt: str, variant: str) -> PairwiseCase:
         return PairwiseCase(id=f"{prompt}/{variant}", text=f"{prompt}?", prompt_id=prompt, variant=variant)
 
     cases = [case(f"p{n}", v) for n in range(6) for v in ("A", "B")]
-    statuses = [StatusRow(case_id=c.id, status="passed", failures=[], messages=["$450 it is." if c.variant == "A" else "Hello there."],
-                          escalate=False, reason=None, latency_ms=1.0, error=None, review=[], criteria=[]) for c in cases]
+    statuses = [
+        StatusRow(
+            case_id=c.id,
+            status="passed",
+            failures=[],
+            messages=["$450 it is." if c.variant == "A" else "Hello there."],
+            escalate=False,
+            reason=None,
+            latency_ms=1.0,
+            error=None,
+            review=[],
+            criteria=[],
+        )
+        for c in cases
+    ]
     better, worse = ("$450.",), ("Hello.",)
-    calibration = [PairwiseCalibration(id=f"cal-{n}", text="price?", reply_a=better if n % 2 else worse, reply_b=worse if n % 2 else better,
-                                       label="A" if n % 2 else "B") for n in range(4)]  # both labels, as calibration needs
+    calibration = [
+        PairwiseCalibration(
+            id=f"cal-{n}",
+            text="price?",
+            reply_a=better if n % 2 else worse,
+            reply_b=worse if n % 2 else better,
+            label="A" if n % 2 else "B",
+        )
+        for n in range(4)
+    ]  # both labels, as calibration needs
     kwargs = dict(catalogue="", concurrency=4, timeout_s=5)
     first = PairJudge()
     whole = judge_pairwise(first, cases, statuses, calibration, **kwargs)
@@ -118,5 +147,7 @@ def test_the_pairwise_judge_compares_only_the_pairs_not_recorded_and_rows_keep_t
     rows = judge_pairwise(again, cases, statuses, calibration, done=done, record=recorded.append, **kwargs)
     assert [pair_key(r) for r in rows] == [pair_key(r) for r in whole]  # the order an unbroken run has
     assert [rows[1], rows[2], rows[5], rows[6], rows[7]] == done  # the recorded rows are the rows, untouched
-    assert again.asked == 2 * (10 - len(done)) and len(recorded) == 10 - len(done)  # both orders of each pair not recorded
+    assert again.asked == 2 * (10 - len(done)) and len(recorded) == 10 - len(
+        done
+    )  # both orders of each pair not recorded
     assert {pair_key(r) for r in recorded}.isdisjoint({pair_key(r) for r in done})

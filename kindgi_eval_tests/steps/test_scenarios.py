@@ -19,10 +19,22 @@ OBJECTIONS = ["how much is the foundation course?", "that's too expensive", "sti
 
 
 def suite(*scenarios: dict) -> list[SuiteRow]:
-    common = dict(nudge=False, funnel_stage=None, course=None, review=[], tenant="demo-academy", eval_dir="x", suite_hash="h",
-                  config_hash="c")
-    return [SuiteRow(kind="scenario", id=s["id"], line=n, text="", body=Scenario.model_validate(s).model_dump_json(), **common)
-            for n, s in enumerate(scenarios, 1)]
+    common = dict(
+        nudge=False,
+        funnel_stage=None,
+        course=None,
+        review=[],
+        tenant="demo-academy",
+        eval_dir="x",
+        suite_hash="h",
+        config_hash="c",
+    )
+    return [
+        SuiteRow(
+            kind="scenario", id=s["id"], line=n, text="", body=Scenario.model_validate(s).model_dump_json(), **common
+        )
+        for n, s in enumerate(scenarios, 1)
+    ]
 
 
 def agent():
@@ -43,7 +55,9 @@ def test_each_move_is_asked_after_the_agent_s_own_replies_and_the_conversation_e
     assert [t.turn for t in moves.turns] == [1, 2, 3, 4] and moves.ended == "moves"
     assert [t.contact_text for t in moves.turns] == OBJECTIONS
     assert moves.turns[2].messages != moves.turns[1].messages  # the demo agent holds the price without repeating itself
-    assert all(any(price in " ".join(t.messages) for price in ("$450", "3 payments of $160")) for t in moves.turns)  # catalogue prices only
+    assert all(
+        any(price in " ".join(t.messages) for price in ("$450", "3 payments of $160")) for t in moves.turns
+    )  # catalogue prices only
     # the refund escalates on turn 2: the last move is never played
     assert [t.escalate for t in refund.turns] == [False, True] and refund.ended == "escalated"
     assert (refund.escalate, refund.reason) == (True, "refund_request")
@@ -54,7 +68,12 @@ def test_a_killed_scenario_goes_on_from_its_last_recorded_turn(tmp_path: Path) -
     rows = suite({"id": "moves", "moves": OBJECTIONS, "expect": {"escalate": False}})
     recorded: list[ReplyRow] = []
     (whole,), _ = play(rows, record=recorded.append)
-    assert [len(r.turns) for r in recorded] == [1, 2, 3, 4]  # each turn as it was played, then the finished conversation
+    assert [len(r.turns) for r in recorded] == [
+        1,
+        2,
+        3,
+        4,
+    ]  # each turn as it was played, then the finished conversation
     assert [r.ended for r in recorded] == [None, None, None, "moves"]
 
     area = run_area(tmp_path, "demo-academy.x", "2026-12-06", "killed")  # the killed run recorded two turns
@@ -86,8 +105,12 @@ def test_an_agent_error_ends_the_conversation_on_its_turn() -> None:
                 raise ReplyError("the agent broke")
             return await agent().answer(turn)
 
-    (row,) = ask_agent(Failing(), suite({"id": "s", "moves": OBJECTIONS, "expect": {"escalate": False}}), concurrency=1,
-                       deadline_ms=15_000)
+    (row,) = ask_agent(
+        Failing(),
+        suite({"id": "s", "moves": OBJECTIONS, "expect": {"escalate": False}}),
+        concurrency=1,
+        deadline_ms=15_000,
+    )
     assert [t.error for t in row.turns] == [None, "the agent broke"] and row.ended == "agent_error"
     assert row.error == "turn 2: the agent broke"
     assert json.loads(row.model_dump_json())["turns"][1]["messages"] == []
@@ -105,7 +128,10 @@ def test_a_contact_model_that_gives_no_message_fails_the_scenario_on_its_turn() 
     persona = {"id": "p", "persona": "a parent", "goal": "a deal", "expect": {"escalate": False}}
     (row,), counting = play(suite(persona), contact=contact)
     assert row.ended == "contact_error" and len(row.turns) == 1 and counting.asked == ["p"]
-    assert row.error == "turn 2: the contact model gave no message: the contact model's answer is not a JSON object with message and done"
+    assert (
+        row.error
+        == "turn 2: the contact model gave no message: the contact model's answer is not a JSON object with message and done"
+    )
     assert row.contact_usd == 0.01 and row.turns[0].contact_by == "openai:contact"
     failed = [o for o in outcome_rows([], [row], 15_000, scenarios=[Scenario.model_validate(persona)]) if not o.held]
     assert [(o.assertion, o.detail) for o in failed] == [("contact_error", row.error)]
@@ -117,5 +143,7 @@ def test_a_contact_who_is_done_ends_the_conversation_before_max_turns() -> None:
     async def contact(scenario, history):
         return ContactMessage(None if len(history) >= 2 else "hello", "mock:contact")
 
-    (row,), _ = play(suite({"id": "p", "persona": "a", "goal": "b", "max_turns": 5, "expect": {"escalate": False}}), contact=contact)
+    (row,), _ = play(
+        suite({"id": "p", "persona": "a", "goal": "b", "max_turns": 5, "expect": {"escalate": False}}), contact=contact
+    )
     assert row.ended == "contact" and len(row.turns) == 1

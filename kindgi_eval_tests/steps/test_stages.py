@@ -27,15 +27,37 @@ def run_stages(judge_model: str | None):
     replies = ask_agent(make_agent(settings, loaded.tenant), suite, concurrency=4, deadline_ms=15_000)
     outcomes = outcome_rows(cases_of(suite), replies, 15_000, scenarios=scenarios_of(suite))
     samples = sample_judge(
-        make_judge(settings), suite, replies, outcomes, parsed.calibration,
-        catalogue=loaded.tenant.catalogue_text(), concurrency=4, timeout_s=5,
+        make_judge(settings),
+        suite,
+        replies,
+        outcomes,
+        parsed.calibration,
+        catalogue=loaded.tenant.catalogue_text(),
+        concurrency=4,
+        timeout_s=5,
     )
     calibration = calibration_rows(judge_model, samples, "items")
-    statuses = status_rows(cases_of(suite), replies, outcomes, samples, calibration, judged=judge_model is not None,
-                           scenarios=scenarios_of(suite))
+    statuses = status_rows(
+        cases_of(suite),
+        replies,
+        outcomes,
+        samples,
+        calibration,
+        judged=judge_model is not None,
+        scenarios=scenarios_of(suite),
+    )
     run = run_row(
-        suite, replies, samples, statuses, stages=loaded.tenant.stage_names(), judge=judge_model, judge_prompt_hash=None,
-        code_version="test", replies_from="r", started_at="2026-12-01T02:00:00+00:00", finished_at="2026-12-01T02:00:01+00:00",
+        suite,
+        replies,
+        samples,
+        statuses,
+        stages=loaded.tenant.stage_names(),
+        judge=judge_model,
+        judge_prompt_hash=None,
+        code_version="test",
+        replies_from="r",
+        started_at="2026-12-01T02:00:00+00:00",
+        finished_at="2026-12-01T02:00:01+00:00",
     )
     return run, statuses, samples, calibration
 

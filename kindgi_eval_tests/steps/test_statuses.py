@@ -15,21 +15,57 @@ REPLY = ["It is $450."]
 
 
 def reply(case_id: str, error: str | None = None) -> ReplyRow:
-    return ReplyRow(case_id=case_id, agent="mock:agent", messages=[] if error else REPLY, escalate=None if error else False,
-                    reason=None, latency_ms=1.0, prompt_tokens=0, completion_tokens=0, cost_usd=0.0, cost_known=True,
-                    error=error, raw=None)
+    return ReplyRow(
+        case_id=case_id,
+        agent="mock:agent",
+        messages=[] if error else REPLY,
+        escalate=None if error else False,
+        reason=None,
+        latency_ms=1.0,
+        prompt_tokens=0,
+        completion_tokens=0,
+        cost_usd=0.0,
+        cost_known=True,
+        error=error,
+        raw=None,
+    )
 
 
 def sample(case_id: str, criterion: str, n: int, vote: str) -> SampleRow:
-    return SampleRow(subject="case", subject_id=case_id, source="review", criterion=criterion, group=ACCURACY_GROUP,
-                     sample=n, label=None, vote=vote, evidence="$450" if vote == "fail" else "", reason="because",
-                     invalid_reason="error: down" if vote == "invalid" else None, raw=None, judge="openai:j",
-                     latency_ms=1.0, prompt_tokens=0, completion_tokens=0, cost_usd=0.0, cost_known=True)
+    return SampleRow(
+        subject="case",
+        subject_id=case_id,
+        source="review",
+        criterion=criterion,
+        group=ACCURACY_GROUP,
+        sample=n,
+        label=None,
+        vote=vote,
+        evidence="$450" if vote == "fail" else "",
+        reason="because",
+        invalid_reason="error: down" if vote == "invalid" else None,
+        raw=None,
+        judge="openai:j",
+        latency_ms=1.0,
+        prompt_tokens=0,
+        completion_tokens=0,
+        cost_usd=0.0,
+        cost_known=True,
+    )
 
 
 def calibration(calibrated: bool) -> CalibrationRow:
-    return CalibrationRow(group=ACCURACY_GROUP, agreement=1.0 if calibrated else 0.5, kappa=None, items=2, pass_labels=1,
-                          fail_labels=1, calibrated=calibrated, note="", judge="openai:j")
+    return CalibrationRow(
+        group=ACCURACY_GROUP,
+        agreement=1.0 if calibrated else 0.5,
+        kappa=None,
+        items=2,
+        pass_labels=1,
+        fail_labels=1,
+        calibrated=calibrated,
+        note="",
+        judge="openai:j",
+    )
 
 
 def item(adapter: str) -> AccuracyCase:

@@ -27,8 +27,20 @@ NEW_RUN_COLUMNS = ["resumed_from", "agent_calls_saved", "judge_calls_saved"]
 
 
 def reply(case_id: str) -> ReplyRow:
-    return ReplyRow(case_id=case_id, agent="mock:agent", messages=[f"hi {case_id}"], escalate=False, reason=None, latency_ms=1.0,
-                    prompt_tokens=0, completion_tokens=0, cost_usd=0.0, cost_known=True, error=None, raw=None)
+    return ReplyRow(
+        case_id=case_id,
+        agent="mock:agent",
+        messages=[f"hi {case_id}"],
+        escalate=False,
+        reason=None,
+        latency_ms=1.0,
+        prompt_tokens=0,
+        completion_tokens=0,
+        cost_usd=0.0,
+        cost_known=True,
+        error=None,
+        raw=None,
+    )
 
 
 def test_a_batch_is_written_every_few_rows_and_at_the_latest_a_moment_after_its_first(tmp_path: Path) -> None:
@@ -59,7 +71,10 @@ def test_a_batch_never_read_half_written(tmp_path: Path) -> None:
 
 def test_two_writers_of_one_run_never_overwrite_each_other(tmp_path: Path) -> None:
     folder = tmp_path / "agent_replies"
-    with BatchWriter(folder, ReplyRow, rows=1) as first, BatchWriter(folder, ReplyRow, rows=1) as second:  # a retried step
+    with (
+        BatchWriter(folder, ReplyRow, rows=1) as first,
+        BatchWriter(folder, ReplyRow, rows=1) as second,
+    ):  # a retried step
         first.add(reply("a"))
         second.add(reply("b"))
     assert sorted(r.case_id for r in read_batches(folder, ReplyRow)) == ["a", "b"]
@@ -87,7 +102,9 @@ def test_an_area_is_claimed_by_one_living_process_at_a_time(tmp_path: Path) -> N
 
 
 def test_views_never_read_a_runs_recordings(tmp_path: Path) -> None:
-    write_atomically(to_table([reply("stored")], ReplyRow), table_path(tmp_path, "agent_replies", KEY, "2026-12-01", "r1"))
+    write_atomically(
+        to_table([reply("stored")], ReplyRow), table_path(tmp_path, "agent_replies", KEY, "2026-12-01", "r1")
+    )
     area = run_area(tmp_path, KEY, "2026-12-01", "r2")
     with BatchWriter(area / "agent_replies", ReplyRow) as writer:
         writer.add(reply("in-progress"))
@@ -96,10 +113,31 @@ def test_views_never_read_a_runs_recordings(tmp_path: Path) -> None:
 
 
 def run_row(**changes: object) -> RunRow:
-    fields = dict(tenant="demo-academy", eval_dir="evals/golden", suite_hash="s" * 64, config_hash="c" * 64, agent="mock:agent",
-                  judge=None, judge_prompt_hash=None, code_version="0+test", replies_from="", started_at="2026-10-01T02:00:00+00:00",
-                  finished_at="2026-10-01T02:00:05+00:00", cases=1, passed=1, failed=0, judged_fail=0, judged_pass=0, reviewed=0,
-                  ungraded=0, agent_usd=0.0, judge_usd=0.0, cost_unknown=False, stages=["opening"], uncovered=[])
+    fields = dict(
+        tenant="demo-academy",
+        eval_dir="evals/golden",
+        suite_hash="s" * 64,
+        config_hash="c" * 64,
+        agent="mock:agent",
+        judge=None,
+        judge_prompt_hash=None,
+        code_version="0+test",
+        replies_from="",
+        started_at="2026-10-01T02:00:00+00:00",
+        finished_at="2026-10-01T02:00:05+00:00",
+        cases=1,
+        passed=1,
+        failed=0,
+        judged_fail=0,
+        judged_pass=0,
+        reviewed=0,
+        ungraded=0,
+        agent_usd=0.0,
+        judge_usd=0.0,
+        cost_unknown=False,
+        stages=["opening"],
+        uncovered=[],
+    )
     return RunRow(**{**fields, **changes})
 
 
@@ -122,7 +160,12 @@ def test_runs_stored_before_the_resume_columns_read_alongside_new_ones(tmp_path:
     month = tmp_path / "run_summary" / "month=2026-10" / "data.parquet"
     import pyarrow.parquet as pq
 
-    pq.write_table(pq.read_table(month).filter(pa.compute.equal(pa.compute.field("run_id"), "a-old")).drop_columns(NEW_RUN_COLUMNS), month)
+    pq.write_table(
+        pq.read_table(month)
+        .filter(pa.compute.equal(pa.compute.field("run_id"), "a-old"))
+        .drop_columns(NEW_RUN_COLUMNS),
+        month,
+    )
     assert read_rows(tmp_path, SHARED.run_summary, KEY, "a-old")[0].resumed_from is None
     write_atomically(to_table([new], RunRow), table_path(tmp_path, "run_summary", KEY, "2026-10-03", "c-new"))
     compact(tmp_path, SHARED, "2026-11")
@@ -136,7 +179,9 @@ def _export(root: str, times: int) -> None:
 
 
 def test_exports_at_the_same_moment_each_leave_a_whole_database(tmp_path: Path) -> None:
-    write_atomically(to_table([reply("stored")], ReplyRow), table_path(tmp_path, "agent_replies", KEY, "2026-12-01", "r1"))
+    write_atomically(
+        to_table([reply("stored")], ReplyRow), table_path(tmp_path, "agent_replies", KEY, "2026-12-01", "r1")
+    )
     context = multiprocessing.get_context("fork")
     exporters = [context.Process(target=_export, args=(str(tmp_path), 10)) for _ in range(3)]
     for p in exporters:

@@ -78,7 +78,9 @@ def test_each_kinds_view_gives_its_old_runs_figures_under_their_old_names(old_st
 
 
 def test_a_kinds_view_shows_its_own_runs_only(old_store) -> None:
-    assert sql("SELECT suite_kind, count(*) AS n FROM pairwise_runs GROUP BY ALL") == [{"suite_kind": "pairwise", "n": 1}]
+    assert sql("SELECT suite_kind, count(*) AS n FROM pairwise_runs GROUP BY ALL") == [
+        {"suite_kind": "pairwise", "n": 1}
+    ]
     (row,) = sql("SELECT * FROM accuracy_runs")
     assert "win_rate" not in row and "params" not in row  # another kind's columns, and the JSON the columns come from
 
@@ -96,17 +98,41 @@ def test_an_old_run_and_a_new_run_of_a_kind_read_side_by_side(old_store) -> None
     partition, old_run, new_run = "demo-academy@demo-academy.facts", "8fb7d46b-ce74-421c-9524-994230169bf0", "new-run"
     (old,) = read_rows(old_store, SHARED.run_summary, partition, old_run)  # today's columns of it
     interval = wilson(4, 5)
-    figures = [estimate("accuracy", interval, "wilson 95%"), count("correct", 4), count("wrong", 1), count("ungraded_items", 0)]
-    for asset, rows, model in (("run_summary", [old.model_copy(update={"params": "{}"})], RunRow), ("run_metrics", figures, MetricRow)):
+    figures = [
+        estimate("accuracy", interval, "wilson 95%"),
+        count("correct", 4),
+        count("wrong", 1),
+        count("ungraded_items", 0),
+    ]
+    for asset, rows, model in (
+        ("run_summary", [old.model_copy(update={"params": "{}"})], RunRow),
+        ("run_metrics", figures, MetricRow),
+    ):
         write_atomically(to_table(rows, model), table_path(old_store, asset, partition, "2026-12-03", new_run))
-    rows = answers(old_store, "SELECT run_id, accuracy, accuracy_low, correct, wrong FROM accuracy_runs ORDER BY run_id")
+    rows = answers(
+        old_store, "SELECT run_id, accuracy, accuracy_low, correct, wrong FROM accuracy_runs ORDER BY run_id"
+    )
     assert rows == [
-        {"run_id": old_run, "accuracy": pytest.approx(2 / 3), "accuracy_low": pytest.approx(wilson(2, 3).low), "correct": 2, "wrong": 1},
-        {"run_id": new_run, "accuracy": pytest.approx(0.8), "accuracy_low": pytest.approx(interval.low), "correct": 4, "wrong": 1},
+        {
+            "run_id": old_run,
+            "accuracy": pytest.approx(2 / 3),
+            "accuracy_low": pytest.approx(wilson(2, 3).low),
+            "correct": 2,
+            "wrong": 1,
+        },
+        {
+            "run_id": new_run,
+            "accuracy": pytest.approx(0.8),
+            "accuracy_low": pytest.approx(interval.low),
+            "correct": 4,
+            "wrong": 1,
+        },
     ]
     # `runs` keeps the common columns: a new run has no figure of its own there, an old run keeps its stored one
     assert answers(old_store, "SELECT run_id, accuracy FROM runs WHERE suite_kind = 'accuracy' ORDER BY run_id") == [
-        {"run_id": old_run, "accuracy": pytest.approx(2 / 3)}, {"run_id": new_run, "accuracy": None}]
+        {"run_id": old_run, "accuracy": pytest.approx(2 / 3)},
+        {"run_id": new_run, "accuracy": None},
+    ]
     assert stored_result(old_store, partition, new_run).figures["correct"] == 4
     assert stored_result(old_store, partition, old_run).figures["correct"] == 2
 
@@ -130,11 +156,19 @@ def test_an_old_runs_suite_reads_its_kinds_parameters_from_the_columns_it_kept_t
 def test_a_month_compacting_old_and_new_suites_keeps_each_runs_parameters(old_store) -> None:
     # one month file then holds both the former columns (null in the new run's rows) and params (null in the old's)
     partition, old_run, new_run = "demo-academy@demo-academy.checked", "325c7ac1-3832-4ef2-9672-67c87536c73d", "new-run"
-    suite = [r.model_copy(update={"params": params_json({"baseline_run": "another-run"})})
-             for r in read_rows(old_store, SHARED.suite, partition, old_run)]
+    suite = [
+        r.model_copy(update={"params": params_json({"baseline_run": "another-run"})})
+        for r in read_rows(old_store, SHARED.suite, partition, old_run)
+    ]
     (summary,) = read_rows(old_store, SHARED.run_summary, partition, old_run)
-    for asset, rows, model in (("suite", suite, SuiteRow), ("run_summary", [summary.model_copy(update={"params": "{}"})], RunRow)):
+    for asset, rows, model in (
+        ("suite", suite, SuiteRow),
+        ("run_summary", [summary.model_copy(update={"params": "{}"})], RunRow),
+    ):
         write_atomically(to_table(rows, model), table_path(old_store, asset, partition, "2026-12-03", new_run))
     assert compact(old_store, stored_tables(), "9999-12").runs > 0
-    assert read_rows(old_store, SHARED.suite, partition, old_run)[0].param("baseline_run") == "d8517d1f-6656-4797-91ee-0e365dc1939f"
+    assert (
+        read_rows(old_store, SHARED.suite, partition, old_run)[0].param("baseline_run")
+        == "d8517d1f-6656-4797-91ee-0e365dc1939f"
+    )
     assert read_rows(old_store, SHARED.suite, partition, new_run)[0].param("baseline_run") == "another-run"

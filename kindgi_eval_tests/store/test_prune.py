@@ -47,8 +47,22 @@ def record(store: Path, run_id: str, day: str) -> Path:
     area = run_area(store, KEY, day, run_id)
     write_manifest(area, Manifest(run_id=run_id, partition=KEY, settings={}, suite_hash="s", config_hash="c"))
     with BatchWriter(area / "agent_replies", ReplyRow) as batches:
-        batches.add(ReplyRow(case_id="c1", agent="mock:agent", messages=["hi"], escalate=False, reason=None, latency_ms=1.0,
-                             prompt_tokens=0, completion_tokens=0, cost_usd=0.0, cost_known=True, error=None, raw=None))
+        batches.add(
+            ReplyRow(
+                case_id="c1",
+                agent="mock:agent",
+                messages=["hi"],
+                escalate=False,
+                reason=None,
+                latency_ms=1.0,
+                prompt_tokens=0,
+                completion_tokens=0,
+                cost_usd=0.0,
+                cost_known=True,
+                error=None,
+                raw=None,
+            )
+        )
     return area
 
 
@@ -111,7 +125,18 @@ def test_a_line_of_runs_keeps_each_table_once_the_one_it_reads(tmp_path: Path) -
     assert remove_superseded(tmp_path, KEY, ["last", "failed", "killed"], set(), SHARED) == []  # as if both succeeded
     gone = remove_superseded(tmp_path, KEY, ["last", "failed", "killed"], {"failed", "killed"}, SHARED)
     assert sorted(gone) == ["agent_replies@failed", "outcomes@killed", "suite@killed"]
-    left = {(t.asset, run) for t in SHARED for run in ("killed", "failed", "last", "other") if find_table(tmp_path, t.asset, KEY, run)}
+    left = {
+        (t.asset, run)
+        for t in SHARED
+        for run in ("killed", "failed", "last", "other")
+        if find_table(tmp_path, t.asset, KEY, run)
+    }
     # each table once in the line, the nearest run's (what "last" read or made); other runs untouched
-    assert left == {("suite", "failed"), ("agent_replies", "last"), ("outcomes", "last"), ("run_summary", "last"), ("suite", "other")}
+    assert left == {
+        ("suite", "failed"),
+        ("agent_replies", "last"),
+        ("outcomes", "last"),
+        ("run_summary", "last"),
+        ("suite", "other"),
+    }
     assert remove_superseded(tmp_path, KEY, ["last", "failed", "killed"], {"failed", "killed"}, SHARED) == []

@@ -23,7 +23,7 @@ from kindgi_eval.defs.runs import RunFailed, open_instance, run_chain
 from kindgi_eval.inputs.settings import RunSettings
 from kindgi_eval.store import s3
 from kindgi_eval.store.layout import SHARED, read_rows, store_root
-from kindgi_eval_tests.conftest import GOLDEN_STATUSES, GOLDEN
+from kindgi_eval_tests.conftest import GOLDEN, GOLDEN_STATUSES
 
 KEY = "demo-academy.golden"
 BUCKET = "kindgi"
@@ -103,12 +103,16 @@ def s3_server(tmp_path: Path) -> Iterator[int]:
     """moto's S3 API server on 127.0.0.1 with an empty bucket; its port. Stopped by its PID."""
     port = free_port()
     log = (tmp_path / "moto.log").open("w")
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
             try:
-                urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}/{BUCKET}", method="PUT"), timeout=5).close()
+                urllib.request.urlopen(
+                    urllib.request.Request(f"http://127.0.0.1:{port}/{BUCKET}", method="PUT"), timeout=5
+                ).close()
                 break
             except OSError:
                 assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "moto.log").read_text()
@@ -136,8 +140,13 @@ def store(home, s3_server: int, monkeypatch: pytest.MonkeyPatch) -> Outage:
 
 def client(port: int):
     """A client of the server itself (not through the relay)."""
-    return boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", aws_access_key_id="kindgi",
-                        aws_secret_access_key="kindgi-test", region_name="us-east-1")
+    return boto3.client(
+        "s3",
+        endpoint_url=f"http://127.0.0.1:{port}",
+        aws_access_key_id="kindgi",
+        aws_secret_access_key="kindgi-test",
+        region_name="us-east-1",
+    )
 
 
 def keys(port: int) -> list[str]:
@@ -155,6 +164,7 @@ def objects(port: int) -> dict[str, bytes]:
 def outage_once(outage: Outage, port: int, seconds: float) -> threading.Thread:
     """Take the store down for `seconds` as soon as the run has stored its first table (its suite), in the middle of
     the run."""
+
     def watch() -> None:
         deadline = time.monotonic() + 120
         while not any(key.startswith("store/suite/") for key in keys(port)):
@@ -179,7 +189,13 @@ def assert_every_object_whole(port: int) -> None:
 def test_a_run_waits_out_a_store_unreachable_for_30_s_and_ends_whole(home, store: Outage, s3_server: int) -> None:
     watcher = outage_once(store, s3_server, 30)
     started = time.monotonic()
-    run_id = run_chain(open_instance(home.root), home.root, RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent"), KEY, "conversation")
+    run_id = run_chain(
+        open_instance(home.root),
+        home.root,
+        RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent"),
+        KEY,
+        "conversation",
+    )
     watcher.join(timeout=60)
     assert time.monotonic() - started >= 30  # it did meet the outage, and waited it out
     assert len(read_rows(store_root(), SHARED.statuses, KEY, run_id)) == CASES
@@ -193,7 +209,13 @@ def test_a_store_unreachable_for_longer_fails_the_run_and_leaves_no_short_object
     monkeypatch.setattr(s3, "UNREACHABLE_S", 3.0)
     outage_once(store, s3_server, 3600)
     with pytest.raises(RunFailed):
-        run_chain(open_instance(home.root), home.root, RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent"), KEY, "conversation")
+        run_chain(
+            open_instance(home.root),
+            home.root,
+            RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent"),
+            KEY,
+            "conversation",
+        )
     assert not any(key.startswith("store/run_summary/") for key in keys(s3_server))
     assert_every_object_whole(s3_server)
 
@@ -204,7 +226,14 @@ def test_only_a_server_that_does_not_answer_is_waited_for(monkeypatch: pytest.Mo
     monkeypatch.setattr(s3, "UNREACHABLE_S", 60.0)
     request = {"context": {}}
     refused = EndpointConnectionError(endpoint_url="http://127.0.0.1:1")
-    assert [s3.wait_out_outage(request, attempts=n, caught_exception=refused) for n in (1, 2, 3, 4, 5, 6)] == [0.5, 1, 2, 4, 8, 8]
+    assert [s3.wait_out_outage(request, attempts=n, caught_exception=refused) for n in (1, 2, 3, 4, 5, 6)] == [
+        0.5,
+        1,
+        2,
+        4,
+        8,
+        8,
+    ]
     answered = ClientError({"Error": {"Code": "SlowDown"}}, "PutObject")
     assert s3.wait_out_outage({"context": {}}, attempts=1, caught_exception=answered) is None  # botocore's own rule
     assert s3.wait_out_outage({"context": {}}, attempts=1, caught_exception=ReadTimeoutError(endpoint_url="x")) is None

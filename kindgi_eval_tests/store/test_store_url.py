@@ -17,7 +17,7 @@ from kindgi_eval.store.layout import SHARED, find_table, is_url, month_path, rea
 from kindgi_eval.store.prune import remove_runs
 from kindgi_eval.store.views import Views, connect, export_database
 from kindgi_eval_tests.cli.test_history import ANSWERS, age_runs, run_id_of, sql_json
-from kindgi_eval_tests.conftest import GOLDEN_STATUSES, GOLDEN, files_under, run_cli
+from kindgi_eval_tests.conftest import GOLDEN, GOLDEN_STATUSES, files_under, run_cli
 
 GOLDEN_CASES = GOLDEN_STATUSES
 
@@ -41,7 +41,9 @@ def test_is_url(location: str, url: bool) -> None:
     assert is_url(location) is url
 
 
-def test_store_root_is_a_path_unless_kindgi_store_is_a_url(home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_store_root_is_a_path_unless_kindgi_store_is_a_url(
+    home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert store_root() == home.store and not isinstance(store_root(), UPath)
     monkeypatch.setenv("KINDGI_STORE", "elsewhere")
     monkeypatch.chdir(tmp_path)
@@ -63,7 +65,10 @@ def memory_store(home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 def test_a_non_local_store_is_written_queried_compacted_and_pruned_through_fsspec(home, memory_store) -> None:
     instance = open_instance(home.root)
     settings = RunSettings(eval_dir=str(GOLDEN), agent_model="mock:agent")
-    first, second = run_chain(instance, home.root, settings, KEY, "conversation"), run_chain(instance, home.root, settings, KEY, "conversation")
+    first, second = (
+        run_chain(instance, home.root, settings, KEY, "conversation"),
+        run_chain(instance, home.root, settings, KEY, "conversation"),
+    )
     assert find_table(memory_store, "statuses", KEY, first).exists()
     assert files_under(home.store) == []
     with pytest.raises(FileExistsError):  # never overwritten, on an object store too
@@ -76,8 +81,13 @@ def test_a_non_local_store_is_written_queried_compacted_and_pruned_through_fsspe
     done = compact(memory_store, SHARED, "9999-12")
     assert done.runs == 2
     (month,) = done.months
-    assert month_path(memory_store, "statuses", month).exists() and find_table(memory_store, "statuses", KEY, first) is None
-    assert len(read_rows(memory_store, SHARED.statuses, KEY, first)) == GOLDEN_CASES  # a compacted run is read from its month
+    assert (
+        month_path(memory_store, "statuses", month).exists()
+        and find_table(memory_store, "statuses", KEY, first) is None
+    )
+    assert (
+        len(read_rows(memory_store, SHARED.statuses, KEY, first)) == GOLDEN_CASES
+    )  # a compacted run is read from its month
     remove_runs(memory_store, SHARED, [first])
     with connect(memory_store, PER_RUN) as con:
         assert con.execute(PER_RUN).fetchall() == [(second, GOLDEN_CASES)]

@@ -54,7 +54,9 @@ def test_an_error_quoting_a_value_cannot_send_escape_codes(home) -> None:
 
 
 def test_csv_writes_nested_values_as_json(home) -> None:
-    query = "SELECT 'c1' AS id, {'split': false, 'votes': ['pass', 'fail'], 'at': DATE '2024-01-02'} AS c, [1, NULL] AS l"
+    query = (
+        "SELECT 'c1' AS id, {'split': false, 'votes': ['pass', 'fail'], 'at': DATE '2024-01-02'} AS c, [1, NULL] AS l"
+    )
     result = run_cli("sql", query, "--format", "csv")
     assert result.code == 0, result.err
     (row,) = csv.DictReader(io.StringIO(result.out))

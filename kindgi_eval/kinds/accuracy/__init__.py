@@ -11,8 +11,9 @@ from kindgi_eval.rules import ACCURACY_GROUP, AccuracyCase, AgentReply, Assertio
 from kindgi_eval.store import FigureColumn, MetricRow
 
 
-def _graded(case: AccuracyCase, reply: AgentReply | None, *, error: str | None, latency_ms: float,
-            max_latency_ms: float) -> list[AssertionResult]:
+def _graded(
+    case: AccuracyCase, reply: AgentReply | None, *, error: str | None, latency_ms: float, max_latency_ms: float
+) -> list[AssertionResult]:
     """An item is held to its grader only: no latency, no closing question."""
     return check_accuracy(case, reply.messages if reply else None, error=error)
 
@@ -45,8 +46,22 @@ FIGURES = (
 )
 
 
-KIND = SuiteKind(name="accuracy", consumer=CONSUMER, case_model=AccuracyCase, enters_funnel=False, groups=(ACCURACY_GROUP,),
-                 item_group=_in_accuracy_group, assertions=_graded, metrics=_metrics, figures=FIGURES, stage=Stage("accuracy", AccuracyRow, _grades), lines=accuracy_lines,
-                 summary=accuracy_summary, marks=accuracy_marks, items=accuracy_items, starter=published_starter(Path(__file__).parent / "starter"))
+KIND = SuiteKind(
+    name="accuracy",
+    consumer=CONSUMER,
+    case_model=AccuracyCase,
+    enters_funnel=False,
+    groups=(ACCURACY_GROUP,),
+    item_group=_in_accuracy_group,
+    assertions=_graded,
+    metrics=_metrics,
+    figures=FIGURES,
+    stage=Stage("accuracy", AccuracyRow, _grades),
+    lines=accuracy_lines,
+    summary=accuracy_summary,
+    marks=accuracy_marks,
+    items=accuracy_items,
+    starter=published_starter(Path(__file__).parent / "starter"),
+)
 
 __all__ = ["KIND", "accuracy_metrics", "accuracy_rows"]

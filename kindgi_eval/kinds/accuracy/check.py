@@ -18,17 +18,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kindgi_eval.registry import Catalogue, Consumer, FolderContent, jsonl, problem_line
 from kindgi_eval.rules import (
-    Case,
     GRADERS,
     AccuracyCase,
     CalibrationItem,
+    Case,
     Contact,
     Grader,
     Label,
+    PatternBudget,
     Problem,
     Turn,
     accuracy_criterion,
-    PatternBudget,
     problems_from_validation,
 )
 
@@ -77,11 +77,15 @@ class RegexConfig(_Strict):
 SPEC_KEYS = ("cases", "grader", "calibration")
 
 
-def read_accuracy(spec: Mapping[str, Any], *, patterns: bool = True) -> tuple[list[AccuracyCase], list[CalibrationItem], list[Problem]]:
+def read_accuracy(
+    spec: Mapping[str, Any], *, patterns: bool = True
+) -> tuple[list[AccuracyCase], list[CalibrationItem], list[Problem]]:
     """The accuracy items and calibration items of `spec`, and every problem, each naming its path in `spec`; without
     `patterns`, no pattern is compiled (a spec that passed the check once)."""
-    problems = [Problem("spec", None, key, f"unknown field. An accuracy suite's spec holds only {', '.join(SPEC_KEYS)}.")
-                for key in sorted(set(spec) - set(SPEC_KEYS))]
+    problems = [
+        Problem("spec", None, key, f"unknown field. An accuracy suite's spec holds only {', '.join(SPEC_KEYS)}.")
+        for key in sorted(set(spec) - set(SPEC_KEYS))
+    ]
     budget = PatternBudget() if patterns else None
     grader = _grader(spec.get("grader"), problems, budget)
     cases = _items(spec, "cases", Item, problems, required=True)
@@ -90,9 +94,23 @@ def read_accuracy(spec: Mapping[str, Any], *, patterns: bool = True) -> tuple[li
         for index, item in cases:
             reason = budget.problem(item.expectedOutput, grader.flags)
             if reason:
-                problems.append(Problem("spec", None, f"cases[{index}].expectedOutput", f"{reason} Without grader.config.pattern each expectedOutput is its item's pattern."))
+                problems.append(
+                    Problem(
+                        "spec",
+                        None,
+                        f"cases[{index}].expectedOutput",
+                        f"{reason} Without grader.config.pattern each expectedOutput is its item's pattern.",
+                    )
+                )
     if pairs and (grader is None or grader.adapter != "judge"):
-        problems.append(Problem("spec", None, "calibration", "calibration items grade the judge, and this suite's grader is not the judge. Drop them or set grader.adapterId to judge."))
+        problems.append(
+            Problem(
+                "spec",
+                None,
+                "calibration",
+                "calibration items grade the judge, and this suite's grader is not the judge. Drop them or set grader.adapterId to judge.",
+            )
+        )
     built: list[AccuracyCase] = []
     ids: dict[str, int] = {}
     for index, item in cases:
@@ -130,13 +148,27 @@ def _grader(value: object, problems: list[Problem], budget: PatternBudget | None
     except ValidationError as e:
         if any(err["loc"][:1] == ("adapterId",) and err["type"] == "literal_error" for err in e.errors()):
             given = value.get("adapterId") if isinstance(value, dict) else None
-            problems.append(Problem("spec", None, "grader.adapterId", f"unknown grader adapter {given!r}; this server grades with {', '.join(GRADERS)}."))
+            problems.append(
+                Problem(
+                    "spec",
+                    None,
+                    "grader.adapterId",
+                    f"unknown grader adapter {given!r}; this server grades with {', '.join(GRADERS)}.",
+                )
+            )
         problems.extend(under("grader", p) for p in problems_from_validation(e, "spec", None) if p.field != "adapterId")
         return None
     config = ref.config or {}
     if ref.adapterId != "regex":
         if config:
-            problems.append(Problem("spec", None, "grader.config", f"the {ref.adapterId} adapter takes no configuration; drop grader.config."))
+            problems.append(
+                Problem(
+                    "spec",
+                    None,
+                    "grader.config",
+                    f"the {ref.adapterId} adapter takes no configuration; drop grader.config.",
+                )
+            )
         return Grader(adapter=ref.adapterId)
     try:
         regex_config = RegexConfig.model_validate(config)
@@ -155,11 +187,15 @@ def _grader(value: object, problems: list[Problem], budget: PatternBudget | None
     return grader
 
 
-def _items(spec: Mapping[str, Any], key: str, model: type[Item], problems: list[Problem], *, required: bool) -> list[tuple[int, Any]]:
+def _items(
+    spec: Mapping[str, Any], key: str, model: type[Item], problems: list[Problem], *, required: bool
+) -> list[tuple[int, Any]]:
     value = spec.get(key)
     if value is None:
         if required:
-            problems.append(Problem("spec", None, key, "required field is missing. Give the items as a list of objects."))
+            problems.append(
+                Problem("spec", None, key, "required field is missing. Give the items as a list of objects.")
+            )
         return []
     if not isinstance(value, list):
         problems.append(Problem("spec", None, key, "must be a list of objects."))
@@ -180,7 +216,14 @@ def input_turn(where: str, value: object, problems: list[Problem]) -> InputTurn 
     if isinstance(value, str):
         return InputTurn(text=value)
     if not isinstance(value, dict):
-        problems.append(Problem("spec", None, where, "must be the contact's message (a string) or a turn object {text, history?, contact?}."))
+        problems.append(
+            Problem(
+                "spec",
+                None,
+                where,
+                "must be the contact's message (a string) or a turn object {text, history?, contact?}.",
+            )
+        )
         return None
     try:
         return InputTurn.model_validate_json(json.dumps(value))
@@ -194,8 +237,12 @@ def _case(index: int, item: Item, grader: Grader, problems: list[Problem]) -> Ac
     if turn is None:
         return None
     return AccuracyCase(
-        id=item.id or f"item-{index + 1}", text=turn.text, history=turn.history, contact=turn.contact,
-        expected_output=item.expectedOutput, grader=grader,
+        id=item.id or f"item-{index + 1}",
+        text=turn.text,
+        history=turn.history,
+        contact=turn.contact,
+        expected_output=item.expectedOutput,
+        grader=grader,
     )
 
 
@@ -204,21 +251,36 @@ def _calibration(index: int, pair: CalibrationPair, problems: list[Problem]) -> 
     if turn is None:
         return None
     return CalibrationItem(
-        id=pair.id or f"item-{index + 1}", history=turn.history, text=turn.text, reply=pair.reply,
-        criterion=accuracy_criterion(pair.expectedOutput), label=pair.label,
+        id=pair.id or f"item-{index + 1}",
+        history=turn.history,
+        text=turn.text,
+        reply=pair.reply,
+        criterion=accuracy_criterion(pair.expectedOutput),
+        label=pair.label,
     )
 
 
 def unique(item_id: str, index: int, key: str, seen: dict[str, int], problems: list[Problem]) -> bool:
     if item_id in seen:
-        problems.append(Problem("spec", None, f"{key}[{index}].id", f"duplicate id {item_id!r}, first used as {key}[{seen[item_id]}]. Ids must be unique in spec.{key}."))
+        problems.append(
+            Problem(
+                "spec",
+                None,
+                f"{key}[{index}].id",
+                f"duplicate id {item_id!r}, first used as {key}[{seen[item_id]}]. Ids must be unique in spec.{key}.",
+            )
+        )
         return False
     seen[item_id] = index
     return True
 
 
 def under(prefix: str, problem: Problem) -> Problem:
-    field = f"{prefix}.{problem.field}" if problem.field and not problem.field.startswith("[") else f"{prefix}{problem.field or ''}"
+    field = (
+        f"{prefix}.{problem.field}"
+        if problem.field and not problem.field.startswith("[")
+        else f"{prefix}{problem.field or ''}"
+    )
     return Problem(problem.file, problem.line, field, problem.message)
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kindgi_eval.kinds.kind import Items, KindResult, KindRows
 from kindgi_eval.kinds.accuracy.stage import AccuracyRow
+from kindgi_eval.kinds.kind import Items, KindResult, KindRows
 
 
 def _not_correct(rows: Sequence[AccuracyRow]) -> list[AccuracyRow]:
@@ -26,8 +26,20 @@ def accuracy_lines(result: KindResult) -> list[str]:
 def accuracy_summary(result: KindResult) -> dict:
     """The `accuracy` key of `--json`."""
     f = result.figures
-    interval = None if f["accuracy"] is None else {"low": f["accuracy_low"], "high": f["accuracy_high"], "method": "wilson", "level": 0.95}
-    return {"accuracy": {"value": f["accuracy"], "correct": f["correct"], "wrong": f["wrong"], "ungraded": f["ungraded_items"], "interval": interval}}
+    interval = (
+        None
+        if f["accuracy"] is None
+        else {"low": f["accuracy_low"], "high": f["accuracy_high"], "method": "wilson", "level": 0.95}
+    )
+    return {
+        "accuracy": {
+            "value": f["accuracy"],
+            "correct": f["correct"],
+            "wrong": f["wrong"],
+            "ungraded": f["ungraded_items"],
+            "interval": interval,
+        }
+    }
 
 
 def accuracy_marks(rows: KindRows) -> dict[str, str]:
@@ -37,5 +49,8 @@ def accuracy_marks(rows: KindRows) -> dict[str, str]:
 
 def accuracy_items(rows: KindRows) -> Items:
     """The items not graded correct, with what they had to give."""
-    return Items("Items not graded correct", ("item", "grade", "expected", "why"),
-                 [(a.case_id, a.grade, a.expected_output, a.detail) for a in _not_correct(rows.own)])
+    return Items(
+        "Items not graded correct",
+        ("item", "grade", "expected", "why"),
+        [(a.case_id, a.grade, a.expected_output, a.detail) for a in _not_correct(rows.own)],
+    )

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
-from kindgi_eval.rules import AccuracyCase, Interval, item_grade, wilson
 from kindgi_eval.kinds.figures import count, estimate
+from kindgi_eval.rules import AccuracyCase, Interval, item_grade, wilson
 from kindgi_eval.store import MetricRow, OutcomeRow, StatusRow, StoredRow
 
 
@@ -40,7 +40,9 @@ class AccuracySummary(NamedTuple):
     """Correct over correct + wrong with its Wilson 95% interval; None when no item was graded."""
 
 
-def accuracy_rows(cases: Sequence[AccuracyCase], outcomes: Sequence[OutcomeRow], statuses: Sequence[StatusRow]) -> list[AccuracyRow]:
+def accuracy_rows(
+    cases: Sequence[AccuracyCase], outcomes: Sequence[OutcomeRow], statuses: Sequence[StatusRow]
+) -> list[AccuracyRow]:
     """One row per accuracy item, in suite order."""
     by_case: dict[str, list[OutcomeRow]] = {}
     for o in outcomes:
@@ -58,7 +60,15 @@ def accuracy_rows(cases: Sequence[AccuracyCase], outcomes: Sequence[OutcomeRow],
             detail = criteria[0].reason or f"the judge's verdict is {criteria[0].verdict}"
         else:
             detail = "no verdict was recorded"
-        rows.append(AccuracyRow(case_id=case.id, grader=case.grader.adapter, expected_output=case.expected_output, grade=grade, detail=detail))
+        rows.append(
+            AccuracyRow(
+                case_id=case.id,
+                grader=case.grader.adapter,
+                expected_output=case.expected_output,
+                grade=grade,
+                detail=detail,
+            )
+        )
     return rows
 
 
@@ -72,5 +82,9 @@ def summarize_accuracy(rows: Sequence[AccuracyRow]) -> AccuracySummary:
 def accuracy_metrics(rows: Sequence[AccuracyRow]) -> list[MetricRow]:
     """An accuracy suite's figures: the counts, and the accuracy with its Wilson interval."""
     summary = summarize_accuracy(rows)
-    return [estimate("accuracy", summary.interval, "wilson 95%"), count("correct", summary.correct), count("wrong", summary.wrong),
-            count("ungraded_items", summary.ungraded)]
+    return [
+        estimate("accuracy", summary.interval, "wilson 95%"),
+        count("correct", summary.correct),
+        count("wrong", summary.wrong),
+        count("ungraded_items", summary.ungraded),
+    ]

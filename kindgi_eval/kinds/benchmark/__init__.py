@@ -3,12 +3,11 @@
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from kindgi_eval.inputs import Suite
 from kindgi_eval.kinds.benchmark.check import CONSUMER
 from kindgi_eval.kinds.benchmark.report import benchmark_lines, benchmark_summary
-from kindgi_eval.inputs import Suite
 from kindgi_eval.kinds.kind import Pins, SuiteKind, published_starter
 from kindgi_eval.store import FigureColumn, SuiteRow
-
 
 PARAMS = ("benchmark_name", "benchmark_version", "benchmark_hash")
 
@@ -23,6 +22,22 @@ def _params(suite: Sequence[SuiteRow]) -> Mapping[str, str | None]:
     return {name: suite[0].param(name) for name in PARAMS}
 
 
-FIGURES = (FigureColumn("benchmark_name", "VARCHAR"), FigureColumn("benchmark_version", "VARCHAR"), FigureColumn("benchmark_hash", "VARCHAR"))
+FIGURES = (
+    FigureColumn("benchmark_name", "VARCHAR"),
+    FigureColumn("benchmark_version", "VARCHAR"),
+    FigureColumn("benchmark_hash", "VARCHAR"),
+)
 
-KIND = SuiteKind(name="benchmark", consumer=CONSUMER, stored_params=_stored, params=_params, figures=FIGURES, lines=benchmark_lines, summary=benchmark_summary, starter=published_starter(Path(__file__).parent / "starter", "the catalogue entry it names, kindgi/golden 1.0.0, which every registry holds"))
+KIND = SuiteKind(
+    name="benchmark",
+    consumer=CONSUMER,
+    stored_params=_stored,
+    params=_params,
+    figures=FIGURES,
+    lines=benchmark_lines,
+    summary=benchmark_summary,
+    starter=published_starter(
+        Path(__file__).parent / "starter",
+        "the catalogue entry it names, kindgi/golden 1.0.0, which every registry holds",
+    ),
+)

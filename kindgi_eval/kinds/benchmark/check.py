@@ -40,8 +40,17 @@ def benchmark_problems(spec: Mapping[str, Any], catalogue: Catalogue) -> list[st
     except ValidationError as e:
         return [problem_line(p) for p in problems_from_validation(e, "spec", None)]
     if catalogue.catalogue_entry(ref.name, ref.version) is None:
-        return [problem_line(Problem("spec", None, "benchmark", f"the catalogue holds no benchmark {ref.name} {ref.version}; "
-                                     f"it holds {listing(catalogue.catalogue_entries(), ref.name)}."))]
+        return [
+            problem_line(
+                Problem(
+                    "spec",
+                    None,
+                    "benchmark",
+                    f"the catalogue holds no benchmark {ref.name} {ref.version}; "
+                    f"it holds {listing(catalogue.catalogue_entries(), ref.name)}.",
+                )
+            )
+        ]
     return []
 
 
@@ -52,12 +61,30 @@ def benchmark_folder(spec: Mapping[str, Any], catalogue: Catalogue) -> FolderCon
     entry = catalogue.catalogue_entry(ref.name, ref.version)
     where = f"benchmark {ref.name} {ref.version}"
     if entry is None:
-        raise InputError([Problem(where, None, None, f"the catalogue holds no such entry now; it holds "
-                                  f"{listing(catalogue.catalogue_entries(), ref.name)}.")])
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    None,
+                    None,
+                    f"the catalogue holds no such entry now; it holds "
+                    f"{listing(catalogue.catalogue_entries(), ref.name)}.",
+                )
+            ]
+        )
     files = {name: text.encode("utf-8") for name, text in entry.files.items()}
     if set(files) - {CASES_FILE, CALIBRATION_FILE} or folder_hash(files) != entry.hash:
-        raise InputError([Problem(where, None, None, f"the catalogue answered files that are not the entry's content (sha256 "
-                                  f"{entry.hash[:12]}…); nothing was run. Ask the registry's operator to check the entry.")])
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    None,
+                    None,
+                    f"the catalogue answered files that are not the entry's content (sha256 "
+                    f"{entry.hash[:12]}…); nothing was run. Ask the registry's operator to check the entry.",
+                )
+            ]
+        )
     params = {"benchmark_name": entry.name, "benchmark_version": entry.version, "benchmark_hash": entry.hash}
     return FolderContent(files, params)
 

@@ -7,9 +7,12 @@ from pathlib import Path
 from kindgi_eval.kinds.kind import Starter, SuiteKind
 from kindgi_eval.registry import CONVERSATION
 
-STARTER = Starter(Path(__file__).parent / "starter", (
-    "check it: kindgi-eval validate {folder} --config-dir {folder}",
-    "run it: kindgi-eval run --mock --eval-dir {folder} --config-dir {folder}",
-))
+STARTER = Starter(
+    Path(__file__).parent / "starter",
+    (
+        "check it: kindgi-eval validate {folder} --config-dir {folder}",
+        "run it: kindgi-eval run --mock --eval-dir {folder} --config-dir {folder}",
+    ),
+)
 
 KIND = SuiteKind(name="conversation", consumer=CONVERSATION, starter=STARTER)

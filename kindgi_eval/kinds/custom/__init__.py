@@ -6,7 +6,16 @@ from pathlib import Path
 from kindgi_eval.kinds.custom.check import CONSUMER
 from kindgi_eval.kinds.custom.folder import needs_sandbox, read_handler_file
 from kindgi_eval.kinds.custom.report import custom_items, custom_lines, custom_marks, custom_summary
-from kindgi_eval.kinds.custom.stage import CustomRow, CustomSummary, custom_metrics, custom_params, custom_rows, grade_replies, handler_of, summarize_custom
+from kindgi_eval.kinds.custom.stage import (
+    CustomRow,
+    CustomSummary,
+    custom_metrics,
+    custom_params,
+    custom_rows,
+    grade_replies,
+    handler_of,
+    summarize_custom,
+)
 from kindgi_eval.kinds.kind import KindRows, Stage, StageInputs, SuiteKind, published_starter
 from kindgi_eval.kinds.table import cases_of
 from kindgi_eval.store import FigureColumn, MetricRow
@@ -40,6 +49,22 @@ FIGURES = (
     FigureColumn("handler_skipped", "BIGINT", "handler_skipped"),
 )
 
-KIND = SuiteKind(name="custom", files=read_handler_file, needs=needs_sandbox, consumer=CONSUMER, stage=Stage("custom", CustomRow, _verdicts, _slowest), metrics=_metrics, params=custom_params, figures=FIGURES, lines=custom_lines, summary=custom_summary, marks=custom_marks, items=custom_items, starter=published_starter(Path(__file__).parent / "starter", "a sandbox for its handler: bubblewrap (bwrap) and a cgroup it may write"))
+KIND = SuiteKind(
+    name="custom",
+    files=read_handler_file,
+    needs=needs_sandbox,
+    consumer=CONSUMER,
+    stage=Stage("custom", CustomRow, _verdicts, _slowest),
+    metrics=_metrics,
+    params=custom_params,
+    figures=FIGURES,
+    lines=custom_lines,
+    summary=custom_summary,
+    marks=custom_marks,
+    items=custom_items,
+    starter=published_starter(
+        Path(__file__).parent / "starter", "a sandbox for its handler: bubblewrap (bwrap) and a cgroup it may write"
+    ),
+)
 
 __all__ = ["KIND", "CustomSummary", "custom_metrics", "custom_rows", "grade_replies", "handler_of", "summarize_custom"]

@@ -16,7 +16,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kindgi_eval.registry import CONVERSATION_KEYS, Catalogue, Consumer, FolderContent, conversation_cases, problem_line, read_conversation, suite_files
+from kindgi_eval.registry import (
+    CONVERSATION_KEYS,
+    Catalogue,
+    Consumer,
+    FolderContent,
+    conversation_cases,
+    problem_line,
+    read_conversation,
+    suite_files,
+)
 from kindgi_eval.rules import Case, Handler, Problem, problems_from_validation
 
 HANDLER_FILE = "handler.json"
@@ -27,24 +36,46 @@ registry writes."""
 def read_handler(value: object) -> tuple[Handler | None, list[Problem]]:
     """The handler of a custom spec, or the problems with it (named under `spec.handler`)."""
     if not isinstance(value, dict):
-        return None, [Problem("spec", None, "handler", 'must be an object: {"modulePath": "graders/tone.py", "entrypointPath": "grade", "source": "..."}.')]
+        return None, [
+            Problem(
+                "spec",
+                None,
+                "handler",
+                'must be an object: {"modulePath": "graders/tone.py", "entrypointPath": "grade", "source": "..."}.',
+            )
+        ]
     try:
         return Handler.model_validate_json(json.dumps(value)), []
     except ValidationError as e:
-        return None, [Problem("spec", None, f"handler.{p.field}" if p.field else "handler", p.message) for p in problems_from_validation(e, "spec", None)]
+        return None, [
+            Problem("spec", None, f"handler.{p.field}" if p.field else "handler", p.message)
+            for p in problems_from_validation(e, "spec", None)
+        ]
 
 
 def custom_problems(spec: Mapping[str, Any], catalogue: Catalogue) -> list[str]:
     """The `custom` consumer's check: the handler's shape, then the cases as a conversation suite's."""
     problems: list[Problem] = []
     if "handler" not in spec:
-        problems.append(Problem("spec", None, "handler", 'required field is missing. Give {"modulePath", "entrypointPath", "source"}: '
-                                "the module's path, the function that grades, and the module's source."))
+        problems.append(
+            Problem(
+                "spec",
+                None,
+                "handler",
+                'required field is missing. Give {"modulePath", "entrypointPath", "source"}: '
+                "the module's path, the function that grades, and the module's source.",
+            )
+        )
     else:
         problems += read_handler(spec["handler"])[1]
     cases = {k: v for k, v in spec.items() if k != "handler"}
     problems += [
-        Problem(p.file, p.line, p.field, p.message.replace("A conversation suite's spec holds only", "A custom suite's spec holds handler and"))
+        Problem(
+            p.file,
+            p.line,
+            p.field,
+            p.message.replace("A conversation suite's spec holds only", "A custom suite's spec holds handler and"),
+        )
         for p in read_conversation(cases).problems
     ]
     return [problem_line(p) for p in problems]
@@ -68,7 +99,10 @@ def custom_files(spec: Mapping[str, Any]) -> dict[str, bytes]:
     """A custom suite as the files a person edits: its conversation files, and the handler's module at its path."""
     handler, _ = read_handler(spec["handler"])
     assert handler is not None, "a stored version passed the consumer's check"
-    return {**suite_files({k: spec[k] for k in CONVERSATION_KEYS if k in spec}), handler.modulePath: handler.source.encode("utf-8")}
+    return {
+        **suite_files({k: spec[k] for k in CONVERSATION_KEYS if k in spec}),
+        handler.modulePath: handler.source.encode("utf-8"),
+    }
 
 
 def custom_cases(spec: Mapping[str, Any]) -> list[tuple[str, Case]]:
@@ -76,5 +110,7 @@ def custom_cases(spec: Mapping[str, Any]) -> list[tuple[str, Case]]:
     return conversation_cases({k: spec[k] for k in CONVERSATION_KEYS if k in spec})
 
 
-CONSUMER = Consumer("custom", custom_problems, "kindgi-eval run", custom_folder, edit_files=custom_files, cases=custom_cases)
+CONSUMER = Consumer(
+    "custom", custom_problems, "kindgi-eval run", custom_folder, edit_files=custom_files, cases=custom_cases
+)
 """What the registry checks a published `spec` of this kind with, and the suite folder it writes it out as."""

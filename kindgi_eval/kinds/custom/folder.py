@@ -8,7 +8,16 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from kindgi_eval.agents import make_sandbox
-from kindgi_eval.inputs import REGISTRY_FILE, SUITE_FILE_LIMIT, FileTooLarge, KindFile, RegisteredAs, RunSettings, Suite, read_limited
+from kindgi_eval.inputs import (
+    REGISTRY_FILE,
+    SUITE_FILE_LIMIT,
+    FileTooLarge,
+    KindFile,
+    RegisteredAs,
+    RunSettings,
+    Suite,
+    read_limited,
+)
 from kindgi_eval.kinds.custom.check import HANDLER_FILE, handler_hash
 from kindgi_eval.rules import Handler, Problem
 
@@ -27,13 +36,22 @@ def read_handler_file(folder: Path, registered: RegisteredAs, problems: list[Pro
     try:
         handler = Handler.model_validate_json(read_limited(path, SUITE_FILE_LIMIT, "a suite file"))
     except FileNotFoundError:
-        problems.append(Problem(str(path), None, None, f"file not found: a custom suite's folder holds its handler. {redo}"))
+        problems.append(
+            Problem(str(path), None, None, f"file not found: a custom suite's folder holds its handler. {redo}")
+        )
         return ()
     except (OSError, FileTooLarge, ValidationError) as e:
         problems.append(Problem(str(path), None, None, f"is not a custom suite's handler ({e}). {redo}"))
         return ()
     if handler_hash(handler) != published:
-        problems.append(Problem(str(path), None, "source", f"is not the handler's published source (its SHA-256 differs from {REGISTRY_FILE}'s). {redo}"))
+        problems.append(
+            Problem(
+                str(path),
+                None,
+                "source",
+                f"is not the handler's published source (its SHA-256 differs from {REGISTRY_FILE}'s). {redo}",
+            )
+        )
         return ()
     return (KindFile(HANDLER_ROW, handler.name, handler.model_dump_json()),)
 

@@ -13,6 +13,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
+from kindgi_eval.kinds.custom.check import handler_hash
+from kindgi_eval.kinds.custom.folder import HANDLER_ROW
+from kindgi_eval.kinds.figures import count
 from kindgi_eval.rules import (
     HANDLER_CHECK,
     HANDLER_ERROR,
@@ -24,9 +27,6 @@ from kindgi_eval.rules import (
     out_of_time,
     skipped,
 )
-from kindgi_eval.kinds.custom.check import handler_hash
-from kindgi_eval.kinds.custom.folder import HANDLER_ROW
-from kindgi_eval.kinds.figures import count
 from kindgi_eval.store import HandlerRow, MetricRow, OutcomeRow, ReplyRow, StatusRow, SuiteRow
 
 
@@ -69,7 +69,13 @@ def payload(case: Case, reply: ReplyRow) -> dict[str, Any]:
 
 
 def grade_replies(
-    run: Run, handler: Handler, cases: Sequence[Case], replies: Sequence[ReplyRow], *, concurrency: int, budget_s: float,
+    run: Run,
+    handler: Handler,
+    cases: Sequence[Case],
+    replies: Sequence[ReplyRow],
+    *,
+    concurrency: int,
+    budget_s: float,
     clock: Callable[[], float] = time.monotonic,
 ) -> dict[str, HandlerVerdict]:
     """The handler's verdict on every case's reply, `concurrency` sandboxes at a time; a case whose agent failed is
@@ -91,10 +97,16 @@ def grade_replies(
     return {case.id: verdict for case, verdict in zip(cases, verdicts, strict=True)}
 
 
-def custom_rows(handler: Handler, cases: Sequence[Case], outcomes: Sequence[OutcomeRow], statuses: Sequence[StatusRow]) -> list[CustomRow]:
+def custom_rows(
+    handler: Handler, cases: Sequence[Case], outcomes: Sequence[OutcomeRow], statuses: Sequence[StatusRow]
+) -> list[CustomRow]:
     """One row per case of a custom suite, in suite order: the handler's verdict as `outcomes` recorded it, beside the
     case's status. A case without a handler outcome was skipped (its agent gave no reply)."""
-    recorded = {o.case_id: o.handler for o in outcomes if o.assertion in (HANDLER_CHECK, HANDLER_ERROR) and o.handler is not None}
+    recorded = {
+        o.case_id: o.handler
+        for o in outcomes
+        if o.assertion in (HANDLER_CHECK, HANDLER_ERROR) and o.handler is not None
+    }
     status_of = {s.case_id: s for s in statuses}
     rows = []
     for case in cases:
@@ -114,8 +126,12 @@ def summarize_custom(rows: Sequence[CustomRow]) -> CustomSummary:
 def custom_metrics(rows: Sequence[CustomRow]) -> list[MetricRow]:
     """A custom suite's figures: how its handler's verdicts fell."""
     summary = summarize_custom(rows)
-    return [count("handler_passed", summary.passed), count("handler_failed", summary.failed), count("handler_errors", summary.errors),
-            count("handler_skipped", summary.skipped)]
+    return [
+        count("handler_passed", summary.passed),
+        count("handler_failed", summary.failed),
+        count("handler_errors", summary.errors),
+        count("handler_skipped", summary.skipped),
+    ]
 
 
 def custom_params(suite: Sequence[SuiteRow]) -> dict[str, str | None]:

@@ -3,11 +3,11 @@
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from kindgi_eval.inputs import Suite
 from kindgi_eval.kinds.figures import count
 from kindgi_eval.kinds.human_review.check import CONSUMER
 from kindgi_eval.kinds.human_review.report import review_lines, review_summary
 from kindgi_eval.kinds.human_review.stage import QueueRow, QueueSummary, promoted_items, queue_rows, summarize_queue
-from kindgi_eval.inputs import Suite
 from kindgi_eval.kinds.kind import KindRows, Pins, Stage, StageInputs, SuiteKind, published_starter
 from kindgi_eval.kinds.table import cases_of
 from kindgi_eval.store import FigureColumn, MetricRow, SuiteRow
@@ -15,7 +15,11 @@ from kindgi_eval.store import FigureColumn, MetricRow, SuiteRow
 
 def _metrics(rows: KindRows) -> list[MetricRow]:
     summary = summarize_queue(rows.replies, rows.own)
-    return [count("review_items", summary.items), count("review_replies", summary.replies), count("review_skipped", summary.skipped)]
+    return [
+        count("review_items", summary.items),
+        count("review_replies", summary.replies),
+        count("review_skipped", summary.skipped),
+    ]
 
 
 def _queue(given: StageInputs) -> list[QueueRow]:
@@ -47,6 +51,20 @@ FIGURES = (
     FigureColumn("review_skipped", "BIGINT", "review_skipped"),
 )
 
-KIND = SuiteKind(name="human-review", reviewed_by_people=True, consumer=CONSUMER, stored_params=_stored, stage=Stage("review_queue", QueueRow, _queue), metrics=_metrics, params=_params, figures=FIGURES, lines=review_lines, summary=review_summary, starter=published_starter(Path(__file__).parent / "starter", "labels: kindgi-eval review export RUN_ID, then review import"))
+KIND = SuiteKind(
+    name="human-review",
+    reviewed_by_people=True,
+    consumer=CONSUMER,
+    stored_params=_stored,
+    stage=Stage("review_queue", QueueRow, _queue),
+    metrics=_metrics,
+    params=_params,
+    figures=FIGURES,
+    lines=review_lines,
+    summary=review_summary,
+    starter=published_starter(
+        Path(__file__).parent / "starter", "labels: kindgi-eval review export RUN_ID, then review import"
+    ),
+)
 
 __all__ = ["KIND", "QueueRow", "QueueSummary", "promoted_items", "queue_rows", "summarize_queue"]

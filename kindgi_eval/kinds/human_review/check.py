@@ -15,7 +15,19 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from kindgi_eval.registry import Catalogue, Consumer, FolderContent, SemVer, canonical_json, etag, jsonl, parse_semver, problem_line, read_conversation, written_too_large
+from kindgi_eval.registry import (
+    Catalogue,
+    Consumer,
+    FolderContent,
+    SemVer,
+    canonical_json,
+    etag,
+    jsonl,
+    parse_semver,
+    problem_line,
+    read_conversation,
+    written_too_large,
+)
 from kindgi_eval.rules import Case, Problem, meant_dimension
 
 KIND = "human-review"
@@ -31,7 +43,14 @@ def rubric_problems(spec: Mapping[str, Any]) -> list[Problem]:
     problems: list[Problem] = []
     rubric = spec.get("rubric")
     if "rubric" not in spec:
-        problems.append(Problem("spec", None, "rubric", "required field is missing. Give the rubric as a list of the items a reviewer labels, e.g. [\"Answers the price question\"]."))
+        problems.append(
+            Problem(
+                "spec",
+                None,
+                "rubric",
+                'required field is missing. Give the rubric as a list of the items a reviewer labels, e.g. ["Answers the price question"].',
+            )
+        )
     elif not isinstance(rubric, list):
         problems.append(Problem("spec", None, "rubric", "must be a list of rubric items (strings)."))
     elif not rubric:
@@ -42,25 +61,50 @@ def rubric_problems(spec: Mapping[str, Any]) -> list[Problem]:
             if not isinstance(item, str) or not item.strip():
                 problems.append(Problem("spec", None, f"rubric[{index}]", "must be a rubric item: a non-blank string."))
             elif item in first:
-                problems.append(Problem("spec", None, f"rubric[{index}]", f"duplicate rubric item, first given as rubric[{first[item]}]. Give each item once."))
+                problems.append(
+                    Problem(
+                        "spec",
+                        None,
+                        f"rubric[{index}]",
+                        f"duplicate rubric item, first given as rubric[{first[item]}]. Give each item once.",
+                    )
+                )
             elif meant_dimension(item):
-                problems.append(Problem("spec", None, f"rubric[{index}]", f"{item!r} is one typo from the fixed criterion "
-                                        f"{meant_dimension(item)!r}, so it would be graded as free text. Write a rubric item in words."))
+                problems.append(
+                    Problem(
+                        "spec",
+                        None,
+                        f"rubric[{index}]",
+                        f"{item!r} is one typo from the fixed criterion "
+                        f"{meant_dimension(item)!r}, so it would be graded as free text. Write a rubric item in words.",
+                    )
+                )
             else:
                 first[item] = index
     role = spec.get("reviewerRole")
     if "reviewerRole" not in spec:
-        problems.append(Problem("spec", None, "reviewerRole", "required field is missing. Name who labels the replies, e.g. \"sales lead\"."))
+        problems.append(
+            Problem(
+                "spec",
+                None,
+                "reviewerRole",
+                'required field is missing. Name who labels the replies, e.g. "sales lead".',
+            )
+        )
     elif not isinstance(role, str) or not role.strip():
-        problems.append(Problem("spec", None, "reviewerRole", "must be a non-blank string naming who labels the replies."))
+        problems.append(
+            Problem("spec", None, "reviewerRole", "must be a non-blank string naming who labels the replies.")
+        )
     return problems
 
 
 def human_review_problems(spec: Mapping[str, Any], catalogue: Catalogue) -> list[str]:
     """The `human-review` consumer's check: unknown fields, the rubric and role, then the cases and calibration items
     by the conversation suite's rules, each line naming its path (`spec.rubric[2]`, `spec.cases[0].expect`)."""
-    problems = [Problem("spec", None, key, f"unknown field. A human-review suite's spec holds only {', '.join(SPEC_KEYS)}.")
-                for key in sorted(set(spec) - set(SPEC_KEYS))]
+    problems = [
+        Problem("spec", None, key, f"unknown field. A human-review suite's spec holds only {', '.join(SPEC_KEYS)}.")
+        for key in sorted(set(spec) - set(SPEC_KEYS))
+    ]
     problems += rubric_problems(spec)
     problems += read_conversation({k: spec[k] for k in ("cases", "calibration") if k in spec}).problems
     if not problems:
@@ -78,9 +122,16 @@ def folder_size_problems(spec: Mapping[str, Any]) -> list[Problem]:
     reason = written_too_large(written, len(canonical_json(spec)))
     if reason is None:
         return []
-    return [Problem("spec", None, "rubric", f"its {len(rubric):,} items, copied into each of the {len(cases):,} cases as the "
-                    f"suite folder a run reads holds them, {reason}. Give fewer or shorter rubric items, or split the cases "
-                    "over several suites.")]
+    return [
+        Problem(
+            "spec",
+            None,
+            "rubric",
+            f"its {len(rubric):,} items, copied into each of the {len(cases):,} cases as the "
+            f"suite folder a run reads holds them, {reason}. Give fewer or shorter rubric items, or split the cases "
+            "over several suites.",
+        )
+    ]
 
 
 def reviewed_case(case: Mapping[str, Any], rubric: Sequence[str]) -> dict[str, Any]:
@@ -125,8 +176,10 @@ def promotion(latest: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> 
     when the suite's kind holds no conversation calibration set."""
     suite = latest["suite"]
     if suite["kind"] not in PROMOTABLE_KINDS:
-        raise ValueError(f"{suite['id']} is a {suite['kind']!r} suite, whose spec holds no conversation calibration set. "
-                         f"Promote into a suite of kind {', '.join(PROMOTABLE_KINDS)}.")
+        raise ValueError(
+            f"{suite['id']} is a {suite['kind']!r} suite, whose spec holds no conversation calibration set. "
+            f"Promote into a suite of kind {', '.join(PROMOTABLE_KINDS)}."
+        )
     calibration = list(suite["spec"].get("calibration", []))
     held = {item.get("id") for item in calibration if isinstance(item, dict)}
     added = [dict(item) for item in items if item["id"] not in held]
@@ -140,8 +193,12 @@ def human_review_cases(spec: Mapping[str, Any]) -> list[tuple[str, Case]]:
     """A checked human-review spec's cases as the run reads them, each with the rubric among its review entries, with
     its place (`spec.cases[3]`)."""
     rubric = tuple(spec["rubric"])
-    return [(f"spec.cases[{index}]", case) for index, case in
-            enumerate(read_conversation({"cases": [reviewed_case(case, rubric) for case in spec["cases"]]}).cases)]
+    return [
+        (f"spec.cases[{index}]", case)
+        for index, case in enumerate(
+            read_conversation({"cases": [reviewed_case(case, rubric) for case in spec["cases"]]}).cases
+        )
+    ]
 
 
 CONSUMER = Consumer(KIND, human_review_problems, "kindgi-eval run", human_review_folder, cases=human_review_cases)

@@ -17,5 +17,11 @@ def review_lines(result: KindResult) -> list[str]:
 def review_summary(result: KindResult) -> dict:
     """The `human_review` key of `--json`."""
     f = result.figures
-    return {"human_review": {"reviewer_role": f["reviewer_role"], "queue": f["review_items"], "replies": f["review_replies"],
-                             "skipped": f["review_skipped"]}}
+    return {
+        "human_review": {
+            "reviewer_role": f["reviewer_role"],
+            "queue": f["review_items"],
+            "replies": f["review_replies"],
+            "skipped": f["review_skipped"],
+        }
+    }

@@ -49,7 +49,9 @@ class QueueSummary(NamedTuple):
     """Cases left out because the agent gave no reply."""
 
 
-def queue_rows(suite: Sequence[SuiteRow], cases: Sequence[Case], replies: Sequence[ReplyRow], statuses: Sequence[StatusRow]) -> list[QueueRow]:
+def queue_rows(
+    suite: Sequence[SuiteRow], cases: Sequence[Case], replies: Sequence[ReplyRow], statuses: Sequence[StatusRow]
+) -> list[QueueRow]:
     """Every reply of a human-review suite paired with every rubric item, with the judge's verdict on that item when
     the run had a judge; empty for another kind."""
     first = suite[0] if suite else None
@@ -83,7 +85,9 @@ def queue_rows(suite: Sequence[SuiteRow], cases: Sequence[Case], replies: Sequen
 
 def summarize_queue(replies: Sequence[ReplyRow], queue: Sequence[QueueRow]) -> QueueSummary:
     """The size of a human-review run's queue: rows, replies, and the cases skipped for want of a reply."""
-    return QueueSummary(items=len(queue), replies=len({q.case_id for q in queue}), skipped=sum(r.error is not None for r in replies))
+    return QueueSummary(
+        items=len(queue), replies=len({q.case_id for q in queue}), skipped=sum(r.error is not None for r in replies)
+    )
 
 
 def promoted_id(run_id: str, case_id: str, rubric_item: str) -> str:
@@ -101,7 +105,11 @@ def promoted_items(
     case_of = {c.id: c for c in cases}
     reply_of = {r.case_id: r for r in replies}
     found = sorted(
-        (row for (run, _, _), row in labels.items() if run == run_id and row.case_id in case_of and reply_of.get(row.case_id)),
+        (
+            row
+            for (run, _, _), row in labels.items()
+            if run == run_id and row.case_id in case_of and reply_of.get(row.case_id)
+        ),
         key=lambda r: (list(case_of).index(r.case_id), r.rubric_item),
     )
     return [

@@ -8,14 +8,25 @@ from kindgi_eval.inputs import RegisteredAs, declared_variant
 from kindgi_eval.kinds.kind import JUDGE_USD, KindRows, Pinning, Pins, Stage, StageInputs, SuiteKind, published_starter
 from kindgi_eval.kinds.pairwise.check import CONSUMER, registered_variant
 from kindgi_eval.kinds.pairwise.report import both_variants, pairwise_lines, pairwise_summary_json
-from kindgi_eval.kinds.pairwise.stage import PairwiseRow, agreement_of, judge_cost, judge_pairwise, pair_key, pairwise_askings, pairwise_metrics, pairwise_params, pairwise_stored
+from kindgi_eval.kinds.pairwise.stage import (
+    PairwiseRow,
+    agreement_of,
+    judge_cost,
+    judge_pairwise,
+    pair_key,
+    pairwise_askings,
+    pairwise_metrics,
+    pairwise_params,
+    pairwise_stored,
+)
 from kindgi_eval.kinds.table import cases_of
 from kindgi_eval.rules import AgentReply, AssertionResult, PairwiseCalibration, PairwiseCase, agent_failure
 from kindgi_eval.store import FigureColumn, MetricRow
 
 
-def _answered(case: PairwiseCase, reply: AgentReply | None, *, error: str | None, latency_ms: float,
-              max_latency_ms: float) -> list[AssertionResult]:
+def _answered(
+    case: PairwiseCase, reply: AgentReply | None, *, error: str | None, latency_ms: float, max_latency_ms: float
+) -> list[AssertionResult]:
     """Nothing is asserted of a prompt's reply, which the judge compares with the other variant's; only a reply
     that never came fails."""
     return [agent_failure(error)] if reply is None else []
@@ -58,8 +69,14 @@ def _pins(p: Pinning) -> Pins:
     declared = _declared_variants(p.suite.registered, p.tenant.tenant)
     if p.mock is None:
         return p.pinned._replace(variants=declared)
-    note = (f"--mock: variants A ({declared[0]}) and B ({declared[1]}) are both answered by the offline demo agent "
-            f"{p.settings.agent_model}.") if p.mock else None
+    note = (
+        (
+            f"--mock: variants A ({declared[0]}) and B ({declared[1]}) are both answered by the offline demo agent "
+            f"{p.settings.agent_model}."
+        )
+        if p.mock
+        else None
+    )
     return p.pinned._replace(variants=checked_variants(p.settings, p.tenant, declared, mock=p.mock), note=note)
 
 
@@ -78,9 +95,29 @@ FIGURES = (
 )
 
 
-KIND = SuiteKind(name="pairwise", consumer=CONSUMER, case_model=PairwiseCase, calibration_model=PairwiseCalibration, enters_funnel=False, groups=(), judged_by_case=False,
-                 assertions=_answered, askings=pairwise_askings, pins=_pins, stored_params=pairwise_stored,
-                 stage=Stage("pairwise", PairwiseRow, _judged, _about, recorded_key=pair_key, judge_calls_per_row=2), metrics=_metrics, params=pairwise_params, figures=FIGURES,
-                 lines=pairwise_lines, summary=pairwise_summary_json, against=both_variants, starter=published_starter(Path(__file__).parent / "starter", "the tenants file (KINDGI_TENANTS) must declare its variants' agents, champion and challenger version 1"))
+KIND = SuiteKind(
+    name="pairwise",
+    consumer=CONSUMER,
+    case_model=PairwiseCase,
+    calibration_model=PairwiseCalibration,
+    enters_funnel=False,
+    groups=(),
+    judged_by_case=False,
+    assertions=_answered,
+    askings=pairwise_askings,
+    pins=_pins,
+    stored_params=pairwise_stored,
+    stage=Stage("pairwise", PairwiseRow, _judged, _about, recorded_key=pair_key, judge_calls_per_row=2),
+    metrics=_metrics,
+    params=pairwise_params,
+    figures=FIGURES,
+    lines=pairwise_lines,
+    summary=pairwise_summary_json,
+    against=both_variants,
+    starter=published_starter(
+        Path(__file__).parent / "starter",
+        "the tenants file (KINDGI_TENANTS) must declare its variants' agents, champion and challenger version 1",
+    ),
+)
 
 __all__ = ["KIND", "agreement_of", "judge_pairwise", "pair_key", "pairwise_metrics"]

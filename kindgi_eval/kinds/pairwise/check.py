@@ -63,16 +63,32 @@ class PairwiseSpec(BaseModel):
 
 def read_pairwise(spec: Mapping[str, Any]) -> tuple[PairwiseSpec | None, list[Problem]]:
     """The prompts, variants and labelled pairs of `spec`, or every problem, each naming its path."""
-    problems = [Problem("spec", None, key, f"unknown field. A pairwise suite's spec holds only {', '.join(SPEC_KEYS)}.")
-                for key in sorted(set(spec) - set(SPEC_KEYS))]
+    problems = [
+        Problem("spec", None, key, f"unknown field. A pairwise suite's spec holds only {', '.join(SPEC_KEYS)}.")
+        for key in sorted(set(spec) - set(SPEC_KEYS))
+    ]
     variants = {key: _variant(spec, key, problems) for key in ("variantA", "variantB")}
     a, b = variants["variantA"], variants["variantB"]
     if a is not None and a == b:
-        problems.append(Problem("spec", None, "variantB", "is the same agent and version as variantA; a pairwise suite compares two variants."))
+        problems.append(
+            Problem(
+                "spec",
+                None,
+                "variantB",
+                "is the same agent and version as variantA; a pairwise suite compares two variants.",
+            )
+        )
     cases: list[PairwiseCase] = []
     prompts = spec.get("prompts")
     if not isinstance(prompts, list) or not prompts:
-        problems.append(Problem("spec", None, "prompts", "must be a non-empty list of prompts (each a message, or {id?, text, history?, contact?})."))
+        problems.append(
+            Problem(
+                "spec",
+                None,
+                "prompts",
+                "must be a non-empty list of prompts (each a message, or {id?, text, history?, contact?}).",
+            )
+        )
         prompts = []
     seen: dict[str, int] = {}
     for index, prompt in enumerate(prompts):
@@ -88,7 +104,14 @@ def read_pairwise(spec: Mapping[str, Any]) -> tuple[PairwiseSpec | None, list[Pr
         if turn is None or not unique(pid, index, "prompts", seen, problems):
             continue
         cases += [
-            PairwiseCase(id=f"{pid}/{variant}", text=turn.text, history=turn.history, contact=turn.contact, prompt_id=pid, variant=variant)
+            PairwiseCase(
+                id=f"{pid}/{variant}",
+                text=turn.text,
+                history=turn.history,
+                contact=turn.contact,
+                prompt_id=pid,
+                variant=variant,
+            )
             for variant in ("A", "B")
         ]
     calibration = _labelled(spec.get("calibration", []), problems)
@@ -109,8 +132,12 @@ def pairwise_folder(spec: Mapping[str, Any], catalogue: Catalogue) -> FolderCont
     files = {"cases.jsonl": jsonl(c.model_dump(mode="json", exclude_defaults=True) for c in read.prompts)}
     if read.calibration:
         files["calibration.jsonl"] = jsonl(i.model_dump(mode="json") for i in read.calibration)
-    params = {"variant_a_id": read.variant_a.agentId, "variant_a_version": read.variant_a.version,
-              "variant_b_id": read.variant_b.agentId, "variant_b_version": read.variant_b.version}
+    params = {
+        "variant_a_id": read.variant_a.agentId,
+        "variant_a_version": read.variant_a.version,
+        "variant_b_id": read.variant_b.agentId,
+        "variant_b_version": read.variant_b.version,
+    }
     return FolderContent(files, params)
 
 
@@ -121,7 +148,11 @@ def registered_variant(registered: RegisteredAs, variant: str) -> tuple[str, str
 
 def _variant(spec: Mapping[str, Any], key: str, problems: list[Problem]) -> VariantRef | None:
     if key not in spec:
-        problems.append(Problem("spec", None, key, "required field is missing. Name a declared agent: {\"agentId\": ..., \"version\": ...}."))
+        problems.append(
+            Problem(
+                "spec", None, key, 'required field is missing. Name a declared agent: {"agentId": ..., "version": ...}.'
+            )
+        )
         return None
     try:
         return VariantRef.model_validate_json(json.dumps(spec[key]))
@@ -147,7 +178,16 @@ def _labelled(values: object, problems: list[Problem]) -> list[PairwiseCalibrati
         item_id = pair.id or f"pair-{index + 1}"
         if turn is None or not unique(item_id, index, "calibration", seen, problems):
             continue
-        items.append(PairwiseCalibration(id=item_id, history=turn.history, text=turn.text, reply_a=pair.replyA, reply_b=pair.replyB, label=pair.label))
+        items.append(
+            PairwiseCalibration(
+                id=item_id,
+                history=turn.history,
+                text=turn.text,
+                reply_a=pair.replyA,
+                reply_b=pair.replyB,
+                label=pair.label,
+            )
+        )
     return items
 
 

@@ -12,6 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, NamedTuple
 
 from kindgi_eval.inputs import RunSettings, Suite, variant_settings
+from kindgi_eval.kinds.figures import count, estimate
+from kindgi_eval.kinds.kind import JUDGE_USD, Pins
+from kindgi_eval.kinds.pairwise.check import registered_variant
 from kindgi_eval.llm import ModelCallError
 from kindgi_eval.prompts import pairwise_messages
 from kindgi_eval.rules import (
@@ -32,9 +35,6 @@ from kindgi_eval.rules import (
     read_judgement,
     win_rate,
 )
-from kindgi_eval.kinds.figures import count, estimate
-from kindgi_eval.kinds.kind import JUDGE_USD, Pins
-from kindgi_eval.kinds.pairwise.check import registered_variant
 from kindgi_eval.store import MetricRow, StatusRow, StoredRow, SuiteRow
 
 
@@ -107,11 +107,15 @@ def calibration_pairs(items: Sequence[PairwiseCalibration]) -> list[Pair]:
     return [Pair("calibration", i.id, i.history, i.text, i.reply_a, i.reply_b, i.label) for i in items]
 
 
-async def _judge_pair(judge: Judge, pair: Pair, catalogue: str, slots: asyncio.Semaphore, timeout_s: float) -> PairwiseRow:
+async def _judge_pair(
+    judge: Judge, pair: Pair, catalogue: str, slots: asyncio.Semaphore, timeout_s: float
+) -> PairwiseRow:
     answers = {}
     for order in ORDERS:
         first, second = (pair.reply_a, pair.reply_b) if order == "AB" else (pair.reply_b, pair.reply_a)
-        messages = pairwise_messages(catalogue=catalogue, history=pair.history, text=pair.text, first=first, second=second)
+        messages = pairwise_messages(
+            catalogue=catalogue, history=pair.history, text=pair.text, first=first, second=second
+        )
         content, error, usage = None, None, None
         try:
             async with slots:
@@ -125,9 +129,20 @@ async def _judge_pair(judge: Judge, pair: Pair, catalogue: str, slots: asyncio.S
     invalid = "; ".join(f"{order}: {j.invalid_reason}" for order, j in (("AB", j_ab), ("BA", j_ba)) if j.invalid_reason)
     usages = [u for u in (u_ab, u_ba) if u is not None]
     return PairwiseRow(
-        subject=pair.subject, subject_id=pair.id, label=pair.label, ab=ab, ba=ba, outcome=outcome.preference,
-        consistent=outcome.consistent, reason_ab=j_ab.reason, reason_ba=j_ba.reason, invalid_reason=invalid or None,
-        raw_ab=raw_ab, raw_ba=raw_ba, judge=judge.name, cost_usd=sum(u.cost_usd for u in usages),
+        subject=pair.subject,
+        subject_id=pair.id,
+        label=pair.label,
+        ab=ab,
+        ba=ba,
+        outcome=outcome.preference,
+        consistent=outcome.consistent,
+        reason_ab=j_ab.reason,
+        reason_ba=j_ba.reason,
+        invalid_reason=invalid or None,
+        raw_ab=raw_ab,
+        raw_ba=raw_ba,
+        judge=judge.name,
+        cost_usd=sum(u.cost_usd for u in usages),
         cost_known=all(u.cost_known for u in usages),
     )
 
@@ -137,8 +152,17 @@ def pair_key(row: PairwiseRow) -> tuple[str, str]:
     return row.subject, row.subject_id
 
 
-async def _judge_all(judge: Judge, pairs: Sequence[Pair], counted: str, catalogue: str, slots: asyncio.Semaphore, timeout_s: float,
-                     progress: Progress | None, done: Mapping[tuple[str, str], PairwiseRow], record: Record | None) -> list[PairwiseRow]:
+async def _judge_all(
+    judge: Judge,
+    pairs: Sequence[Pair],
+    counted: str,
+    catalogue: str,
+    slots: asyncio.Semaphore,
+    timeout_s: float,
+    progress: Progress | None,
+    done: Mapping[tuple[str, str], PairwiseRow],
+    record: Record | None,
+) -> list[PairwiseRow]:
     judged = 0
 
     async def one(pair: Pair) -> PairwiseRow:
@@ -179,10 +203,30 @@ def judge_pairwise(
 
     async def run() -> list[PairwiseRow]:
         slots = asyncio.Semaphore(concurrency)
-        rows = await _judge_all(judge, calibration_pairs(calibration), "labelled pairs judged", catalogue, slots, timeout_s, progress, recorded, record)
+        rows = await _judge_all(
+            judge,
+            calibration_pairs(calibration),
+            "labelled pairs judged",
+            catalogue,
+            slots,
+            timeout_s,
+            progress,
+            recorded,
+            record,
+        )
         if not agreement_of(rows).calibrated:
             return rows
-        return rows + await _judge_all(judge, prompt_pairs(cases, statuses), "prompts judged", catalogue, slots, timeout_s, progress, recorded, record)
+        return rows + await _judge_all(
+            judge,
+            prompt_pairs(cases, statuses),
+            "prompts judged",
+            catalogue,
+            slots,
+            timeout_s,
+            progress,
+            recorded,
+            record,
+        )
 
     return asyncio.run(run())
 
@@ -230,7 +274,12 @@ def pairwise_stored(suite: Suite, pins: Pins) -> dict[str, object]:
     if pins.variants is None:
         return {}
     labels = tuple(" ".join(registered_variant(registered, v)) for v in "ab") if registered else (None, None)
-    return {"variant_a": pins.variants[0], "variant_b": pins.variants[1], "variant_a_label": labels[0], "variant_b_label": labels[1]}
+    return {
+        "variant_a": pins.variants[0],
+        "variant_b": pins.variants[1],
+        "variant_a_label": labels[0],
+        "variant_b_label": labels[1],
+    }
 
 
 def pairwise_askings(settings: RunSettings, suite: Sequence[SuiteRow]) -> list[tuple[RunSettings, list[SuiteRow]]]:

@@ -6,7 +6,13 @@ from pathlib import Path
 from kindgi_eval.inputs import Suite
 from kindgi_eval.kinds.kind import KindRows, Pinning, Pins, Stage, StageInputs, SuiteKind, published_starter
 from kindgi_eval.kinds.regression.check import CONSUMER
-from kindgi_eval.kinds.regression.report import regressed, regression_items, regression_lines, regression_marks, regression_summary
+from kindgi_eval.kinds.regression.report import (
+    regressed,
+    regression_items,
+    regression_lines,
+    regression_marks,
+    regression_summary,
+)
 from kindgi_eval.kinds.regression.stage import RegressionRow, regression_metrics, regression_rows, resolve_baseline
 from kindgi_eval.store import SHARED, FigureColumn, MetricRow, SuiteRow, read_rows, run_partition
 
@@ -32,7 +38,9 @@ def _moves(given: StageInputs) -> list[RegressionRow]:
 def _pins(p: Pinning) -> Pins:
     """The baseline run, resolved once and checked to have evaluated exactly this suite's cases."""
     ids = [c.id for c in p.suite.cases]
-    return p.pinned._replace(baseline=p.pinned.baseline or resolve_baseline(p.root, p.tenant.tenant, p.suite.registered, ids))
+    return p.pinned._replace(
+        baseline=p.pinned.baseline or resolve_baseline(p.root, p.tenant.tenant, p.suite.registered, ids)
+    )
 
 
 def _stored(suite: Suite, pins: Pins) -> Mapping[str, object]:
@@ -54,7 +62,24 @@ FIGURES = (
     FigureColumn("mcnemar_p", "DOUBLE", "mcnemar_p"),
 )
 
-KIND = SuiteKind(name="regression", consumer=CONSUMER, pins=_pins, stored_params=_stored, stage=Stage("regressions", RegressionRow, _moves), metrics=_metrics, params=_params, figures=FIGURES, lines=regression_lines,
-                 summary=regression_summary, failed=regressed, marks=regression_marks, items=regression_items, starter=published_starter(Path(__file__).parent / "starter", "its baseline: a run of the conversation starter (the same cases) published as my-studio.conversation 0.1.0: kindgi-eval suites publish FOLDER --id my-studio.conversation --version 0.1.0, then run it"))
+KIND = SuiteKind(
+    name="regression",
+    consumer=CONSUMER,
+    pins=_pins,
+    stored_params=_stored,
+    stage=Stage("regressions", RegressionRow, _moves),
+    metrics=_metrics,
+    params=_params,
+    figures=FIGURES,
+    lines=regression_lines,
+    summary=regression_summary,
+    failed=regressed,
+    marks=regression_marks,
+    items=regression_items,
+    starter=published_starter(
+        Path(__file__).parent / "starter",
+        "its baseline: a run of the conversation starter (the same cases) published as my-studio.conversation 0.1.0: kindgi-eval suites publish FOLDER --id my-studio.conversation --version 0.1.0, then run it",
+    ),
+)
 
 __all__ = ["KIND", "regression_metrics", "regression_rows", "resolve_baseline"]

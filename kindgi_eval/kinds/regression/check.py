@@ -14,9 +14,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kindgi_eval.registry import CONVERSATION_KEYS, SUITE_ID_PATTERN, Catalogue, Consumer, FolderContent, conversation_cases, is_semver, problem_line, read_conversation, suite_files
+from kindgi_eval.registry import (
+    CONVERSATION_KEYS,
+    SUITE_ID_PATTERN,
+    Catalogue,
+    Consumer,
+    FolderContent,
+    conversation_cases,
+    is_semver,
+    problem_line,
+    read_conversation,
+    suite_files,
+)
 from kindgi_eval.rules import Case, Problem, problems_from_validation
-
 
 RUN_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 """A whole run id, as Dagster makes them (a UUID in lower case); never a prefix."""
@@ -44,22 +54,45 @@ class VersionBaseline(BaseModel):
 def read_baseline(value: object) -> tuple[RunBaseline | VersionBaseline | None, list[Problem]]:
     """The baseline of a regression spec, or the problems with it (named under `spec.baseline`)."""
     if not isinstance(value, dict):
-        return None, [Problem("spec", None, "baseline", "must be an object: {\"runId\": ...} or {\"suiteId\": ..., \"version\": ...}.")]
+        return None, [
+            Problem("spec", None, "baseline", 'must be an object: {"runId": ...} or {"suiteId": ..., "version": ...}.')
+        ]
     model = RunBaseline if "runId" in value else VersionBaseline
     try:
         baseline = model.model_validate(value)
     except ValidationError as e:
-        return None, [Problem("spec", None, f"baseline.{p.field}" if p.field else "baseline", p.message) for p in problems_from_validation(e, "spec", None)]
+        return None, [
+            Problem("spec", None, f"baseline.{p.field}" if p.field else "baseline", p.message)
+            for p in problems_from_validation(e, "spec", None)
+        ]
     if isinstance(baseline, VersionBaseline) and not _SUITE_ID.fullmatch(baseline.suiteId):
-        return None, [Problem("spec", None, "baseline.suiteId", f"{baseline.suiteId[:80]!r} is not a suite id: up to 128 letters, "
-                              "digits, dots, hyphens and underscores, starting with a letter or a digit, e.g. acme.golden.")]
+        return None, [
+            Problem(
+                "spec",
+                None,
+                "baseline.suiteId",
+                f"{baseline.suiteId[:80]!r} is not a suite id: up to 128 letters, "
+                "digits, dots, hyphens and underscores, starting with a letter or a digit, e.g. acme.golden.",
+            )
+        ]
     if isinstance(baseline, VersionBaseline) and not is_semver(baseline.version):
-        return None, [Problem("spec", None, "baseline.version", f"{baseline.version!r} is not a semantic version (MAJOR.MINOR.PATCH).")]
+        return None, [
+            Problem(
+                "spec", None, "baseline.version", f"{baseline.version!r} is not a semantic version (MAJOR.MINOR.PATCH)."
+            )
+        ]
     if isinstance(baseline, RunBaseline) and not RUN_ID.fullmatch(baseline.runId):
-        return None, [Problem("spec", None, "baseline.runId", f"{baseline.runId[:80]!r} is not a whole run id. A version names "
-                              "its baseline for good, and a prefix that names one run now may name another, or several, "
-                              "later: give the whole id, as `kindgi-eval runs` lists it, or name the baseline by "
-                              "{\"suiteId\", \"version\"}.")]
+        return None, [
+            Problem(
+                "spec",
+                None,
+                "baseline.runId",
+                f"{baseline.runId[:80]!r} is not a whole run id. A version names "
+                "its baseline for good, and a prefix that names one run now may name another, or several, "
+                "later: give the whole id, as `kindgi-eval runs` lists it, or name the baseline by "
+                '{"suiteId", "version"}.',
+            )
+        ]
     return baseline, []
 
 
@@ -67,13 +100,25 @@ def regression_problems(spec: Mapping[str, Any], catalogue: Catalogue) -> list[s
     """The `regression` consumer's check: the baseline's shape, then the cases as a conversation suite's."""
     problems: list[Problem] = []
     if "baseline" not in spec:
-        problems.append(Problem("spec", None, "baseline", "required field is missing. Name the run to compare with: {\"runId\": ...} or {\"suiteId\": ..., \"version\": ...}."))
+        problems.append(
+            Problem(
+                "spec",
+                None,
+                "baseline",
+                'required field is missing. Name the run to compare with: {"runId": ...} or {"suiteId": ..., "version": ...}.',
+            )
+        )
     else:
         problems += read_baseline(spec["baseline"])[1]
     cases = {k: v for k, v in spec.items() if k != "baseline"}
     found = read_conversation(cases).problems
     problems += [
-        Problem(p.file, p.line, p.field, p.message.replace("A conversation suite's spec holds only", "A regression suite's spec holds baseline and"))
+        Problem(
+            p.file,
+            p.line,
+            p.field,
+            p.message.replace("A conversation suite's spec holds only", "A regression suite's spec holds baseline and"),
+        )
         for p in found
     ]
     return [problem_line(p) for p in problems]

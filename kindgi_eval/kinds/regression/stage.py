@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import Literal
 
 from kindgi_eval.inputs import RegisteredAs, folder_key, registered_name, registry_key
-from kindgi_eval.rules import InputError, PairedChange, Problem, paired_change
 from kindgi_eval.kinds.figures import count, estimate
+from kindgi_eval.rules import InputError, PairedChange, Problem, paired_change
 from kindgi_eval.store import (
     SHARED,
     MetricRow,
@@ -55,8 +55,17 @@ def resolve_baseline(root: StorePath, tenant: str, registered: RegisteredAs, cas
     if run_id is not None:
         partition = run_partition(root, run_id)
         if partition is None or read_rows(root, SHARED.suite, partition, run_id)[0].tenant != tenant:
-            raise InputError([Problem(where, None, "spec.baseline.runId", f"no run {run_id!r} of tenant {tenant!r} in the store at {root}. "
-                                      "See `kindgi-eval runs` for the stored runs, newest first.")])
+            raise InputError(
+                [
+                    Problem(
+                        where,
+                        None,
+                        "spec.baseline.runId",
+                        f"no run {run_id!r} of tenant {tenant!r} in the store at {root}. "
+                        "See `kindgi-eval runs` for the stored runs, newest first.",
+                    )
+                ]
+            )
     else:
         run_id, partition = _latest_run_of(root, tenant, registered, where)
     baseline = {s.case_id for s in read_rows(root, SHARED.statuses, partition, run_id)}
@@ -64,9 +73,23 @@ def resolve_baseline(root: StorePath, tenant: str, registered: RegisteredAs, cas
     extra = sorted(baseline - set(case_ids))
     problems = []
     if missing:
-        problems.append(Problem(where, None, "spec.baseline", f"run {run_id} did not evaluate case {', '.join(missing)}; a baseline must have evaluated every case of the suite."))
+        problems.append(
+            Problem(
+                where,
+                None,
+                "spec.baseline",
+                f"run {run_id} did not evaluate case {', '.join(missing)}; a baseline must have evaluated every case of the suite.",
+            )
+        )
     if extra:
-        problems.append(Problem(where, None, "spec.baseline", f"run {run_id} evaluated case {', '.join(extra)}, which the suite does not have; a baseline must have evaluated the same cases."))
+        problems.append(
+            Problem(
+                where,
+                None,
+                "spec.baseline",
+                f"run {run_id} evaluated case {', '.join(extra)}, which the suite does not have; a baseline must have evaluated the same cases.",
+            )
+        )
     if problems:
         raise InputError(problems)
     return run_id
@@ -77,19 +100,32 @@ def _latest_run_of(root: StorePath, tenant: str, registered: RegisteredAs, where
     runs = []
     # its partition, then the one releases before registry partitions stored it under (`<tenant>.<folder name>`);
     # only runs that recorded this very suite id and version count, so no other suite's run is ever taken
-    for partition in dict.fromkeys((registry_key(tenant, suite_id or ""), folder_key(tenant, registered_name(tenant, suite_id or "")))):
+    for partition in dict.fromkeys(
+        (registry_key(tenant, suite_id or ""), folder_key(tenant, registered_name(tenant, suite_id or "")))
+    ):
         for key in run_keys(root, partition):
             (summary,) = read_rows(root, SHARED.run_summary, partition, key.run_id)
             if summary.suite_id == suite_id and summary.suite_version == version:
                 runs.append((summary.started_at, key.run_id, partition))
     if not runs:
-        raise InputError([Problem(where, None, "spec.baseline", f"no run of suite {suite_id} version {version} of tenant {tenant!r} "
-                                  f"in the store at {root}. Run it first: kindgi-eval run --suite {suite_id}@{version}")])
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    None,
+                    "spec.baseline",
+                    f"no run of suite {suite_id} version {version} of tenant {tenant!r} "
+                    f"in the store at {root}. Run it first: kindgi-eval run --suite {suite_id}@{version}",
+                )
+            ]
+        )
     _, run_id, partition = max(runs)
     return run_id, partition
 
 
-def regression_rows(baseline_run: str, baseline: Sequence[StatusRow], statuses: Sequence[StatusRow]) -> list[RegressionRow]:
+def regression_rows(
+    baseline_run: str, baseline: Sequence[StatusRow], statuses: Sequence[StatusRow]
+) -> list[RegressionRow]:
     """One row per case, in the suite's order: its baseline status, its status now and which way it moved."""
     before = {s.case_id: s.status for s in baseline}
     rows = []
@@ -97,7 +133,11 @@ def regression_rows(baseline_run: str, baseline: Sequence[StatusRow], statuses: 
         then = before[now.case_id]
         step = RANK[now.status] - RANK[then]
         change = "improved" if step > 0 else "regressed" if step < 0 else "unchanged"
-        rows.append(RegressionRow(case_id=now.case_id, baseline_run=baseline_run, baseline_status=then, status=now.status, change=change))
+        rows.append(
+            RegressionRow(
+                case_id=now.case_id, baseline_run=baseline_run, baseline_status=then, status=now.status, change=change
+            )
+        )
     return rows
 
 
@@ -114,6 +154,10 @@ def regression_metrics(rows: Sequence[RegressionRow]) -> list[MetricRow]:
     """A regression suite's figures: how its cases moved, and the pass rate's paired change with its McNemar p-value."""
     moved = Counter(r.change for r in rows)
     change = pass_rate_change(rows)
-    return [count("improved", moved["improved"]), count("regressed", moved["regressed"]), count("unchanged", moved["unchanged"]),
-            estimate("pass_rate_change", change.change if change else None, "paired bootstrap 95%"),
-            MetricRow(name="mcnemar_p", value=change.mcnemar_p if change else None, method="mcnemar exact")]
+    return [
+        count("improved", moved["improved"]),
+        count("regressed", moved["regressed"]),
+        count("unchanged", moved["unchanged"]),
+        estimate("pass_rate_change", change.change if change else None, "paired bootstrap 95%"),
+        MetricRow(name="mcnemar_p", value=change.mcnemar_p if change else None, method="mcnemar exact"),
+    ]

@@ -9,6 +9,7 @@ Create Date: 2026-12-02
 from __future__ import annotations
 
 import json
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -34,11 +35,20 @@ def upgrade() -> None:
         sa.Column("published_by", sa.String(32), nullable=False),
     )
     seed = CATALOGUE_SEED
-    op.bulk_insert(table, [{
-        "name": seed.name, "version": seed.version, "sha256": seed.sha256, "description": seed.description,
-        "files": json.dumps(seed.files(), sort_keys=True, ensure_ascii=False),
-        "published_at": utc_now(), "published_by": "package",
-    }])
+    op.bulk_insert(
+        table,
+        [
+            {
+                "name": seed.name,
+                "version": seed.version,
+                "sha256": seed.sha256,
+                "description": seed.description,
+                "files": json.dumps(seed.files(), sort_keys=True, ensure_ascii=False),
+                "published_at": utc_now(),
+                "published_by": "package",
+            }
+        ],
+    )
 
 
 def downgrade() -> None:
