@@ -98,12 +98,12 @@ async def gateway_attempt(
     return content, _usage(reply.get("usage") or {}, response.headers.get(COST_HEADER))
 
 
-@functools.cache
 def completions_url(base: str) -> str:
     """The gateway's chat completions endpoint, its URL given with `/v1` (as `OPENAI_BASE_URL` takes it) or without."""
     return f"{base.rstrip('/').removesuffix('/v1')}/v1/chat/completions"
 
 
+@functools.cache
 def _tls() -> Any:
     """One TLS context for every call of the process: httpx builds a new one for each client otherwise, some tens of
     milliseconds of a core per call."""
