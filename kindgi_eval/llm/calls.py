@@ -26,7 +26,7 @@ import random
 import re
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from email.utils import parsedate_to_datetime
 from typing import Any, NamedTuple
 
@@ -381,11 +381,9 @@ async def warm_up() -> None:
 
 
 def forget_clients() -> None:
-    """Forget what this process remembers about providers: litellm's cached HTTP clients (which keep a base
-    URL read from the environment) and every circuit's failure streak."""
+    """Forget what this process remembers about providers: every circuit's failure streak. (litellm's own cached
+    HTTP clients are keyed by base URL and key, which it reads from the environment on each call.)"""
     _circuits.clear()
-    if "litellm" in sys.modules:
-        sys.modules["litellm"].in_memory_llm_clients_cache.flush_cache()
 
 
 def _circuit(provider: str, policy: CircuitPolicy) -> Circuit:
@@ -393,6 +391,19 @@ def _circuit(provider: str, policy: CircuitPolicy) -> Circuit:
     if key not in _circuits:
         _circuits[key] = Circuit(provider, policy)
     return _circuits[key]
+
+
+def _response_headers(error: BaseException) -> Iterator[Mapping[str, str]]:
+    """The headers of each HTTP response along the exception's chain, the raised one's first: litellm raises its own
+    exception while handling the openai SDK's, whose `response` is the provider's, Retry-After and all."""
+    seen: set[int] = set()
+    link: BaseException | None = error
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        headers = getattr(getattr(link, "response", None), "headers", None)
+        if isinstance(headers, Mapping):
+            yield headers
+        link = link.__cause__ or link.__context__
 
 
 def read_fault(error: BaseException) -> Fault:
@@ -403,9 +414,7 @@ def read_fault(error: BaseException) -> Fault:
     detail = clip(scrub(_clean(str(error))), _DETAIL_CHARS) or type(error).__name__
     if (litellm is not None and isinstance(error, litellm.Timeout)) or isinstance(error, TimeoutError):
         return Fault("timeout", status, None, detail)
-    response = getattr(error, "response", None)
-    headers = getattr(error, "litellm_response_headers", None) or getattr(response, "headers", None)
-    retry_after = parse_retry_after(headers) if isinstance(headers, Mapping) else None
+    retry_after = next((s for h in _response_headers(error) if (s := parse_retry_after(h)) is not None), None)
     if status in (401, 403) or NO_CREDENTIALS in str(error):  # litellm says a missing key with a 500
         cause: FaultCause = "auth"
     elif status == 429:
