@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 
-from kindgi_eval.llm import DEFAULT_POLICY, CallPolicy, Gateway, complete, prepare
+from kindgi_eval.llm import ModelClient
 from kindgi_eval.prompts import unfence
-from kindgi_eval.rules import Completion, ModelRef, Usage
+from kindgi_eval.rules import Completion, Usage
 
 JSON_OBJECT = {"type": "json_object"}
 """Asks providers that support it for a JSON object; litellm drops it for those that do not."""
@@ -44,34 +44,11 @@ class MockContact:
         return Completion(json.dumps(answer), Usage(cost_usd=0.0, cost_known=True), 0.0)
 
 
-class LitellmContact:
+class LitellmContact(ModelClient):
     """A contact model answered through litellm (`EVAL_CONTACT_MODEL=provider:model`), or through the gateway."""
 
-    def __init__(
-        self,
-        ref: ModelRef,
-        *,
-        policy: CallPolicy = DEFAULT_POLICY,
-        gateway: Gateway | None = None,
-        prepared: bool = True,
-    ):
-        self.ref = ref
-        self.policy = policy
-        self.gateway = gateway
-        """Where the calls go instead of litellm, if anywhere."""
-        self.name = str(ref)
-        if prepared:  # litellm's import takes seconds; pay them here, not in the first turn's
-            prepare()
+    role = "contact"
 
     async def write(self, messages: list[dict[str, str]], *, timeout_s: float) -> Completion:
         """One answer, retried and timed as every model call is, asked for as a JSON object."""
-        return await complete(
-            self.ref,
-            messages,
-            timeout_s=timeout_s,
-            role="contact",
-            policy=self.policy,
-            gateway=self.gateway,
-            response_format=JSON_OBJECT,
-            drop_params=True,
-        )
+        return await self.ask(messages, timeout_s=timeout_s, response_format=JSON_OBJECT, drop_params=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 from kindgi_eval.agents.guardrails import GuardrailBreach, escalation_reply, guard, triggered_escalation
 from kindgi_eval.inputs import DEFAULT_MODEL_TIMEOUT_S
-from kindgi_eval.llm import DEFAULT_POLICY, CallPolicy, Gateway, complete, prepare, run_batch
+from kindgi_eval.llm import DEFAULT_POLICY, CallPolicy, Gateway, ModelClient, run_batch
 from kindgi_eval.prompts import UnreadableReply, agent_messages, read_reply, tenant_rules
 from kindgi_eval.rules import AgentAnswer, AgentTurn, Completion, ModelRef, ReplyError, Tenant, Usage
 
@@ -15,8 +15,10 @@ JSON_OBJECT = {"type": "json_object"}
 """Asks providers that support it for a JSON object; litellm drops it for those that do not."""
 
 
-class LitellmAgent:
+class LitellmAgent(ModelClient):
     """A sales agent for one tenant, answered by a model through litellm and held by deterministic guardrails."""
+
+    role = "agent"
 
     def __init__(
         self,
@@ -28,29 +30,19 @@ class LitellmAgent:
         gateway: Gateway | None = None,
         prepared: bool = True,
     ):
-        self.ref = ref
+        super().__init__(ref, policy=policy, gateway=gateway, prepared=prepared)
         self.tenant = tenant
         self.timeout_s = timeout_s
-        self.policy = policy
-        self.gateway = gateway
-        """Where the calls go instead of litellm, if anywhere."""
-        self.name = str(ref)
         self._rules = tenant_rules(tenant)  # the same on every turn: built once
-        if prepared:  # litellm's import takes seconds; pay them here, not in the first case's latency
-            prepare()
 
     async def answer(self, turn: AgentTurn) -> AgentAnswer:
         """Answer one turn; ReplyError (raw output kept) when the model's answer cannot be sent."""
         if (rule := triggered_escalation(self.tenant, turn)) is not None:
             # The hand-over is decided before the model is asked, so nothing in the message can argue it away.
             return AgentAnswer(reply=escalation_reply(rule), usage=Usage())
-        completion = await complete(
-            self.ref,
+        completion = await self.ask(
             agent_messages(self.tenant, turn, self._rules),
             timeout_s=self.timeout_s,
-            role="agent",
-            policy=self.policy,
-            gateway=self.gateway,
             response_format=JSON_OBJECT,
             drop_params=True,
         )
@@ -61,39 +53,17 @@ class LitellmAgent:
         return AgentAnswer(reply=reply, usage=completion.usage)
 
 
-class LitellmJudge:
+class LitellmJudge(ModelClient):
     """A judge answered by a model through litellm (`EVAL_JUDGE_MODEL=provider:model`)."""
 
-    def __init__(
-        self,
-        ref: ModelRef,
-        *,
-        policy: CallPolicy = DEFAULT_POLICY,
-        gateway: Gateway | None = None,
-        prepared: bool = True,
-    ):
-        self.ref = ref
-        self.policy = policy
-        self.gateway = gateway
-        """Where the calls go instead of litellm, if anywhere."""
-        self.name = str(ref)
-        if prepared:  # the import's seconds are paid here, never inside a sample's timeout
-            prepare()
+    role = "judge"
 
     async def grade(
         self, messages: list[dict[str, Any]], *, timeout_s: float, schema: dict | None = None
     ) -> Completion:
         """One answer to one judge request, retried and timed as every model call is; `schema` is sent as the
         response format where litellm says the model supports response schemas, and the prompt alone asks otherwise."""
-        return await complete(
-            self.ref,
-            messages,
-            timeout_s=timeout_s,
-            role="judge",
-            policy=self.policy,
-            schema=schema,
-            gateway=self.gateway,
-        )
+        return await self.ask(messages, timeout_s=timeout_s, schema=schema)
 
     async def grade_batch(
         self,

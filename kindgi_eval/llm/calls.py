@@ -39,7 +39,7 @@ from kindgi_eval.rules import (
     REFUSED_CREDENTIALS,
     Completion,
     ModelRef,
-    Role,
+    ModelRole,
     Usage,
     clip,
     unicode_text,
@@ -431,7 +431,7 @@ async def complete(
     messages: list[dict[str, Any]],
     *,
     timeout_s: float,
-    role: Role = "judge",
+    role: ModelRole = "judge",
     policy: CallPolicy = DEFAULT_POLICY,
     schema: dict[str, Any] | None = None,
     gateway: Gateway | None = None,
@@ -477,7 +477,9 @@ async def complete(
     return await _attempts(ref, role, policy, timeout_s, attempt)
 
 
-async def _attempts(ref: ModelRef, role: Role, policy: CallPolicy, timeout_s: float, attempt: Attempt) -> Completion:
+async def _attempts(
+    ref: ModelRef, role: ModelRole, policy: CallPolicy, timeout_s: float, attempt: Attempt
+) -> Completion:
     """The retry loop every call runs, litellm's or the gateway's: `attempt(remaining_s, first)` sends one request and
     returns its content and usage, or raises what `read_fault` classifies."""
     started = time.monotonic()
@@ -536,7 +538,9 @@ def _give_up(ref: ModelRef, fault: Fault, attempts: int, started: float, timeout
     return f"{ref}: {why} ({tried}): {fault.detail}"
 
 
-def _log_call(role: Role, ref: ModelRef, attempts: int, started: float, usage: Usage | None, error: str | None) -> None:
+def _log_call(
+    role: ModelRole, ref: ModelRef, attempts: int, started: float, usage: Usage | None, error: str | None
+) -> None:
     """One line per call, tagged agent or judge: attempts, latency, tokens and cost, or why it failed."""
     latency_ms = (time.monotonic() - started) * 1000
     if usage is None:

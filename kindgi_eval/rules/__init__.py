@@ -64,7 +64,7 @@ from kindgi_eval.rules.judged_rates import (
     corrected_rate,
     labels_to_halve,
 )
-from kindgi_eval.rules.model_names import ModelRef, checked_model, parse_model
+from kindgi_eval.rules.model_names import ModelRef, ModelRole, checked_model, parse_model
 from kindgi_eval.rules.night import (
     FINDINGS,
     WORSE,
@@ -196,6 +196,7 @@ __all__ = [
     "Label",
     "Majority",
     "ModelRef",
+    "ModelRole",
     "ORDERS",
     "Outcome",
     "PAIRWISE_GROUP",

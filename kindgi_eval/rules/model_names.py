@@ -14,7 +14,8 @@ _PROVIDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]*")
 _MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-/:@]*")
 _FIX = "write provider:model, e.g. openai:gpt-4o-mini or mock:agent"
 
-Role = Literal["agent", "judge", "contact"]
+ModelRole = Literal["agent", "judge", "contact"]
+"""Which part of a run asks a model: its agent, its judge or its simulated contact."""
 PROVIDERS_DOC = "https://docs.litellm.ai/docs/providers"
 
 
@@ -68,7 +69,7 @@ def parse_model(name: str) -> ModelRef:
 
 
 def checked_model(
-    name: str, role: Role, *, offline: Mapping[Role, Sequence[str]], known_provider: Collection[str] | None
+    name: str, role: ModelRole, *, offline: Mapping[ModelRole, Sequence[str]], known_provider: Collection[str] | None
 ) -> ModelRef:
     """`name` as a ModelRef fit for `role`; ValueError saying what is wrong and what to write instead.
 
