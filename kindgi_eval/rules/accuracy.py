@@ -250,8 +250,9 @@ Grade = Literal["correct", "wrong", "ungraded"]
 def item_grade(assertions: list[tuple[str, bool]], judged: str | None) -> Grade:
     """An item's grade from its recorded assertions (name, held) and, for the judge grader, its criterion's verdict.
 
-    An agent error or a grader that could not decide is ungraded (docs/design.md#fail-closed keeps it out of `correct`,
-    and it is not a wrong answer either); the judge's `ungraded` (uncalibrated group, invalid samples) likewise.
+    An agent error or a grader that could not decide is ungraded (failing closed keeps it out of `correct`,
+    docs/design.md#fail-closed, and it is not a wrong answer either); the judge's `ungraded` (uncalibrated group,
+    invalid samples) likewise.
     """
     names = {name for name, _ in assertions}
     if names - {GRADED}:

@@ -45,7 +45,7 @@ class GroupAgreement(BaseModel):
     """Why the group is or is not calibrated, in a sentence for the summary's reader."""
     agreement_low: float | None = None
     """The Wilson 95% lower bound of the agreement, for how little a few labels prove (the gate stays
-    docs/design.md#calibration's: agreement at the threshold); None without items."""
+    agreement at the threshold, docs/design.md#calibration); None without items."""
     samples: int = Field(default=0, ge=0)
     """Judge samples drawn on the group's items."""
     invalid_samples: int = Field(default=0, ge=0)
