@@ -1,8 +1,7 @@
 """Every rule the tree cites names a heading that exists: a `docs/<page>.md#anchor` written anywhere in the code, the
 tests, the docs, the benchmarks and `.ci/run` (and a page's own `design.md#anchor` link) is a heading of that page by
 GitHub's anchor rule. And nothing cites what a reader of the repository cannot open: a numbered spec, a lettered
-constraint in brackets, a design file
-outside the repository or a folder beside it."""
+constraint in brackets, a design file outside the repository or a folder beside it."""
 
 from __future__ import annotations
 
