@@ -2,11 +2,12 @@
 
 Pure: no I/O. Three rules:
 - a configured escalation trigger in the contact's message hands over with the rule's reason and the
-  tenant's configured message (C9), before any model is asked, so no injection can talk it out of it;
+  tenant's configured message (docs/design.md#framework-text-is-english), before any model is asked, so no injection can
+  talk it out of it;
 - a model that hands over on its own must name one of the tenant's rules, at a stage where that rule
   applies, and then sends that rule's configured message, never its own words;
 - a reply that repeats the agent's previous turn word for word is refused. The case fails with an error
-  naming the rule (fail closed, C6) rather than asking the model again: the run reports what the model
+  naming the rule (docs/design.md#fail-closed) rather than asking the model again: the run reports what the model
   did, and a second paid call could hide a habit the tenant needs to see.
 """
 

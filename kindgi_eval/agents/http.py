@@ -1,4 +1,5 @@
-"""An agent served over HTTP (`AGENT_URL`), in whatever language the tenant runs it, by DESIGN.md's protocol.
+"""An agent served over HTTP (`AGENT_URL`), in whatever language the tenant runs it, by the protocol of
+docs/running.md#evaluating-an-agent-over-http.
 
 `POST AGENT_URL` with `{"tenant", "case_id", "text", "history": [{"role", "text"}], "contact":
 {"funnel_stage", "course"} or null, "nudge"}`; the answer is `{"messages": [str, ...], "escalate": bool,
@@ -45,7 +46,7 @@ class HttpAnswer(BaseModel):
 
 
 def request_body(turn: AgentTurn) -> dict[str, Any]:
-    """The JSON body DESIGN.md fixes, field for field."""
+    """The JSON body of the protocol, field for field."""
     contact = turn.contact
     return {
         "tenant": turn.tenant,

@@ -2,8 +2,8 @@
 
 It is product code, not a test double: `kindgi-eval run --mock` runs the golden set against it, so it
 behaves the way the golden set says a sales agent must. Intent is read from keyword tables; the
-contact's message is data (C4), never echoed and never obeyed; every word it sends comes from the
-tenant configuration or from the fixed framework sentences below.
+contact's message is data (docs/design.md#the-contacts-message-is-untrusted), never echoed and never obeyed; every word
+it sends comes from the tenant configuration or from the fixed framework sentences below.
 """
 
 from __future__ import annotations

@@ -199,10 +199,11 @@ def review_import(file: str) -> None:
 @input_errors
 @registry_errors
 def review_promote(run_id: str, suite_id: str) -> None:
-    """Turn RUN_ID's labelled replies into calibration items (spec 016: id, history, text, reply, criterion = the
-    rubric item, label) and publish them as the next minor version of suite ID: the latest version's spec with the
-    items added to its calibration set, ids it holds already skipped. The publish names the latest version's ETag
-    (If-Match), so a version published meanwhile is never overwritten: the promotion is refused and may be run again.
+    """Turn RUN_ID's labelled replies into calibration items (docs/design.md#calibration: id, history, text, reply,
+    criterion = the rubric item, label) and publish them as the next minor version of suite ID: the latest version's
+    spec with the items added to its calibration set, ids it holds already skipped. The publish names the latest
+    version's ETag (If-Match), so a version published meanwhile is never overwritten: the promotion is refused and may
+    be run again.
 
     \b
     Example:

@@ -27,7 +27,7 @@ from kindgi_eval.store import (
 class _Written:
     """The tables this process wrote for the run it is running, kept as the rows it was given: a later step of the same
     run in the same process (`kindgi-eval run` executes the whole chain in one) takes them instead of reading and
-    validating the file again, which at 2,000 cases cost some 1.5 s over the chain. Only one run's tables are kept;
+    validating the file again, a cost that grows with the suite (benchmarks/README.md). Only one run's tables are kept;
     a step in a process of its own reads the file. The file is written first, so what is kept is what is stored: a
     row model's fields are all stored losslessly (`store.arrow`), and only rows of exactly the table's model are kept."""
 

@@ -18,9 +18,9 @@ CHILD = "kindgi_eval.llm.worker_process"
 SIBLING_CORES = 2
 """The cores from which a worker forks a sibling, and a run wants a second worker (`worker.workers_for`): one for each
 of them, the run's own process taking turns with them (it is all but idle while only a judge's calls are in flight).
-While a second worker cost a second import of litellm (some 4 s of CPU), it was wanted only with a core of its own:
-on 2 cores, at N = 2000, C = 64, it took the calls from 19.6 to 18.8 s for 8 s more CPU. Forked, it costs no import,
-and on 2 cores it takes litellm's share of the calls beside the first (benchmarks/README.md)."""
+A started worker would cost a second import of litellm, worth paying only with a core of its own; a forked sibling
+costs no import, so from 2 cores it takes its share of litellm's work beside the first (figures in
+benchmarks/README.md)."""
 _ahead: WorkerProcess | None = None
 
 

@@ -1,8 +1,9 @@
 """The litellm demo agent's prompt, built from the tenant configuration, and the reader of its answer.
 
-Pure: no I/O. The framework text is English and holds no tenant copy (C9): every name, price, question and
-message comes from the configuration. What the contact wrote, and the conversation so far, travel inside
-fences as untrusted data (C4); the model's answer is untrusted too (C3) and is read strictly.
+Pure: no I/O. The framework text is English and holds no tenant copy (docs/design.md#framework-text-is-english): every
+name, price, question and message comes from the configuration. What the contact wrote, and the conversation so far,
+travel inside fences as untrusted data (docs/design.md#the-contacts-message-is-untrusted); the model's answer is
+untrusted too (docs/design.md#model-output-is-untrusted) and is read strictly.
 """
 
 from __future__ import annotations
@@ -135,7 +136,8 @@ def just_asked_opening_question(tenant: Tenant, history: Sequence[Turn]) -> bool
 
 
 def read_reply(content: str | None) -> AgentReply:
-    """The model's answer as a reply; UnreadableReply saying what is wrong when it is not one (C3)."""
+    """The model's answer as a reply; UnreadableReply saying what is wrong when it is not one
+    (docs/design.md#model-output-is-untrusted)."""
     if content is None or not content.strip():
         raise UnreadableReply("unreadable reply: the model's answer is empty")
     body = content.strip()

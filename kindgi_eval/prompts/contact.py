@@ -1,5 +1,6 @@
 """The contact model's request: English framework text, the persona, the goal, the catalogue and the conversation
-fenced as material (C4: a tenant's words and the agent's replies are data, never instructions to the contact model)."""
+fenced as material (docs/design.md#the-contacts-message-is-untrusted: a tenant's words and the agent's replies are data,
+never instructions to the contact model)."""
 
 from __future__ import annotations
 

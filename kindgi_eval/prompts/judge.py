@@ -1,4 +1,5 @@
-"""The judge's request for one criterion: English framework text, the material fenced as untrusted (C3, C4).
+"""The judge's request for one criterion: English framework text, the material fenced as untrusted
+(docs/design.md#model-output-is-untrusted, docs/design.md#the-contacts-message-is-untrusted).
 
 A request puts first what the other requests of the run repeat and last what changes: the framework text, then the
 catalogue (the same in every request of the run), then the conversation and the reply (the same in every request on

@@ -1,4 +1,5 @@
-"""The suite registry (`/v1/eval-suites`, spec 003), given the consumers of the kinds it takes; imports rules and inputs."""
+"""The suite registry (`/v1/eval-suites`, docs/design.md#the-suite-registry), given the consumers of the kinds it takes;
+imports rules and inputs."""
 
 from importlib import import_module
 from typing import Any

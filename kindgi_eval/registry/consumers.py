@@ -1,7 +1,8 @@
 """The runtime consumers of suite kinds: a kind is accepted for publishing only while a consumer for it is given.
 
-Spec 003: "the registry never accepts a kind no runtime consumer honors". The registry is given its consumers, one
-per kind, by whoever serves it or writes a suite folder (the table of kinds: each kind's folder holds its own). Pure.
+The registry never accepts a kind no installed consumer honours (docs/design.md#the-suite-registry). The registry is
+given its consumers, one per kind, by whoever serves it or writes a suite folder (the table of kinds: each kind's folder
+holds its own). Pure.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The `conversation` kind: this project's own suites, `spec` = `{"cases": [...], "calibration": [...]}`.
 
-Its items are checked by `inputs.check_suite_items`, the very rules a suite folder's lines are read by (specs 009
-and 016). Its consumer is the one the `conversation` kind gives the registry; the other kinds write their suite
-folders in its format. Pure: reads no file.
+Its items are checked by `inputs.check_suite_items`, the very rules a suite folder's lines are read by
+(docs/design.md#cases, docs/design.md#calibration). Its consumer is the one the `conversation` kind gives the registry;
+the other kinds write their suite folders in its format. Pure: reads no file.
 """
 
 from __future__ import annotations

@@ -169,8 +169,8 @@ def _validation_lines(error: ValidationError, consumers: Consumers) -> list[str]
             lines.append(f"{field or 'body'}: {problem.message}")
         elif field == "kind":
             lines.append(
-                f"kind: {got} is not a kind ({_kinds(KINDS[:-1])} of spec 003, and this project's own "
-                f"{KINDS[-1]}); this server accepts {_kinds(accepted_kinds(consumers))}"
+                f"kind: {got} is not a kind ({_kinds(KINDS[:-1])} of the registry's catalogue, and this project's "
+                f"own {KINDS[-1]}); this server accepts {_kinds(accepted_kinds(consumers))}"
             )
         elif field == "spec":
             lines.append(f"spec: must be a JSON object, the kind's suite body ({problem.message})")

@@ -1,11 +1,11 @@
 """The registry's busiest reads made cheap: statements run on the database driver's own cursor (on PostgreSQL,
 asyncpg's, awaited), and the published versions kept in memory once read.
 
-Touches the database (a pooled connection of the store's engine). Measured on SQLite: SQLAlchemy's execution layer
-spends about 40 us a statement and 35 us a transaction, the driver under it about 5 us; on PostgreSQL each statement
-and each COMMIT is a round trip while the event loop waits. A token check and a GET of a suite's latest version are
-most of what the registry serves, so they skip that layer, in one statement with no transaction around it; nothing
-else does.
+Touches the database (a pooled connection of the store's engine). SQLAlchemy's execution layer costs several times
+what the driver under it does for a statement and again for a transaction, and on PostgreSQL each statement and each
+COMMIT is a round trip while the event loop waits (figures in benchmarks/README.md). A token check and a GET of a
+suite's latest version are most of what the registry serves, so they skip that layer, in one statement with no
+transaction around it; nothing else does.
 """
 
 from __future__ import annotations

@@ -709,8 +709,8 @@ _TOKEN_COLUMNS = (
 )
 """A token as `TokenInfo` holds it, in its order."""
 
-# Statements built once with bound parameters: SQLAlchemy takes longer to build a select and its cache key (about
-# 150 us) than to run a built one (about 30 us on SQLite).
+# Statements built once with bound parameters: SQLAlchemy takes longer to build a select and its cache key than to
+# run a built one (figures in benchmarks/README.md).
 _TOKEN_AND_LATEST = (
     sa.select(*_TOKEN_COLUMNS, SUITES.c.latest_version)
     .select_from(

@@ -144,7 +144,7 @@ def _case_lines(s: StatusRow, judged: bool, case: Case | Scenario | None, mark: 
 def summary_lines(
     result: KindResult, calibration: Sequence[CalibrationRow], metrics: Sequence[MetricRow] = ()
 ) -> list[str]:
-    """Counts (spec 009's three without a judge, spec 016's five with one), the kind's lines, calibration with the
+    """Counts (three without a judge, five with one: docs/design.md#statuses), the kind's lines, calibration with the
     judge's error and how many labels would halve each group's corrected interval, the judged rates, cost, coverage."""
     run = result.run
     if run.judge is None:
@@ -271,7 +271,7 @@ def summary_json(
     calibration: Sequence[CalibrationRow],
     metrics: Sequence[MetricRow] = (),
 ) -> dict:
-    """The `--json` document of DESIGN.md, and the key of the run's kind; a judged run's calibration groups carry the
+    """The `--json` summary, and the key of the run's kind; a judged run's calibration groups carry the
     judge's sensitivity and specificity with their counts, and the group's judged-fail rate, observed and corrected."""
     run = result.run
     by_group = {c.group: c for c in calibration}

@@ -1,10 +1,10 @@
 """Accuracy items: a contact's message, the output the reply must give, and the grader that decides whether it did.
 
-An accuracy item is a case without spec 009's assertions: its one check is its grader's. `exact`, `contains`
-and `regex` settle it on the reply's text; `judge` hands it to the calibrated judge (spec 016) as the criterion
-"the reply gives the expected output", in a calibration group of its own. A reply the grader could not grade
-(the agent failed, a pattern over its memory budget, the judge was not calibrated) is ungraded, never counted
-either way.
+An accuracy item is a case without a conversation's assertions (docs/design.md#assertions): its one check is its
+grader's. `exact`, `contains` and `regex` settle it on the reply's text; `judge` hands it to the calibrated judge
+(docs/design.md#the-judge) as the criterion "the reply gives the expected output", in a calibration group of its own. A
+reply the grader could not grade (the agent failed, a pattern over its memory budget, the judge was not calibrated) is
+ungraded, never counted either way.
 
 A tenant's pattern is untrusted: it meets RE2 (`google-re2`), which matches in time linear in the reply and holds
 a compiled pattern within a memory budget, so there is no timeout to tune. What RE2 cannot take (backreferences,
@@ -250,8 +250,9 @@ Grade = Literal["correct", "wrong", "ungraded"]
 def item_grade(assertions: list[tuple[str, bool]], judged: str | None) -> Grade:
     """An item's grade from its recorded assertions (name, held) and, for the judge grader, its criterion's verdict.
 
-    An agent error or a grader that could not decide is ungraded (C6 keeps it out of `correct`, and it is not a
-    wrong answer either); the judge's `ungraded` (uncalibrated group, invalid samples) likewise.
+    An agent error or a grader that could not decide is ungraded (failing closed keeps it out of `correct`,
+    docs/design.md#fail-closed, and it is not a wrong answer either); the judge's `ungraded` (uncalibrated group,
+    invalid samples) likewise.
     """
     names = {name for name, _ in assertions}
     if names - {GRADED}:

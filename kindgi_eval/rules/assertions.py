@@ -1,4 +1,4 @@
-"""Spec 009's deterministic assertions: what a reply must hold that has an exact answer."""
+"""The deterministic assertions (docs/design.md#assertions): what a reply must hold that has an exact answer."""
 
 from __future__ import annotations
 
@@ -28,13 +28,14 @@ Assertion = Literal[
     "handler_error",
     "contact_error",
 ]
-"""The names of spec 009's deterministic assertions, `agent_error` for a reply that never came (C6), an accuracy
-item's grader verdict (`expected_output`, or `grader_error` when its grader could not decide), and a custom suite's
-handler verdict (`custom_handler`, or `handler_error` when the handler gave no valid answer), and a scenario whose
-contact model gave no message (`contact_error`)."""
+"""The names of the deterministic assertions, `agent_error` for a reply that never came (docs/design.md#fail-closed), an
+accuracy item's grader verdict (`expected_output`, or `grader_error` when its grader could not decide), and a custom
+suite's handler verdict (`custom_handler`, or `handler_error` when the handler gave no valid answer), and a scenario
+whose contact model gave no message (`contact_error`)."""
 
 _QUOTE_LIMIT = 60
-"""Longest stretch of reply text a detail quotes; reply text is untrusted (C3) and may be long."""
+"""Longest stretch of reply text a detail quotes; reply text is untrusted (docs/design.md#model-output-is-untrusted) and
+may be long."""
 _ERROR_LIMIT = 200
 """Longest stretch of an agent error a detail quotes; an HTTP error may carry a whole response body."""
 
@@ -47,7 +48,7 @@ class AssertionResult(BaseModel):
     assertion: Assertion
     """Which assertion this is; `must_contain` and `must_not_contain` give one result per entry."""
     held: bool
-    """Whether the reply satisfied it; an agent error never holds (C6)."""
+    """Whether the reply satisfied it; an agent error never holds (docs/design.md#fail-closed)."""
     detail: str
     """A sentence for a person: on failure, what was expected and what the reply did."""
 
@@ -154,7 +155,7 @@ def check_case(
     """Every deterministic assertion of a case against the agent's reply, held or failed, in a fixed order.
 
     An agent error (or no reply) is one failed `agent_error` result and nothing else: an error never
-    counts as a pass (C6), and nothing about a reply that does not exist is checked.
+    counts as a pass (docs/design.md#fail-closed), and nothing about a reply that does not exist is checked.
     """
     if error is not None or reply is None:
         return [agent_failure(error)]

@@ -1,4 +1,5 @@
-"""Whether the judge has earned the right to grade: agreement with hand labels, per group (spec 016)."""
+"""Whether the judge has earned the right to grade: agreement with hand labels, per group
+(docs/design.md#calibration)."""
 
 from __future__ import annotations
 
@@ -43,8 +44,8 @@ class GroupAgreement(BaseModel):
     note: str
     """Why the group is or is not calibrated, in a sentence for the summary's reader."""
     agreement_low: float | None = None
-    """The Wilson 95% lower bound of the agreement, for how little a few labels prove (the gate stays spec 016's:
-    agreement at the threshold); None without items."""
+    """The Wilson 95% lower bound of the agreement, for how little a few labels prove (the gate stays
+    agreement at the threshold, docs/design.md#calibration); None without items."""
     samples: int = Field(default=0, ge=0)
     """Judge samples drawn on the group's items."""
     invalid_samples: int = Field(default=0, ge=0)
@@ -218,7 +219,7 @@ def with_samples(agreement: GroupAgreement, invalid_reasons: Sequence[str | None
 
 
 def judge_was_down(groups: Sequence[GroupAgreement]) -> bool:
-    """Whether no sample of the run's calibration was valid, so the judge was never heard from (spec 016: a run whose
-    judge was down cannot pass itself off as judged)."""
+    """Whether no sample of the run's calibration was valid, so the judge was never heard from
+    (docs/design.md#fail-closed: a run whose judge was down cannot pass itself off as judged)."""
     drawn = [g for g in groups if g.samples]
     return bool(drawn) and all(g.invalid_samples == g.samples for g in drawn)

@@ -1,4 +1,5 @@
-"""The shapes of suite files: a case, a calibration item and a judge's verdict (specs 009 and 016)."""
+"""The shapes of suite files: a case, a calibration item and a judge's verdict (docs/design.md#cases,
+docs/design.md#verdicts-and-evidence)."""
 
 from __future__ import annotations
 

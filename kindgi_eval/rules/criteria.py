@@ -1,4 +1,4 @@
-"""What the judge grades on a case: its review entries and the fixed framework rubric (spec 016)."""
+"""What the judge grades on a case: its review entries and the fixed framework rubric (docs/design.md#the-rubric)."""
 
 from __future__ import annotations
 
@@ -98,10 +98,11 @@ class Conversational(Protocol):
 def conversation_criteria(case: Conversational) -> list[Criterion]:
     """Every criterion the judge grades on a conversation case: each review entry, then the rubric dimensions that apply.
 
-    A review entry is always `free_text`, even when its text is a dimension's name: spec 016 counts every
-    review entry as a free-text item, and the rubric applies (or not) on its own rules. Escalating cases get
-    no rubric, because their message is the tenant's configured copy (C9); `semantic_repetition` needs an
-    agent turn in the history to compare with; a nudge has no contact text to answer.
+    A review entry is always `free_text`, even when its text is a dimension's name: calibration counts
+    every review entry as a free-text item (docs/design.md#calibration), and the rubric applies (or not) on its own
+    rules. Escalating cases get no rubric, because their message is the tenant's configured copy
+    (docs/design.md#framework-text-is-english); `semantic_repetition` needs an agent turn in the history to compare
+    with; a nudge has no contact text to answer.
     """
     found = review_entries(case)
     if case.expect.escalate:

@@ -1,9 +1,9 @@
 """A custom suite's handler: the tenant's grading code as published, and what is made of what it did when it ran.
 
-The handler is untrusted code (it runs sandboxed, see `agents.sandbox`), so its answer is read like a model's (C3):
-a JSON object `{"pass": bool, "score"?: number, "reason": str}` on its standard output and nothing else; anything
-else, and a timeout, a memory limit, a crash or a kill, is an `error` verdict recorded with what happened, never a
-pass (C6). Pure: reads no file, starts no process.
+The handler is untrusted code (it runs sandboxed, see `agents.sandbox`), so its answer is read like a model's
+(docs/design.md#model-output-is-untrusted): a JSON object `{"pass": bool, "score"?: number, "reason": str}` on its
+standard output and nothing else; anything else, and a timeout, a memory limit, a crash or a kill, is an `error` verdict
+recorded with what happened, never a pass (docs/design.md#fail-closed). Pure: reads no file, starts no process.
 """
 
 from __future__ import annotations
@@ -228,7 +228,7 @@ def _last_line(stderr: bytes) -> str:
 
 def check_handler(verdict: HandlerVerdict) -> AssertionResult | None:
     """A handler's verdict as the case's check: `custom_handler` holds on pass; an error is `handler_error`, which
-    never holds (C6); a skipped reply adds nothing (its agent error is the case's failure)."""
+    never holds (docs/design.md#fail-closed); a skipped reply adds nothing (its agent error is the case's failure)."""
     if verdict.verdict == "skipped":
         return None
     if verdict.verdict == "error":
@@ -244,7 +244,7 @@ def check_handler(verdict: HandlerVerdict) -> AssertionResult | None:
 
 def out_of_time(budget_s: float) -> HandlerVerdict:
     """The verdict of a case the handler was not run on because the run's handler time was spent: an error, never
-    a pass (C6), saying which setting bounds it."""
+    a pass (docs/design.md#fail-closed), saying which setting bounds it."""
     return HandlerVerdict(
         "error",
         None,

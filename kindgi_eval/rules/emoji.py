@@ -1,4 +1,5 @@
-"""Trailing emoji, for spec 009's `must_end_with_question`: what comes off the end before looking for `?`.
+"""Trailing emoji, for `must_end_with_question` (docs/design.md#assertions): what comes off the end before looking for
+`?`.
 
 Pure: touches no file or socket. What counts as an emoji is Unicode's own emoji properties (UTS #51),
 as the `regex` package ships them, so a symbol that is not an emoji (♪, ✓) stays and a code point

@@ -3,8 +3,8 @@
 A prompt runs as two cases, one per variant. The judge is shown both replies twice, variant A first and then
 variant B first, and asked which is better (A, B or tie). A variant wins a prompt only when it wins in both orders;
 anything else is a tie, so a judge that favours a position cannot hand a variant a win. The judge counts only in a
-run where its combined verdicts agreed with hand-labelled pairs (spec 016's rule: both a preference label and
-another label among them, and agreement at the threshold); otherwise it grades nothing. Pure.
+run where its combined verdicts agreed with hand-labelled pairs (the rule of docs/design.md#calibration: both a
+preference label and another label among them, and agreement at the threshold); otherwise it grades nothing. Pure.
 """
 
 from __future__ import annotations
@@ -83,8 +83,9 @@ class Judgement(NamedTuple):
 
 
 def read_judgement(content: str | None, error: str | None = None) -> Judgement:
-    """One judge answer as untrusted input (C3): `{"winner": "A" | "B" | "tie", "reason"}`, A being the reply shown first.
-    Anything else is invalid, never a preference (C6). Never raises."""
+    """One judge answer as untrusted input (docs/design.md#model-output-is-untrusted): `{"winner": "A" | "B" | "tie",
+    "reason"}`, A being the reply shown first. Anything else is invalid, never a preference
+    (docs/design.md#fail-closed). Never raises."""
     if error is not None:
         return Judgement("invalid", "", f"error: {clip(error, 200)}")
     body = (content or "").strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
@@ -135,7 +136,8 @@ class PairwiseAgreement(NamedTuple):
 
 def pairwise_agreement(graded: Sequence[tuple[Preference, Preference]], threshold: float) -> PairwiseAgreement:
     """(label, combined outcome) of each hand-labelled pair: the judge grades only with a preference label (A or B)
-    and some other label among the items, as spec 016 asks a pass and a fail, and agreement at the threshold."""
+    and some other label among the items, as calibration asks a pass and a fail (docs/design.md#calibration), and
+    agreement at the threshold."""
     labels = [label for label, _ in graded]
     if not graded:
         return PairwiseAgreement(

@@ -186,9 +186,9 @@ def check_scenario(
     Each agent turn is held to the case's assertions as a case would be (`check_case`): `must_not_contain`,
     `max_lines`, `must_end_with_question` unless it escalates, the latency, and escalation: no turn but the last may
     escalate, and the last must when the scenario expects it (with its reason). An agent error on a turn is that
-    turn's one failure (C6). Then `must_contain`, over the conversation: each entry in some agent turn. A contact
-    model that gave no message (`contact_error`, naming its turn) fails the scenario too: a conversation cut short is
-    never a pass."""
+    turn's one failure (docs/design.md#fail-closed). Then `must_contain`, over the conversation: each entry in some
+    agent turn. A contact model that gave no message (`contact_error`, naming its turn) fails the scenario too: a
+    conversation cut short is never a pass."""
     results: list[AssertionResult] = []
     if contact_error is not None:
         results.append(AssertionResult(assertion="contact_error", held=False, detail=clip(contact_error, 300)))
@@ -241,9 +241,9 @@ CONTACT_MESSAGE_CHARS = 4000
 
 
 def read_contact_reply(content: str | None) -> ContactReply:
-    """A contact model's answer (C3: model output is untrusted): one JSON object with `message` (text) and `done`
-    (bool), alone or inside one markdown code fence; a message that is not done must say something, and no more than
-    CONTACT_MESSAGE_CHARS. ValueError saying what is wrong otherwise."""
+    """A contact model's answer (docs/design.md#model-output-is-untrusted): one JSON object with `message` (text) and
+    `done` (bool), alone or inside one markdown code fence; a message that is not done must say something, and no more
+    than CONTACT_MESSAGE_CHARS. ValueError saying what is wrong otherwise."""
     body = (content or "").strip()
     if body.startswith("```") and body.endswith("```"):
         body = body.split("\n", 1)[1].rsplit("```", 1)[0] if "\n" in body else ""

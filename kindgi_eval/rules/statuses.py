@@ -1,4 +1,4 @@
-"""The one status each case ends in, with spec 016's precedence: failed, judged-fail, reviewed."""
+"""The one status each case ends in, with its precedence (docs/design.md#precedence): failed, judged-fail, reviewed."""
 
 from __future__ import annotations
 

@@ -107,7 +107,7 @@ class Escalation(BaseModel):
     triggers: Phrases
     """Phrases in the contact's message that fire the rule, matched case-insensitively."""
     message: Text
-    """The tenant's configured copy, sent verbatim when the rule fires (C9)."""
+    """The tenant's configured copy, sent verbatim when the rule fires (docs/design.md#framework-text-is-english)."""
     after_stage: str | None = None
     """When set, the rule fires only once the contact is at this funnel stage or a later one."""
 
@@ -198,7 +198,8 @@ class Tenant(BaseModel):
 
 
 def _line_count(text: str) -> int:
-    """A message's lines as spec 009 counts them: trailing whitespace removed, split on newlines."""
+    """A message's lines as `max_lines` counts them (docs/design.md#assertions): trailing whitespace removed, split on
+    newlines."""
     return len(text.rstrip().split("\n"))
 
 

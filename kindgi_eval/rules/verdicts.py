@@ -1,4 +1,5 @@
-"""Reading one judge sample, and the three-sample majority that turns samples into a verdict (spec 016)."""
+"""Reading one judge sample, and the three-sample majority that turns samples into a verdict
+(docs/design.md#three-samples-and-the-majority)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ _DETAIL_CHARS = 200
 class Verdict(BaseModel):
     """One judge sample's answer on one criterion: all three keys given, each a string; a failure quotes the reply.
 
-    Unknown keys are dropped, not refused, as spec 016's Verdict object strips them.
+    Unknown keys are dropped, not refused, as docs/design.md#verdicts-and-evidence says.
     """
 
     model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
@@ -83,15 +84,16 @@ class Majority(NamedTuple):
 
 
 def read_sample(content: str | None, reply_text: str, error: str | None = None) -> Sample:
-    """Read one judge answer as untrusted input (C3); anything but a well-formed, quoted verdict is invalid.
+    """Read one judge answer as untrusted input (docs/design.md#model-output-is-untrusted); anything but a well-formed,
+    quoted verdict is invalid.
 
     `content` is the answer's text or the offered tool call's arguments: one JSON object holding
     `verdict` ("pass" or "fail"), `evidence` and `reason`, all strings, alone or inside one markdown code
     fence (```json or ```); a missing key or a value of the wrong type is unparseable, an unknown key is
     ignored. `reply_text` is the reply's messages joined with a space, the text `must_contain` checks,
     so a failure's evidence is held to the same substring rule.
-    `error` is a timeout, rate limit or provider error met while asking: it never counts as a vote (C6).
-    Never raises.
+    `error` is a timeout, rate limit or provider error met while asking: it never counts as a vote
+    (docs/design.md#fail-closed). Never raises.
     """
     if error is not None:
         return _invalid(f"error: {clip(error, _DETAIL_CHARS) or 'no detail given'}")

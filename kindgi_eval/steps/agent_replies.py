@@ -3,7 +3,8 @@ each answer and keeping every error.
 
 The deadline is raced. A reply that comes after the deadline, but within as long again, is kept with its
 real latency and no error, so every assertion is checked on it and the `latency` one fails; a reply that has
-not come by then is cancelled and the case fails as an agent error. Either way a late case fails (C6).
+not come by then is cancelled and the case fails as an agent error. Either way a late case fails
+(docs/design.md#fail-closed).
 """
 
 from __future__ import annotations
@@ -226,7 +227,8 @@ async def play(
             try:
                 async with slots:
                     message = await contact(scenario, history)
-            except (ModelCallError, ValueError) as e:  # no message: the conversation cannot go on, and fails (C6)
+            except (ModelCallError, ValueError) as e:
+                # no message: the conversation cannot go on, and fails (docs/design.md#fail-closed)
                 failed = f"turn {len(turns) + 1}: the contact model gave no message: {scrub(str(e))}"
                 break
             spent += message.cost_usd

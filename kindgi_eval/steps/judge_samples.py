@@ -225,8 +225,8 @@ class _Sampling:
 async def _sample(
     judge: Judge, subject: Subject, number: int, messages: list[dict[str, Any]], timeout_s: float
 ) -> SampleRow:
-    """One sample; an error or a bad answer is an invalid sample, never a pass (C6). A conversation-level failure's
-    evidence must be a span of one agent turn."""
+    """One sample; an error or a bad answer is an invalid sample, never a pass (docs/design.md#fail-closed). A
+    conversation-level failure's evidence must be a span of one agent turn."""
     try:
         answer: Completion | str = await judge.grade(messages, timeout_s=timeout_s, schema=VERDICT_SCHEMA)
     except ModelCallError as e:  # a provider fault is an invalid sample and the run goes on; anything else is a bug
@@ -235,7 +235,8 @@ async def _sample(
 
 
 def _sample_row(judge: str, subject: Subject, number: int, answer: Completion | str) -> SampleRow:
-    """The sample an answer makes, or the error that stands in for one: invalid, never a pass (C6)."""
+    """The sample an answer makes, or the error that stands in for one: invalid, never a pass
+    (docs/design.md#fail-closed)."""
     content, error, usage, latency_ms = None, None, None, 0.0
     if isinstance(answer, str):
         error = answer

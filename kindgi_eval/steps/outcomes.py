@@ -25,10 +25,10 @@ def outcome_rows(
     assertions: Assertions = check_case,
     scenarios: Sequence[Scenario] = (),
 ) -> list[OutcomeRow]:
-    """Every deterministic assertion of every case, one row each, as its kind's `assertions` hold it (spec 009's for
-    a conversation case, an accuracy item's grader); a custom suite's case also has its handler's verdict
-    (`handled`, by case id) as one more. Then every assertion of every scenario over its played turns, each detail
-    naming its turn."""
+    """Every deterministic assertion of every case, one row each, as its kind's `assertions` hold it
+    (docs/design.md#assertions for a conversation case, an accuracy item's grader); a custom suite's case also has its
+    handler's verdict (`handled`, by case id) as one more. Then every assertion of every scenario over its played turns,
+    each detail naming its turn."""
     by_case = {r.case_id: r for r in replies}
     rows = []
     for case in cases:

@@ -22,8 +22,9 @@ def status_rows(
     judged: bool,
     scenarios: Sequence[Scenario] = (),
 ) -> list[StatusRow]:
-    """One status per case, then per scenario: assertions first, then the calibrated judge's verdicts (spec 016's
-    table). A scenario is one row, its transcript within: an asserted failure on any of its turns makes it `failed`."""
+    """One status per case, then per scenario: assertions first, then the calibrated judge's verdicts
+    (docs/design.md#statuses). A scenario is one row, its transcript within: an asserted failure on any of its turns
+    makes it `failed`."""
     reply_by_case = {r.case_id: r for r in replies}
     failed_by_case: dict[str, list[str]] = defaultdict(list)
     for o in outcomes:

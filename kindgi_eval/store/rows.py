@@ -296,7 +296,7 @@ class StatusRow(StoredRow):
     case_id: str
     """The case."""
     status: Literal["passed", "failed", "judged-fail", "judged-pass", "reviewed"]
-    """One of the five statuses of spec 016."""
+    """One of the five statuses (docs/design.md#statuses)."""
     failures: list[str]
     """The assertions that failed, as sentences."""
     messages: list[str]

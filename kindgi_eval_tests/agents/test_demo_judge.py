@@ -30,7 +30,7 @@ def request(criterion: str, reply: str, *, text: str = "hi", history=(), source:
 
 @pytest.mark.parametrize("item", CALIBRATION, ids=[i.id for i in CALIBRATION])
 def test_it_agrees_with_every_golden_label_016(item) -> None:
-    # spec 016's threshold is 1.0: one disagreement would leave the item's group uncalibrated
+    # the threshold is 1.0 (docs/design.md#calibration): one disagreement would leave the item's group uncalibrated
     source = "rubric" if item.criterion in DIMENSION_RULES else "review"
     body = request(item.criterion, joined_reply(item.reply), text=item.text, history=item.history, source=source)
     answer = verdict(body, 0)

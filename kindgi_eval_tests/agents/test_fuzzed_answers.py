@@ -78,7 +78,8 @@ def test_any_judge_answer_is_a_vote_or_an_invalid_sample(content: str | None, re
     sample = read_sample(content, reply, error)
     assert sample.vote in ("pass", "fail", "invalid")
     if sample.vote == "fail":
-        assert sample.evidence and sample.evidence in reply  # a failure always quotes the reply (C6)
+        # a failure always quotes the reply (docs/design.md#verdicts-and-evidence)
+        assert sample.evidence and sample.evidence in reply
     if error is not None:
         assert sample.vote == "invalid"
 

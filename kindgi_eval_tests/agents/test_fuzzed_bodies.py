@@ -219,7 +219,7 @@ def bodies(draw: st.DrawFn) -> Body:
 
 def expected(body: Body) -> dict | str:
     """The reply an answer must give (messages, escalate, reason), or how its error must begin; written apart from
-    the agent's own reading, from DESIGN.md's protocol and the limit."""
+    the agent's own reading, from the protocol (docs/running.md#evaluating-an-agent-over-http) and the limit."""
     if body.status < 200:  # informational: the answer proper should follow, and what follows is no HTTP head
         return "the agent at "
     if body.gzip:

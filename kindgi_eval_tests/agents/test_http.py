@@ -1,5 +1,6 @@
-"""The HTTP agent (`AGENT_URL`) against a server on 127.0.0.1: DESIGN.md's request body exactly, and every way
-an answer can fail its case while the run goes on."""
+"""The HTTP agent (`AGENT_URL`) against a server on 127.0.0.1: the request body
+docs/running.md#evaluating-an-agent-over-http shows, exactly, and every way an answer can fail its case while the run
+goes on."""
 
 from __future__ import annotations
 

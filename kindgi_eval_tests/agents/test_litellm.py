@@ -107,7 +107,7 @@ def test_a_nudge_carries_no_contact_message_whatever_text_the_turn_holds() -> No
     assert "(none: this is a follow-up turn)" in user_text(request)
 
 
-# --- reading the model's answer (pure, C3) ----------------------------------------------------------------------
+# --- reading the model's answer (pure, docs/design.md#model-output-is-untrusted) -----------------------------------
 
 
 @pytest.mark.parametrize(
@@ -267,7 +267,7 @@ def test_a_structured_reply_that_does_not_parse_fails_the_case_with_the_raw_outp
     assert len(server.requests) == 1  # a 200 with a bad reply is the model's answer, not a fault to retry
     case = Case(id="c1", text="how much is the foundation course?", expect={"escalate": False}, must_contain=("$450",))
     (result,) = check_case(case, None, error=row.error, latency_ms=row.latency_ms, max_latency_ms=10_000)
-    assert (result.assertion, result.held) == ("agent_error", False)  # never a pass (C6)
+    assert (result.assertion, result.held) == ("agent_error", False)  # never a pass (docs/design.md#fail-closed)
 
 
 def test_guardrails_wrap_the_model(provider_env) -> None:

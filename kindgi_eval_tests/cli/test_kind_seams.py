@@ -1,6 +1,6 @@
 """Where the kinds meet the rules every suite shares, through the real command line and the registry over HTTP:
-spec 016's statuses, the partition a run is stored under, a stored spec checked again, a copy edited by hand, a
-machine without a sandbox, and a judge that cannot be called."""
+the statuses (docs/design.md#statuses), the partition a run is stored under, a stored spec checked again, a copy edited
+by hand, a machine without a sandbox, and a judge that cannot be called."""
 
 from __future__ import annotations
 
@@ -238,7 +238,8 @@ def test_a_judge_refusing_every_call_is_named_down_and_its_groups_say_why(home, 
     suite = tmp_path / "golden"
     shutil.copytree(GOLDEN, suite)
     done, summary = run("--mock", "--eval-dir", str(suite), "--judge-model", "openai:judge", tmp_path=tmp_path)
-    assert done.code == 0, done.err  # spec 016: a judge outage never crashes the run, and turns nothing red
+    # docs/design.md#fail-closed: a judge outage never crashes the run, and turns nothing red
+    assert done.code == 0, done.err
     items = {c["group"]: c for c in _calibration_rows()}
     drawn = 3 * sum(c["items"] for c in items.values())
     assert len(server.requests) == drawn  # one attempt per sample: a refused key is never retried

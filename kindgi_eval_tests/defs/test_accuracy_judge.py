@@ -1,5 +1,6 @@
 """The judge grader of an accuracy suite: it grades only where it agreed with the suite's own hand-labelled items, in
-the `accuracy` group, exactly as spec 016's groups; uncalibrated, every item is ungraded, on neither side."""
+the `accuracy` group, exactly as the calibration groups (docs/design.md#calibration); uncalibrated, every item is
+ungraded, on neither side."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def test_a_calibrated_judge_grades_each_item_on_its_expected_output(home, provid
     run, items, calibration, samples, folder, statuses = accuracy_run(home, PAIRS)
     assert [(c.group, c.items, c.calibrated) for c in calibration] == [("accuracy", 2, True)]
     assert {i.case_id: i.grade for i in items} == {"price": "correct", "days": "correct", "wrong": "wrong"}
-    # spec 016's table, as for a review entry: the judge's pass is judged-pass, its fail judged-fail
+    # docs/design.md#statuses, as for a review entry: the judge's pass is judged-pass, its fail judged-fail
     assert statuses == {"price": "judged-pass", "days": "judged-pass", "wrong": "judged-fail"}
     interval = wilson(2, 3)
     assert (run["correct"], run["wrong"], run["ungraded_items"]) == (2, 1, 0)

@@ -1,4 +1,5 @@
-"""The judged path end to end: litellm's real client against a scripted judge on 127.0.0.1 (spec 016)."""
+"""The judged path end to end: litellm's real client against a scripted judge on 127.0.0.1
+(docs/design.md#the-judge)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The judged path against a real model, end to end: `kindgi-eval run --mock --judge-model openai:<real>` with
 litellm's OpenAI client talking to deploy/real-judge/server.js, which serves SmolLM2-135M-Instruct on
-127.0.0.1 (spec 016). What a 135M model answers is not asserted; what must hold whatever it answers is:
+127.0.0.1 (docs/design.md#the-judge). What a 135M model answers is not asserted; what must hold whatever it answers is:
 the run completes, every sample is a vote or invalid with a reason, a group that did not calibrate grades
 nothing, and the exit status follows the statuses.
 

@@ -1,4 +1,5 @@
-"""The registry over real HTTP on 127.0.0.1, on SQLite and on PostgreSQL: every answer DESIGN's table lists.
+"""The registry over real HTTP on 127.0.0.1, on SQLite and on PostgreSQL: every answer
+docs/registry.md#the-http-api lists.
 
 Every refusal is checked inside `unchanged(...)`: after it, the stored rows are byte for byte what they were.
 """

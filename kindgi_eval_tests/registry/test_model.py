@@ -1,4 +1,5 @@
-"""The suite document of spec 003: its fields, its committed JSON Schema, its canonical JSON, its kinds."""
+"""The suite document (docs/design.md#the-suite-registry): its fields, its committed JSON Schema, its canonical JSON,
+its kinds."""
 
 from __future__ import annotations
 

@@ -183,7 +183,7 @@ def test_reviewed_and_ungraded_are_explained_once_when_the_run_has_them() -> Non
 
 
 def test_ungraded_is_not_explained_without_a_judge() -> None:
-    # without a judge the summary is spec 009's three counts: ungraded is not one of them
+    # without a judge the summary is three counts (docs/design.md#statuses): ungraded is not one of them
     lines = report([status("a", "reviewed")], [], passed=0, reviewed=1, ungraded=2)
     assert any(l.startswith("reviewed: ") for l in lines) and not any(l.startswith("ungraded: ") for l in lines)
 

@@ -1,4 +1,5 @@
-"""Spec 009's deterministic assertions over one reply: what holds, what fails, and what the failure says."""
+"""The deterministic assertions (docs/design.md#assertions) over one reply: what holds, what fails, and what the failure
+says."""
 
 from __future__ import annotations
 

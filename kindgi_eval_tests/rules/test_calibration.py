@@ -1,4 +1,5 @@
-"""Calibration per group: agreement with hand labels, both labels required, and Cohen's kappa (spec 016)."""
+"""Calibration per group: agreement with hand labels, both labels required, and Cohen's kappa
+(docs/design.md#calibration)."""
 
 from __future__ import annotations
 

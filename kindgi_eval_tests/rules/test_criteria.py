@@ -1,4 +1,4 @@
-"""Which criteria the judge grades on a case: review entries and the fixed rubric (spec 016)."""
+"""Which criteria the judge grades on a case: review entries and the fixed rubric (docs/design.md#the-rubric)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_every_fixed_dimension_has_a_fails_when_rule_and_nothing_else_does_016()
     assert list(DIMENSION_RULES) == list(FIXED_DIMENSIONS)
     for rule in DIMENSION_RULES.values():
         assert rule.startswith("The reply fails when ")
-        assert rule.isascii()  # framework English (C9)
+        assert rule.isascii()  # framework English (docs/design.md#framework-text-is-english)
 
 
 def test_concession_rule_names_every_kind_of_offer_016() -> None:
@@ -83,7 +83,8 @@ def test_group_of_is_exact_dimension_name_else_free_text_016(criterion: str, gro
         # A nudge has no contact text to answer.
         ({"nudge": True, "text": ""}, [IC]),
         ({"nudge": True, "history": [AGENT_TURN]}, [IC, SR]),
-        # Escalating: the message is tenant copy (C9), so no rubric at all, whatever else holds.
+        # Escalating: the message is tenant copy (docs/design.md#framework-text-is-english), so no rubric at all,
+        # whatever else holds.
         ({"expect": {"escalate": True}}, []),
         ({"expect": {"escalate": True}, "history": [AGENT_TURN]}, []),
         ({"expect": {"escalate": True, "reason": "refund"}, "review": "Apologises"}, review("Apologises")),
@@ -112,7 +113,8 @@ def test_longer_review_list_gives_one_criterion_per_entry_in_order_016() -> None
 
 
 def test_review_entry_named_like_a_dimension_is_still_free_text_016() -> None:
-    # Spec 016 counts every review entry as a free-text item; the rubric dimension still applies on its own.
+    # Every review entry is a free-text item (docs/design.md#calibration); the rubric dimension still applies on its
+    # own.
     found = case(review="implicit_concession").criteria()
     assert found == [Criterion("review", "implicit_concession", "free_text"), IC, AQ]
 

@@ -1,5 +1,6 @@
 """Reading what a sandboxed handler did: only a JSON answer of the right shape on a clean exit is a verdict; anything
-else is an error saying what happened, never a pass (C3, C6)."""
+else is an error saying what happened, never a pass (docs/design.md#model-output-is-untrusted,
+docs/design.md#fail-closed)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Trailing emoji stripping, as spec 009's `must_end_with_question` uses it."""
+"""Trailing emoji stripping, as `must_end_with_question` uses it (docs/design.md#assertions)."""
 
 from __future__ import annotations
 

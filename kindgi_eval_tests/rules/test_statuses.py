@@ -1,4 +1,4 @@
-"""A case's status and its precedence: failed, then judged-fail, then reviewed (specs 009 and 016)."""
+"""A case's status and its precedence: failed, then judged-fail, then reviewed (docs/design.md#precedence)."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ COMBINATIONS = [
 
 
 def expected_status(held: bool, review: tuple[FinalVerdict, ...], rubric: tuple[FinalVerdict, ...]) -> Status:
-    """Spec 016's table, read top to bottom by severity, written apart from the code under test."""
+    """The table of docs/design.md#statuses, read top to bottom by severity, written apart from the code under test."""
     if not held:
         return "failed"
     if "fail" in review + rubric:

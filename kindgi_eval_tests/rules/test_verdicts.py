@@ -1,4 +1,5 @@
-"""Reading a judge sample as untrusted output (C3), and the three-sample majority (spec 016)."""
+"""Reading a judge sample as untrusted output (docs/design.md#model-output-is-untrusted), and the majority
+(docs/design.md#three-samples-and-the-majority)."""
 
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ INCOMPLETE = [
     pytest.param('{"verdict": "pass"}', "evidence: Field required; reason: Field required", id="bare-pass"),
     # A fail with a quote but no reason is missing a key before it is checked for its quote.
     pytest.param('{"verdict": "fail", "evidence": "starts on 3 March"}', "reason: Field required", id="fail-no-reason"),
-    # Values that are not strings are not coerced: strict, as the model's output is untrusted (C3).
+    # Values that are not strings are not coerced: strict, as the model's output is untrusted
+    # (docs/design.md#model-output-is-untrusted).
     pytest.param(
         '{"verdict": "pass", "evidence": 3, "reason": "r"}',
         "evidence: Input should be a valid string",

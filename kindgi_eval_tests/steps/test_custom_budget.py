@@ -1,5 +1,5 @@
 """A custom suite's handler time is bounded per run as well as per call: once the run's budget is spent, no call is
-started, and every case left is an error that says so, never a pass (C6)."""
+started, and every case left is an error that says so, never a pass (docs/design.md#fail-closed)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The judge stage's order: a group's cases are judged once its own calibration is decided, never before, and without
-waiting for the other groups' (spec 016: verdicts count only where the judge first agreed with hand labels)."""
+waiting for the other groups' (docs/design.md#calibration: verdicts count only where the judge first agreed with hand
+labels)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Statuses across kinds (spec 016's table; DESIGN.md: a case is green only when something checked it): a judge-graded
+"""Statuses across kinds (docs/design.md#kinds: a case is green only when something checked it): a judge-graded
 accuracy item follows the review-entry rule, and a pairwise prompt's replies are `reviewed`."""
 
 from __future__ import annotations

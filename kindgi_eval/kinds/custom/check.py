@@ -1,10 +1,10 @@
 """The `custom` kind: conversation cases graded, each, by the tenant's own handler, run in a sandbox.
 
 `spec` = `{"handler": {"modulePath", "entrypointPath", "source"}, "cases": [...], "calibration"?: [...]}`, the cases
-and calibration items in the conversation format (specs 009 and 016). The handler's source is carried in the spec:
-what runs is what was published, immutable and under the version's content hash, and never a file that could have
-changed since. The suite is written out as the conversation files and `handler.json`, with the source's SHA-256 in
-`registry.json`, which the run checks before it runs a line of it. Pure: reads no file.
+and calibration items in the conversation format (docs/design.md#cases, docs/design.md#calibration). The handler's
+source is carried in the spec: what runs is what was published, immutable and under the version's content hash, and
+never a file that could have changed since. The suite is written out as the conversation files and `handler.json`, with
+the source's SHA-256 in `registry.json`, which the run checks before it runs a line of it. Pure: reads no file.
 """
 
 from __future__ import annotations

@@ -2,11 +2,11 @@
 those labels into a new version of a suite's calibration set.
 
 `spec` = `{"rubric": [str, ...], "reviewerRole": str, "cases": [...], "calibration"?: [...]}`, the cases and
-calibration items in the conversation format (specs 009 and 016). Every rubric item is a free-text criterion of every
-case: the suite folder gives each case its own review entries followed by the rubric items it lacks, so a calibrated
-judge grades the same items a person labels, and the review queue holds one row per reply and rubric item. A
-promotion never edits a version: it publishes the latest version's spec with the new calibration items added, as the
-next minor version, conditional on the latest ETag. Pure: reads no file.
+calibration items in the conversation format (docs/design.md#cases, docs/design.md#calibration). Every rubric item is a
+free-text criterion of every case: the suite folder gives each case its own review entries followed by the rubric items
+it lacks, so a calibrated judge grades the same items a person labels, and the review queue holds one row per reply and
+rubric item. A promotion never edits a version: it publishes the latest version's spec with the new calibration items
+added, as the next minor version, conditional on the latest ETag. Pure: reads no file.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ SPEC_KEYS = ("rubric", "reviewerRole", "cases", "calibration")
 """The fields of a human-review suite's `spec`: `rubric` and `reviewerRole` (required), `cases` (required, the
 lines of cases.jsonl) and `calibration` (optional, the lines of calibration.jsonl)."""
 PROMOTABLE_KINDS = ("conversation", "regression", KIND)
-"""The kinds whose `spec.calibration` holds conversation calibration items (spec 016), which a promotion adds to."""
+"""The kinds whose `spec.calibration` holds conversation calibration items (docs/design.md#calibration), which a
+promotion adds to."""
 
 
 def rubric_problems(spec: Mapping[str, Any]) -> list[Problem]:
@@ -172,8 +173,8 @@ def next_minor(version: str) -> str:
 
 def promotion(latest: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> Promotion:
     """The new version of the suite whose latest version the registry answered (`{"suite", "hash", ...}`) with
-    `items` (calibration items, spec 016) added to `spec.calibration`, skipping ids it already holds; ValueError
-    when the suite's kind holds no conversation calibration set."""
+    `items` (calibration items, docs/design.md#calibration) added to `spec.calibration`, skipping ids it already holds;
+    ValueError when the suite's kind holds no conversation calibration set."""
     suite = latest["suite"]
     if suite["kind"] not in PROMOTABLE_KINDS:
         raise ValueError(

@@ -2,8 +2,8 @@
 
 One queue row per reply and rubric item, in case order then rubric order; a case whose agent gave no reply (an
 error) has nothing to review and is left out, counted as skipped. Labels come back later (`store.reviews`); those
-in force are turned into calibration items of spec 016 (id, history, text, reply, criterion, label) for a promotion.
-Pure: rows in, rows out.
+in force are turned into calibration items (docs/design.md#calibration: id, history, text, reply, criterion, label) for
+a promotion. Pure: rows in, rows out.
 """
 
 from __future__ import annotations

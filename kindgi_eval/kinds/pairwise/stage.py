@@ -1,8 +1,8 @@
 """The `pairwise` stage: the judge compares the two variants' replies to each prompt, in both orders.
 
 The hand-labelled pairs go first: only when the judge's combined verdicts agreed with their labels does it go on
-to the prompts (it grades nothing otherwise, as spec 016's groups). A prompt either variant failed to answer is
-not judged: an error is never a win (C6).
+to the prompts (it grades nothing otherwise, as a calibration group, docs/design.md#calibration). A prompt either
+variant failed to answer is not judged: an error is never a win (docs/design.md#fail-closed).
 """
 
 from __future__ import annotations

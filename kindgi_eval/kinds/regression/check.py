@@ -1,9 +1,9 @@
 """The `regression` kind: conversation cases run and compared, case by case, with a stored baseline run.
 
 `spec` = `{"baseline": {"runId": ...} | {"suiteId": ..., "version": ...}, "cases": [...], "calibration"?: [...]}`,
-the cases and calibration items in the conversation format (specs 009 and 016). A run names the baseline as it
-starts: the run given, or the latest run of the suite version given; a baseline that does not exist, or that
-evaluated other cases, stops the run before any agent call. Pure: reads no file.
+the cases and calibration items in the conversation format (docs/design.md#cases, docs/design.md#calibration). A run
+names the baseline as it starts: the run given, or the latest run of the suite version given; a baseline that does not
+exist, or that evaluated other cases, stops the run before any agent call. Pure: reads no file.
 """
 
 from __future__ import annotations
