@@ -34,7 +34,6 @@ NOT_YET_CLEARED = {
     "kindgi_eval/defs/schedules.py",
     "kindgi_eval/inputs/settings.py",
     "kindgi_eval/kinds/kind.py",
-    "kindgi_eval/llm/calls.py",
     "kindgi_eval/registry/app.py",
     "kindgi_eval/registry/model.py",
     "kindgi_eval/registry/eval-suite.schema.json",  # generated from registry/model.py's docstrings
@@ -42,6 +41,9 @@ NOT_YET_CLEARED = {
     "docs/architecture.md",
 }
 """Files being restructured elsewhere whose old citations are replaced when that work lands; empty this list then."""
+REFERENCE_READERS = {"kindgi_eval_tests/deploy/test_helm_values.py"}
+"""Tests that read another project's reference data where it lies beside the repository, never copied into it (the
+Dagster chart's values schema): the one place a folder outside the repository is named."""
 BROKEN_ON_PURPOSE = {"kindgi_eval_tests/test_docs_links.py"}
 """Files whose unresolved anchors are examples of what a check must catch."""
 
@@ -84,7 +86,10 @@ def unreadable(path: Path, root: Path = REPO) -> list[str]:
     """`file:line: citation` for each citation of the file a reader of the repository cannot follow."""
     name = path.relative_to(root)
     lines = path.read_text(errors="replace").split("\n")
-    return [f"{name}:{n}: {m.group(0)}" for n, line in enumerate(lines, 1) for m in UNREADABLE.finditer(line)]
+    found = [(n, m.group(0)) for n, line in enumerate(lines, 1) for m in UNREADABLE.finditer(line)]
+    if str(name) in REFERENCE_READERS:
+        found = [(n, cited) for n, cited in found if cited != "../shared/"]
+    return [f"{name}:{n}: {cited}" for n, cited in found]
 
 
 @pytest.mark.parametrize(

@@ -1,16 +1,13 @@
-"""deploy/helm/values.yaml against the Dagster chart's own values.schema.json, read from the folder
-`KINDGI_DAGSTER_CHART` names (skipped, naming the variable, where it is unset), and against the rules of this
-deployment.
+"""deploy/helm/values.yaml against the Dagster chart's own values.schema.json, read where ../shared/ref/dagster-chart/
+keeps it (skipped, naming the folder, where it is absent), and against the rules of this deployment.
 
-The schema's `$ref`s to kubernetesjsonschema.dev are Kubernetes' own object schemas, which the tests do not fetch:
-each resolves to any object. Helm up to 3.17 validates with draft-7 rules (a `$ref` hides
+The schema's `$ref`s to kubernetesjsonschema.dev are Kubernetes' own object schemas, which this machine cannot reach:
+each resolves to any object, as the folder's README says. Helm up to 3.17 validates with draft-7 rules (a `$ref` hides
 the keywords beside it) and from 3.18 on with 2020-12 rules (it does not): the values must pass both."""
 
 from __future__ import annotations
 
 import json
-import os
-import pathlib
 from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,6 +18,7 @@ from jsonschema.protocols import Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import specification_with
 
+from kindgi_eval_tests.conftest import REPO
 from kindgi_eval_tests.deploy.cluster_files import (
     CODE_LOCATION_MODULE,
     parse_code_server_start,
@@ -28,9 +26,8 @@ from kindgi_eval_tests.deploy.cluster_files import (
     values,
 )
 
-CHART_VARIABLE = "KINDGI_DAGSTER_CHART"
-"""The variable naming a folder that holds the chart's values.schema.json, such as the folder `helm pull
-dagster/dagster --version 1.13.27 --untar` makes; the chart is never copied into the repository."""
+CHART = REPO.parent / "shared" / "ref" / "dagster-chart"
+"""The chart's schema, beside the repository (never copied into it)."""
 KUBERNETES_SCHEMAS = "https://kubernetesjsonschema.dev/"
 VALIDATORS = [Draft7Validator, Draft202012Validator]
 Path = tuple[str | int, ...]
@@ -39,12 +36,9 @@ Path = tuple[str | int, ...]
 @cache
 def chart_schema() -> dict[str, Any]:
     """The chart's values.schema.json."""
-    folder = os.environ.get(CHART_VARIABLE)
-    if not folder:
-        pytest.skip(f"{CHART_VARIABLE} is not set, so the Helm values are not checked against the chart")
-    schema = pathlib.Path(folder) / "values.schema.json"
+    schema = CHART / "values.schema.json"
     if not schema.is_file():
-        pytest.skip(f"{CHART_VARIABLE}: no values.schema.json in {folder}, so the Helm values are not checked")
+        pytest.skip(f"{CHART}: no values.schema.json here, so the Helm values are not checked against the chart")
     return json.loads(schema.read_text())
 
 
