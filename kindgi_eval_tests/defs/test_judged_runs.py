@@ -252,8 +252,9 @@ def test_a_judge_that_is_down_leaves_criteria_ungraded_and_the_run_completes_016
     assert result.run.ungraded == 5  # review: its entry + 2 rubric dimensions; plain: 2 rubric dimensions
     assert {s.invalid_reason.split(":")[0] for s in result.samples} == {"error"}
     n = 3 * len(calibration_lines())  # the calibration samples; cases are never sampled, no group calibrated
-    if fault == "500":  # a 5xx is retried, within the 0.5 s a call may take
-        assert n <= len(server.requests) <= n * RetryPolicy().attempts
+    if fault == "500":  # a 5xx is retried, within the 0.5 s a call may take (on a loaded machine a call's first
+        # request may not leave within its 0.5 s at all, so only the bound above is exact)
+        assert 0 < len(server.requests) <= n * RetryPolicy().attempts
     else:  # a timeout spends the call's whole budget: no retry. (A request the loaded machine had not sent
         # within the 0.5 s never reaches the server, so the count is at most n, and every call says one attempt.)
         assert len(server.requests) <= n
