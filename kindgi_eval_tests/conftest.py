@@ -69,10 +69,10 @@ share its profile) and its killed run worker, each a group of its own."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The production profile's tests first, then the other tests marked `long`, each in the order collected. The
-    workers take them in this order (`--no-loadscope-reorder` in `pyproject.toml`), so the profile's two groups start at
-    once on two workers, and each other long test as soon as a worker is free, instead of the last of them running
-    alone at the end."""
+    """The production profile's tests first, then the other tests marked `long`, each in the order collected: each
+    worker starts on one while the others share out the rest, instead of the last of them running alone at the end.
+    xdist hands out the groups of several tests first, largest first, then the rest in this order: the profile's
+    killed run worker, a group of one, is the first of those handed out."""
     items.sort(key=lambda item: (item.path.name != LONGEST, item.get_closest_marker("long") is None))
 
 
