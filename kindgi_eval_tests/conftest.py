@@ -63,10 +63,17 @@ def _remove_all_but_multiprocessing_s(folder: Path) -> None:
         folder.rmdir()
 
 
+LONGEST = "test_production_profile.py"
+"""The file of the two longest tests, each minutes of waiting on its profile's daemon: its night (with the tests that
+share its profile) and its killed run worker, each a group of its own."""
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked `long` first, in the order collected: each worker starts on one while the others share out the
-    rest, instead of the last of them running alone at the end."""
-    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+    """The production profile's tests first, then the other tests marked `long`, each in the order collected: each
+    worker starts on one while the others share out the rest, instead of the last of them running alone at the end.
+    xdist hands out the groups of several tests first, largest first, then the rest in this order: the profile's
+    killed run worker, a group of one, is the first of those handed out."""
+    items.sort(key=lambda item: (item.path.name != LONGEST, item.get_closest_marker("long") is None))
 
 
 class Home(NamedTuple):

@@ -38,6 +38,9 @@ def test_a_batched_judge_stage_gives_the_statuses_and_calibration_of_the_calls(
     called = judged_run(home, folder, judge="openai:gpt-4o-mini")
     assert called_server.batches == {} and called_server.requests
     batched_server = provider_env(Judge())
+    # each batch ended by its first look: a look finding it in progress would sleep the run's 30 s between looks (that
+    # wait is kindgi_eval_tests/steps/test_judge_batches.py's, and in a whole run cli/test_batch_resume.py's)
+    batched_server.looks_before_done = 0
     batched = judged_run(home, folder, judge="openai:gpt-4o-mini", judge_batch=True)
     assert len(batched_server.batches) == 2  # the calibration items', then the earned cases'
     assert {k: s.status for k, s in batched.statuses.items()} == {k: s.status for k, s in called.statuses.items()}

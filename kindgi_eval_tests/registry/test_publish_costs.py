@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from kindgi_eval.kinds import consumers
-from kindgi_eval.registry import Consumer, FolderContent, running_server
+from kindgi_eval.registry import Consumer, FolderContent, checking, running_server
 from kindgi_eval.rules import SuiteLimits
 from kindgi_eval.rules.accuracy import MAX_PATTERNS, MAX_PROGRAM
 from kindgi_eval_tests.registry.conftest import refused, suite, unchanged
@@ -248,8 +248,12 @@ def _endless_check(spec, _) -> list[str]:  # a check that never ends, as no boun
     return []
 
 
-def test_a_check_past_its_time_is_stopped_answered_503_and_the_next_publish_checked(registry, caller) -> None:
+def test_a_check_past_its_time_is_stopped_answered_503_and_the_next_publish_checked(
+    registry, caller, monkeypatch: pytest.MonkeyPatch
+) -> None:
     me = caller()
+    own_time = checking.CHECK_S
+    assert checking.WAIT_S + own_time <= 30  # every publish answered within 30 s, its wait for its turn included
     table = {
         "conversation": consumers()["conversation"],
         "pairwise": Consumer("pairwise", _endless_check, "a test", _no_folder),
@@ -259,9 +263,12 @@ def test_a_check_past_its_time_is_stopped_answered_503_and_the_next_publish_chec
         httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {me.secret}"}, timeout=300) as http,
     ):
         assert http.post("/v1/eval-suites", json=suite(me.tenant, "warm")).status_code == 201  # the worker has started
+        # the endless check stopped at 1 s instead of at `CHECK_S`: the same path, without its wait
+        monkeypatch.setattr(checking, "CHECK_S", 1.0)
         started = time.monotonic()
         answer = http.post("/v1/eval-suites", json=suite(me.tenant, kind="pairwise", spec={}))
         assert time.monotonic() - started < 30
-        assert "its check ran past 10 s and was stopped" in refused(answer, 503, "busy")
+        assert "its check ran past 1 s and was stopped" in refused(answer, 503, "busy")
         assert answer.headers["Retry-After"] == "5"
+        monkeypatch.setattr(checking, "CHECK_S", own_time)  # the new worker's check has the time any check has
         assert http.post("/v1/eval-suites", json=suite(me.tenant, "after")).status_code == 201  # a new worker checks it
