@@ -45,22 +45,8 @@ from kindgi_eval.rules import InputError, Problem, parse_model, run_failed
 # The agents, litellm, the registry, the store and Dagster are imported inside the commands, each once it is known to
 # be needed: seconds of start-up that `--help` and `validate` would otherwise pay.
 
-RUN_SETTINGS = (
-    "eval_dir",
-    "config_dir",
-    "agent_model",
-    "agent_url",
-    "gateway_url",
-    "judge_model",
-    "judge_batch",
-    "contact_model",
-    "max_latency_ms",
-    "concurrency",
-    "model_timeout_s",
-    "handler_timeout_s",
-    "handler_run_s",
-    "handler_memory_mib",
-)
+RUN_SETTINGS = tuple(SETTING)
+"""`run` takes every setting of the table as an option."""
 REPLAY_SETTINGS = (
     "eval_dir",
     "config_dir",
@@ -70,6 +56,7 @@ REPLAY_SETTINGS = (
     "concurrency",
     "model_timeout_s",
 )
+"""`replay` asks no agent and runs no handler: it takes the settings of the suite, the judge and its calls."""
 
 
 class Outputs(NamedTuple):

@@ -16,6 +16,7 @@ from kindgi_eval.inputs.review_file import (
 from kindgi_eval.inputs.settings import (
     DEFAULT_MODEL_TIMEOUT_S,
     GATEWAY_KEY,
+    PER_TENANT,
     SETTING,
     SETTINGS,
     RunSettings,
@@ -23,6 +24,7 @@ from kindgi_eval.inputs.settings import (
     deployment_gateway,
     resolve_settings,
     set_deployment_gateway,
+    with_settings,
 )
 from kindgi_eval.inputs.suite_folder import (
     CALIBRATION_FILE,
@@ -97,6 +99,7 @@ __all__ = [
     "REGISTRY_FILE",
     "RegisteredAs",
     "RunSettings",
+    "PER_TENANT",
     "SETTING",
     "SETTINGS",
     "SUITE_FILE_LIMIT",
@@ -126,6 +129,7 @@ __all__ = [
     "registered_name",
     "registry_key",
     "resolve_settings",
+    "with_settings",
     "resumed_settings",
     "suite_identity",
     "suite_key",
