@@ -169,16 +169,12 @@ def run(
             runtime_home(), loaded.tenant.tenant, suite_id, version or None, "--suite", consumers(), client_from_env()
         )
         settings = settings.model_copy(update={"eval_dir": str(folder)})
-    suite = load_checked_suite(settings.eval_dir, loaded, models_of=kind_models)
-    from kindgi_eval.kinds import Pinning, Pins, hold_budget, kind_named
+    from kindgi_eval.steps import preflight
     from kindgi_eval.store import store_root
 
-    kind = kind_named(suite.kind)
-    kind.needs(suite, settings)  # a machine that lacks what the kind needs (a custom handler's sandbox) is exit 2 here
-    hold_budget(
-        kind, suite, judged=settings.judge_model is not None
-    )  # over the tenant's call budget: exit 2, nothing called
-    pins = kind.pins(Pinning(store_root(), loaded.tenant, suite, settings, Pins(), mock=mock))
+    # the suite checked, the kind's needs (a custom handler's sandbox) and the tenant's call budget held: exit 2 here,
+    # nothing called
+    suite, _, pins = preflight(settings, loaded, store_root(), mock=mock)
     variants = pins.variants
     if pins.note:
         click.echo(pins.note, err=True)

@@ -52,7 +52,7 @@ from kindgi_eval.inputs.suite_folder import (
     suite_key,
     tenant_names,
 )
-from kindgi_eval.inputs.tenant_file import load_tenant
+from kindgi_eval.inputs.tenant_file import LoadedTenant, load_tenant
 from kindgi_eval.inputs.tenant_limits import limits_of, tenants_limits
 from kindgi_eval.inputs.tenants_check import check_tenants
 from kindgi_eval.inputs.tenants_file import (
@@ -122,6 +122,7 @@ __all__ = [
     "load_checked_suite",
     "load_suite",
     "load_tenant",
+    "LoadedTenant",
     "load_tenants",
     "manifest_of",
     "mib",
