@@ -63,7 +63,7 @@ class EvalSettings(with_settings(dg.ConfigurableResource, PER_TENANT, optional=T
 
 class RunClients(dg.ConfigurableResource):
     """The outside systems a run calls: the agent, the judge and a custom suite's sandbox, each built by the
-    agents' name-to-agent table for the run's settings.
+    agents' `make_agent`, `make_judge`, `make_contact` and `make_sandbox` for the run's settings.
 
     The run's tenant.toml is read once: the first stage that needs it reads it, and every later stage of the run is
     given what that read found, so a run's stages never see two versions of the file. Under the in-process executor
