@@ -225,7 +225,7 @@ def with_settings(base: type[M], rows: Iterable[Setting], *, optional: bool) -> 
     """`base` with a field per row of `rows` after its own (`setting_fields`): how the run's settings, the tenants
     file's entry and the launchpad's resource each take their setting fields from the one table."""
     return create_model(  # type: ignore[call-overload]
-        f"{base.__name__}Settings", __base__=base, __module__=base.__module__, **setting_fields(rows, optional=optional)
+        f"{base.__name__}Settings", __base__=base, __module__=__name__, **setting_fields(rows, optional=optional)
     )
 
 
@@ -236,6 +236,8 @@ READ_FOR_TENANTS = tuple(s.field for s in SETTINGS if s.tenant_env)
 
 
 class _Resolved(BaseModel):
+    """Resolved settings are read-only and take no field the table does not have."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
