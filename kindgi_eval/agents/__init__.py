@@ -1,4 +1,4 @@
-"""Everything that answers a turn: the name-to-agent table, the mock, litellm and HTTP agents, the guardrails, the custom handlers' sandbox. Imports rules, llm, prompts, inputs."""
+"""Everything that answers a turn: the agent a run's settings name (offline ones by table), the mock, litellm and HTTP agents, the guardrails, the custom handlers' sandbox. Imports rules, llm, prompts, inputs."""
 
 from kindgi_eval.agents.factory import checked_variants, deployment_settings, make_agent, make_contact, make_judge
 from kindgi_eval.agents.sandbox import Sandbox, make_sandbox

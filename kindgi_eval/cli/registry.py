@@ -172,7 +172,7 @@ def _folder_texts(folder: Path) -> dict[str, str]:
 @registry_errors
 def suites_list() -> None:
     """Every suite of your tenant with its latest version."""
-    from kindgi_eval.store import format_rows
+    from kindgi_eval.reports import format_rows
 
     rows = [(s.get("id"), s.get("version"), s.get("kind"), s.get("published_at")) for s in registry_client().suites()]
     click.echo(format_rows(["id", "version", "kind", "published_at"], rows, "table"), nl=False)
@@ -238,7 +238,7 @@ def catalogue_list(fmt: str) -> None:
     Example:
       kindgi-eval catalogue list
     """
-    from kindgi_eval.store import format_rows
+    from kindgi_eval.reports import format_rows
 
     rows = [(e.name, e.version, e.hash, e.published_at, e.description) for e in registry_client().catalogue_entries()]
     click.echo(format_rows(["name", "version", "sha256", "published_at", "description"], rows, fmt), nl=False)
@@ -426,7 +426,7 @@ def tokens_list(fmt: str) -> None:
     Example:
       kindgi-eval tokens list --format csv
     """
-    from kindgi_eval.store import format_rows
+    from kindgi_eval.reports import format_rows
 
     rows = [
         (t.id, t.tenant, t.name, t.scope, t.created_at, t.expires_at, t.last_used_at, t.revoked_at)

@@ -45,22 +45,8 @@ from kindgi_eval.rules import InputError, Problem, parse_model, run_failed
 # The agents, litellm, the registry, the store and Dagster are imported inside the commands, each once it is known to
 # be needed: seconds of start-up that `--help` and `validate` would otherwise pay.
 
-RUN_SETTINGS = (
-    "eval_dir",
-    "config_dir",
-    "agent_model",
-    "agent_url",
-    "gateway_url",
-    "judge_model",
-    "judge_batch",
-    "contact_model",
-    "max_latency_ms",
-    "concurrency",
-    "model_timeout_s",
-    "handler_timeout_s",
-    "handler_run_s",
-    "handler_memory_mib",
-)
+RUN_SETTINGS = tuple(SETTING)
+"""`run` takes every setting of the table as an option."""
 REPLAY_SETTINGS = (
     "eval_dir",
     "config_dir",
@@ -70,6 +56,7 @@ REPLAY_SETTINGS = (
     "concurrency",
     "model_timeout_s",
 )
+"""`replay` asks no agent and runs no handler: it takes the settings of the suite, the judge and its calls."""
 
 
 class Outputs(NamedTuple):
@@ -182,16 +169,12 @@ def run(
             runtime_home(), loaded.tenant.tenant, suite_id, version or None, "--suite", consumers(), client_from_env()
         )
         settings = settings.model_copy(update={"eval_dir": str(folder)})
-    suite = load_checked_suite(settings.eval_dir, loaded, models_of=kind_models)
-    from kindgi_eval.kinds import Pinning, Pins, hold_budget, kind_named
+    from kindgi_eval.steps import preflight
     from kindgi_eval.store import store_root
 
-    kind = kind_named(suite.kind)
-    kind.needs(suite, settings)  # a machine that lacks what the kind needs (a custom handler's sandbox) is exit 2 here
-    hold_budget(
-        kind, suite, judged=settings.judge_model is not None
-    )  # over the tenant's call budget: exit 2, nothing called
-    pins = kind.pins(Pinning(store_root(), loaded.tenant, suite, settings, Pins(), mock=mock))
+    # the suite checked, the kind's needs (a custom handler's sandbox) and the tenant's call budget held: exit 2 here,
+    # nothing called
+    suite, _, pins = preflight(settings, loaded, store_root(), mock=mock)
     variants = pins.variants
     if pins.note:
         click.echo(pins.note, err=True)

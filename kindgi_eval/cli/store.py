@@ -24,14 +24,37 @@ REPORT_HISTORY = 30
 """How many of the suite's runs, up to and including the reported one, the report's chart shows."""
 
 
-@click.command(short_help="Query the store with DuckDB.")
+def views_help() -> str:
+    """What `sql --help` says it queries: every view of the store (`store.view_names`), the kinds' own last, as the
+    installed kinds make them."""
+    from kindgi_eval.kinds import store_views
+    from kindgi_eval.store import view_names
+
+    views = store_views()
+    of_kinds = [k.view for k in views.kinds]
+    shared = [name for name in view_names(views) if name not in of_kinds]
+    return (
+        f"Query the store with DuckDB, through its views: {', '.join(shared)}. "
+        f"Each kind's runs, its figures as columns: {', '.join(of_kinds)}."
+    )
+
+
+class ViewsCommand(click.Command):
+    """A command whose help names the store's views where its text says `{views}`, built when the help is shown:
+    the table of kinds is imported then, not for every `kindgi-eval` start."""
+
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The help text with `{views}` replaced by `views_help()`."""
+        self.help = (self.help or "").replace("{views}", views_help())
+        super().format_help_text(ctx, formatter)
+
+
+@click.command(cls=ViewsCommand, short_help="Query the store with DuckDB.")
 @click.argument("query")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @input_errors
 def sql(query: str, fmt: str) -> None:
-    """Query the store with DuckDB, through its views: runs, run_metrics, cases, replies, turns, outcomes, judge_samples,
-    calibration, statuses, accuracy, custom, pairwise, regressions, review_queue, reviews. Each kind's runs, its figures
-    as columns: accuracy_runs, benchmark_runs, custom_runs, human_review_runs, pairwise_runs, regression_runs.
+    """{views}
 
     \b
     Example:
@@ -40,7 +63,8 @@ def sql(query: str, fmt: str) -> None:
     import duckdb
 
     from kindgi_eval.kinds import store_views
-    from kindgi_eval.store import connect, format_rows, store_root, view_names
+    from kindgi_eval.reports import format_rows
+    from kindgi_eval.store import connect, store_root, view_names
 
     views = store_views()
 
@@ -78,7 +102,8 @@ def runs(suite: str | None, limit: int, fmt: str) -> None:
       kindgi-eval runs --suite demo-academy.golden --limit 5 --format csv
     """
     from kindgi_eval.kinds import store_views
-    from kindgi_eval.store import format_rows, newest_runs, store_root
+    from kindgi_eval.reports import format_rows
+    from kindgi_eval.store import newest_runs, store_root
 
     listing = newest_runs(store_root(), store_views(), suite, limit)
     click.echo(format_rows(listing.columns, listing.rows, fmt), nl=False)

@@ -33,20 +33,17 @@ from kindgi_eval.defs.ui_metadata import (
 from kindgi_eval.inputs import (
     RunSettings,
     has_calibration_file,
-    load_checked_suite,
     load_suite,
     suite_key,
 )
 from kindgi_eval.kinds import (
     KindRows,
-    Pinning,
     StageInputs,
     SuiteKind,
     cases_of,
     figures_of,
     grade_replies,
     handler_of,
-    hold_budget,
     kind_named,
     kinds,
     models_of,
@@ -64,6 +61,7 @@ from kindgi_eval.steps import (
     contact_side,
     judged_rate_rows,
     outcome_rows,
+    preflight,
     run_row,
     sample_judge,
     status_rows,
@@ -120,7 +118,6 @@ def suite(
     _inputs(
         lambda: write_pinned_version(context.run.tags, loaded.tenant.tenant, settings.eval_dir)
     )  # a tick's registered version
-    parsed = _inputs(lambda: load_checked_suite(settings.eval_dir, loaded, models_of=models_of))
     key = suite_key(loaded.tenant.tenant, settings.eval_dir)
     if key != context.partition_key:
         raise dg.Failure(
@@ -129,15 +126,8 @@ def suite(
             "A tenants file entry's name must equal its tenant.toml's tenant."
         )
     tags = context.run.tags
-    pinning = Pinning(io_manager.root(), loaded.tenant, parsed, settings, pinned_by(tags), mock=None)
-    kind = kind_named(parsed.kind)
-    _inputs(
-        lambda: kind.needs(parsed, settings)
-    )  # a custom suite's handler runs only in a sandbox this machine can build
-    _inputs(
-        lambda: hold_budget(kind, parsed, judged=settings.judge_model is not None)
-    )  # before the agent is asked anything
-    pins = _inputs(lambda: kind.pins(pinning))
+    # checked before the agent is asked anything: the suite, its kind's needs (a custom handler's sandbox), the budget
+    parsed, kind, pins = _inputs(lambda: preflight(settings, loaded, io_manager.root(), pinned_by(tags)))
     resolved = resolved_tags(pins)
     if any(tags.get(tag) != value for tag, value in resolved.items()):
         context.instance.add_run_tags(

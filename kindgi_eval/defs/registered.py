@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from kindgi_eval.inputs import RunSettings, TenantSuite, suite_identity
+from kindgi_eval.inputs import RunSettings, TenantSuite
 from kindgi_eval.kinds import consumers
 from kindgi_eval.rules import InputError, Problem
+from kindgi_eval.steps import planned_suite
 from kindgi_eval.store import runtime_home
 
 REGISTERED_TAG = "kindgi/registered"
@@ -66,7 +67,7 @@ def planned_run(declared: TenantSuite) -> PlannedRun:
     the registered suite cannot be found, or the registry cannot be read."""
     if declared.registry is None:
         settings = declared.settings()
-        identity = suite_identity(settings.eval_dir)
+        identity = planned_suite(settings)  # the cheap part of the preflight: the run does the rest
         return PlannedRun(settings, identity.kind, identity.hash, {})
     from kindgi_eval.registry import RegistryUnreachable, client_from_env, version_folder, version_in_force
 

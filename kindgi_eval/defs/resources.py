@@ -10,41 +10,27 @@ from pydantic import PrivateAttr
 
 from kindgi_eval.agents import Sandbox, deployment_settings, make_agent, make_contact, make_judge, make_sandbox
 from kindgi_eval.defs.registered import suite_settings
-from kindgi_eval.inputs import SETTINGS, RunSettings, load_tenant, load_tenants
+from kindgi_eval.inputs import PER_TENANT, RunSettings, load_tenant, load_tenants, with_settings
 from kindgi_eval.rules import Agent, ContactModel, Judge
 
 SETTINGS_TAG = "kindgi/settings"
 """The run's settings as JSON, resolved where it started (the CLI, a schedule or sensor tick): used exactly as they are."""
-LAUNCHPAD_FIELDS = tuple(s.field for s in SETTINGS if s.per_tenant)
+LAUNCHPAD_FIELDS = tuple(s.field for s in PER_TENANT)
 """The settings a launchpad may set for a tenant suite's run (a replay sets judge_model); its folders come from the
 tenants file, so the suite and tenant folders are not among them."""
 
 
-class EvalSettings(dg.ConfigurableResource):
+class EvalSettings(with_settings(dg.ConfigurableResource, PER_TENANT, optional=True)):
     """Agent, judge and tuning of a run started from the launchpad, over its tenant suite's (KINDGI_TENANTS).
 
     Only what a user sets is config. A run started by the CLI, the schedule or the sensor carries its settings,
     resolved already, in its `kindgi/settings` tag: they are used exactly as they are, nothing set here changes them,
     and nothing is read from the environment again but where the run's model calls go (the gateway), which is the
     deployment's, never a tag's. A re-execution inherits its parent's tags, so its settings too.
+
+    Its fields are the settings a tenant may set (`Setting.per_tenant`), each unset by default, then `replay_from`.
     """
 
-    agent_model: str | None = None
-    """The agent as provider:model, instead of the tenant's (AGENT_MODEL)."""
-    agent_url: str | None = None
-    """An agent over HTTP, instead of the tenant's (AGENT_URL)."""
-    judge_model: str | None = None
-    """The judge as provider:model (EVAL_JUDGE_MODEL); a replay sets it to re-judge with another model."""
-    judge_batch: bool | None = None
-    """Whether the judge's requests go as one batch per stage through the provider's batch API (EVAL_JUDGE_BATCH)."""
-    contact_model: str | None = None
-    """The contact model that plays persona scenarios, as provider:model (EVAL_CONTACT_MODEL)."""
-    max_latency_ms: float | None = None
-    """The agent's deadline per case (EVAL_MAX_LATENCY_MS)."""
-    concurrency: int | None = None
-    """Model calls in flight at once (EVAL_CONCURRENCY)."""
-    model_timeout_s: float | None = None
-    """Seconds one model call, agent's or judge's, may take with its retries (EVAL_MODEL_TIMEOUT_S)."""
     replay_from: str | None = None
     """A replay (judge_samples and what follows, the replay_suite job): the run of this suite whose stored suite,
     replies and outcomes are re-judged. Unset: the latest run that had succeeded before this one started."""
@@ -77,7 +63,7 @@ class EvalSettings(dg.ConfigurableResource):
 
 class RunClients(dg.ConfigurableResource):
     """The outside systems a run calls: the agent, the judge and a custom suite's sandbox, each built by the
-    agents' name-to-agent table for the run's settings.
+    agents' `make_agent`, `make_judge`, `make_contact` and `make_sandbox` for the run's settings.
 
     The run's tenant.toml is read once: the first stage that needs it reads it, and every later stage of the run is
     given what that read found, so a run's stages never see two versions of the file. Under the in-process executor

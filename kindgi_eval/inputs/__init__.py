@@ -16,6 +16,7 @@ from kindgi_eval.inputs.review_file import (
 from kindgi_eval.inputs.settings import (
     DEFAULT_MODEL_TIMEOUT_S,
     GATEWAY_KEY,
+    PER_TENANT,
     SETTING,
     SETTINGS,
     RunSettings,
@@ -23,6 +24,7 @@ from kindgi_eval.inputs.settings import (
     deployment_gateway,
     resolve_settings,
     set_deployment_gateway,
+    with_settings,
 )
 from kindgi_eval.inputs.suite_folder import (
     CALIBRATION_FILE,
@@ -50,7 +52,7 @@ from kindgi_eval.inputs.suite_folder import (
     suite_key,
     tenant_names,
 )
-from kindgi_eval.inputs.tenant_file import load_tenant
+from kindgi_eval.inputs.tenant_file import LoadedTenant, load_tenant
 from kindgi_eval.inputs.tenant_limits import limits_of, tenants_limits
 from kindgi_eval.inputs.tenants_check import check_tenants
 from kindgi_eval.inputs.tenants_file import (
@@ -97,6 +99,7 @@ __all__ = [
     "REGISTRY_FILE",
     "RegisteredAs",
     "RunSettings",
+    "PER_TENANT",
     "SETTING",
     "SETTINGS",
     "SUITE_FILE_LIMIT",
@@ -119,6 +122,7 @@ __all__ = [
     "load_checked_suite",
     "load_suite",
     "load_tenant",
+    "LoadedTenant",
     "load_tenants",
     "manifest_of",
     "mib",
@@ -126,6 +130,7 @@ __all__ = [
     "registered_name",
     "registry_key",
     "resolve_settings",
+    "with_settings",
     "resumed_settings",
     "suite_identity",
     "suite_key",

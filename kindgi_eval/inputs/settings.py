@@ -1,7 +1,8 @@
 """Run settings: each flag overrides its environment variable, which overrides the default.
 
-`SETTINGS` is the one table of them; the command line's options, the Dagster resource and the tenants file
-take their names, variables, types, ranges, defaults and help from it. The environment is read once, by
+`SETTINGS` is the one table of them: a row per setting. The command line's options, the run's `RunSettings`, the
+tenants file's keys (`TenantEntry`) and the launchpad's resource (`EvalSettings`) are derived from it
+(`with_settings`), with their names, variables, types, ranges, defaults and help. The environment is read once, by
 `resolve_settings` at the edge (a command, a schedule tick, a sensor tick, a launchpad run), and the
 resolved `RunSettings` is what the run uses and records. Where a run's model calls go is the deployment's: the gateway
 is read from the environment of the process that runs them (`deployment_gateway`), which the command line sets from its
@@ -11,10 +12,10 @@ own flag (`set_deployment_gateway`). Reads a mapping, touches no file.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Mapping
-from typing import Literal, NamedTuple
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any, Literal, NamedTuple, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from kindgi_eval.rules import InputError, Problem, parse_model
 
@@ -34,6 +35,7 @@ GATEWAY_KEY = "KINDGI_GATEWAY_KEY"
 recorded with its run) and never a flag (a command line is visible to every user of the machine)."""
 
 ValueType = Literal["folder", "model", "url", "float", "int", "bool"]
+M = TypeVar("M", bound=BaseModel)
 
 
 class Setting(NamedTuple):
@@ -56,7 +58,10 @@ class Setting(NamedTuple):
     low_open: bool = False
     """True when `low` itself is not allowed (a positive number)."""
     per_tenant: bool = False
-    """True when a tenants-file entry and the launchpad may set it for a tenant suite's run."""
+    """True when a tenants-file entry (its key is the field) and the launchpad may set it for a tenant suite's run."""
+    tenant_env: bool = False
+    """True when a tenant suite's run reads its variable where the entry leaves it unset (a tenant's tuning, the
+    deployment's gateway); the others a tenant suite's run takes from its entry alone."""
 
     @property
     def flag(self) -> str:
@@ -101,6 +106,7 @@ SETTINGS: tuple[Setting, ...] = (
         "url",
         None,
         "A LiteLLM gateway every model call goes to, its key in KINDGI_GATEWAY_KEY; unset: litellm in this run.",
+        tenant_env=True,
     ),
     Setting(
         "judge_model",
@@ -117,6 +123,7 @@ SETTINGS: tuple[Setting, ...] = (
         False,
         "Send the judge's requests as one batch per stage through the provider's batch API, at its batch price.",
         per_tenant=True,
+        tenant_env=True,
     ),
     Setting(
         "contact_model",
@@ -135,6 +142,7 @@ SETTINGS: tuple[Setting, ...] = (
         low=0,
         low_open=True,
         per_tenant=True,
+        tenant_env=True,
     ),
     Setting(
         "concurrency",
@@ -145,6 +153,7 @@ SETTINGS: tuple[Setting, ...] = (
         low=1,
         high=1024,
         per_tenant=True,
+        tenant_env=True,
     ),
     Setting(
         "model_timeout_s",
@@ -155,6 +164,7 @@ SETTINGS: tuple[Setting, ...] = (
         low=0,
         low_open=True,
         per_tenant=True,
+        tenant_env=True,
     ),
     Setting(
         "handler_timeout_s",
@@ -189,42 +199,52 @@ ENV = {s.field: s.var for s in SETTINGS}
 """Field name -> environment variable."""
 
 
-class RunSettings(BaseModel):
-    """Everything a run is told from outside: where the suite and tenant live, which agent and judge."""
+_PYTHON_TYPES: dict[ValueType, type] = {
+    "folder": str,
+    "model": str,
+    "url": str,
+    "float": float,
+    "int": int,
+    "bool": bool,
+}
+
+
+def setting_fields(rows: Iterable[Setting], *, optional: bool) -> dict[str, Any]:
+    """The pydantic fields of `rows`, for `create_model`: each of its value's type, described by its help. A run's
+    settings (`optional` False) default to the table's default; a face that only overrides (the tenants file, the
+    launchpad: `optional` True) defaults to None, which leaves the setting to its variable and default."""
+    fields: dict[str, Any] = {}
+    for s in rows:
+        value = _PYTHON_TYPES[s.value_type]
+        unset = optional or s.default is None
+        fields[s.field] = (value | None if unset else value, Field(None if optional else s.default, description=s.help))
+    return fields
+
+
+def with_settings(base: type[M], rows: Iterable[Setting], *, optional: bool) -> type[M]:
+    """`base` with a field per row of `rows` after its own (`setting_fields`): how the run's settings, the tenants
+    file's entry and the launchpad's resource each take their setting fields from the one table."""
+    return create_model(  # type: ignore[call-overload]
+        f"{base.__name__}Settings", __base__=base, __module__=__name__, **setting_fields(rows, optional=optional)
+    )
+
+
+PER_TENANT = tuple(s for s in SETTINGS if s.per_tenant)
+"""The settings a tenants-file entry and the launchpad may set for a tenant suite's run."""
+READ_FOR_TENANTS = tuple(s.field for s in SETTINGS if s.tenant_env)
+"""The settings whose variables a tenant suite's run reads where its entry leaves them unset."""
+
+
+class _Resolved(BaseModel):
+    """Resolved settings are read-only and take no field the table does not have."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    eval_dir: str = DEFAULT_EVAL_DIR
-    """Suite folder holding cases.jsonl and, optionally, calibration.jsonl."""
-    config_dir: str | None = None
-    """Tenant configuration folder; None means the packaged demo tenant."""
-    agent_model: str | None = None
-    """The agent as provider:model; `mock:agent` is the offline demo agent. None when agent_url is the agent."""
-    agent_url: str | None = None
-    """An agent served over HTTP; when set, it is the agent and agent_model is None."""
-    gateway_url: str | None = None
-    """A LiteLLM gateway every model call goes to (its key is a credential, read where the call is prepared:
-    `GATEWAY_KEY`); None means litellm in the run's own processes."""
-    judge_model: str | None = None
-    """The judge as provider:model; None means no judge."""
-    judge_batch: bool = False
-    """Whether the judge's requests go as one batch per stage through the provider's batch API (`llm.batch`), at its
-    batch price, instead of one call each."""
-    contact_model: str | None = None
-    """The contact model that plays persona scenarios, as provider:model; None means none (a persona scenario is then
-    an input error)."""
-    max_latency_ms: float = DEFAULT_MAX_LATENCY_MS
-    """The agent's deadline per case."""
-    concurrency: int = DEFAULT_CONCURRENCY
-    """Model calls in flight at once."""
-    model_timeout_s: float = DEFAULT_MODEL_TIMEOUT_S
-    """How long one model call, the agent's or the judge's, may take with its retries."""
-    handler_timeout_s: float = DEFAULT_HANDLER_TIMEOUT_S
-    """How long a custom suite's handler may run on one reply before it is killed."""
-    handler_run_s: float = DEFAULT_HANDLER_RUN_S
-    """How long a custom suite's handler may run over all of one run's replies; a case not graded by then is an error."""
-    handler_memory_mib: int = DEFAULT_HANDLER_MEMORY_MIB
-    """The address space a custom suite's handler may use (RLIMIT_AS), in MiB."""
+
+class RunSettings(with_settings(_Resolved, SETTINGS, optional=False)):
+    """Everything a run is told from outside: where the suite and tenant live, which agent and judge, its limits; one
+    field per row of `SETTINGS`. An agent URL, when there is one, is the agent and agent_model is None; a gateway's
+    key is a credential, read where a call is prepared (`GATEWAY_KEY`), never a setting."""
 
     @property
     def agent_name(self) -> str | None:

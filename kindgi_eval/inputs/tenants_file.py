@@ -47,8 +47,11 @@ from kindgi_eval.inputs.golden import default_eval_dir
 from kindgi_eval.inputs.settings import (
     ENV,
     MOCK_AGENT,
+    PER_TENANT,
+    READ_FOR_TENANTS,
     RunSettings,
     resolve_settings,
+    with_settings,
 )
 from kindgi_eval.inputs.suite_folder import registered_name, registry_key, suite_key
 from kindgi_eval.inputs.tenant_file import field_lines
@@ -65,10 +68,6 @@ from kindgi_eval.rules import (
 
 DEMO_TENANT = "demo-academy"
 """The fictional demo tenant, whose configuration ships inside the package."""
-TUNING = ("max_latency_ms", "concurrency", "model_timeout_s", "judge_batch")
-"""Settings a tenant may set for itself, falling back to their environment variables, then the defaults."""
-DEPLOYMENT = ("gateway_url",)
-"""Settings of the deployment, not of a tenant: read from its environment for every tenant's run."""
 
 TAG_TENANT = "kindgi/tenant"
 TAG_SUITE = "kindgi/suite"
@@ -123,8 +122,8 @@ AlertKind = Literal["new_failures", "pass_rate_drop", "judge_not_counted", "run_
 """A kind of finding a tenant's webhooks may be sent (every one that says something got worse)."""
 
 
-class TenantEntry(BaseModel):
-    """One `[[tenant]]` table as written in the tenants file."""
+class _EntryHead(BaseModel):
+    """What a `[[tenant]]` table names before its settings: the tenant, its folders and its suites."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -140,24 +139,14 @@ class TenantEntry(BaseModel):
     """A suite registered in the suite registry (its id), evaluated as the partition `<name>.<id without "<name>.">`."""
     version: str | None = None
     """The registered suite's version to evaluate; unset: the latest when each run starts."""
-    agent_model: str | None = None
-    """The agent as provider:model."""
-    agent_url: str | None = None
-    """An agent served over HTTP."""
-    judge_model: str | None = None
-    """The judge as provider:model; unset means no judge."""
-    judge_batch: bool | None = None
-    """Whether its judge's requests go as one batch per stage through the provider's batch API; unset:
-    EVAL_JUDGE_BATCH, else off."""
-    contact_model: str | None = None
-    """The contact model that plays its persona scenarios, as provider:model; unset: EVAL_CONTACT_MODEL is not read,
-    and a persona scenario of its suites is an error."""
-    max_latency_ms: float | None = None
-    """The agent's deadline per case; unset: EVAL_MAX_LATENCY_MS, else the default."""
-    concurrency: int | None = None
-    """Model calls in flight at once within one run; unset: EVAL_CONCURRENCY, else the default."""
-    model_timeout_s: float | None = None
-    """Seconds one model call may take, retries included; unset: EVAL_MODEL_TIMEOUT_S, else the default."""
+
+
+class TenantEntry(with_settings(_EntryHead, PER_TENANT, optional=True)):
+    """One `[[tenant]]` table as written in the tenants file: its tenant and folders, a key per setting a tenant may
+    set (`Setting.per_tenant`; unset: its variable where the table reads one, else its default), and then what else
+    a tenant declares.
+    """
+
     agents: dict[str, DeclaredAgent] = Field(default_factory=dict)
     """Agents a pairwise suite of this tenant may compare, by id."""
     limits: SuiteLimits = DEFAULT_LIMITS
@@ -209,7 +198,7 @@ class TenantSuite(NamedTuple):
         if "agent_model" in overrides and "agent_url" not in overrides:
             flags["agent_url"] = None  # a launchpad's agent model replaces the entry's URL, which would win
         flags.update(overrides)
-        return resolve_settings(flags, environ, read_env=(*TUNING, *DEPLOYMENT))
+        return resolve_settings(flags, environ, read_env=READ_FOR_TENANTS)
 
     def tags(self) -> dict[str, str]:
         """The run tags of this suite's runs: tenant, suite and the providers its agent and judge call."""

@@ -1,4 +1,4 @@
-"""What a person reads of stored runs: the run report, the JSON summary, JUnit XML, run diffs. Imports rules, store."""
+"""What a person reads of stored runs: the run report, the JSON summary, JUnit XML, run diffs, query rows as text. Imports rules, store."""
 
 from kindgi_eval.reports.diff import StoredRun, diff_runs, got_worse, latest_pair, matching_run_ids, render_diff
 from kindgi_eval.reports.html_report import RunPage, render_html
@@ -22,6 +22,7 @@ from kindgi_eval.reports.night import (
 )
 from kindgi_eval.reports.reading import pass_rate, run_result
 from kindgi_eval.reports.review_export import review_csv, review_jsonl
+from kindgi_eval.reports.rows_text import format_rows
 from kindgi_eval.reports.run_report import case_marks, first_error_lines, kind_lines, render, summary_json
 from kindgi_eval.reports.verdict_markdown import escape_md, verdicts_markdown
 
@@ -51,6 +52,7 @@ __all__ = [
     "summary_json",
     "verdicts_markdown",
     "first_error_lines",
+    "format_rows",
     "Night",
     "SuiteBlock",
     "TenantNight",

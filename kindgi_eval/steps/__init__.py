@@ -4,6 +4,7 @@ from kindgi_eval.steps.agent_replies import FRESH_CONTACT_TAG, agent_calls_saved
 from kindgi_eval.steps.calibration import calibration_rows
 from kindgi_eval.steps.judge_samples import BatchSetup, sample_judge, sample_key
 from kindgi_eval.steps.outcomes import outcome_rows
+from kindgi_eval.steps.preflight import Preflight, planned_suite, preflight
 from kindgi_eval.steps.run_metrics import (
     JUDGED_FAIL_RATE,
     JUDGED_FAIL_RATE_CORRECTED,
@@ -35,4 +36,7 @@ __all__ = [
     "contact_side",
     "agent_calls_saved",
     "recorded_key",
+    "Preflight",
+    "planned_suite",
+    "preflight",
 ]

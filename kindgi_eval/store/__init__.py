@@ -68,7 +68,7 @@ from kindgi_eval.store.rows import (
     params_json,
 )
 from kindgi_eval.store.run_ends import record_run_end, remove_run_ends
-from kindgi_eval.store.views import Views, connect, export_database, format_rows, view_names
+from kindgi_eval.store.views import Views, connect, export_database, view_names
 
 __all__ = [
     "RUN_COLUMNS",
@@ -107,7 +107,6 @@ __all__ = [
     "export_database",
     "find_run_areas",
     "find_table",
-    "format_rows",
     "view_names",
     "killed_run",
     "from_table",

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from kindgi_eval.kinds import count, estimate, store_views, stored_result, stored_tables
+from kindgi_eval.reports import format_rows
 from kindgi_eval.rules import wilson
 from kindgi_eval.store import (
     SHARED,
@@ -20,7 +21,6 @@ from kindgi_eval.store import (
     SuiteRow,
     compact,
     connect,
-    format_rows,
     params_json,
     read_rows,
     table_path,

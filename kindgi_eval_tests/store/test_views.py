@@ -8,9 +8,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import unicodedata
 
-from kindgi_eval.store.views import TABLE_COLUMN_WIDTH, format_rows
+from kindgi_eval.kinds import store_views
+from kindgi_eval.reports.rows_text import TABLE_COLUMN_WIDTH, format_rows
+from kindgi_eval.store import view_names
 from kindgi_eval_tests.conftest import run_cli
 
 
@@ -21,6 +24,16 @@ def display_width(line: str) -> int:
 
 def no_constants(name: str) -> object:
     raise ValueError(f"{name} is not JSON")  # json.loads would otherwise accept NaN and Infinity
+
+
+def test_the_help_names_every_view_the_store_defines(home) -> None:
+    # The help is built from the views: a view a kind or the store adds is named without a word of help written.
+    result = run_cli("sql", "--help")
+    assert result.code == 0, result.err
+    named = set(re.findall(r"\w+", result.out))
+    views = view_names(store_views())
+    assert len(views) > 15 and not [v for v in views if v not in named]
+    assert "{views}" not in result.out
 
 
 def test_a_query_error_keeps_duckdbs_hint_and_pointer(home) -> None:
