@@ -44,7 +44,7 @@ class Setting(NamedTuple):
     field: str
     """The RunSettings field, the resource's config field and the tenants-file key."""
     var: str
-    """The environment variable, as DESIGN.md names it."""
+    """The environment variable that sets it (docs/running.md#settings lists them all)."""
     value_type: ValueType
     """What a value must be: a folder, a `provider:model` name, an http(s) URL, a number, or true or false."""
     default: str | float | int | None

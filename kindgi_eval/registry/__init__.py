@@ -1,5 +1,4 @@
-"""The suite registry (`/v1/eval-suites`, docs/design.md#the-suite-registry), given the consumers of the kinds it takes;
-imports rules and inputs."""
+"""The suite registry (`/v1/eval-suites`), given the consumers of the kinds it takes; imports rules and inputs."""
 
 from importlib import import_module
 from typing import Any
