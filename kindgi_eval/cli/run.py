@@ -187,11 +187,12 @@ def run(
     from kindgi_eval.store import store_root
 
     kind = kind_named(suite.kind)
-    kind.needs(suite, settings)  # a machine that lacks what the kind needs (a custom handler's sandbox) is exit 2 here
+    # a machine that lacks what the kind needs (a custom handler's sandbox) is exit 2 here
+    kind.start.needs(suite, settings)
     hold_budget(
         kind, suite, judged=settings.judge_model is not None
     )  # over the tenant's call budget: exit 2, nothing called
-    pins = kind.pins(Pinning(store_root(), loaded.tenant, suite, settings, Pins(), mock=mock))
+    pins = kind.start.pins(Pinning(store_root(), loaded.tenant, suite, settings, Pins(), mock=mock))
     variants = pins.variants
     if pins.note:
         click.echo(pins.note, err=True)
@@ -493,7 +494,9 @@ def _report(home: Path, key: str, run_id: str, outputs: Outputs, made: Mapping[s
     exported.result()
     exporting.shutdown()
     return (
-        EXIT_FAILED if run_failed((s.status for s in statuses), kind_named(run.suite_kind).failed(result)) else EXIT_OK
+        EXIT_FAILED
+        if run_failed((s.status for s in statuses), kind_named(run.suite_kind).report.failed(result))
+        else EXIT_OK
     )
 
 

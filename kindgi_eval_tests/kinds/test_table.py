@@ -65,10 +65,10 @@ def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[calla
 
 
 TOY = """
-from kindgi_eval.kinds import SuiteKind
+from kindgi_eval.kinds import Reporting, SuiteKind
 
-KIND = SuiteKind(name="toy", enters_funnel=False, lines=lambda result: [f"Toy: {result.run.cases} cases seen"],
-                 summary=lambda result: {"toy": {"seen": result.run.cases}})
+KIND = SuiteKind(name="toy", report=Reporting(enters_funnel=False, lines=lambda result: [f"Toy: {result.run.cases} cases seen"],
+                 summary=lambda result: {"toy": {"seen": result.run.cases}}))
 """
 
 
@@ -103,7 +103,7 @@ def toy_suite(folder: Path, cases: int) -> tuple[Path, list[str]]:
 
 
 TOY_WITH_FIGURES = """
-from kindgi_eval.kinds import SuiteKind, count, estimate
+from kindgi_eval.kinds import Reporting, SuiteKind, count, estimate
 from kindgi_eval.rules import wilson
 from kindgi_eval.store import FigureColumn
 
@@ -120,13 +120,15 @@ def _lines(result):
 
 KIND = SuiteKind(
     name="toy",
-    enters_funnel=False,
-    metrics=_metrics,
-    params=lambda suite: {"flavour": "plain"},
-    figures=(FigureColumn("flavour", "VARCHAR"), FigureColumn("answered", "BIGINT", "answered"),
-             FigureColumn("answer_rate", "DOUBLE", "answer_rate"), FigureColumn("answer_rate_low", "DOUBLE", "answer_rate", "low")),
-    lines=_lines,
-    summary=lambda result: {"toy": dict(result.figures)},
+    report=Reporting(
+        enters_funnel=False,
+        metrics=_metrics,
+        params=lambda suite: {"flavour": "plain"},
+        figures=(FigureColumn("flavour", "VARCHAR"), FigureColumn("answered", "BIGINT", "answered"),
+                 FigureColumn("answer_rate", "DOUBLE", "answer_rate"), FigureColumn("answer_rate_low", "DOUBLE", "answer_rate", "low")),
+        lines=_lines,
+        summary=lambda result: {"toy": dict(result.figures)},
+    ),
 )
 """
 
@@ -160,7 +162,7 @@ def test_a_kind_defined_here_runs_the_chain_and_its_figures_reach_runs_the_repor
 
 
 TOY_WITH_STAGE = '''
-from kindgi_eval.kinds import Stage, SuiteKind, count
+from kindgi_eval.kinds import Reporting, Stage, SuiteKind, count
 from kindgi_eval.store import FigureColumn, StoredRow
 
 
@@ -176,11 +178,13 @@ def _lengths(given):
 
 KIND = SuiteKind(
     name="toy",
-    enters_funnel=False,
     stage=Stage("toy_lengths", LengthRow, _lengths),
-    metrics=lambda rows: [count("longest_reply", max(r.characters for r in rows.own))],
-    figures=(FigureColumn("longest_reply", "BIGINT", "longest_reply"),),
-    lines=lambda result: [f"Toy: the longest reply was {result.figures['longest_reply']} characters"],
+    report=Reporting(
+        enters_funnel=False,
+        metrics=lambda rows: [count("longest_reply", max(r.characters for r in rows.own))],
+        figures=(FigureColumn("longest_reply", "BIGINT", "longest_reply"),),
+        lines=lambda result: [f"Toy: the longest reply was {result.figures['longest_reply']} characters"],
+    ),
 )
 '''
 
@@ -207,7 +211,7 @@ def test_a_kind_that_reads_a_figure_it_never_declared_fails_the_run_naming_the_f
     installed, home, tmp_path: Path
 ) -> None:
     undeclared = TOY_WITH_STAGE.replace(
-        '    figures=(FigureColumn("longest_reply", "BIGINT", "longest_reply"),),\n', ""
+        '        figures=(FigureColumn("longest_reply", "BIGINT", "longest_reply"),),\n', ""
     )
     assert undeclared != TOY_WITH_STAGE
     installed("toy_undeclared", undeclared, "toy = toy_undeclared:KIND")
@@ -220,7 +224,7 @@ def test_a_kind_that_reads_a_figure_it_never_declared_fails_the_run_naming_the_f
 
 
 TOY_WITH_ITEMS = """
-from kindgi_eval.kinds import SuiteKind
+from kindgi_eval.kinds import Reading, Reporting, SuiteKind
 from kindgi_eval.rules import Case
 
 
@@ -228,7 +232,7 @@ class ToyCase(Case):
     flavour: str
 
 
-KIND = SuiteKind(name="toy", case_model=ToyCase, enters_funnel=False)
+KIND = SuiteKind(name="toy", reading=Reading(case_model=ToyCase), report=Reporting(enters_funnel=False))
 """
 
 
@@ -279,7 +283,7 @@ def test_validate_of_a_folder_of_one_s_own_imports_no_kind() -> None:
 
 TOY_WITH_FILES = """
 from kindgi_eval.inputs import KindFile
-from kindgi_eval.kinds import SuiteKind
+from kindgi_eval.kinds import Reading, Reporting, RunStart, SuiteKind
 from kindgi_eval.rules import InputError, Problem
 
 
@@ -296,7 +300,7 @@ def _needs(suite, settings):
         raise InputError([Problem("colour.txt", None, None, "an invisible toy needs a machine that can see it")])
 
 
-KIND = SuiteKind(name="toy", files=_colour, needs=_needs, enters_funnel=False)
+KIND = SuiteKind(name="toy", reading=Reading(files=_colour), start=RunStart(needs=_needs), report=Reporting(enters_funnel=False))
 """
 
 

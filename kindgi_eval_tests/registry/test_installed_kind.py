@@ -21,7 +21,7 @@ from kindgi_eval.kinds import GROUP
 from kindgi_eval_tests.conftest import CLI, REPO, run_cli
 
 QUIZ = """
-from kindgi_eval.kinds import SuiteKind, count
+from kindgi_eval.kinds import Reporting, SuiteKind, count
 from kindgi_eval.registry import Consumer, FolderContent, jsonl
 from kindgi_eval.store import FigureColumn
 
@@ -46,10 +46,12 @@ def _metrics(rows):
 KIND = SuiteKind(
     name="quiz",
     consumer=Consumer("quiz", _check, "kindgi-eval run", _folder),
-    enters_funnel=False,
-    metrics=_metrics,
-    figures=(FigureColumn("questions_answered", "BIGINT", "questions_answered"),),
-    lines=lambda result: [f"Quiz: {result.figures['questions_answered']} questions answered"],
+    report=Reporting(
+        enters_funnel=False,
+        metrics=_metrics,
+        figures=(FigureColumn("questions_answered", "BIGINT", "questions_answered"),),
+        lines=lambda result: [f"Quiz: {result.figures['questions_answered']} questions answered"],
+    ),
 )
 """
 
