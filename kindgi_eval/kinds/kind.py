@@ -1,4 +1,5 @@
-"""What a suite kind is to the shared chain and its reports: one record of the kind's own functions. Pure."""
+"""What a suite kind is to the shared chain and its reports: one record of the kind's own functions, in a few groups
+whose fields default to what a conversation suite does. Pure."""
 
 from __future__ import annotations
 
