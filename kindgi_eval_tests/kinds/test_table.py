@@ -22,7 +22,6 @@ from kindgi_eval.steps.suite import suite_rows
 from kindgi_eval_tests.conftest import REPO, run_cli
 from kindgi_eval_tests.reports.test_run_report import run_row
 
-
 BUILT_IN = {"accuracy", "benchmark", "conversation", "custom", "human-review", "pairwise", "regression"}
 
 
