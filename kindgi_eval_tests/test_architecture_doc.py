@@ -45,10 +45,13 @@ def module_names(path: Path) -> set[str]:
 
 
 def resolve(span: str, folder: Path | None) -> list[Path]:
-    """Where a path of the section may be: under the package, the repository, or (a bare file name) anywhere under
-    the last folder the same item named."""
-    if "/" not in span.rstrip("/") and not span.endswith("/") and folder is not None:
-        return sorted(folder.rglob(span))
+    """Where a path of the section may be: under the package, the repository, or (a bare file or folder name)
+    anywhere under the last folder the same item named."""
+    name = span.rstrip("/")
+    if "/" not in name and folder is not None:
+        near = sorted(p for p in folder.rglob(name) if p.is_dir() == span.endswith("/"))
+        if near or not span.endswith("/"):
+            return near
     return [p for p in (PACKAGE / span, REPO / span) if p.exists()]
 
 
@@ -87,7 +90,14 @@ def test_every_path_and_table_the_section_names_exists() -> None:
     found = {item.split(":", 1)[0]: problems_of(item) for item in items}
     assert not {where: problems for where, (problems, _) in found.items() if problems}
     # each kind of change the page promises is there, and was checked for something
-    for change in ("a new assertion", "a new setting", "a new view", "a new command", "a new agent transport"):
+    for change in (
+        "a new assertion",
+        "a new setting",
+        "a new view",
+        "a new command",
+        "a new agent transport",
+        "a new kind of suite",
+    ):
         assert any(where.startswith(change) and checked >= 3 for where, (_, checked) in found.items()), change
 
 

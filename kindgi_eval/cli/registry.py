@@ -149,7 +149,8 @@ def _against_tenant(suite, folder: Path | None, config_dir: str) -> None:
         )
     if folder is not None:
         load_checked_suite(folder, loaded, models_of=kind_models)
-    elif kind_named(suite.kind).case_model is Case and isinstance(suite.spec.get("cases"), list):  # conversation cases
+    elif kind_named(suite.kind).reading.case_model is Case and isinstance(suite.spec.get("cases"), list):
+        # conversation cases
         spec = suite.spec
         checked = check_suite_items(
             spec["cases"], spec.get("calibration") or [], f"{suite.id}@{suite.version}: spec", tenant_names(loaded)

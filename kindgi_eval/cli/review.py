@@ -44,7 +44,7 @@ def _human_review_run(root, run_id: str):
 
     (ref,) = runs_named(root, {"RUN_ID": run_id})
     (run,) = read_rows(root, SHARED.run_summary, ref.partition, ref.run_id)
-    if not kind_named(run.suite_kind).reviewed_by_people:
+    if not kind_named(run.suite_kind).checking.reviewed_by_people:
         raise InputError(
             [
                 Problem(

@@ -476,7 +476,9 @@ def _report(home: Path, key: str, run_id: str, outputs: Outputs, made: Mapping[s
     exported.result()
     exporting.shutdown()
     return (
-        EXIT_FAILED if run_failed((s.status for s in statuses), kind_named(run.suite_kind).failed(result)) else EXIT_OK
+        EXIT_FAILED
+        if run_failed((s.status for s in statuses), kind_named(run.suite_kind).report.failed(result))
+        else EXIT_OK
     )
 
 

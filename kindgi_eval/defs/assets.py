@@ -9,7 +9,6 @@ the tenant configuration the run read once.
 """
 
 import inspect
-import os
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -38,12 +37,12 @@ from kindgi_eval.inputs import (
 )
 from kindgi_eval.kinds import (
     KindRows,
+    RepliesGiven,
+    ReplyChecks,
     StageInputs,
     SuiteKind,
     cases_of,
     figures_of,
-    grade_replies,
-    handler_of,
     kind_named,
     kinds,
     models_of,
@@ -143,7 +142,7 @@ def suite(
             **({"baseline_run": pins.baseline} if pins.baseline else {}),
         }
     )
-    return suite_rows(parsed, loaded.tenant.tenant, loaded.hash, kind.stored_params(parsed, pins))
+    return suite_rows(parsed, loaded.tenant.tenant, loaded.hash, kind.start.stored_params(parsed, pins))
 
 
 @dg.asset(**chain_asset("agent_replies"))
@@ -162,7 +161,7 @@ def agent_replies(
     settings = _settings(context, eval_settings)
     agents = [
         (_inputs(lambda s=s: clients.agent(s)), rows)
-        for s, rows in kind_named(suite[0].suite_kind).askings(settings, suite)
+        for s, rows in kind_named(suite[0].suite_kind).checking.askings(settings, suite)
     ]
     improvised = any(s.moves is None for s in scenarios_of(suite))
     model = _inputs(lambda: clients.contact(settings, needed=improvised))
@@ -212,40 +211,31 @@ def outcomes(
     eval_settings: EvalSettings,
     clients: RunClients,
 ) -> list[OutcomeRow]:
-    """Every deterministic assertion of every case: which held, which failed and why (spec 009).
+    """Every deterministic assertion of every case: which held, which failed and why (docs/design.md#assertions).
 
-    A custom suite's handler runs here, on every reply, each call in its own sandbox, since its verdict is each
-    case's check (`custom_handler`, or `handler_error` when it gave no valid verdict, never a pass).
+    A kind with its own check of every reply runs it here, its outcomes joining each case's (a custom suite's
+    handler, each call in its own sandbox: `custom_handler`, or `handler_error` when it gave no valid verdict).
     Query: `kindgi-eval sql "SELECT case_id, assertion, detail FROM outcomes WHERE NOT held"`.
     """
     settings = _settings(context, eval_settings)
-    cases, handler = cases_of(suite), handler_of(suite)
-    handled = None
-    if handler is not None:
-        workers = min(
-            settings.concurrency, os.cpu_count() or 1
-        )  # each sandbox may take a core for its whole time limit
-        with _inputs(
-            lambda: clients.sandbox(settings)
-        ) as sandbox:  # the run's group over its calls, removed after them
-            handled = grade_replies(
-                sandbox.run, handler, cases, agent_replies, concurrency=workers, budget_s=settings.handler_run_s
-            )
+    cases, checking = cases_of(suite), kind_named(suite[0].suite_kind).checking
+    checked = (
+        checking.replies(
+            RepliesGiven(suite, cases, agent_replies, settings, lambda: _inputs(lambda: clients.sandbox(settings)))
+        )
+        if checking.replies is not None
+        else ReplyChecks({})
+    )
     rows = outcome_rows(
         cases,
         agent_replies,
         settings.max_latency_ms,
-        handled,
-        assertions=kind_named(suite[0].suite_kind).assertions,
+        checked.outcomes,
+        assertions=checking.assertions,
         scenarios=scenarios_of(suite),
     )
     context.add_output_metadata(
-        {"assertions": len(rows), "failed_assertions": sum(not r.held for r in rows)}
-        | (
-            {"handler": handler.name, "handler_errors": sum(v.verdict == "error" for v in handled.values())}
-            if handler and handled is not None
-            else {}
-        )
+        {"assertions": len(rows), "failed_assertions": sum(not r.held for r in rows)} | dict(checked.about)
     )
     return rows
 
@@ -311,7 +301,7 @@ def calibration(
     """
     settings = _settings(context, eval_settings)
     file = "empty" if has_calibration_file(settings.eval_dir) else "absent"  # what a run without samples had
-    rows = calibration_rows(settings.judge_model, judge_samples, file, kind_named(suite[0].suite_kind).groups)
+    rows = calibration_rows(settings.judge_model, judge_samples, file, kind_named(suite[0].suite_kind).checking.groups)
     yield dg.Output(rows, metadata=calibration_metadata(rows) if rows else {"judge": "none", "calibrated_groups": 0})
     yield from calibration_checks(rows)
 
@@ -429,7 +419,7 @@ def run_metrics(
     own = (
         io_manager.upstream(context, kind.stage.table) if kind.stage else ()
     )  # a run of one kind starts no other's stage
-    return [*kind.metrics(KindRows(suite, agent_replies, own)), *judged_rate_rows(statuses, calibration)]
+    return [*kind.report.metrics(KindRows(suite, agent_replies, own)), *judged_rate_rows(statuses, calibration)]
 
 
 @dg.asset(**chain_asset("run_summary"))
@@ -525,7 +515,7 @@ def _manifest(context: dg.AssetExecutionContext, settings: RunSettings, clients:
 def _figures(kind: SuiteKind, suite: list[SuiteRow], rows: KindRows) -> dict[str, object]:
     """A kind's figures and parameters as its stage's metadata, under the names of its view's columns (the figures it
     has no value for left out), so they plot night over night."""
-    figures = figures_of(kind, kind.metrics(rows), kind.params(suite))
+    figures = figures_of(kind, kind.report.metrics(rows), kind.report.params(suite))
     return {name: value for name, value in figures.items() if value is not None}
 
 

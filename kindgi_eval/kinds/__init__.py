@@ -1,18 +1,24 @@
 """Each suite kind's own code, one folder per kind, and the table of installed kinds. Imports the folders below it."""
 
 from kindgi_eval.kinds.budget import hold_budget, run_calls
-from kindgi_eval.kinds.custom import grade_replies, handler_of
+from kindgi_eval.kinds.custom import grade_replies
 from kindgi_eval.kinds.figures import count, estimate, figures_of, own_rows, result_of, store_views, stored_result
 from kindgi_eval.kinds.human_review import QueueRow, promoted_items, queue_rows, summarize_queue
 from kindgi_eval.kinds.human_review.check import promotion
 from kindgi_eval.kinds.kind import (
     JUDGE_USD,
     Assertions,
+    Checking,
     Items,
     KindResult,
     KindRows,
     Pinning,
     Pins,
+    Reading,
+    RepliesGiven,
+    ReplyChecks,
+    Reporting,
+    RunStart,
     Stage,
     StageInputs,
     Starter,
@@ -34,6 +40,7 @@ from kindgi_eval.kinds.table import (
 
 __all__ = [
     "Assertions",
+    "Checking",
     "GROUP",
     "Items",
     "JUDGE_USD",
@@ -43,6 +50,11 @@ __all__ = [
     "Pinning",
     "Pins",
     "QueueRow",
+    "Reading",
+    "RepliesGiven",
+    "ReplyChecks",
+    "Reporting",
+    "RunStart",
     "Stage",
     "StageInputs",
     "Starter",
@@ -54,7 +66,6 @@ __all__ = [
     "estimate",
     "figures_of",
     "grade_replies",
-    "handler_of",
     "hold_budget",
     "run_calls",
     "judge_pairwise",

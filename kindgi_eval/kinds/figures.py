@@ -39,7 +39,7 @@ def figures_of(kind: SuiteKind, metrics: Sequence[MetricRow], params: Mapping[st
     """The kind's figures and parameters by the names of its view's columns, typed as those columns are."""
     by_name = {m.name: m for m in metrics}
     figures: dict[str, object] = {}
-    for column in kind.figures:
+    for column in kind.report.figures:
         if column.metric is None:
             figures[column.name] = params.get(column.name)
             continue
@@ -72,7 +72,7 @@ def stored_result(root: StorePath, partition: str, run_id: str) -> KindResult:
     (row,) = stored.to_pylist()
     run = RunRow.model_validate({name: value for name, value in row.items() if name in RunRow.model_fields})
     if run.params is None:
-        return KindResult(run, {c.name: row.get(c.name) for c in kind_named(run.suite_kind).figures})
+        return KindResult(run, {c.name: row.get(c.name) for c in kind_named(run.suite_kind).report.figures})
     metrics = read_stored(root, SHARED.run_metrics, partition, run_id)
     return result_of(run, [] if metrics is None else from_table(metrics, MetricRow))
 
@@ -87,5 +87,6 @@ def store_views() -> Views:
     """What `kindgi-eval sql` can query of a store with the installed kinds: every table, and the view of every kind
     that has figures or parameters of its own."""
     return Views(
-        stored_tables(), [KindView(name, kind.figures) for name, kind in sorted(kinds().items()) if kind.figures]
+        stored_tables(),
+        [KindView(name, kind.report.figures) for name, kind in sorted(kinds().items()) if kind.report.figures],
     )

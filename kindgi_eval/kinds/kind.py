@@ -1,4 +1,5 @@
-"""What a suite kind is to the shared chain and its reports: one record of the kind's own functions. Pure."""
+"""What a suite kind is to the shared chain and its reports: one record of the kind's own functions, in a few groups
+whose fields default to what a conversation suite does. Pure."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import NamedTuple, Protocol
 
 from pydantic import BaseModel
 
+from kindgi_eval.agents import Sandbox
 from kindgi_eval.inputs import KindFilesReader, RunSettings, Suite
 from kindgi_eval.registry import Consumer
 from kindgi_eval.rules import (
@@ -199,12 +201,32 @@ def _needs_nothing(suite: Suite, settings: RunSettings) -> None:
     return None
 
 
-@dataclass(frozen=True)
-class SuiteKind:
-    """One kind of suite: its name, its items, and what it adds to a run. A kind that adds nothing keeps the defaults."""
+class RepliesGiven(NamedTuple):
+    """What a kind's check of every reply is given in the `outcomes` stage: the stored suite, its cases, the agent's
+    replies, the run's settings, and a way to open the run's sandbox."""
 
-    name: str
-    """The kind as the registry and `runs.suite_kind` spell it: `conversation`, `human-review`, …"""
+    suite: Sequence[SuiteRow]
+    cases: Sequence[Case]
+    replies: Sequence[ReplyRow]
+    settings: RunSettings
+    sandbox: Callable[[], Sandbox]
+    """Opens a sandbox with the run's limits, to use as a context manager (removed after); InputError when this
+    machine has none."""
+
+
+class ReplyChecks(NamedTuple):
+    """What a kind's check of every reply adds to the `outcomes` stage."""
+
+    outcomes: Mapping[str, Sequence[OutcomeRow]]
+    """The outcomes it adds, by case id, each case's after its assertions; a case not named gets none."""
+    about: Mapping[str, object] = {}
+    """What the `outcomes` asset's metadata shows of them."""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a suite of the kind holds and how its folder is read."""
+
     case_model: type[Case] = Case
     """What its suite's cases are read as, from its folder and from the stored suite."""
     calibration_model: type[BaseModel] = CalibrationItem
@@ -212,35 +234,51 @@ class SuiteKind:
     files: KindFilesReader | None = None
     """What it reads from files of its own beside the cases, in a folder the registry wrote (a custom suite's
     `handler.json`), each problem naming the file; None: it keeps none."""
-    needs: Callable[[Suite, RunSettings], None] = _needs_nothing
-    """What a run of its suite needs of this machine, checked as the run starts (by the command line, and by the
-    run's `suite` step) before the agent is asked anything: InputError saying what is missing."""
-    reviewed_by_people: bool = False
-    """Whether its runs queue their replies for people to label (`kindgi-eval review export`, `import`, `promote`)."""
-    enters_funnel: bool = True
-    """Whether its cases are conversations entering the tenant's funnel; if not, the report shows no coverage (it
-    would read like a failure)."""
+
+
+@dataclass(frozen=True)
+class Checking:
+    """How a suite of the kind is asked and checked: who answers which cases, what each reply is held to, and how the
+    judge is calibrated on it."""
+
+    askings: Askings = _one_agent
+    """Who answers which cases in the `agent_replies` stage: the run's agent every case, unless the kind says."""
+    assertions: Assertions = check_case
+    """What its cases are held to in the `outcomes` stage: a conversation case's assertions (docs/design.md#assertions) unless the
+    kind says."""
+    replies: Callable[[RepliesGiven], ReplyChecks] | None = None
+    """Its own check of every reply, run in the `outcomes` stage after the assertions (a custom suite's handler, each
+    call in a sandbox), whose outcomes join each case's; None: it has none."""
+    judged_by_case: bool = True
+    """Whether the `judge_samples` stage samples its cases' criteria; a kind judged otherwise (in pairs) says no."""
     groups: tuple[Group, ...] = GROUPS
     """The calibration groups its judge is calibrated on, in the order reports list them."""
     item_group: Callable[[str], Group] = group_of
     """The group a calibration item of its suite counts in, from the item's criterion."""
-    judged_by_case: bool = True
-    """Whether the `judge_samples` stage samples its cases' criteria; a kind judged otherwise (in pairs) says no."""
-    assertions: Assertions = check_case
-    """What its cases are held to in the `outcomes` stage: a conversation case's assertions (spec 009) unless the
-    kind says."""
-    askings: Askings = _one_agent
-    """Who answers which cases in the `agent_replies` stage: the run's agent every case, unless the kind says."""
+    reviewed_by_people: bool = False
+    """Whether its runs queue their replies for people to label (`kindgi-eval review export`, `import`, `promote`)."""
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """What is checked and resolved once as a run of the kind's suite starts (by the command line, else by the
+    `suite` stage), and stored with the suite."""
+
+    needs: Callable[[Suite, RunSettings], None] = _needs_nothing
+    """What a run of its suite needs of this machine, checked before the agent is asked anything: InputError saying
+    what is missing."""
     pins: Callable[[Pinning], Pins] = _no_pins
-    """What a run of its suites is pinned to as it starts (by the command line, else by the `suite` stage)."""
+    """What a run of its suites is pinned to."""
     stored_params: Callable[[Suite, Pins], Mapping[str, object]] = _no_params
     """Its parameters as a run resolves them, from the suite and what the run is pinned to: stored with the suite
     (`SuiteRow.params`), where its stage, its metrics and `params` read them back."""
-    stage: Stage | None = None
-    """Its own stage, if it has one."""
-    consumer: Consumer | None = None
-    """What the registry checks a published suite of its kind with and writes it out as; None for a kind the
-    registry does not take."""
+
+
+@dataclass(frozen=True)
+class Reporting:
+    """How a run of the kind is reported: its figures and parameters, its view, and what it adds to the printed
+    report, the `--json` summary and the HTML report."""
+
     metrics: Callable[[KindRows], list[MetricRow]] = _no_metrics
     """Its figures of a run, from its rows: stored in `run_metrics`, one row each."""
     params: Callable[[Sequence[SuiteRow]], Mapping[str, str | None]] = _nothing
@@ -259,5 +297,30 @@ class SuiteKind:
     """What the report's header says the suite ran against."""
     failed: Callable[[KindResult], bool] = _never
     """Whether the kind's own result fails the run (exit 1) whatever its cases' statuses."""
+    enters_funnel: bool = True
+    """Whether its cases are conversations entering the tenant's funnel; if not, the report shows no coverage (it
+    would read like a failure)."""
+
+
+@dataclass(frozen=True)
+class SuiteKind:
+    """One kind of suite: its name, and what it adds to a run, in groups; a kind fills in the groups where it differs
+    from a conversation suite, and keeps the defaults of the rest."""
+
+    name: str
+    """The kind as the registry and `runs.suite_kind` spell it: `conversation`, `human-review`, …"""
+    reading: Reading = Reading()
+    """What its suite holds and how its folder is read."""
+    checking: Checking = Checking()
+    """How its suite is asked and checked."""
+    start: RunStart = RunStart()
+    """What a run of its suite checks, pins and stores as it starts."""
+    report: Reporting = Reporting()
+    """How its runs are reported."""
+    stage: Stage | None = None
+    """Its own stage, if it has one."""
+    consumer: Consumer | None = None
+    """What the registry checks a published suite of its kind with and writes it out as; None for a kind the
+    registry does not take."""
     starter: Starter | None = None
     """The starter suite `kindgi-eval init --kind` writes for it, from its own folder; None: it offers none."""

@@ -51,12 +51,12 @@ def kind_named(name: str) -> SuiteKind:
 def models_of(name: str) -> SuiteModels:
     """What a suite folder of the kind called `name` is read with; KeyError as `kind_named` says."""
     kind = kind_named(name)
-    return SuiteModels(kind.case_model, kind.calibration_model, kind.files)
+    return SuiteModels(kind.reading.case_model, kind.reading.calibration_model, kind.reading.files)
 
 
 def cases_of(rows: Sequence[SuiteRow]) -> list[Case]:
     """The cases of a stored suite, in file order, each read back as its kind's case model."""
-    model = kind_named(rows[0].suite_kind).case_model if rows else Case
+    model = kind_named(rows[0].suite_kind).reading.case_model if rows else Case
     return [model.model_validate_json(r.body) for r in rows if r.kind == "case"]
 
 

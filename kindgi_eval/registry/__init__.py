@@ -34,10 +34,9 @@ from kindgi_eval.registry.documents import (
 )
 from kindgi_eval.registry.errors import ErrorCode, RegistryError
 from kindgi_eval.registry.model import (
-    KINDS,
+    KIND_PATTERN,
     SUITE_ID_PATTERN,
     EvalSuite,
-    Kind,
     SuitePage,
     SuiteSummary,
     SuiteVersion,
@@ -47,6 +46,7 @@ from kindgi_eval.registry.model import (
     etag,
     suite_document,
     suite_json_schema,
+    with_kinds,
 )
 from kindgi_eval.registry.publishing import MAX_BODY
 from kindgi_eval.registry.semver import SemVer, is_semver, parse_semver, semver_key
@@ -117,8 +117,7 @@ __all__ = [
     "ErrorCode",
     "EvalSuite",
     "IssuedToken",
-    "KINDS",
-    "Kind",
+    "KIND_PATTERN",
     "MAX_BODY",
     "REGISTRY_DB_ENV",
     "RegistryError",
@@ -146,6 +145,7 @@ __all__ = [
     "serve",
     "suite_document",
     "suite_json_schema",
+    "with_kinds",
     "conversation_cases",
     "MAX_GROWTH",
     "written_too_large",

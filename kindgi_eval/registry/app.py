@@ -1,4 +1,4 @@
-"""The HTTP API of the registry (`/v1/eval-suites`, spec 003, DESIGN "The suite registry"), on FastAPI.
+"""The HTTP API of the registry (`/v1/eval-suites`, docs/design.md#the-suite-registry, docs/registry.md#the-http-api), on FastAPI.
 
 Thin: each route authenticates, reads its input and makes one call into the store; every refusal is the JSON
 `{"error": {"code", "message"}}` with the status its code calls for. Sockets only through the ASGI server.
@@ -24,7 +24,7 @@ from starlette.routing import Match
 
 from kindgi_eval.registry.catalogue import ENTRY_NAME_PATTERN, CatalogueEntry, CataloguePage
 from kindgi_eval.registry.checking import PublishChecks
-from kindgi_eval.registry.consumers import Consumers, checked_consumers
+from kindgi_eval.registry.consumers import Consumers, accepted_kinds, checked_consumers
 from kindgi_eval.registry.errors import STATUS_OF, ErrorCode, RegistryError
 from kindgi_eval.registry.model import (
     SUITE_ID_PATTERN,
@@ -35,6 +35,7 @@ from kindgi_eval.registry.model import (
     SuiteVersion,
     VersionFiles,
     VersionList,
+    with_kinds,
 )
 from kindgi_eval.registry.publishing import MAX_BODY, NewEntry, read_entry, read_files
 from kindgi_eval.registry.semver import is_semver
@@ -221,6 +222,15 @@ async def _serving(app: FastAPI) -> AsyncIterator[None]:
         await store.aclose()
 
 
+def _described(app: FastAPI, kinds: tuple[str, ...]) -> dict[str, Any]:
+    """The app's OpenAPI description, built on first use: a suite's `kind` is one of `kinds`, the ones it accepts."""
+    if app.openapi_schema is None:
+        schemas = FastAPI.openapi(app)["components"]["schemas"]
+        for name in ("EvalSuite", "SuiteSummary"):
+            schemas[name] = with_kinds(schemas[name], kinds)
+    return app.openapi_schema
+
+
 def create_app(
     store: RegistryStore, consumers: Consumers, limits: Mapping[str, SuiteLimits] | None = None
 ) -> FastAPI:  # reads run on the event loop, writes in the thread pool
@@ -230,7 +240,7 @@ def create_app(
     app = FastAPI(
         title="kindgi-eval suite registry",
         version=API_VERSION,
-        summary="Tenant-scoped, semver-versioned, content-addressed evaluation suites (spec 003).",
+        summary="Tenant-scoped, semver-versioned, content-addressed evaluation suites.",
         openapi_url="/openapi.json",
         docs_url=None,
         redoc_url=None,
@@ -238,6 +248,8 @@ def create_app(
         generate_unique_id_function=lambda route: route.name,  # operation ids are the routes' function names
         lifespan=_serving,
     )
+    kinds = accepted_kinds(consumers)
+    app.openapi = lambda: _described(app, kinds)  # type: ignore[method-assign]
     app.state.store = store
     app.state.consumers = consumers
     app.state.limits = dict(limits or {})

@@ -1,19 +1,20 @@
 """The runtime consumers of suite kinds: a kind is accepted for publishing only while a consumer for it is given.
 
 The registry never accepts a kind no installed consumer honours (docs/design.md#the-suite-registry). The registry is
-given its consumers, one per kind, by whoever serves it or writes a suite folder (the table of kinds: each kind's folder
-holds its own). Pure.
+given its consumers, one per kind, by whoever serves it or writes a suite folder (the table of installed kinds: each
+kind's folder holds its own), so it accepts exactly the kinds installed where it runs. Pure.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from kindgi_eval.registry.catalogue import Catalogue
-from kindgi_eval.registry.model import KINDS, Kind
+from kindgi_eval.registry.model import KIND_PATTERN
 from kindgi_eval.rules import Case
 
 
@@ -55,8 +56,8 @@ def jsonl(items: Iterable[object]) -> bytes:
 class Consumer:
     """The code that runs one kind of suite, as the registry sees it: what it makes of a `spec` before it is stored."""
 
-    kind: Kind
-    """The kind it runs."""
+    kind: str
+    """The kind it runs, a name `KIND_PATTERN` allows."""
     check: Callable[[Mapping[str, Any], Catalogue], list[str]]
     """Every problem of a `spec` of this kind as a `where: what. fix.` line (`spec.cases[3].must_contain: ...`);
     empty when the consumer can run it. The catalogue is where a spec's references to standard suites are found."""
@@ -81,15 +82,16 @@ Consumers = Mapping[str, Consumer]
 
 
 def checked_consumers(consumers: Consumers) -> Consumers:
-    """`consumers`, each under its own kind and every kind one of the schema's; ValueError otherwise."""
+    """`consumers`, each under its own kind, every kind's name well formed; ValueError otherwise."""
     for name, consumer in consumers.items():
-        if consumer.kind != name or consumer.kind not in KINDS:
+        if consumer.kind != name or not re.fullmatch(KIND_PATTERN, name):
             raise ValueError(
-                f"{name!r}: a consumer must run a kind of the schema ({', '.join(KINDS)}) under that kind's name"
+                f"{name!r}: a consumer must run its kind under that kind's name, of lower-case letters, digits and "
+                "hyphens, starting with a letter, at most 32 characters"
             )
     return consumers
 
 
 def accepted_kinds(consumers: Consumers) -> tuple[str, ...]:
-    """The kinds these consumers accept, in the schema's order."""
-    return tuple(k for k in KINDS if k in consumers)
+    """The kinds these consumers accept, by name."""
+    return tuple(sorted(consumers))

@@ -1,4 +1,4 @@
-"""The suite document of spec 003 (`/v1/eval-suites`), its canonical JSON and content hash, and the API's answers.
+"""The suite document of the registry (`/v1/eval-suites`, docs/design.md#the-suite-registry), its canonical JSON and content hash, and the API's answers.
 
 Pure: no file, no socket. The committed JSON Schema, `eval-suite.schema.json` beside this module, is generated
 from `EvalSuite` by `suite_json_schema`; a test fails when the two differ.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,10 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from kindgi_eval.registry.errors import ErrorCode
 from kindgi_eval.registry.semver import SEMVER_PATTERN
 
-Kind = Literal["accuracy", "pairwise", "regression", "human-review", "benchmark", "custom", "conversation"]
-"""Spec 003's closed enum, extended additively with `conversation`, this project's own suites."""
-KINDS: tuple[str, ...] = Kind.__args__  # type: ignore[attr-defined]
-"""Every kind the schema knows, in the spec's order; a server accepts only those with a registered consumer."""
+KIND_PATTERN = r"^[a-z][a-z0-9-]{0,31}$"
+"""A kind's name: lower-case letters, digits and hyphens, starting with a letter, at most 32 characters. Which kinds a
+server accepts are the kinds installed where it runs (each with its consumer); its `/openapi.json` lists them."""
 
 SUITE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 """A suite id: letters, digits, dots, hyphens and underscores, starting with a letter or a digit (it is a URL path
@@ -30,7 +29,7 @@ SCHEMA_FILE = Path(__file__).with_name("eval-suite.schema.json")
 
 
 class EvalSuite(BaseModel):
-    """Tenant-scoped evaluation suite definition: the registry shape (spec 003). `kind` selects the shape of `spec`."""
+    """Tenant-scoped evaluation suite definition: the registry shape. `kind` selects the shape of `spec`."""
 
     model_config = ConfigDict(
         extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True, title="EvalSuite"
@@ -38,16 +37,16 @@ class EvalSuite(BaseModel):
 
     id: str = Field(pattern=SUITE_ID_PATTERN)
     """Stable suite id chosen by the caller, e.g. `acme.drafting-accuracy`; unique within its tenant."""
-    tenantId: str = Field(min_length=1, max_length=128)  # spec 003's name, camelCase
+    tenantId: str = Field(min_length=1, max_length=128)  # the registry's name, camelCase
     """Tenant owning the suite; when published over HTTP it must be the caller's tenant (from the token)."""
     version: str = Field(pattern=SEMVER_PATTERN, max_length=64)
     """Semver `MAJOR.MINOR.PATCH[-PRERELEASE]`; a published version is immutable and each new one is greater."""
-    kind: Kind
-    """What the suite evaluates, and so the shape of `spec`; accepted only while a consumer for it is registered."""
+    kind: str = Field(pattern=KIND_PATTERN)
+    """What the suite evaluates, and so the shape of `spec`: a kind installed where the registry runs."""
     description: str = ""
     """What the suite is for, for a person."""
     spec: dict[str, Any]
-    """Kind-specific suite body, an object; for `conversation`: `{"cases": [...], "calibration": [...]}` (specs 009, 016)."""
+    """Kind-specific suite body, an object; for `conversation`: `{"cases": [...], "calibration": [...]}`."""
 
 
 def suite_document(suite: EvalSuite) -> dict[str, Any]:
@@ -145,7 +144,7 @@ class SuiteSummary(BaseModel):
     """The suite id."""
     version: str
     """Its latest version."""
-    kind: Kind
+    kind: str
     """The latest version's kind."""
     description: str
     """The latest version's description, its first 200 characters (the version itself holds it whole)."""
@@ -218,9 +217,18 @@ def version_body(document_json: str, sha256: str, published_at: str, published_b
 
 
 def suite_json_schema() -> dict[str, Any]:
-    """The JSON Schema of `EvalSuite`, as committed in `eval-suite.schema.json`."""
+    """The JSON Schema of `EvalSuite`, as committed in `eval-suite.schema.json`: any well-formed kind name, since
+    which kinds a server accepts depends on what is installed where it runs (`with_kinds` narrows it to those)."""
     schema = EvalSuite.model_json_schema()
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
+
+
+def with_kinds(schema: Mapping[str, Any], kinds: Sequence[str]) -> dict[str, Any]:
+    """A JSON Schema whose `kind` property is narrowed to `kinds`, the kinds a server accepts (the schema of
+    `EvalSuite` or of `SuiteSummary`); the rest of it as it was."""
+    properties = dict(schema["properties"])
+    properties["kind"] = {**properties["kind"], "enum": list(kinds)}
+    return {**schema, "properties": properties}
 
 
 def suite_json_schema_text() -> str:

@@ -16,7 +16,7 @@ from kindgi_eval.registry.catalogue import ENTRY_NAME_PATTERN, MAX_DESCRIPTION, 
 from kindgi_eval.registry.consumers import Consumers, accepted_kinds
 from kindgi_eval.registry.conversation import problem_line, read_conversation, spec_of_files
 from kindgi_eval.registry.errors import RegistryError
-from kindgi_eval.registry.model import KINDS, EvalSuite, SuiteFiles, canonical_json, differing_keys, suite_document
+from kindgi_eval.registry.model import EvalSuite, SuiteFiles, canonical_json, differing_keys, suite_document
 from kindgi_eval.registry.semver import is_semver
 from kindgi_eval.rules import SuiteLimits, case_problems, problems_from_validation
 
@@ -48,7 +48,7 @@ def read_suite(
     if consumer is None:
         raise RegistryError(
             "invalid",
-            f"kind: {suite.kind!r} is refused: no consumer for it runs on this server. "
+            f"kind: {suite.kind!r} is not a kind installed here: no consumer for it runs on this server. "
             f"This server accepts {_kinds(accepted_kinds(consumers))}.",
         )
     problems = consumer.check(suite.spec, catalogue)
@@ -169,8 +169,8 @@ def _validation_lines(error: ValidationError, consumers: Consumers) -> list[str]
             lines.append(f"{field or 'body'}: {problem.message}")
         elif field == "kind":
             lines.append(
-                f"kind: {got} is not a kind ({_kinds(KINDS[:-1])} of the registry's catalogue, and this project's "
-                f"own {KINDS[-1]}); this server accepts {_kinds(accepted_kinds(consumers))}"
+                f"kind: {got} is not a kind (a name of lower-case letters, digits and hyphens); this server accepts "
+                f"{_kinds(accepted_kinds(consumers))}"
             )
         elif field == "spec":
             lines.append(f"spec: must be a JSON object, the kind's suite body ({problem.message})")

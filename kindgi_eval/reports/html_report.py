@@ -137,7 +137,7 @@ def _kind_section(page: RunPage) -> str:
 def _kind_items(page: RunPage) -> str:
     """The items behind the kind's figure, as its entry of the table of kinds lists them; nothing if it lists none."""
     rows = KindRows(suite=(), replies=(), own=page.own)
-    items = kind_named(page.run.suite_kind).items(rows)
+    items = kind_named(page.run.suite_kind).report.items(rows)
     return "" if items is None else _items_table(items.caption, items.headers, items.rows)
 
 

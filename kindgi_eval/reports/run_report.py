@@ -50,7 +50,7 @@ def render(
     run = result.run
     judged = run.judge is not None
     by_id = {c.id: c for c in cases}
-    against = kind_named(run.suite_kind).against(result)
+    against = kind_named(run.suite_kind).report.against(result)
     lines = [
         f"Suite {run.eval_dir} ({key}, hash {run.suite_hash[:12]}): {run.cases} cases against {against}, "
         + (f"judged by {run.judge}" if judged else "no judge"),
@@ -183,7 +183,7 @@ def summary_lines(
     if run.cost_unknown:
         cost += " (a model's price is unknown: counted as 0)"
     lines.append(cost)
-    if kind_named(run.suite_kind).enters_funnel:
+    if kind_named(run.suite_kind).report.enters_funnel:
         uncovered = ", ".join(run.uncovered) if run.uncovered else "none"
         lines.append(f"Funnel coverage: {len(run.stages)} stages ({', '.join(run.stages)}); uncovered: {uncovered}")
     return lines + meaning_lines(run)
@@ -244,12 +244,12 @@ def recap_lines(statuses: Sequence[StatusRow]) -> list[str]:
 def case_marks(suite_kind: str, own: Sequence[BaseModel]) -> dict[str, str]:
     """The line a kind adds under a case's head (an accuracy item's grade, a regression case's move, a custom
     handler's verdict), as the run's kind marks the rows of its own stage."""
-    return dict(kind_named(suite_kind).marks(KindRows(suite=(), replies=(), own=own)))
+    return dict(kind_named(suite_kind).report.marks(KindRows(suite=(), replies=(), own=own)))
 
 
 def kind_lines(result: KindResult) -> list[str]:
     """What the run's kind reports beneath the counts: its accuracy, its regression, its pairwise result, …"""
-    return kind_named(result.run.suite_kind).lines(result)
+    return kind_named(result.run.suite_kind).report.lines(result)
 
 
 def turn_json(t: TurnRow) -> dict:
@@ -302,7 +302,7 @@ def summary_json(
                 "judged_fail_rate": rate_json(rates.get(g)),
                 "labels_to_halve": labels_advice(c, metrics),
             }
-            for g in kind_named(run.suite_kind).groups
+            for g in kind_named(run.suite_kind).checking.groups
             if (c := by_group.get(g))
         },
         "cost": {"agent_usd": run.agent_usd, "judge_usd": run.judge_usd, "contact_usd": run.contact_usd or 0.0},
@@ -322,7 +322,7 @@ def summary_json(
             }
         ),
         "coverage": {"stages": run.stages, "uncovered": run.uncovered},
-        **kind_named(run.suite_kind).summary(result),
+        **kind_named(run.suite_kind).report.summary(result),
         "cases": [
             {
                 "id": s.case_id,

@@ -446,7 +446,7 @@ def sample_judge(
     `done` holds the samples a killed attempt of this run recorded: they are not drawn again. Each new sample goes
     to `record` as it arrives, so that a run killed now keeps it."""
     kind = kind_named(suite[0].suite_kind)
-    if judge is None or not kind.judged_by_case:
+    if judge is None or not kind.checking.judged_by_case:
         return []
     failed = {o.case_id for o in outcomes if not o.held}
     held = [c for c in cases_of(suite) if c.id not in failed]
@@ -464,8 +464,8 @@ def sample_judge(
                 progress=progress,
                 done={sample_key(s): s for s in done},
                 record=record,
-                groups=kind.groups,
-                item_group=kind.item_group,
+                groups=kind.checking.groups,
+                item_group=kind.checking.item_group,
             )
         )
     return asyncio.run(
@@ -479,7 +479,7 @@ def sample_judge(
             progress=progress,
             done={sample_key(s): s for s in done},
             record=record,
-            groups=kind.groups,
-            item_group=kind.item_group,
+            groups=kind.checking.groups,
+            item_group=kind.checking.item_group,
         )
     )

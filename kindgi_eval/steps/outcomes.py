@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kindgi_eval.kinds import Assertions
-from kindgi_eval.rules import AgentReply, Case, HandlerVerdict, Scenario, check_case, check_handler, check_scenario
-from kindgi_eval.store import HandlerRow, OutcomeRow, ReplyRow
+from kindgi_eval.rules import AgentReply, Case, Scenario, check_case, check_scenario
+from kindgi_eval.store import OutcomeRow, ReplyRow
 
 
 def reply_of(row: ReplyRow) -> AgentReply | None:
@@ -20,15 +20,15 @@ def outcome_rows(
     cases: Sequence[Case],
     replies: Sequence[ReplyRow],
     max_latency_ms: float,
-    handled: Mapping[str, HandlerVerdict] | None = None,
+    added: Mapping[str, Sequence[OutcomeRow]] | None = None,
     *,
     assertions: Assertions = check_case,
     scenarios: Sequence[Scenario] = (),
 ) -> list[OutcomeRow]:
     """Every deterministic assertion of every case, one row each, as its kind's `assertions` hold it
-    (docs/design.md#assertions for a conversation case, an accuracy item's grader); a custom suite's case also has its
-    handler's verdict (`handled`, by case id) as one more. Then every assertion of every scenario over its played turns,
-    each detail naming its turn."""
+    (docs/design.md#assertions for a conversation case, an accuracy item's grader), then the outcomes its kind's own
+    check of every reply gave it (`added`, by case id: a custom suite's handler's verdict). Then every assertion of
+    every scenario over its played turns, each detail naming its turn."""
     by_case = {r.case_id: r for r in replies}
     rows = []
     for case in cases:
@@ -37,10 +37,7 @@ def outcome_rows(
             case, reply_of(reply), error=reply.error, latency_ms=reply.latency_ms, max_latency_ms=max_latency_ms
         )
         rows += [OutcomeRow(case_id=case.id, **r.model_dump()) for r in results]
-        verdict = handled.get(case.id) if handled is not None else None
-        checked = check_handler(verdict) if verdict is not None else None
-        if checked is not None:
-            rows.append(OutcomeRow(case_id=case.id, **checked.model_dump(), handler=HandlerRow(**verdict._asdict())))
+        rows += added.get(case.id, ()) if added is not None else ()
     for scenario in scenarios:
         reply = by_case[scenario.id]
         failed = reply.error if reply.ended == "contact_error" else None

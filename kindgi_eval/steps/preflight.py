@@ -42,7 +42,7 @@ def preflight(
     Dagster run). InputError listing the problems, before any model call."""
     suite = load_checked_suite(settings.eval_dir, loaded, models_of=models_of)
     kind = kind_named(suite.kind)
-    kind.needs(suite, settings)
+    kind.start.needs(suite, settings)
     hold_budget(kind, suite, judged=settings.judge_model is not None)
-    pins = kind.pins(Pinning(root, loaded.tenant, suite, settings, pinned, mock=mock))
+    pins = kind.start.pins(Pinning(root, loaded.tenant, suite, settings, pinned, mock=mock))
     return Preflight(suite, kind, pins)

@@ -65,7 +65,7 @@ def run_row(
         agent_calls_saved=agent_calls_saved,
         judge_calls_saved=judge_calls_saved,
         suite_kind=first.suite_kind,
-        params=json.dumps(dict(kind_named(first.suite_kind).params(suite)), ensure_ascii=False, sort_keys=True),
+        params=json.dumps(dict(kind_named(first.suite_kind).report.params(suite)), ensure_ascii=False, sort_keys=True),
         **{status.replace("-", "_"): counts.get(status, 0) for status in STATUSES},
     )
 

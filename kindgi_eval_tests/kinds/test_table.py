@@ -15,19 +15,21 @@ import pytest
 from kindgi_eval.inputs import FOLDER_KIND, load_suite
 from kindgi_eval.inputs.suite_folder import FOLDER_MODELS
 from kindgi_eval.kinds import GROUP, KindResult, KindTableError, SuiteKind, consumers, kind_named, kinds, models_of
-from kindgi_eval.registry import KINDS, accepted_kinds
+from kindgi_eval.registry import accepted_kinds
 from kindgi_eval.reports import render, summary_json
 from kindgi_eval.rules import InputError, wilson
 from kindgi_eval.steps.suite import suite_rows
 from kindgi_eval_tests.conftest import REPO, run_cli
 from kindgi_eval_tests.reports.test_run_report import run_row
 
+BUILT_IN = {"accuracy", "benchmark", "conversation", "custom", "human-review", "pairwise", "regression"}
+
 
 def test_every_kind_the_registry_accepts_has_exactly_one_entry() -> None:
     names = [point.name for point in entry_points(group=GROUP)]
     assert sorted(names) == sorted(set(names))  # no kind installed twice
     assert (
-        set(kinds()) == set(accepted_kinds(consumers())) == set(KINDS)
+        set(kinds()) == set(accepted_kinds(consumers())) == BUILT_IN
     )  # each a consumer of its own, the registry given them all
 
 
@@ -62,16 +64,16 @@ def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[calla
 
 
 TOY = """
-from kindgi_eval.kinds import SuiteKind
+from kindgi_eval.kinds import Reporting, SuiteKind
 
-KIND = SuiteKind(name="toy", enters_funnel=False, lines=lambda result: [f"Toy: {result.run.cases} cases seen"],
-                 summary=lambda result: {"toy": {"seen": result.run.cases}})
+KIND = SuiteKind(name="toy", report=Reporting(enters_funnel=False, lines=lambda result: [f"Toy: {result.run.cases} cases seen"],
+                 summary=lambda result: {"toy": {"seen": result.run.cases}}))
 """
 
 
 def test_a_kind_from_another_package_reaches_the_report_and_the_json(installed) -> None:
     installed("toy_kind", TOY, "toy = toy_kind:KIND")
-    assert set(kinds()) == set(KINDS) | {"toy"}  # the built-ins are still there, beside it
+    assert set(kinds()) == BUILT_IN | {"toy"}  # the built-ins are still there, beside it
     run = KindResult(run_row(suite_kind="toy", cases=3, passed=3), {})
     report = render(run, [], [], "t.toy", [], {}).splitlines()
     assert "Toy: 3 cases seen" in report
@@ -100,7 +102,7 @@ def toy_suite(folder: Path, cases: int) -> tuple[Path, list[str]]:
 
 
 TOY_WITH_FIGURES = """
-from kindgi_eval.kinds import SuiteKind, count, estimate
+from kindgi_eval.kinds import Reporting, SuiteKind, count, estimate
 from kindgi_eval.rules import wilson
 from kindgi_eval.store import FigureColumn
 
@@ -117,13 +119,15 @@ def _lines(result):
 
 KIND = SuiteKind(
     name="toy",
-    enters_funnel=False,
-    metrics=_metrics,
-    params=lambda suite: {"flavour": "plain"},
-    figures=(FigureColumn("flavour", "VARCHAR"), FigureColumn("answered", "BIGINT", "answered"),
-             FigureColumn("answer_rate", "DOUBLE", "answer_rate"), FigureColumn("answer_rate_low", "DOUBLE", "answer_rate", "low")),
-    lines=_lines,
-    summary=lambda result: {"toy": dict(result.figures)},
+    report=Reporting(
+        enters_funnel=False,
+        metrics=_metrics,
+        params=lambda suite: {"flavour": "plain"},
+        figures=(FigureColumn("flavour", "VARCHAR"), FigureColumn("answered", "BIGINT", "answered"),
+                 FigureColumn("answer_rate", "DOUBLE", "answer_rate"), FigureColumn("answer_rate_low", "DOUBLE", "answer_rate", "low")),
+        lines=_lines,
+        summary=lambda result: {"toy": dict(result.figures)},
+    ),
 )
 """
 
@@ -157,7 +161,7 @@ def test_a_kind_defined_here_runs_the_chain_and_its_figures_reach_runs_the_repor
 
 
 TOY_WITH_STAGE = '''
-from kindgi_eval.kinds import Stage, SuiteKind, count
+from kindgi_eval.kinds import Reporting, Stage, SuiteKind, count
 from kindgi_eval.store import FigureColumn, StoredRow
 
 
@@ -173,11 +177,13 @@ def _lengths(given):
 
 KIND = SuiteKind(
     name="toy",
-    enters_funnel=False,
     stage=Stage("toy_lengths", LengthRow, _lengths),
-    metrics=lambda rows: [count("longest_reply", max(r.characters for r in rows.own))],
-    figures=(FigureColumn("longest_reply", "BIGINT", "longest_reply"),),
-    lines=lambda result: [f"Toy: the longest reply was {result.figures['longest_reply']} characters"],
+    report=Reporting(
+        enters_funnel=False,
+        metrics=lambda rows: [count("longest_reply", max(r.characters for r in rows.own))],
+        figures=(FigureColumn("longest_reply", "BIGINT", "longest_reply"),),
+        lines=lambda result: [f"Toy: the longest reply was {result.figures['longest_reply']} characters"],
+    ),
 )
 '''
 
@@ -204,7 +210,7 @@ def test_a_kind_that_reads_a_figure_it_never_declared_fails_the_run_naming_the_f
     installed, home, tmp_path: Path
 ) -> None:
     undeclared = TOY_WITH_STAGE.replace(
-        '    figures=(FigureColumn("longest_reply", "BIGINT", "longest_reply"),),\n', ""
+        '        figures=(FigureColumn("longest_reply", "BIGINT", "longest_reply"),),\n', ""
     )
     assert undeclared != TOY_WITH_STAGE
     installed("toy_undeclared", undeclared, "toy = toy_undeclared:KIND")
@@ -217,7 +223,7 @@ def test_a_kind_that_reads_a_figure_it_never_declared_fails_the_run_naming_the_f
 
 
 TOY_WITH_ITEMS = """
-from kindgi_eval.kinds import SuiteKind
+from kindgi_eval.kinds import Reading, Reporting, SuiteKind
 from kindgi_eval.rules import Case
 
 
@@ -225,7 +231,7 @@ class ToyCase(Case):
     flavour: str
 
 
-KIND = SuiteKind(name="toy", case_model=ToyCase, enters_funnel=False)
+KIND = SuiteKind(name="toy", reading=Reading(case_model=ToyCase), report=Reporting(enters_funnel=False))
 """
 
 
@@ -276,7 +282,7 @@ def test_validate_of_a_folder_of_one_s_own_imports_no_kind() -> None:
 
 TOY_WITH_FILES = """
 from kindgi_eval.inputs import KindFile
-from kindgi_eval.kinds import SuiteKind
+from kindgi_eval.kinds import Reading, Reporting, RunStart, SuiteKind
 from kindgi_eval.rules import InputError, Problem
 
 
@@ -293,7 +299,7 @@ def _needs(suite, settings):
         raise InputError([Problem("colour.txt", None, None, "an invisible toy needs a machine that can see it")])
 
 
-KIND = SuiteKind(name="toy", files=_colour, needs=_needs, enters_funnel=False)
+KIND = SuiteKind(name="toy", reading=Reading(files=_colour), start=RunStart(needs=_needs), report=Reporting(enters_funnel=False))
 """
 
 

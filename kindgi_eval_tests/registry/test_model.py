@@ -13,13 +13,14 @@ from pydantic import ValidationError
 
 from kindgi_eval.kinds import consumers
 from kindgi_eval.registry import (
-    KINDS,
+    KIND_PATTERN,
     EvalSuite,
     accepted_kinds,
     canonical_json,
     content_hash,
     suite_document,
     suite_json_schema,
+    with_kinds,
 )
 from kindgi_eval.registry.model import SCHEMA_FILE, SUITE_ID_PATTERN, suite_json_schema_text
 from kindgi_eval.registry.semver import SEMVER_PATTERN
@@ -45,10 +46,23 @@ def test_the_suite_has_spec_003s_fields_and_no_other() -> None:
     assert all(p.get("description") for p in schema["properties"].values())  # every field says what it is
 
 
-def test_the_kind_enum_is_spec_003s_six_and_conversation() -> None:
-    assert KINDS == ("accuracy", "pairwise", "regression", "human-review", "benchmark", "custom", "conversation")
-    assert suite_json_schema()["properties"]["kind"]["enum"] == list(KINDS)
-    assert set(accepted_kinds(consumers())) <= set(KINDS) and "conversation" in accepted_kinds(consumers())
+def test_the_committed_schema_takes_any_kind_name_and_a_server_narrows_it_to_the_kinds_installed() -> None:
+    kind = suite_json_schema()["properties"]["kind"]
+    assert kind["pattern"] == KIND_PATTERN and "enum" not in kind
+    assert with_kinds(suite_json_schema(), accepted_kinds(consumers()))["properties"]["kind"]["enum"] == [
+        "accuracy",
+        "benchmark",
+        "conversation",
+        "custom",
+        "human-review",
+        "pairwise",
+        "regression",
+    ]
+    for good in ("toy", "human-review", "a" * 32, "k9"):
+        assert EvalSuite.model_validate({**VALID, "kind": good}).kind == good  # the server's consumers decide the rest
+    for bad in ("Conversation", "9k", "-toy", "a" * 33, "to y", "toy_kind", ""):
+        with pytest.raises(ValidationError):
+            EvalSuite.model_validate({**VALID, "kind": bad})
 
 
 def test_the_schemas_patterns_are_the_ones_the_model_applies() -> None:

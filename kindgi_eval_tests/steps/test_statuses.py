@@ -77,7 +77,7 @@ def status_of(case, votes: list[str], *, calibrated: bool, judged: bool, error: 
     samples = [sample(case.id, criterion, n, v) for n, v in enumerate(votes)]
     replies = [reply(case.id, error)]
     kind = kind_named("pairwise" if isinstance(case, PairwiseCase) else "accuracy")
-    outcomes = outcome_rows([case], replies, max_latency_ms=10_000, assertions=kind.assertions)
+    outcomes = outcome_rows([case], replies, max_latency_ms=10_000, assertions=kind.checking.assertions)
     (row,) = status_rows([case], replies, outcomes, samples, [calibration(calibrated)] if judged else [], judged=judged)
     return row.status
 

@@ -5,7 +5,16 @@ from pathlib import Path
 from kindgi_eval.kinds.accuracy.check import CONSUMER
 from kindgi_eval.kinds.accuracy.report import accuracy_items, accuracy_lines, accuracy_marks, accuracy_summary
 from kindgi_eval.kinds.accuracy.stage import AccuracyRow, accuracy_metrics, accuracy_rows
-from kindgi_eval.kinds.kind import KindRows, Stage, StageInputs, SuiteKind, published_starter
+from kindgi_eval.kinds.kind import (
+    Checking,
+    KindRows,
+    Reading,
+    Reporting,
+    Stage,
+    StageInputs,
+    SuiteKind,
+    published_starter,
+)
 from kindgi_eval.kinds.table import cases_of
 from kindgi_eval.rules import ACCURACY_GROUP, AccuracyCase, AgentReply, AssertionResult, Group, check_accuracy
 from kindgi_eval.store import FigureColumn, MetricRow
@@ -48,19 +57,19 @@ FIGURES = (
 
 KIND = SuiteKind(
     name="accuracy",
-    consumer=CONSUMER,
-    case_model=AccuracyCase,
-    enters_funnel=False,
-    groups=(ACCURACY_GROUP,),
-    item_group=_in_accuracy_group,
-    assertions=_graded,
-    metrics=_metrics,
-    figures=FIGURES,
+    reading=Reading(case_model=AccuracyCase),
+    checking=Checking(assertions=_graded, groups=(ACCURACY_GROUP,), item_group=_in_accuracy_group),
+    report=Reporting(
+        metrics=_metrics,
+        figures=FIGURES,
+        lines=accuracy_lines,
+        summary=accuracy_summary,
+        marks=accuracy_marks,
+        items=accuracy_items,
+        enters_funnel=False,
+    ),
     stage=Stage("accuracy", AccuracyRow, _grades),
-    lines=accuracy_lines,
-    summary=accuracy_summary,
-    marks=accuracy_marks,
-    items=accuracy_items,
+    consumer=CONSUMER,
     starter=published_starter(Path(__file__).parent / "starter"),
 )
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from kindgi_eval.inputs import Suite
 from kindgi_eval.kinds.benchmark.check import CONSUMER
 from kindgi_eval.kinds.benchmark.report import benchmark_lines, benchmark_summary
-from kindgi_eval.kinds.kind import Pins, SuiteKind, published_starter
+from kindgi_eval.kinds.kind import Pins, Reporting, RunStart, SuiteKind, published_starter
 from kindgi_eval.store import FigureColumn, SuiteRow
 
 PARAMS = ("benchmark_name", "benchmark_version", "benchmark_hash")
@@ -30,12 +30,9 @@ FIGURES = (
 
 KIND = SuiteKind(
     name="benchmark",
+    start=RunStart(stored_params=_stored),
+    report=Reporting(params=_params, figures=FIGURES, lines=benchmark_lines, summary=benchmark_summary),
     consumer=CONSUMER,
-    stored_params=_stored,
-    params=_params,
-    figures=FIGURES,
-    lines=benchmark_lines,
-    summary=benchmark_summary,
     starter=published_starter(
         Path(__file__).parent / "starter",
         "the catalogue entry it names, kindgi/golden 1.0.0, which every registry holds",

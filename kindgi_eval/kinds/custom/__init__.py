@@ -14,9 +14,20 @@ from kindgi_eval.kinds.custom.stage import (
     custom_rows,
     grade_replies,
     handler_of,
+    handler_outcomes,
     summarize_custom,
 )
-from kindgi_eval.kinds.kind import KindRows, Stage, StageInputs, SuiteKind, published_starter
+from kindgi_eval.kinds.kind import (
+    Checking,
+    KindRows,
+    Reading,
+    Reporting,
+    RunStart,
+    Stage,
+    StageInputs,
+    SuiteKind,
+    published_starter,
+)
 from kindgi_eval.kinds.table import cases_of
 from kindgi_eval.store import FigureColumn, MetricRow
 
@@ -51,20 +62,32 @@ FIGURES = (
 
 KIND = SuiteKind(
     name="custom",
-    files=read_handler_file,
-    needs=needs_sandbox,
+    reading=Reading(files=read_handler_file),
+    checking=Checking(replies=handler_outcomes),
+    start=RunStart(needs=needs_sandbox),
+    report=Reporting(
+        metrics=_metrics,
+        params=custom_params,
+        figures=FIGURES,
+        lines=custom_lines,
+        summary=custom_summary,
+        marks=custom_marks,
+        items=custom_items,
+    ),
     consumer=CONSUMER,
     stage=Stage("custom", CustomRow, _verdicts, _slowest),
-    metrics=_metrics,
-    params=custom_params,
-    figures=FIGURES,
-    lines=custom_lines,
-    summary=custom_summary,
-    marks=custom_marks,
-    items=custom_items,
     starter=published_starter(
         Path(__file__).parent / "starter", "a sandbox for its handler: bubblewrap (bwrap) and a cgroup it may write"
     ),
 )
 
-__all__ = ["KIND", "CustomSummary", "custom_metrics", "custom_rows", "grade_replies", "handler_of", "summarize_custom"]
+__all__ = [
+    "KIND",
+    "CustomSummary",
+    "custom_metrics",
+    "custom_rows",
+    "grade_replies",
+    "handler_of",
+    "handler_outcomes",
+    "summarize_custom",
+]

@@ -8,6 +8,7 @@ runner. A handler that fails is an `error` verdict and the stage goes on to the 
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +17,7 @@ from typing import Any, NamedTuple
 from kindgi_eval.kinds.custom.check import handler_hash
 from kindgi_eval.kinds.custom.folder import HANDLER_ROW
 from kindgi_eval.kinds.figures import count
+from kindgi_eval.kinds.kind import RepliesGiven, ReplyChecks
 from kindgi_eval.rules import (
     HANDLER_CHECK,
     HANDLER_ERROR,
@@ -23,6 +25,7 @@ from kindgi_eval.rules import (
     Handler,
     HandlerExit,
     HandlerVerdict,
+    check_handler,
     judge_exit,
     out_of_time,
     skipped,
@@ -95,6 +98,31 @@ def grade_replies(
     with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="handler") as pool:
         verdicts = list(pool.map(grade, cases))
     return {case.id: verdict for case, verdict in zip(cases, verdicts, strict=True)}
+
+
+def handler_outcomes(given: RepliesGiven) -> ReplyChecks:
+    """A custom suite's handler on every reply, each call in its own sandbox, as one more outcome of each case it was
+    run on (`custom_handler`, or `handler_error` when it gave no valid verdict, never a pass); nothing for another
+    kind. Its metadata names the handler and counts its errors."""
+    handler = handler_of(given.suite)
+    if handler is None:
+        return ReplyChecks({})
+    workers = min(
+        given.settings.concurrency, os.cpu_count() or 1
+    )  # each sandbox may take a core for its whole time limit
+    with given.sandbox() as sandbox:  # the run's group over its calls, removed after them
+        handled = grade_replies(
+            sandbox.run, handler, given.cases, given.replies, concurrency=workers, budget_s=given.settings.handler_run_s
+        )
+    outcomes = {}
+    for case_id, verdict in handled.items():
+        checked = check_handler(verdict)
+        if checked is not None:
+            outcomes[case_id] = [
+                OutcomeRow(case_id=case_id, **checked.model_dump(), handler=HandlerRow(**verdict._asdict()))
+            ]
+    errors = sum(v.verdict == "error" for v in handled.values())
+    return ReplyChecks(outcomes, {"handler": handler.name, "handler_errors": errors})
 
 
 def custom_rows(

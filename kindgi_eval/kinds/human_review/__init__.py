@@ -8,7 +8,17 @@ from kindgi_eval.kinds.figures import count
 from kindgi_eval.kinds.human_review.check import CONSUMER
 from kindgi_eval.kinds.human_review.report import review_lines, review_summary
 from kindgi_eval.kinds.human_review.stage import QueueRow, QueueSummary, promoted_items, queue_rows, summarize_queue
-from kindgi_eval.kinds.kind import KindRows, Pins, Stage, StageInputs, SuiteKind, published_starter
+from kindgi_eval.kinds.kind import (
+    Checking,
+    KindRows,
+    Pins,
+    Reporting,
+    RunStart,
+    Stage,
+    StageInputs,
+    SuiteKind,
+    published_starter,
+)
 from kindgi_eval.kinds.table import cases_of
 from kindgi_eval.store import FigureColumn, MetricRow, SuiteRow
 
@@ -53,15 +63,11 @@ FIGURES = (
 
 KIND = SuiteKind(
     name="human-review",
-    reviewed_by_people=True,
-    consumer=CONSUMER,
-    stored_params=_stored,
+    checking=Checking(reviewed_by_people=True),
+    start=RunStart(stored_params=_stored),
+    report=Reporting(metrics=_metrics, params=_params, figures=FIGURES, lines=review_lines, summary=review_summary),
     stage=Stage("review_queue", QueueRow, _queue),
-    metrics=_metrics,
-    params=_params,
-    figures=FIGURES,
-    lines=review_lines,
-    summary=review_summary,
+    consumer=CONSUMER,
     starter=published_starter(
         Path(__file__).parent / "starter", "labels: kindgi-eval review export RUN_ID, then review import"
     ),

@@ -5,7 +5,20 @@ from pathlib import Path
 
 from kindgi_eval.agents import checked_variants
 from kindgi_eval.inputs import RegisteredAs, declared_variant
-from kindgi_eval.kinds.kind import JUDGE_USD, KindRows, Pinning, Pins, Stage, StageInputs, SuiteKind, published_starter
+from kindgi_eval.kinds.kind import (
+    JUDGE_USD,
+    Checking,
+    KindRows,
+    Pinning,
+    Pins,
+    Reading,
+    Reporting,
+    RunStart,
+    Stage,
+    StageInputs,
+    SuiteKind,
+    published_starter,
+)
 from kindgi_eval.kinds.pairwise.check import CONSUMER, registered_variant
 from kindgi_eval.kinds.pairwise.report import both_variants, pairwise_lines, pairwise_summary_json
 from kindgi_eval.kinds.pairwise.stage import (
@@ -97,23 +110,20 @@ FIGURES = (
 
 KIND = SuiteKind(
     name="pairwise",
-    consumer=CONSUMER,
-    case_model=PairwiseCase,
-    calibration_model=PairwiseCalibration,
-    enters_funnel=False,
-    groups=(),
-    judged_by_case=False,
-    assertions=_answered,
-    askings=pairwise_askings,
-    pins=_pins,
-    stored_params=pairwise_stored,
+    reading=Reading(case_model=PairwiseCase, calibration_model=PairwiseCalibration),
+    checking=Checking(askings=pairwise_askings, assertions=_answered, judged_by_case=False, groups=()),
+    start=RunStart(pins=_pins, stored_params=pairwise_stored),
+    report=Reporting(
+        metrics=_metrics,
+        params=pairwise_params,
+        figures=FIGURES,
+        lines=pairwise_lines,
+        summary=pairwise_summary_json,
+        against=both_variants,
+        enters_funnel=False,
+    ),
     stage=Stage("pairwise", PairwiseRow, _judged, _about, recorded_key=pair_key, judge_calls_per_row=2),
-    metrics=_metrics,
-    params=pairwise_params,
-    figures=FIGURES,
-    lines=pairwise_lines,
-    summary=pairwise_summary_json,
-    against=both_variants,
+    consumer=CONSUMER,
     starter=published_starter(
         Path(__file__).parent / "starter",
         "the tenants file (KINDGI_TENANTS) must declare its variants' agents, champion and challenger version 1",

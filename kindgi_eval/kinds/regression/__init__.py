@@ -4,7 +4,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from kindgi_eval.inputs import Suite
-from kindgi_eval.kinds.kind import KindRows, Pinning, Pins, Stage, StageInputs, SuiteKind, published_starter
+from kindgi_eval.kinds.kind import (
+    KindRows,
+    Pinning,
+    Pins,
+    Reporting,
+    RunStart,
+    Stage,
+    StageInputs,
+    SuiteKind,
+    published_starter,
+)
 from kindgi_eval.kinds.regression.check import CONSUMER
 from kindgi_eval.kinds.regression.report import (
     regressed,
@@ -64,18 +74,19 @@ FIGURES = (
 
 KIND = SuiteKind(
     name="regression",
-    consumer=CONSUMER,
-    pins=_pins,
-    stored_params=_stored,
+    start=RunStart(pins=_pins, stored_params=_stored),
+    report=Reporting(
+        metrics=_metrics,
+        params=_params,
+        figures=FIGURES,
+        lines=regression_lines,
+        summary=regression_summary,
+        marks=regression_marks,
+        items=regression_items,
+        failed=regressed,
+    ),
     stage=Stage("regressions", RegressionRow, _moves),
-    metrics=_metrics,
-    params=_params,
-    figures=FIGURES,
-    lines=regression_lines,
-    summary=regression_summary,
-    failed=regressed,
-    marks=regression_marks,
-    items=regression_items,
+    consumer=CONSUMER,
     starter=published_starter(
         Path(__file__).parent / "starter",
         "its baseline: a run of the conversation starter (the same cases) published as my-studio.conversation 0.1.0: kindgi-eval suites publish FOLDER --id my-studio.conversation --version 0.1.0, then run it",
