@@ -60,6 +60,15 @@ def latest_tick(instance: dg.DagsterInstance) -> datetime | None:
     return datetime.fromisoformat(tick) if tick else None
 
 
+def night_label(instance: dg.DagsterInstance, run_id: str | None, day: str) -> str:
+    """The night a tenant's findings are sent once for, the same for this sensor and `kindgi-eval night --send`: the
+    label of the schedule's tick that launched `run_id` (`tick_label`, what the sensor keys a night by), else `day`
+    (a run cron started, or none)."""
+    run = instance.get_run_by_id(run_id) if run_id else None
+    tick = run.tags.get(TICK_TAG) if run is not None else None
+    return tick_label(schedule_cron(), datetime.fromisoformat(tick)) if tick else day
+
+
 def runs_ended(instance: dg.DagsterInstance, suites: Sequence[TenantSuite], tick: datetime) -> tuple[bool, int]:
     """Whether every suite has a run created since `tick` and every such run has ended; and how many have not."""
     waiting, missing = 0, 0
