@@ -109,6 +109,21 @@ def without_secrets(environ: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in environ.items() if not SECRET_NAME.search(k) and not SECRET_IN_URL.search(v)}
 
 
+def webhook_variables() -> list[str]:
+    """The variables the tenants file (KINDGI_TENANTS) names in `alerts`: webhook URLs, secrets that the daemon's
+    `night_findings` sensor alone posts to. None when no tenants file is set or none of it can be read."""
+    if not os.environ.get("KINDGI_TENANTS"):
+        return []
+    from kindgi_eval.inputs import load_tenants
+    from kindgi_eval.rules import InputError
+
+    try:
+        tenants = load_tenants(partial=True)
+    except InputError:  # `start` has warned of it; the tick will say it again
+        return []
+    return sorted({v for s in tenants.suites for v in s.entry.alerts or ()})
+
+
 def config_variables(config: Path) -> list[str]:
     """The variables the gateway's config reads its keys from (`os.environ/NAME`)."""
     return sorted(set(re.findall(r"os\.environ/([A-Za-z_][A-Za-z0-9_]*)", config.read_text())))
@@ -510,7 +525,11 @@ def start(
         env |= postgres(profile)
         env |= s3(profile, python)
         env |= handlers_bound(profile, runs_at_once(home))
-        base = {**without_secrets(dict(os.environ)), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        webhooks = {v: os.environ[v] for v in webhook_variables() if v in os.environ}
+        base = {
+            **without_secrets({k: v for k, v in os.environ.items() if k not in webhooks}),
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        }
         workspace = str(profile.dir / "dagster" / "workspace.yaml")
 
         registry_ports = [free_port() for _ in range(registry_servers)]
@@ -540,7 +559,7 @@ def start(
         daemon = profile.spawn(
             "daemon",
             [str(bin_dir / "dagster-daemon"), "run", "-w", workspace],
-            service_env("daemon", base, env),
+            service_env("daemon", base, env) | webhooks,
             "heartbeat",
         )
         ui_port = free_port()
