@@ -104,9 +104,14 @@ def write_private(path: Path, text: str) -> None:
 
 
 def without_secrets(environ: dict[str, str]) -> dict[str, str]:
-    """The caller's environment without any variable that may hold a secret (by its name, or a URL with a password
-    in its value): what every service starts from."""
-    return {k: v for k, v in environ.items() if not SECRET_NAME.search(k) and not SECRET_IN_URL.search(v)}
+    """The caller's environment without any variable that may hold a secret (by its name, a URL with a password in
+    its value, or a webhook the tenants file names): what every service starts from."""
+    webhooks = set(webhook_variables())
+    return {
+        k: v
+        for k, v in environ.items()
+        if not SECRET_NAME.search(k) and not SECRET_IN_URL.search(v) and k not in webhooks
+    }
 
 
 def webhook_variables() -> list[str]:
@@ -525,11 +530,8 @@ def start(
         env |= postgres(profile)
         env |= s3(profile, python)
         env |= handlers_bound(profile, runs_at_once(home))
+        base = {**without_secrets(dict(os.environ)), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
         webhooks = {v: os.environ[v] for v in webhook_variables() if v in os.environ}
-        base = {
-            **without_secrets({k: v for k, v in os.environ.items() if k not in webhooks}),
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        }
         workspace = str(profile.dir / "dagster" / "workspace.yaml")
 
         registry_ports = [free_port() for _ in range(registry_servers)]
