@@ -26,10 +26,12 @@
   litellm.
 
 Each service is given only the secrets it uses (`service_env`): none of the caller's variables that may hold one
-(`without_secrets`: keys, tokens, passwords, credentials in a URL) reaches any service but as named here. The gateway
+(`without_secrets`: keys, tokens, passwords, credentials in a URL, the webhooks the tenants file's `alerts` name)
+reaches any service but as named here. The gateway
 holds the provider keys its config names, its master key and the call key; the daemon (and so its code servers and
 run workers) the instance's PostgreSQL connection, the store's, the gateway's URL and call key, and a registry token
-of scope `nightly` the profile issues at start, which reads every tenant's suites to run them; the webserver the
+of scope `nightly` the profile issues at start, which reads every tenant's suites to run them, and the webhooks
+(its `night_findings` sensor posts each tenant's night to them); the webserver the
 instance's connection and the URLs, no key; each registry server its database's URL; moto nothing secret. The
 profile's variables, but for the master key, are written to `<dir>/env` (its owner's only) for a shell to source,
 with the registry's database (for `kindgi-eval tokens`); the token and the call key are never printed.
