@@ -192,3 +192,26 @@ def test_a_night_sent_by_night_send_is_not_sent_again_by_the_sensor(home, tmp_pa
         assert again.err.splitlines() == ["alpha: HOOK: sent already (200); not sent again"]
     (taken,) = receiver.taken("/HOOK")
     assert taken["night"] == tick_label(CRON, second)
+
+
+def test_a_failed_run_dagster_will_retry_is_waited_for(home, tmp_path: Path, monkeypatch) -> None:
+    # the night of a run Dagster will retry is its retry's: told once the retry is made (or Dagster decided not to)
+    gamma = tenant_tree(tmp_path, "gamma")
+    monkeypatch.setenv(TENANTS_ENV, str(write_tenants(tmp_path / "tenants.toml", entry("gamma", alerts=["HOOK"]))))
+    monkeypatch.setenv("KINDGI_SCHEDULE_CRON", CRON)
+    with webhook_receiver() as receiver:
+        monkeypatch.setenv("HOOK", receiver.url("/HOOK"))
+        tick = datetime.now(UTC).replace(microsecond=0)
+        cases = gamma / "evals" / "golden" / "cases.jsonl"
+        launch_tick(home, tick, before_runs=lambda: cases.write_text('{"id": "x"}\n'))
+        instance = open_instance(home.root)
+        (failed,) = instance.get_runs()
+        instance.add_run_tags(failed.run_id, {"dagster/will_retry": "true"})
+        assert look(home).splitlines() == [
+            f"gamma: waiting for 1 run of the night, until {(tick + timedelta(hours=4)).isoformat(timespec='minutes')}"
+        ]
+        instance.add_run_tags(failed.run_id, {"dagster/will_retry": "false"})
+        instance.dispose()
+        assert look(home).splitlines() == ["gamma: HOOK: attempt 1: sent (200)"]
+    (told,) = receiver.taken("/HOOK")
+    assert [f["kind"] for s in told["suites"] for f in s["findings"]] == ["run_failed"]
