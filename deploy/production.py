@@ -26,10 +26,12 @@
   litellm.
 
 Each service is given only the secrets it uses (`service_env`): none of the caller's variables that may hold one
-(`without_secrets`: keys, tokens, passwords, credentials in a URL) reaches any service but as named here. The gateway
+(`without_secrets`: keys, tokens, passwords, credentials in a URL, the webhooks the tenants file's `alerts` name)
+reaches any service but as named here. The gateway
 holds the provider keys its config names, its master key and the call key; the daemon (and so its code servers and
 run workers) the instance's PostgreSQL connection, the store's, the gateway's URL and call key, and a registry token
-of scope `nightly` the profile issues at start, which reads every tenant's suites to run them; the webserver the
+of scope `nightly` the profile issues at start, which reads every tenant's suites to run them, and the webhooks
+(its `night_findings` sensor posts each tenant's night to them); the webserver the
 instance's connection and the URLs, no key; each registry server its database's URL; moto nothing secret. The
 profile's variables, but for the master key, are written to `<dir>/env` (its owner's only) for a shell to source,
 with the registry's database (for `kindgi-eval tokens`); the token and the call key are never printed.
@@ -104,9 +106,29 @@ def write_private(path: Path, text: str) -> None:
 
 
 def without_secrets(environ: dict[str, str]) -> dict[str, str]:
-    """The caller's environment without any variable that may hold a secret (by its name, or a URL with a password
-    in its value): what every service starts from."""
-    return {k: v for k, v in environ.items() if not SECRET_NAME.search(k) and not SECRET_IN_URL.search(v)}
+    """The caller's environment without any variable that may hold a secret (by its name, a URL with a password in
+    its value, or a webhook the tenants file names): what every service starts from."""
+    webhooks = set(webhook_variables())
+    return {
+        k: v
+        for k, v in environ.items()
+        if not SECRET_NAME.search(k) and not SECRET_IN_URL.search(v) and k not in webhooks
+    }
+
+
+def webhook_variables() -> list[str]:
+    """The variables the tenants file (KINDGI_TENANTS) names in `alerts`: webhook URLs, secrets that the daemon's
+    `night_findings` sensor alone posts to. None when no tenants file is set or none of it can be read."""
+    if not os.environ.get("KINDGI_TENANTS"):
+        return []
+    from kindgi_eval.inputs import load_tenants
+    from kindgi_eval.rules import InputError
+
+    try:
+        tenants = load_tenants(partial=True)
+    except InputError:  # `start` has warned of it; the tick will say it again
+        return []
+    return sorted({v for s in tenants.suites for v in s.entry.alerts or ()})
 
 
 def config_variables(config: Path) -> list[str]:
@@ -511,6 +533,7 @@ def start(
         env |= s3(profile, python)
         env |= handlers_bound(profile, runs_at_once(home))
         base = {**without_secrets(dict(os.environ)), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        webhooks = {v: os.environ[v] for v in webhook_variables() if v in os.environ}
         workspace = str(profile.dir / "dagster" / "workspace.yaml")
 
         registry_ports = [free_port() for _ in range(registry_servers)]
@@ -540,7 +563,7 @@ def start(
         daemon = profile.spawn(
             "daemon",
             [str(bin_dir / "dagster-daemon"), "run", "-w", workspace],
-            service_env("daemon", base, env),
+            service_env("daemon", base, env) | webhooks,
             "heartbeat",
         )
         ui_port = free_port()

@@ -27,9 +27,10 @@ import pytest
 
 from kindgi_eval.agents.cgroups import HANDLERS_ENV, find_hierarchy, memory_limit
 from kindgi_eval.store.batches import BATCH_SECONDS
-from kindgi_eval_tests.conftest import GOLDEN, GOLDEN_STATUSES, REPO, run_cli
+from kindgi_eval_tests.conftest import GOLDEN, GOLDEN_STATUSES, REPO, files_under, run_cli
 from kindgi_eval_tests.fake_provider import Answer, FakeProvider
 from kindgi_eval_tests.inputs.test_tenants_file import entry, tenant_tree, write_tenants
+from kindgi_eval_tests.webhook_receiver import Receiver, webhook_receiver
 
 pytestmark = [
     pytest.mark.long,
@@ -49,6 +50,13 @@ SUITE = {name: f"{name}@{name}.golden" if name == REGISTERED else f"{name}.golde
 MISTYPED = "mistyped"
 """A ninth tenant whose entry carries a typo (`judge_modle`): the tick leaves it out, and the eight run."""
 """Each tenant's suite partition: a folder's `<tenant>.<folder>`, a registry suite's `<tenant>@<id>`."""
+UNPUBLISHED = "unpublished"
+"""A tenth tenant, with a webhook (`alerts`), whose registry suite is never published: the tick leaves it out, and at
+the night's deadline the daemon's `night_findings` sensor tells the webhook of the missing run, once."""
+WEBHOOK = "UNPUBLISHED_WEBHOOK"
+"""The variable holding its webhook's URL, a receiver's on 127.0.0.1: given to the daemon alone."""
+NIGHT_DEADLINE_S = 180
+"""KINDGI_NIGHT_DEADLINE: how long after the tick a night with a suite missing is told."""
 MASTER_KEY = "sk-profile-test-master-key"
 """The gateway's master key, which the profile gives the gateway alone."""
 PROVIDER_KEY = "sk-profile-test-provider-key"
@@ -126,19 +134,33 @@ def started(
 
 
 @pytest.fixture(scope="module")
-def profile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
+def receiver() -> Iterator[Receiver]:
+    """The webhook receiver the profile's `UNPUBLISHED` tenant names, on 127.0.0.1."""
+    with webhook_receiver() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def profile(tmp_path_factory: pytest.TempPathFactory, receiver: Receiver) -> Iterator[tuple[Path, dict[str, str]]]:
     """The profile with eight tenants on the mock agent, one of them (`REGISTERED`) running a suite of the registry, on a
     PostgreSQL cluster of its own (its night restarts it); a provider's key in the caller's environment."""
     root = tmp_path_factory.mktemp("night")
     for name in TENANTS:
         tenant_tree(root, name, {"golden": GOLDEN if name != REGISTERED else None})
     tenant_tree(root, MISTYPED)
+    tenant_tree(root, UNPUBLISHED, {"golden": None})
     declared = [
         entry(name) if name != REGISTERED else entry(name, suites=None, registry=f"{name}.golden") for name in TENANTS
     ]
     declared.append(entry(MISTYPED, judge_modle="openai:gpt-4o"))
+    declared.append(entry(UNPUBLISHED, suites=None, registry=f"{UNPUBLISHED}.golden", alerts=[WEBHOOK]))
     with started(
-        root, write_tenants(root / "tenants.toml", *declared), own_postgres=True, OPENAI_API_KEY=PROVIDER_KEY
+        root,
+        write_tenants(root / "tenants.toml", *declared),
+        own_postgres=True,
+        OPENAI_API_KEY=PROVIDER_KEY,
+        KINDGI_NIGHT_DEADLINE=f"{NIGHT_DEADLINE_S}s",
+        **{WEBHOOK: receiver.url("/unpublished")},
     ) as running:
         # the tenant publishes its suite once the registry is up, before the night's tick
         _, env = running
@@ -458,6 +480,31 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_se
     assert not (folder / "home" / "store").exists()  # nothing fell back to a local folder
 
 
+def test_the_tenant_whose_suite_never_ran_is_told_once_by_the_daemon_and_no_log_holds_the_url(
+    profile, receiver: Receiver
+) -> None:
+    # the tick left the unpublished suite out; once the deadline passed, the daemon's sensor posted the tenant's
+    # night to its webhook, once, through the daemon's kills and restarts and PostgreSQL's
+    folder, _ = profile
+    tick = datetime.fromisoformat(json.loads((folder / "profile.json").read_text())["tick"])
+    due = tick.timestamp() + NIGHT_DEADLINE_S + 180  # the deadline, then the sensor's next looks (one a minute)
+    while not receiver.posts:
+        assert time.time() < due, "the sensor told no one of the missing run by the deadline"
+        time.sleep(2)
+    time.sleep(70)  # another look of the sensor: it sends nothing again
+    assert [(path, status) for path, status, _ in receiver.posts] == [("/unpublished", 200)]
+    (told,) = receiver.taken("/unpublished")
+    assert told["tenant"] == UNPUBLISHED and told["worse"]
+    assert [(s["suite"], [f["kind"] for f in s["findings"]]) for s in told["suites"]] == [
+        (f"{UNPUBLISHED}@{UNPUBLISHED}.golden", ["missing_run"])
+    ]
+    # the URL is in no log and not in the profile's env file; only the daemon's own record of what it was started
+    # with holds it (services/daemon.json, its owner's only, for `restart`)
+    address = f"127.0.0.1:{receiver.port}"
+    for path in [*files_under(folder / "logs"), folder / "env", folder / "profile.json"]:
+        assert address.encode() not in path.read_bytes(), path
+
+
 def test_a_mistyped_entry_costs_its_own_tenant_the_night_and_nobody_else(profile) -> None:
     # the night (above) ran every other tenant once; the entry with a typo had no run, and no tick failed
     _, env = profile
@@ -539,7 +586,7 @@ def environ(pid: int) -> dict[str, str]:
     return {key.decode(): value.decode("utf-8", "replace") for key, value in pairs}
 
 
-def test_each_service_holds_only_the_secrets_it_uses(profile) -> None:
+def test_each_service_holds_only_the_secrets_it_uses(profile, receiver: Receiver) -> None:
     folder, env = profile
     state = json.loads((folder / "profile.json").read_text())
     registry_db = env["KINDGI_REGISTRY_DB"]
@@ -550,6 +597,7 @@ def test_each_service_holds_only_the_secrets_it_uses(profile) -> None:
         "postgres password": env["DAGSTER_PG_PASSWORD"],
         "registry database": registry_db,
         "nightly token": env["KINDGI_REGISTRY_TOKEN"],
+        "webhook URL": receiver.url("/unpublished"),
     }
     assert env["KINDGI_GATEWAY_KEY"] != MASTER_KEY and "LITELLM_MASTER_KEY" not in production.read_env(folder)
 
@@ -573,7 +621,7 @@ def test_each_service_holds_only_the_secrets_it_uses(profile) -> None:
         "registry-1": {frozenset({"registry database", "postgres password"})},  # the password within its database's URL
         "registry-2": {frozenset({"registry database", "postgres password"})},
         "webserver": {frozenset(instance)},
-        "daemon": {frozenset(instance | {"call key", "nightly token", "store secret"})},
+        "daemon": {frozenset(instance | {"call key", "nightly token", "store secret", "webhook URL"})},
     }, seen
     # the call key calls models through the gateway, and nothing else there
     gateway = state["gateway"]

@@ -32,6 +32,9 @@ from pathlib import Path
 PRELOAD = ("kindgi_eval.__main__", "kindgi_eval.cli.main", "kindgi_eval.cli.run", "kindgi_eval.defs.definitions")
 """What a `kindgi-eval run` imports before its first step. What it imports as it opens its Dagster instance (the
 storage, SQLAlchemy, alembic) is imported by opening one (`_open_a_throwaway_instance`)."""
+LAZY_FOLDERS = ("kindgi_eval.rules", "kindgi_eval.inputs", "kindgi_eval.store", "kindgi_eval.reports")
+"""The folders that import a name's module when the name is first used: every name of theirs is imported here, as
+every command's module (`cli/main.py`'s `COMMANDS`) is, so that a forked command finds them imported."""
 ROOT = Path(__file__).resolve().parents[1]
 """The checkout: the warm process starts there, so it imports the package and these tests from it."""
 ORPHAN_CHECK_S = 5.0
@@ -113,6 +116,14 @@ def serve(path: str) -> None:
 
     for module in PRELOAD:
         importlib.import_module(module)
+    from kindgi_eval.cli.main import COMMANDS
+
+    for module in sorted(set(COMMANDS.values())):
+        importlib.import_module(f"kindgi_eval.cli.{module}")
+    for folder in LAZY_FOLDERS:
+        package = importlib.import_module(folder)
+        for name in package.__all__:
+            getattr(package, name)
     _open_a_throwaway_instance()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # runners are reaped by the kernel
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -118,9 +118,10 @@ def night(day: str | None, tenant: str | None, json_path: str | None, send: bool
 
 
 def _send(found, declared, day: str | None) -> None:
-    """Send each tenant with webhooks its block, once per tenant and night: the night is `--date`, else the UTC day of
-    the tenant's latest run. What was done goes to standard error, each webhook named by its variable."""
-    from kindgi_eval.defs import deliver, open_instance
+    """Send each tenant with webhooks its block, once per tenant and night: the night of its latest run as the
+    `night_findings` sensor keys it (the schedule's tick that launched the run), else `--date`, else the run's UTC
+    day. What was done goes to standard error, each webhook named by its variable."""
+    from kindgi_eval.defs import deliver, night_label, open_instance
     from kindgi_eval.rules import alerted
     from kindgi_eval.store import runtime_home
 
@@ -134,8 +135,11 @@ def _send(found, declared, day: str | None) -> None:
             kinds = entry.alert_on or list(WORSE)
             if not entry.alerts or not alerted(block.findings(), kinds):
                 continue
-            label = day or max(
-                (s.started_at[:10] for s in block.suites if s.started_at), default=datetime.now(UTC).date().isoformat()
+            latest = max((s for s in block.suites if s.started_at), key=lambda s: s.started_at, default=None)
+            label = night_label(
+                instance,
+                latest.run_id if latest else None,
+                day or (latest.started_at[:10] if latest else datetime.now(UTC).date().isoformat()),
             )
             until = datetime.now(UTC) + timedelta(hours=1)
             lines = deliver(

@@ -12,7 +12,8 @@ from datetime import UTC, datetime, timedelta
 import dagster as dg
 
 from kindgi_eval.defs.alerts import deliver, kept, sent_key
-from kindgi_eval.defs.lineage import PARTITION_TAG
+from kindgi_eval.defs.lineage import PARENT_RUN_TAG, PARTITION_TAG
+from kindgi_eval.defs.recovery import WILL_RETRY_TAG
 from kindgi_eval.defs.run_ends import record_ended_runs
 from kindgi_eval.defs.schedules import schedule_cron, tick_label
 from kindgi_eval.inputs import TenantSuite, load_tenants
@@ -60,13 +61,28 @@ def latest_tick(instance: dg.DagsterInstance) -> datetime | None:
     return datetime.fromisoformat(tick) if tick else None
 
 
+def night_label(instance: dg.DagsterInstance, run_id: str | None, day: str) -> str:
+    """The night a tenant's findings are sent once for, the same for this sensor and `kindgi-eval night --send`: the
+    label of the schedule's tick that launched `run_id` (`tick_label`, what the sensor keys a night by), else `day`
+    (a run cron started, or none)."""
+    run = instance.get_run_by_id(run_id) if run_id else None
+    tick = run.tags.get(TICK_TAG) if run is not None else None
+    return tick_label(schedule_cron(), datetime.fromisoformat(tick)) if tick else day
+
+
 def runs_ended(instance: dg.DagsterInstance, suites: Sequence[TenantSuite], tick: datetime) -> tuple[bool, int]:
-    """Whether every suite has a run created since `tick` and every such run has ended; and how many have not."""
+    """Whether every suite has a run created since `tick` and every such run has ended; and how many have not. A run
+    that failed and that Dagster will retry has not ended until its retry is made: the night is its retry's."""
     waiting, missing = 0, 0
     for s in suites:
         records = instance.get_run_records(dg.RunsFilter(tags={PARTITION_TAG: s.key}, created_after=tick))
+        retried = {r.dagster_run.tags.get(PARENT_RUN_TAG) for r in records}
         missing += not records
-        waiting += sum(not r.dagster_run.is_finished for r in records)
+        waiting += sum(
+            not r.dagster_run.is_finished
+            or (r.dagster_run.tags.get(WILL_RETRY_TAG) == "true" and r.dagster_run.run_id not in retried)
+            for r in records
+        )
     return waiting == 0 and missing == 0, waiting + missing
 
 

@@ -1,73 +1,80 @@
 """Every file and variable a run reads: suite folders, tenant.toml, the tenants file, the run settings. Imports rules."""
 
-from kindgi_eval.inputs.catalogue import CATALOGUE_SEED, Seed
-from kindgi_eval.inputs.file_limits import CONFIG_FILE_LIMIT, SUITE_FILE_LIMIT, FileTooLarge, mib, read_limited
-from kindgi_eval.inputs.golden import GOLDEN_DIR, default_eval_dir, is_packaged_golden
-from kindgi_eval.inputs.resume import changes_since, manifest_of, resumed_settings
-from kindgi_eval.inputs.review_file import (
-    LABELS,
-    REVIEW_COLUMNS,
-    LabelFile,
-    LabelLine,
-    QueueKeys,
-    check_labels,
-    read_label_file,
-)
-from kindgi_eval.inputs.settings import (
-    DEFAULT_MODEL_TIMEOUT_S,
-    GATEWAY_KEY,
-    PER_TENANT,
-    SETTING,
-    SETTINGS,
-    RunSettings,
-    deployment_agent_url,
-    deployment_gateway,
-    resolve_settings,
-    set_deployment_gateway,
-    with_settings,
-)
-from kindgi_eval.inputs.suite_folder import (
-    CALIBRATION_FILE,
-    CASES_FILE,
-    FOLDER_KIND,
-    REGISTRY_FILE,
-    SCENARIOS_FILE,
-    KindFile,
-    KindFilesReader,
-    ModelsOf,
-    RegisteredAs,
-    Suite,
-    SuiteIdentity,
-    SuiteItems,
-    SuiteModels,
-    check_suite_items,
-    folder_hash,
-    folder_key,
-    has_calibration_file,
-    load_checked_suite,
-    load_suite,
-    registered_name,
-    registry_key,
-    suite_identity,
-    suite_key,
-    tenant_names,
-)
-from kindgi_eval.inputs.tenant_file import LoadedTenant, load_tenant
-from kindgi_eval.inputs.tenant_limits import limits_of, tenants_limits
-from kindgi_eval.inputs.tenants_check import check_tenants
-from kindgi_eval.inputs.tenants_file import (
-    TAG_RESULT,
-    TAG_SUITE,
-    TAG_TENANT,
-    TENANTS_ENV,
-    DeclaredAgent,
-    Tenants,
-    TenantSuite,
-    declared_variant,
-    load_tenants,
-    tenants_path,
-    variant_settings,
-)
+from typing import TYPE_CHECKING
+
+from kindgi_eval.rules import lazy_names
+
+if TYPE_CHECKING:
+    from kindgi_eval.inputs.catalogue import CATALOGUE_SEED, Seed
+    from kindgi_eval.inputs.file_limits import CONFIG_FILE_LIMIT, SUITE_FILE_LIMIT, FileTooLarge, mib, read_limited
+    from kindgi_eval.inputs.golden import GOLDEN_DIR, default_eval_dir, is_packaged_golden
+    from kindgi_eval.inputs.resume import changes_since, manifest_of, resumed_settings
+    from kindgi_eval.inputs.review_file import (
+        LABELS,
+        REVIEW_COLUMNS,
+        LabelFile,
+        LabelLine,
+        QueueKeys,
+        check_labels,
+        read_label_file,
+    )
+    from kindgi_eval.inputs.settings import (
+        DEFAULT_MODEL_TIMEOUT_S,
+        GATEWAY_KEY,
+        PER_TENANT,
+        SETTING,
+        SETTINGS,
+        RunSettings,
+        deployment_agent_url,
+        deployment_gateway,
+        resolve_settings,
+        set_deployment_gateway,
+        with_settings,
+    )
+    from kindgi_eval.inputs.suite_folder import (
+        CALIBRATION_FILE,
+        CASES_FILE,
+        FOLDER_KIND,
+        REGISTRY_FILE,
+        SCENARIOS_FILE,
+        KindFile,
+        KindFilesReader,
+        ModelsOf,
+        RegisteredAs,
+        Suite,
+        SuiteIdentity,
+        SuiteItems,
+        SuiteModels,
+        check_suite_items,
+        folder_hash,
+        folder_key,
+        has_calibration_file,
+        load_checked_suite,
+        load_suite,
+        registered_name,
+        registry_key,
+        suite_identity,
+        suite_key,
+        tenant_names,
+    )
+    from kindgi_eval.inputs.tenant_file import LoadedTenant, load_tenant
+    from kindgi_eval.inputs.tenant_limits import limits_of, tenants_limits
+    from kindgi_eval.inputs.tenants_check import check_tenants
+    from kindgi_eval.inputs.tenants_file import (
+        TAG_RESULT,
+        TAG_SUITE,
+        TAG_TENANT,
+        TENANTS_ENV,
+        DeclaredAgent,
+        Tenants,
+        TenantSuite,
+        declared_variant,
+        load_tenants,
+        tenants_path,
+        variant_settings,
+    )
+
+__getattr__ = lazy_names(__name__, __file__)
 
 __all__ = [
     "GOLDEN_DIR",
@@ -99,7 +106,6 @@ __all__ = [
     "REGISTRY_FILE",
     "RegisteredAs",
     "RunSettings",
-    "PER_TENANT",
     "SETTING",
     "SETTINGS",
     "SUITE_FILE_LIMIT",
@@ -122,7 +128,9 @@ __all__ = [
     "load_checked_suite",
     "load_suite",
     "load_tenant",
+    "PER_TENANT",
     "LoadedTenant",
+    "with_settings",
     "load_tenants",
     "manifest_of",
     "mib",
@@ -130,7 +138,6 @@ __all__ = [
     "registered_name",
     "registry_key",
     "resolve_settings",
-    "with_settings",
     "resumed_settings",
     "suite_identity",
     "suite_key",

@@ -1,140 +1,148 @@
 """The rules and shapes the specs define: pure, importing only pydantic and the standard library."""
 
-from kindgi_eval.rules.accuracy import (
-    ACCURACY_GROUP,
-    GRADERS,
-    AccuracyCase,
-    Grade,
-    Grader,
-    PatternBudget,
-    accuracy_criterion,
-    check_accuracy,
-    item_grade,
-    pattern_problem,
-)
-from kindgi_eval.rules.agent_protocol import (
-    CACHE_BREAKS,
-    Agent,
-    AgentAnswer,
-    AgentReply,
-    AgentTurn,
-    Completion,
-    ContactModel,
-    Judge,
-    ReplyError,
-    Usage,
-)
-from kindgi_eval.rules.assertions import Assertion, AssertionResult, agent_failure, check_case, joined_reply
-from kindgi_eval.rules.calibration import (
-    THRESHOLD,
-    CalibrationFile,
-    Graded,
-    GroupAgreement,
-    agree_by_group,
-    judge_was_down,
-    with_samples,
-)
-from kindgi_eval.rules.cases import CalibrationItem, Case, Contact, Expect, Label, Role, Turn
-from kindgi_eval.rules.criteria import DIMENSION_RULES, GROUPS, Criterion, Group, group_of, meant_dimension
-from kindgi_eval.rules.custom import (
-    ANSWER_LIMIT,
-    HANDLER_CHECK,
-    HANDLER_ERROR,
-    MEMORY_EXIT,
-    RAISED_EXIT,
-    Answer,
-    Handler,
-    HandlerExit,
-    HandlerVerdict,
-    check_handler,
-    judge_exit,
-    out_of_time,
-    read_answer,
-    skipped,
-)
-from kindgi_eval.rules.errors import InputError, Problem, problems_from_validation
-from kindgi_eval.rules.intervals import Interval, PairedChange, bootstrap_mean, mcnemar_exact, paired_change, wilson
-from kindgi_eval.rules.judged_rates import (
-    METHOD as CORRECTION_METHOD,
-)
-from kindgi_eval.rules.judged_rates import (
-    CorrectedRate,
-    JudgeError,
-    LabelsNeeded,
-    corrected_rate,
-    labels_to_halve,
-)
-from kindgi_eval.rules.model_names import ModelRef, ModelRole, checked_model, parse_model
-from kindgi_eval.rules.night import (
-    FINDINGS,
-    WORSE,
-    Finding,
-    FindingKind,
-    RunFacts,
-    RunState,
-    alerted,
-    is_worse,
-    suite_findings,
-    worst_first,
-)
-from kindgi_eval.rules.pairwise import (
-    ORDERS,
-    PAIRWISE_GROUP,
-    Judgement,
-    Outcome,
-    PairwiseAgreement,
-    PairwiseCalibration,
-    PairwiseCase,
-    Preference,
-    Variant,
-    WinRate,
-    combine,
-    pairwise_agreement,
-    preferred_variant,
-    read_judgement,
-    win_rate,
-)
-from kindgi_eval.rules.progress import Progress
-from kindgi_eval.rules.scenarios import (
-    DEFAULT_MAX_TURNS,
-    MOST_TURNS,
-    SCRIPT,
-    ContactReply,
-    PlayedTurn,
-    Scenario,
-    check_scenario,
-    contact_cache_key,
-    evidence_turn,
-    is_over,
-    read_contact_reply,
-    read_transcript_sample,
-    transcript,
-)
-from kindgi_eval.rules.statuses import FAILING, STATUSES, Status, case_status, run_failed
-from kindgi_eval.rules.suite_limits import (
-    DEFAULT_LIMITS,
-    Over,
-    PlannedCalls,
-    SuiteLimits,
-    budget_problem,
-    case_problems,
-    planned_calls,
-)
-from kindgi_eval.rules.tenant import Course, CrossReferenceError, Escalation, Prohibition, Slug, Tenant
-from kindgi_eval.rules.text import clip, is_text, safe, unicode_text
-from kindgi_eval.rules.verdicts import (
-    NO_CREDENTIALS,
-    REFUSED_CREDENTIALS,
-    SAMPLES,
-    VERDICT_SCHEMA,
-    Majority,
-    counted,
-    decide,
-    invalid_cause,
-    read_sample,
-)
+from typing import TYPE_CHECKING
+
+from kindgi_eval.rules.lazy import lazy_names
+
+if TYPE_CHECKING:
+    from kindgi_eval.rules.accuracy import (
+        ACCURACY_GROUP,
+        GRADERS,
+        AccuracyCase,
+        Grade,
+        Grader,
+        PatternBudget,
+        accuracy_criterion,
+        check_accuracy,
+        item_grade,
+        pattern_problem,
+    )
+    from kindgi_eval.rules.agent_protocol import (
+        CACHE_BREAKS,
+        Agent,
+        AgentAnswer,
+        AgentReply,
+        AgentTurn,
+        Completion,
+        ContactModel,
+        Judge,
+        ReplyError,
+        Usage,
+    )
+    from kindgi_eval.rules.assertions import Assertion, AssertionResult, agent_failure, check_case, joined_reply
+    from kindgi_eval.rules.calibration import (
+        THRESHOLD,
+        CalibrationFile,
+        Graded,
+        GroupAgreement,
+        agree_by_group,
+        judge_was_down,
+        with_samples,
+    )
+    from kindgi_eval.rules.cases import CalibrationItem, Case, Contact, Expect, Label, Role, Turn
+    from kindgi_eval.rules.criteria import DIMENSION_RULES, GROUPS, Criterion, Group, group_of, meant_dimension
+    from kindgi_eval.rules.custom import (
+        ANSWER_LIMIT,
+        HANDLER_CHECK,
+        HANDLER_ERROR,
+        MEMORY_EXIT,
+        RAISED_EXIT,
+        Answer,
+        Handler,
+        HandlerExit,
+        HandlerVerdict,
+        check_handler,
+        judge_exit,
+        out_of_time,
+        read_answer,
+        skipped,
+    )
+    from kindgi_eval.rules.errors import InputError, Problem, problems_from_validation
+    from kindgi_eval.rules.intervals import Interval, PairedChange, bootstrap_mean, mcnemar_exact, paired_change, wilson
+    from kindgi_eval.rules.judged_rates import (
+        METHOD as CORRECTION_METHOD,
+    )
+    from kindgi_eval.rules.judged_rates import (
+        CorrectedRate,
+        JudgeError,
+        LabelsNeeded,
+        corrected_rate,
+        labels_to_halve,
+    )
+    from kindgi_eval.rules.model_names import ModelRef, ModelRole, checked_model, parse_model
+    from kindgi_eval.rules.night import (
+        FINDINGS,
+        WORSE,
+        Finding,
+        FindingKind,
+        RunFacts,
+        RunState,
+        alerted,
+        is_worse,
+        suite_findings,
+        worst_first,
+    )
+    from kindgi_eval.rules.pairwise import (
+        ORDERS,
+        PAIRWISE_GROUP,
+        Judgement,
+        Outcome,
+        PairwiseAgreement,
+        PairwiseCalibration,
+        PairwiseCase,
+        Preference,
+        Variant,
+        WinRate,
+        combine,
+        pairwise_agreement,
+        preferred_variant,
+        read_judgement,
+        win_rate,
+    )
+    from kindgi_eval.rules.progress import Progress
+    from kindgi_eval.rules.scenarios import (
+        DEFAULT_MAX_TURNS,
+        MOST_TURNS,
+        SCRIPT,
+        ContactReply,
+        PlayedTurn,
+        Scenario,
+        check_scenario,
+        contact_cache_key,
+        evidence_turn,
+        is_over,
+        read_contact_reply,
+        read_transcript_sample,
+        transcript,
+    )
+    from kindgi_eval.rules.statuses import FAILING, STATUSES, Status, case_status, run_failed
+    from kindgi_eval.rules.suite_limits import (
+        DEFAULT_LIMITS,
+        Over,
+        PlannedCalls,
+        SuiteLimits,
+        budget_problem,
+        case_problems,
+        planned_calls,
+    )
+    from kindgi_eval.rules.tenant import Course, CrossReferenceError, Escalation, Prohibition, Slug, Tenant
+    from kindgi_eval.rules.text import clip, is_text, safe, unicode_text
+    from kindgi_eval.rules.verdicts import (
+        NO_CREDENTIALS,
+        REFUSED_CREDENTIALS,
+        SAMPLES,
+        VERDICT_SCHEMA,
+        Majority,
+        counted,
+        decide,
+        invalid_cause,
+        read_sample,
+    )
+
+__getattr__ = lazy_names(__name__, __file__)
 
 __all__ = [
+    "lazy_names",
     "CORRECTION_METHOD",
     "CorrectedRate",
     "JudgeError",

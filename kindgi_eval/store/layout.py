@@ -8,14 +8,11 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from pydantic import BaseModel
 from upath import UPath
 
-from kindgi_eval.store.arrow import arrow_schema, from_table
 from kindgi_eval.store.rows import (
     CalibrationRow,
     MetricRow,
@@ -26,6 +23,12 @@ from kindgi_eval.store.rows import (
     StatusRow,
     SuiteRow,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# pyarrow is imported by the functions that read or write a table's rows: what only names runs by their folders (the
+# night's read, the listing of runs) starts without it.
 
 HOME_ENV = "KINDGI_HOME"
 STORE_ENV = "KINDGI_STORE"
@@ -137,6 +140,8 @@ def month_path(root: StorePath, asset: str, month: str) -> StorePath:
 
 def _compacted_rows(root: StorePath, asset: str, run_id: str, partition: str | None = None) -> pa.Table | None:
     """The rows of one run in the compacted month files (hive columns kept); None if no month file holds it."""
+    import pyarrow as pa
+
     found = []
     for path in sorted((root / asset).glob(MONTH_FILES)):
         condition = [(RUN_COLUMN, "=", run_id)] + ([(PARTITION_COLUMN, "=", partition)] if partition else [])
@@ -183,6 +188,8 @@ def run_keys(root: StorePath, partition: str | None = None) -> list[RunKey]:
 
 def read_table(root: StorePath, table: Table, partition: str, run_id: str) -> pa.Table | None:
     """One run's table, from its own file or a compacted month; None if the store has no such run."""
+    from kindgi_eval.store.arrow import arrow_schema
+
     stored = read_stored(root, table, partition, run_id)
     if stored is None:
         return None
@@ -199,6 +206,8 @@ def read_table(root: StorePath, table: Table, partition: str, run_id: str) -> pa
 def read_stored(root: StorePath, table: Table, partition: str, run_id: str) -> pa.Table | None:
     """One run's table with every column as it was stored, from its own file or a compacted month; None if the store
     has no such run."""
+    from kindgi_eval.store.arrow import arrow_schema
+
     path = find_table(root, table.asset, partition, run_id)
     if path is not None:
         return read_parquet(path)
@@ -223,6 +232,9 @@ def put_parquet(table: pa.Table, path: StorePath, **options) -> None:
     Locally through a hidden temporary file in the same folder, renamed over the target; at a URL as one PUT of
     the finished file, which an object store makes visible all at once (it has no rename). A `file://` URL is
     written in place, without that guarantee: name a local folder by its path."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(path, UPath):
         buffer = pa.BufferOutputStream()
@@ -241,6 +253,8 @@ def put_parquet(table: pa.Table, path: StorePath, **options) -> None:
 
 def read_parquet(path: StorePath, **options) -> pa.Table:
     """A Parquet file of the store: natively when local, through its filesystem at a URL."""
+    import pyarrow.parquet as pq
+
     if isinstance(path, UPath):
         return pq.read_table(path.path, filesystem=path.fs, **options)
     return pq.read_table(path, **options)
@@ -256,6 +270,8 @@ def remove_folder(folder: StorePath) -> None:
 
 def read_rows(root: StorePath, table: Table, partition: str, run_id: str) -> list:
     """The rows one run stored in a table."""
+    from kindgi_eval.store.arrow import from_table
+
     stored = read_table(root, table, partition, run_id)
     if stored is None:
         raise FileNotFoundError(f"run {run_id} stored no {table.asset} for suite {partition}")
@@ -264,6 +280,8 @@ def read_rows(root: StorePath, table: Table, partition: str, run_id: str) -> lis
 
 def rows_if_stored(root: StorePath, table: Table, partition: str, run_id: str) -> list:
     """The rows one run stored in a table only some kinds of suite have; none when it stored no such table."""
+    from kindgi_eval.store.arrow import from_table
+
     stored = read_table(root, table, partition, run_id)
     return [] if stored is None else from_table(stored, table.row)
 

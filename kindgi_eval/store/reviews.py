@@ -9,9 +9,7 @@ Of several labels of one reply and rubric item, the latest import's is the one i
 
 from __future__ import annotations
 
-import pyarrow as pa
-
-from kindgi_eval.store.arrow import from_table, to_table
+# pyarrow is imported by the functions that write and read labels: the views name this folder without it.
 from kindgi_eval.store.layout import StorePath, put_parquet, read_parquet
 from kindgi_eval.store.rows import ReviewRow
 
@@ -28,6 +26,8 @@ def review_path(root: StorePath, import_id: str) -> StorePath:
 
 def write_reviews(root: StorePath, import_id: str, rows: list[ReviewRow]) -> StorePath:
     """Store one import's labels whole or not at all, never over an earlier import."""
+    from kindgi_eval.store.arrow import to_table
+
     path = review_path(root, import_id)
     if path.exists():
         raise FileExistsError(f"{path} exists: an import's labels are never overwritten")
@@ -37,6 +37,10 @@ def write_reviews(root: StorePath, import_id: str, rows: list[ReviewRow]) -> Sto
 
 def read_reviews(root: StorePath, run_id: str | None = None) -> list[ReviewRow]:
     """Every label stored (only `run_id`'s when given), oldest import first."""
+    import pyarrow as pa
+
+    from kindgi_eval.store.arrow import from_table
+
     tables = [read_parquet(p) for p in sorted((root / REVIEWS).glob(REVIEW_FILES))]
     rows = from_table(pa.concat_tables(tables), ReviewRow) if tables else []
     rows = [r for r in rows if run_id is None or r.run_id == run_id]

@@ -10,10 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-import pyarrow as pa
 from upath import UPath
 
-from kindgi_eval.store.arrow import arrow_schema
 from kindgi_eval.store.kind_views import KindView, kind_view_sql
 from kindgi_eval.store.layout import HIVE_COLUMNS, MONTH_FILES, RUN_FILES, SHARED, StorePath, Table, runtime_home
 from kindgi_eval.store.reviews import REVIEW_FILES, REVIEWS
@@ -21,22 +19,29 @@ from kindgi_eval.store.rows import ReviewRow, RunEndRow, TurnRow
 
 if TYPE_CHECKING:
     import duckdb
+    import pyarrow as pa
+
+# pyarrow is imported by the functions that build a view's columns from a row model: the night's read, which names its
+# files itself, starts without it.
 
 DATABASE_FILE = "kindgi.duckdb"
 RUN_ENDS = "run_ends"
 """The store's folder of the runs that failed or were stopped before they stored a summary (`store.run_ends`)."""
 ALIASES = {"group": "calibration_group"}
 """Columns whose stored name SQL makes you quote, and the second name each view also gives them."""
-_SQL_TYPES = {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN"}
+_SQL_TYPES = {"string": "VARCHAR", "int64": "BIGINT", "double": "DOUBLE", "bool": "BOOLEAN"}
+"""The DuckDB type of each scalar Arrow type the row models use, by the Arrow type's name."""
 
 
 def sql_type(arrow_type: pa.DataType) -> str:
     """The DuckDB type of an Arrow type used by the row models."""
+    import pyarrow as pa
+
     if pa.types.is_list(arrow_type):
         return f"{sql_type(arrow_type.value_type)}[]"
     if pa.types.is_struct(arrow_type):
         return "STRUCT(" + ", ".join(f'"{f.name}" {sql_type(f.type)}' for f in arrow_type) + ")"
-    return _SQL_TYPES[arrow_type]
+    return _SQL_TYPES[str(arrow_type)]
 
 
 def view_sql(table: Table, root: StorePath) -> str:
@@ -45,6 +50,8 @@ def view_sql(table: Table, root: StorePath) -> str:
 
     Files are matched by column name, so a column added to a row model later reads as NULL in the files of
     older runs. Only `<asset>/.../data.parquet` is read: never a run's recordings in progress (`store.batches`)."""
+    from kindgi_eval.store.arrow import arrow_schema
+
     folder = root.absolute() / table.asset
     sources = []
     if next(folder.glob(RUN_FILES), None) is not None:
@@ -79,6 +86,8 @@ TURN_COLUMNS = tuple(TurnRow.model_fields)
 def turns_view_sql(replies_columns: Sequence[str]) -> str:
     """The `turns` view: one row per scenario turn (`run_id`, `suite`, `date`, `case_id`, the agent, and the turn's
     own columns), read from the replies view; with no reply stored with turns, an empty view of the same columns."""
+    from kindgi_eval.store.arrow import arrow_schema
+
     keys = ["run_id", "suite", "date", "case_id", "agent"]
     if "turns" in replies_columns:
         columns = ", ".join([*keys, *(f't."{c}"' for c in TURN_COLUMNS)])
@@ -95,6 +104,8 @@ def turns_view_sql(replies_columns: Sequence[str]) -> str:
 
 def reviews_source(root: StorePath) -> str:
     """A SELECT of every label people imported (`store.reviews`); with none, an empty one with the same columns."""
+    from kindgi_eval.store.arrow import arrow_schema
+
     folder = root.absolute() / REVIEWS
     if next(folder.glob(REVIEW_FILES), None) is not None:
         return f"SELECT * FROM read_parquet('{_quoted(folder / REVIEW_FILES)}', hive_partitioning = false, union_by_name = true)"
@@ -129,6 +140,8 @@ def with_reviewer_verdicts(statuses: str, root: StorePath) -> str:
 
 def run_ends_source(root: StorePath) -> str:
     """A SELECT of every run that did not complete, with the hive columns; with none, an empty one of the same columns."""
+    from kindgi_eval.store.arrow import arrow_schema
+
     folder = root.absolute() / RUN_ENDS
     if next(folder.glob(RUN_FILES), None) is not None:
         return (

@@ -20,7 +20,7 @@ from kindgi_eval.inputs import load_tenants
 from kindgi_eval.inputs.tenants_file import TENANTS_ENV
 from kindgi_eval.rules import InputError
 from kindgi_eval_tests.cli.test_night import BROKEN, break_case
-from kindgi_eval_tests.conftest import files_under
+from kindgi_eval_tests.conftest import files_under, run_cli
 from kindgi_eval_tests.inputs.test_tenants_file import entry, tenant_tree, write_tenants
 from kindgi_eval_tests.webhook_receiver import webhook_receiver
 
@@ -169,3 +169,49 @@ def test_a_slack_webhook_is_sent_a_slack_message_and_any_other_the_json() -> Non
     assert other["tenant"] == "acme" and other["suites"][0]["findings"][0]["case_ids"] == ["c1"]
     assert body_for("https://hooks.example.com/x", night, ["missing_run"])["suites"] == []  # alert_on narrows
     json.dumps(slack)
+
+
+def test_a_night_sent_by_night_send_is_not_sent_again_by_the_sensor(home, tmp_path: Path, monkeypatch) -> None:
+    # cron's `night --send` and the daemon's sensor on one instance key a night alike: by the tick that launched its
+    # runs (here a minute, the cron ticking more than daily), so whichever comes second sends nothing
+    alpha = tenant_tree(tmp_path, "alpha")
+    monkeypatch.setenv(TENANTS_ENV, str(write_tenants(tmp_path / "tenants.toml", entry("alpha", alerts=["HOOK"]))))
+    monkeypatch.setenv("KINDGI_SCHEDULE_CRON", CRON)
+    with webhook_receiver() as receiver:
+        monkeypatch.setenv("HOOK", receiver.url("/HOOK"))
+        launch_tick(home, datetime.now(UTC).replace(microsecond=0) - timedelta(hours=3))
+        time.sleep(1.1)  # the second tick's runs start in a later second than the first's
+        second = datetime.now(UTC)
+        break_case(alpha / "evals" / "golden", BROKEN)
+        launch_tick(home, second)
+        sent = run_cli("night", "--send")
+        assert sent.code == 1, sent.err
+        assert sent.err.splitlines() == ["alpha: HOOK: attempt 1: sent (200)"]
+        assert look(home).splitlines() == ["alpha: HOOK: sent already (200); not sent again"]
+        again = run_cli("night", "--send")
+        assert again.err.splitlines() == ["alpha: HOOK: sent already (200); not sent again"]
+    (taken,) = receiver.taken("/HOOK")
+    assert taken["night"] == tick_label(CRON, second)
+
+
+def test_a_failed_run_dagster_will_retry_is_waited_for(home, tmp_path: Path, monkeypatch) -> None:
+    # the night of a run Dagster will retry is its retry's: told once the retry is made (or Dagster decided not to)
+    gamma = tenant_tree(tmp_path, "gamma")
+    monkeypatch.setenv(TENANTS_ENV, str(write_tenants(tmp_path / "tenants.toml", entry("gamma", alerts=["HOOK"]))))
+    monkeypatch.setenv("KINDGI_SCHEDULE_CRON", CRON)
+    with webhook_receiver() as receiver:
+        monkeypatch.setenv("HOOK", receiver.url("/HOOK"))
+        tick = datetime.now(UTC).replace(microsecond=0)
+        cases = gamma / "evals" / "golden" / "cases.jsonl"
+        launch_tick(home, tick, before_runs=lambda: cases.write_text('{"id": "x"}\n'))
+        instance = open_instance(home.root)
+        (failed,) = instance.get_runs()
+        instance.add_run_tags(failed.run_id, {"dagster/will_retry": "true"})
+        assert look(home).splitlines() == [
+            f"gamma: waiting for 1 run of the night, until {(tick + timedelta(hours=4)).isoformat(timespec='minutes')}"
+        ]
+        instance.add_run_tags(failed.run_id, {"dagster/will_retry": "false"})
+        instance.dispose()
+        assert look(home).splitlines() == ["gamma: HOOK: attempt 1: sent (200)"]
+    (told,) = receiver.taken("/HOOK")
+    assert [f["kind"] for s in told["suites"] for f in s["findings"]] == ["run_failed"]

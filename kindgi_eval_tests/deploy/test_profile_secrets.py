@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from kindgi_eval_tests.inputs.test_tenants_file import entry, tenant_tree, write_tenants
+
 PROFILE = Path(__file__).resolve().parents[2] / "deploy" / "production.py"
 sys.path.insert(0, str(PROFILE.parent))
 import production  # noqa: E402 - the profile's own script
@@ -36,6 +38,20 @@ import production  # noqa: E402 - the profile's own script
 )
 def test_no_variable_that_may_hold_a_secret_reaches_a_service_unnamed(name: str, value: str, kept: bool) -> None:
     assert (name in production.without_secrets({name: value})) is kept
+
+
+def test_a_webhook_the_tenants_file_names_reaches_no_service_unnamed(tmp_path: Path, monkeypatch) -> None:
+    # a webhook's URL is a secret whatever its variable is called: the daemon alone is given it, by name
+    tenant_tree(tmp_path, "acme")
+    tenant_tree(tmp_path, "bolt")
+    tenants = write_tenants(tmp_path / "tenants.toml", entry("acme", alerts=["ACME_CHANNEL"]), entry("bolt"))
+    tenants.write_text(tenants.read_text() + '\n[defaults]\nalerts = ["OPS_CHANNEL"]\n')
+    monkeypatch.setenv("KINDGI_TENANTS", str(tenants))
+    assert production.webhook_variables() == ["ACME_CHANNEL", "OPS_CHANNEL"]
+    caller = {"PATH": "/usr/bin", "ACME_CHANNEL": "https://hooks.example/a", "OPS_CHANNEL": "https://hooks.example/o"}
+    assert production.without_secrets(caller) == {"PATH": "/usr/bin"}
+    monkeypatch.delenv("KINDGI_TENANTS")
+    assert production.without_secrets(caller) == caller  # no tenants file, no webhook it names
 
 
 PROFILE_ENV = {
