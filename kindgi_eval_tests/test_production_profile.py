@@ -276,7 +276,7 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_se
 ) -> None:
     folder, env = profile
     state = json.loads((folder / "profile.json").read_text())
-    assert set(state["pids"]) == {"s3", "registry-1", "registry-2", "daemon", "webserver", "gateway"}
+    assert set(state["pids"]) == {"s3", "registry-1", "registry-2", "daemon", "webserver", "gateway", "pgbouncer"}
     assert env["KINDGI_STORE"] == "s3://kindgi/store" and env["AWS_ENDPOINT_URL"] == state["s3"]
     # the queue bounds the machine and each tenant; no limit counts runs per provider, which the gateway paces
     limits = (folder / "dagster" / "dagster.yaml").read_text()
