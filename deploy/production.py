@@ -68,7 +68,7 @@ import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple, NoReturn
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 DEPLOY = Path(__file__).resolve().parent
 INSTANCE_YAML = DEPLOY / "dagster-postgres.yaml"
@@ -156,7 +156,7 @@ def answers(url: str) -> bool:
         return False
 
 
-def accepts(address) -> bool:
+def accepts(address: SplitResult) -> bool:
     """Whether something listens at `address` (a URL's `hostname` and `port`): a connection is accepted."""
     socket.create_connection((address.hostname, address.port), timeout=2).close()
     return True
@@ -368,7 +368,8 @@ def pooler_config(port: int, server: dict[str, str], database: str, auth_file: P
 
 
 def pooler_users(user: str, password: str) -> str:
-    """PgBouncer's auth file: the one user, with the password it checks clients against and logs into PostgreSQL with."""
+    """PgBouncer's auth file: the one user, with the password it checks clients against and logs into PostgreSQL
+    with."""
 
     def quoted(value: str) -> str:
         return '"' + value.replace('"', '""') + '"'
@@ -382,20 +383,22 @@ def pooler(profile: Profile, env: dict[str, str]) -> dict[str, str]:
     point Dagster's storage at it."""
     binary = shutil.which("pgbouncer", path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin"]))
     if binary is None:
-        refuse("no PgBouncer, which the profile runs in front of PostgreSQL: install Debian's (apt-get install pgbouncer)")
+        refuse("no PgBouncer, which the profile runs in front of PostgreSQL: install it (apt-get install pgbouncer)")
     folder = profile.dir / "pgbouncer"
     folder.mkdir(mode=0o700, exist_ok=True)
     port, database = free_port(), env["DAGSTER_PG_DB"]
     write_private(folder / "users.txt", pooler_users(env["DAGSTER_PG_USERNAME"], env["DAGSTER_PG_PASSWORD"]))
     write_private(folder / "pgbouncer.ini", pooler_config(port, env, database, folder / "users.txt"))
     as_user = ["-u", "postgres"] if os.geteuid() == 0 else []  # it refuses root: it reads its files, then drops to it
-    process = profile.spawn("pgbouncer", [binary, *as_user, str(folder / "pgbouncer.ini")], {}, f"tcp://127.0.0.1:{port}")
+    argv = [binary, *as_user, str(folder / "pgbouncer.ini")]
+    process = profile.spawn("pgbouncer", argv, {}, f"tcp://127.0.0.1:{port}")  # its environment: nothing it uses
     profile.wait("pgbouncer", process)
     pooled = {"DAGSTER_PG_HOST": "127.0.0.1", "DAGSTER_PG_PORT": str(port)}
     try:
         each_database(url(env | pooled, database), "SELECT 1", [database])
     except Exception as e:  # sqlalchemy's OperationalError: PgBouncer could not log into PostgreSQL
-        fail(f"PgBouncer could not reach the Dagster database: {str(e).splitlines()[0]}", profile.logs / "pgbouncer.log")
+        reason = str(e).splitlines()[0]
+        fail(f"PgBouncer could not reach the Dagster database: {reason}", profile.logs / "pgbouncer.log")
     return pooled
 
 
