@@ -342,6 +342,13 @@ def main() -> int:
     parser.add_argument(
         "--timeout", type=float, default=3600, help="give up after this many seconds (default: %(default)s)"
     )
+    parser.add_argument(
+        "--tick-after",
+        type=float,
+        default=20,
+        help="the schedule ticks at the first whole minute this many seconds after the daemon starts: more on a "
+        "machine busy enough that the profile takes longer to start (default: %(default)s)",
+    )
     args = parser.parse_args()
 
     server, base_url = chat_server.start(args.delay, REPLY, rpm=args.rpm)
@@ -367,7 +374,7 @@ def main() -> int:
                 "--dir",
                 str(folder),
                 "--tick-once-after",
-                "20",
+                str(args.tick_after),
                 "--max-concurrent-runs",
                 str(args.max_concurrent_runs),
                 "--gateway-config",

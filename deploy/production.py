@@ -11,6 +11,8 @@
 - PostgreSQL holding the Dagster instance and the suite registry, as two databases. The server named by
   DAGSTER_PG_HOST/PORT/USERNAME/PASSWORD when they are set (what .ci/run starts, or a managed one), else a cluster
   of the profile's own made with Debian's PostgreSQL binaries;
+- PgBouncer in front of the Dagster database, which the instance's storage connects to: Dagster opens a connection
+  per query, and PgBouncer hands each one of the connections to PostgreSQL it keeps open (session pooling);
 - an S3 API server (moto in server mode) holding the bucket `kindgi`, the store being KINDGI_STORE=s3://kindgi/store;
 - `dagster-daemon` with deploy/dagster-postgres.yaml as the instance: the run queue and its limits (the machine's
   runs at once, `--max-concurrent-runs`; one run per tenant), each run in
@@ -68,7 +70,7 @@ import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple, NoReturn
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 DEPLOY = Path(__file__).resolve().parent
 INSTANCE_YAML = DEPLOY / "dagster-postgres.yaml"
@@ -176,6 +178,12 @@ def answers(url: str) -> bool:
         return False
 
 
+def accepts(address: SplitResult) -> bool:
+    """Whether something listens at `address` (a URL's `hostname` and `port`): a connection is accepted."""
+    socket.create_connection((address.hostname, address.port), timeout=2).close()
+    return True
+
+
 class Profile:
     """One profile's folder: its state (`profile.json`: the PIDs and ports), its logs and its environment file."""
 
@@ -190,7 +198,8 @@ class Profile:
 
     def spawn(self, name: str, argv: list[str], env: dict[str, str], ready: str) -> subprocess.Popen:
         """Start `argv` in a session of its own (so `stop` ends its children with it), logging to logs/<name>.log.
-        `ready` is how to tell it serves: a URL that answers 200, or `heartbeat` (the daemon's, in the instance).
+        `ready` is how to tell it serves: a URL that answers 200, `tcp://HOST:PORT` that accepts a connection, or
+        `heartbeat` (the daemon's, in the instance).
         What it was started with is kept (services/<name>.json, its owner's only) for `restart`."""
         log = self.logs / f"{name}.log"
         with log.open("ab") as out:
@@ -214,7 +223,13 @@ class Profile:
         """Until service `name` serves (see `spawn`)."""
         kept = json.loads((self.dir / "services" / f"{name}.json").read_text())
         ready, env = kept["ready"], kept["env"]
-        check = (lambda: daemon_alive(env)) if ready == "heartbeat" else (lambda: answers(ready))
+        check = (
+            (lambda: daemon_alive(env))
+            if ready == "heartbeat"
+            else (lambda: accepts(urlsplit(ready)))
+            if ready.startswith("tcp://")
+            else (lambda: answers(ready))
+        )
         wait_until(name, check, process, self.logs / f"{name}.log")
 
 
@@ -335,6 +350,78 @@ def url(server: dict[str, str], database: str) -> str:
 
     user, password = quote(server["DAGSTER_PG_USERNAME"], safe=""), quote(server["DAGSTER_PG_PASSWORD"], safe="")
     return f"postgresql://{user}:{password}@{server['DAGSTER_PG_HOST']}:{server['DAGSTER_PG_PORT']}/{database}"
+
+
+# PgBouncer
+
+POOLER_SERVER_CONNECTIONS = 20
+"""Connections PgBouncer keeps open to PostgreSQL for the Dagster database; a query beyond them waits for one."""
+POOLER_CLIENTS = 1000
+"""Connections PgBouncer takes at once from the daemon, the webserver, their code servers and the run workers."""
+
+
+def pooler_config(port: int, server: dict[str, str], database: str, auth_file: Path) -> str:
+    """PgBouncer's configuration: 127.0.0.1:`port` serving the one database `database` of `server`, in session pooling.
+    Dagster's storage opens a connection per query, so a session is a query or a few: PgBouncer hands each a server
+    connection it keeps open (reset with DISCARD ALL between sessions, so a session's settings, the webserver's
+    statement timeout, stay its own), instead of PostgreSQL starting a process and checking a password every time.
+    The connection's user may read the pooler's figures (`SHOW POOLS`, `SHOW STATS` on its `pgbouncer` database)."""
+    return "\n".join(
+        [
+            "[databases]",
+            f"{database} = host={server['DAGSTER_PG_HOST']} port={server['DAGSTER_PG_PORT']} dbname={database}",
+            "",
+            "[pgbouncer]",
+            "listen_addr = 127.0.0.1",
+            f"listen_port = {port}",
+            "unix_socket_dir =",
+            "auth_type = scram-sha-256",
+            f"auth_file = {auth_file}",
+            f"stats_users = {server['DAGSTER_PG_USERNAME']}",
+            "pool_mode = session",
+            f"default_pool_size = {POOLER_SERVER_CONNECTIONS}",
+            f"max_client_conn = {POOLER_CLIENTS}",
+            "server_login_retry = 1",  # back at once after PostgreSQL restarts (its default waits 15 s)
+            "log_connections = 0",
+            "log_disconnections = 0",
+            "",
+        ]
+    )
+
+
+def pooler_users(user: str, password: str) -> str:
+    """PgBouncer's auth file: the one user, with the password it checks clients against and logs into PostgreSQL
+    with."""
+
+    def quoted(value: str) -> str:
+        return '"' + value.replace('"', '""') + '"'
+
+    return f"{quoted(user)} {quoted(password)}\n"
+
+
+def pooler(profile: Profile, env: dict[str, str]) -> dict[str, str]:
+    """PgBouncer on a free port of 127.0.0.1 in front of the Dagster database of the server `env` names (see
+    `pooler_config`); its configuration and auth file in the profile's folder, its owner's only. The variables that
+    point Dagster's storage at it."""
+    binary = shutil.which("pgbouncer", path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin"]))
+    if binary is None:
+        refuse("no PgBouncer, which the profile runs in front of PostgreSQL: install it (apt-get install pgbouncer)")
+    folder = profile.dir / "pgbouncer"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    port, database = free_port(), env["DAGSTER_PG_DB"]
+    write_private(folder / "users.txt", pooler_users(env["DAGSTER_PG_USERNAME"], env["DAGSTER_PG_PASSWORD"]))
+    write_private(folder / "pgbouncer.ini", pooler_config(port, env, database, folder / "users.txt"))
+    as_user = ["-u", "postgres"] if os.geteuid() == 0 else []  # it refuses root: it reads its files, then drops to it
+    argv = [binary, *as_user, str(folder / "pgbouncer.ini")]
+    process = profile.spawn("pgbouncer", argv, {}, f"tcp://127.0.0.1:{port}")  # its environment: nothing it uses
+    profile.wait("pgbouncer", process)
+    pooled = {"DAGSTER_PG_HOST": "127.0.0.1", "DAGSTER_PG_PORT": str(port)}
+    try:
+        each_database(url(env | pooled, database), "SELECT 1", [database])
+    except Exception as e:  # sqlalchemy's OperationalError: PgBouncer could not log into PostgreSQL
+        reason = str(e).splitlines()[0]
+        fail(f"PgBouncer could not reach the Dagster database: {reason}", profile.logs / "pgbouncer.log")
+    return pooled
 
 
 # the services
@@ -530,6 +617,7 @@ def start(
         gateway_env, proxy = gateway(profile, bin_dir, gateway_config)  # its start-up runs beside the others'
         env |= gateway_env
         env |= postgres(profile)
+        env |= pooler(profile, env)
         env |= s3(profile, python)
         env |= handlers_bound(profile, runs_at_once(home))
         base = {**without_secrets(dict(os.environ)), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
@@ -594,7 +682,7 @@ def start(
     profile.save()
     print(
         f"Dagster UI {profile.state['ui']}; registry {', '.join(profile.state['registry'])}; store "
-        f"{env['KINDGI_STORE']} at {env['AWS_ENDPOINT_URL']}; gateway {env['KINDGI_GATEWAY_URL']}; PostgreSQL {env['DAGSTER_PG_HOST']}:{env['DAGSTER_PG_PORT']}.\n"
+        f"{env['KINDGI_STORE']} at {env['AWS_ENDPOINT_URL']}; gateway {env['KINDGI_GATEWAY_URL']}; PostgreSQL through PgBouncer {env['DAGSTER_PG_HOST']}:{env['DAGSTER_PG_PORT']}.\n"
         f"Its variables: . {shlex.quote(str(profile.dir / 'env'))}   Stop it: python deploy/production.py stop "
         f"--dir {shlex.quote(str(profile.dir))}"
     )
@@ -819,7 +907,7 @@ def main() -> None:
         "service",
         nargs="?",
         help="restart: the service to start again (daemon, webserver, registry-1, s3, "
-        "gateway), or postgres, the profile's own cluster, stopped and started again",
+        "gateway, pgbouncer), or postgres, the profile's own cluster, stopped and started again",
     )
     parser.add_argument(
         "--dir", type=Path, default=Path(".kindgi-production"), help="the profile's folder (default: %(default)s)"

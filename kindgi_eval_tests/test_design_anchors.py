@@ -24,10 +24,6 @@ CITED = re.compile(r"((?:\.\./)*[\w/-]*?\.md)#([\w-]+)")
 UNREADABLE = re.compile(r"\b[Ss]pecs? 0\d\d\b|\(C\d\)|\bC[1-9]\b|\bDESIGN\b|\.\./shared/|(?<![\w.])/work/")
 """A citation a reader of the repository cannot follow: a spec by number, a constraint by letter, the design file, or
 a folder beside the repository."""
-NOT_YET_CLEARED = {
-    "kindgi_eval/defs/postgres_storage.py",
-}
-"""Files being restructured elsewhere whose old citations are replaced when that work lands; empty this list then."""
 REFERENCE_READERS = {"kindgi_eval_tests/deploy/test_helm_values.py"}
 """Tests that read another project's reference data where it lies beside the repository, never copied into it (the
 Dagster chart's values schema): the one place a folder outside the repository is named."""
@@ -148,10 +144,5 @@ def test_every_cited_anchor_names_a_heading() -> None:
 
 
 def test_no_file_cites_what_the_repository_does_not_hold() -> None:
-    problems = [
-        problem
-        for path in tree_files()
-        if str(path.relative_to(REPO)) not in NOT_YET_CLEARED
-        for problem in unreadable(path)
-    ]
+    problems = [problem for path in tree_files() for problem in unreadable(path)]
     assert problems == []

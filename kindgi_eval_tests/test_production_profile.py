@@ -298,7 +298,7 @@ def test_a_night_through_the_queue_onto_the_s3_store_survives_the_daemon_code_se
 ) -> None:
     folder, env = profile
     state = json.loads((folder / "profile.json").read_text())
-    assert set(state["pids"]) == {"s3", "registry-1", "registry-2", "daemon", "webserver", "gateway"}
+    assert set(state["pids"]) == {"s3", "registry-1", "registry-2", "daemon", "webserver", "gateway", "pgbouncer"}
     assert env["KINDGI_STORE"] == "s3://kindgi/store" and env["AWS_ENDPOINT_URL"] == state["s3"]
     # the queue bounds the machine and each tenant; no limit counts runs per provider, which the gateway paces
     limits = (folder / "dagster" / "dagster.yaml").read_text()
@@ -580,6 +580,38 @@ def test_two_registry_servers_share_one_database(profile) -> None:
     assert read.status_code == 200 and read.json()["suite"]["version"] == "1.0.0"
 
 
+def test_the_instance_reaches_postgres_through_the_profile_s_pgbouncer(profile) -> None:
+    import psycopg2
+
+    folder, env = profile
+    assert (
+        f"listen_port = {env['DAGSTER_PG_PORT']}" in (folder / "pgbouncer" / "pgbouncer.ini").read_text().splitlines()
+    )
+    stored = read_instance(env, "instance.run_storage.postgres_url")
+    assert stored.endswith(f"@127.0.0.1:{env['DAGSTER_PG_PORT']}/{env['DAGSTER_PG_DB']}"), stored
+    console = psycopg2.connect(
+        host="127.0.0.1",
+        port=int(env["DAGSTER_PG_PORT"]),
+        user=env["DAGSTER_PG_USERNAME"],
+        password=env["DAGSTER_PG_PASSWORD"],
+        dbname="pgbouncer",
+    )
+    console.autocommit = True  # the pooler's console takes no transactions
+    try:
+        with console.cursor() as cursor:
+            cursor.execute("SHOW POOLS")
+            names = [column[0] for column in cursor.description]
+            (pool,) = [dict(zip(names, r, strict=True)) for r in cursor.fetchall() if r[0] == env["DAGSTER_PG_DB"]]
+            cursor.execute("SHOW STATS")
+            names = [column[0] for column in cursor.description]
+            (stats,) = [dict(zip(names, r, strict=True)) for r in cursor.fetchall() if r[0] == env["DAGSTER_PG_DB"]]
+    finally:
+        console.close()
+    # the daemon's, the webserver's and the runs' queries, on no more server connections than the pooler keeps
+    assert stats["total_xact_count"] > 100, stats
+    assert pool["sv_active"] + pool["sv_idle"] + pool["sv_used"] <= production.POOLER_SERVER_CONNECTIONS, pool
+
+
 def environ(pid: int) -> dict[str, str]:
     """The environment process `pid` was started with (/proc/PID/environ)."""
     pairs = (item.split(b"=", 1) for item in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if b"=" in item)
@@ -618,6 +650,7 @@ def test_each_service_holds_only_the_secrets_it_uses(profile, receiver: Receiver
     assert seen == {
         "gateway": {frozenset({"master key", "provider key", "call key"})},
         "s3": {frozenset()},
+        "pgbouncer": {frozenset()},  # the instance's password is in its users file, its owner's only
         "registry-1": {frozenset({"registry database", "postgres password"})},  # the password within its database's URL
         "registry-2": {frozenset({"registry database", "postgres password"})},
         "webserver": {frozenset(instance)},

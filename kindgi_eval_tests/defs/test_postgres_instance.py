@@ -1,9 +1,11 @@
-"""The production instance (deploy/dagster-postgres.yaml) against a real PostgreSQL server on 127.0.0.1."""
+"""The production instance (deploy/dagster-postgres.yaml) against a real PostgreSQL server on 127.0.0.1, through the
+production profile's PgBouncer (deploy/production.py)."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -16,6 +18,9 @@ from kindgi_eval.inputs.tenants_file import TENANTS_ENV
 from kindgi_eval_tests.conftest import REPO
 
 CONFIG = REPO / "deploy" / "dagster-postgres.yaml"
+sys.path.insert(0, str(REPO / "deploy"))
+import production  # noqa: E402 - the profile's own script, for its pooler
+
 KEY = "demo-academy.golden"
 # What .ci/run creates; DAGSTER_PG_* override each one.
 DEFAULTS = {
@@ -67,7 +72,49 @@ def database(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         admin.close()
 
 
-def test_runs_schedules_and_checks_are_kept_in_postgres(home, database: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def pooled(database: str, tmp_path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """The profile's PgBouncer in front of the test's database, DAGSTER_PG_HOST/PORT pointing at it; stopped after."""
+    if shutil.which("pgbouncer", path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin"])) is None:
+        if os.environ.get("KINDGI_REQUIRE_POSTGRES") == "1":
+            pytest.fail("no pgbouncer (.ci/run installs Debian's)")
+        pytest.skip("no pgbouncer: apt-get install pgbouncer")
+    profile = production.Profile(tmp_path / "profile")
+    profile.logs.mkdir(parents=True)
+    server = {var: os.environ[var] for var in (*DEFAULTS, "DAGSTER_PG_DB")}
+    try:
+        found = production.pooler(profile, server)
+        for var, value in found.items():
+            monkeypatch.setenv(var, value)
+        yield server | found
+    finally:
+        production.terminate(profile.state["pids"])
+
+
+def _pooler(pooled: dict[str, str], command: str) -> list[dict]:
+    """`command` on the pooler's console (its `pgbouncer` database), each row by its column names."""
+    import psycopg2
+
+    console = psycopg2.connect(
+        host=pooled["DAGSTER_PG_HOST"],
+        port=int(pooled["DAGSTER_PG_PORT"]),
+        user=pooled["DAGSTER_PG_USERNAME"],
+        password=pooled["DAGSTER_PG_PASSWORD"],
+        dbname="pgbouncer",
+    )
+    console.autocommit = True  # the console takes no transactions
+    try:
+        with console.cursor() as cursor:
+            cursor.execute(command)
+            names = [column[0] for column in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    finally:
+        console.close()
+
+
+def test_runs_schedules_and_checks_are_kept_in_postgres(
+    home, database: str, pooled: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from dagster_postgres import PostgresEventLogStorage, PostgresRunStorage, PostgresScheduleStorage
 
     from kindgi_eval.defs.definitions import defs
@@ -79,14 +126,12 @@ def test_runs_schedules_and_checks_are_kept_in_postgres(home, database: str, mon
     instance = open_instance(home.root)
     try:
         assert isinstance(instance.run_storage, PostgresRunStorage)
-        # each store keeps its connection: consecutive queries reach the same server process (Dagster's own opens
-        # a connection, a new server process, per query)
-        for store in (instance.run_storage, instance.event_log_storage, instance.schedule_storage):
+        # Dagster opens a connection per query; through the pooler, consecutive ones reach the same server process
+        # (straight to PostgreSQL, each would be a new one)
+        for store in (instance.run_storage, instance.schedule_storage):
             backends = set()
             for _ in range(3):
-                with (
-                    store.connect() if hasattr(store, "connect") else store._connect()
-                ) as connection:  # the event log's is private
+                with store.connect() as connection:
                     backends.add(connection.exec_driver_sql("SELECT pg_backend_pid()").scalar())
             assert len(backends) == 1, store
         assert isinstance(instance.event_log_storage, PostgresEventLogStorage)
@@ -115,6 +160,12 @@ def test_runs_schedules_and_checks_are_kept_in_postgres(home, database: str, mon
             dg.AssetCheckKey(dg.AssetKey("statuses"), "no_failing_cases"), limit=5
         )
         assert [h.run_id for h in history] == [result.run_id]
+        # the run's queries all went through the pooler, on no more server connections than it keeps
+        (pool,) = [row for row in _pooler(pooled, "SHOW POOLS") if row["database"] == database]
+        assert pool["pool_mode"] == "session"
+        assert 1 <= pool["sv_active"] + pool["sv_idle"] + pool["sv_used"] <= production.POOLER_SERVER_CONNECTIONS
+        (stats,) = [row for row in _pooler(pooled, "SHOW STATS") if row["database"] == database]
+        assert stats["total_xact_count"] > 100, stats
     finally:
         instance.dispose()
 

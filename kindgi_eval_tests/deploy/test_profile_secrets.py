@@ -129,3 +129,28 @@ def test_a_machine_that_leaves_the_handlers_too_little_is_refused(capsys: pytest
     with pytest.raises(SystemExit) as refused:
         production.handlers_memory(8, total=8 << 30)
     assert refused.value.code == 2 and "lower --max-concurrent-runs" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("user", "password", "line"),
+    [
+        ("kindgi", "s3cret", '"kindgi" "s3cret"\n'),
+        ("kindgi", 'a"b', '"kindgi" "a""b"\n'),  # a quote in the password is doubled, as PgBouncer reads it
+        ("ops team", "p w", '"ops team" "p w"\n'),  # spaces stay inside the quotes
+    ],
+)
+def test_the_pooler_s_users_file_holds_the_one_user_quoted(user: str, password: str, line: str) -> None:
+    assert production.pooler_users(user, password) == line
+
+
+def test_the_pooler_listens_on_127_0_0_1_for_the_dagster_database_alone_and_lets_its_user_only_read_figures(
+    tmp_path: Path,
+) -> None:
+    server = {"DAGSTER_PG_HOST": "db.internal", "DAGSTER_PG_PORT": "5433", "DAGSTER_PG_USERNAME": "kindgi"}
+    config = production.pooler_config(6999, server, "kindgi_ab_dagster", tmp_path / "users.txt")
+    lines = set(config.splitlines())
+    assert "kindgi_ab_dagster = host=db.internal port=5433 dbname=kindgi_ab_dagster" in lines
+    assert [line for line in lines if line.startswith("* ")] == []  # no other database reaches the server
+    assert {"listen_addr = 127.0.0.1", "listen_port = 6999", "unix_socket_dir =", "pool_mode = session"} <= lines
+    assert "auth_type = scram-sha-256" in lines and f"auth_file = {tmp_path / 'users.txt'}" in lines
+    assert "stats_users = kindgi" in lines and not any(line.startswith("admin_users") for line in lines)
