@@ -19,24 +19,13 @@ HANDLER = Handler(
     entrypointPath="grade",
     source="def grade(case, reply):\n    return {'pass': True, 'reason': 'ok'}\n",
 )
+from kindgi_eval_tests.rows import reply_row
+
 CASES = [Case(id=f"c{n}", text="hi", expect={"escalate": False}) for n in range(3)]
 
 
 def reply(case_id: str, error: str | None = None) -> ReplyRow:
-    return ReplyRow(
-        case_id=case_id,
-        agent="mock:agent",
-        messages=[] if error else ["hi there"],
-        escalate=None if error else False,
-        reason=None,
-        latency_ms=1.0,
-        prompt_tokens=0,
-        completion_tokens=0,
-        cost_usd=0.0,
-        cost_known=True,
-        error=error,
-        raw=None,
-    )
+    return reply_row(case_id, ["hi there"], error)
 
 
 def suite_row(kind: str, row_id: str, body: str, suite_kind: str) -> SuiteRow:

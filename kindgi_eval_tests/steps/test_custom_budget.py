@@ -14,23 +14,11 @@ HANDLER = Handler(
     entrypointPath="grade",
     source="def grade(case, reply):\n    return {'pass': True, 'reason': 'ok'}\n",
 )
+from kindgi_eval_tests.rows import reply_row
 
 
 def reply(case_id: str) -> ReplyRow:
-    return ReplyRow(
-        case_id=case_id,
-        agent="mock:agent",
-        messages=["hi"],
-        escalate=False,
-        reason=None,
-        latency_ms=1.0,
-        prompt_tokens=0,
-        completion_tokens=0,
-        cost_usd=0.0,
-        cost_known=True,
-        error=None,
-        raw=None,
-    )
+    return reply_row(case_id)
 
 
 def test_once_the_run_s_handler_time_is_spent_the_cases_left_are_errors_not_passes() -> None:

@@ -13,6 +13,7 @@ from kindgi_eval.store import (
     labels_in_force,
     params_json,
 )
+from kindgi_eval_tests.rows import reply_row
 
 RUBRIC = ["tone", "answers"]
 CASES = [
@@ -50,20 +51,7 @@ def suite_row(kind: str = "human-review") -> SuiteRow:
 
 
 def reply(case_id: str, error: str | None = None) -> ReplyRow:
-    return ReplyRow(
-        case_id=case_id,
-        agent="mock:agent",
-        messages=[] if error else [f"answer {case_id}", "more"],
-        escalate=None if error else False,
-        reason=None,
-        latency_ms=1.0,
-        prompt_tokens=0,
-        completion_tokens=0,
-        cost_usd=0.0,
-        cost_known=True,
-        error=error,
-        raw=None,
-    )
+    return reply_row(case_id, [f"answer {case_id}", "more"], error)
 
 
 def status(case_id: str, verdict: str = "pass") -> StatusRow:

@@ -10,25 +10,13 @@ from kindgi_eval.rules import ACCURACY_GROUP, AccuracyCase, PairwiseCase, accura
 from kindgi_eval.steps.outcomes import outcome_rows
 from kindgi_eval.steps.statuses import status_rows
 from kindgi_eval.store import CalibrationRow, ReplyRow, SampleRow
+from kindgi_eval_tests.rows import reply_row
 
 REPLY = ["It is $450."]
 
 
 def reply(case_id: str, error: str | None = None) -> ReplyRow:
-    return ReplyRow(
-        case_id=case_id,
-        agent="mock:agent",
-        messages=[] if error else REPLY,
-        escalate=None if error else False,
-        reason=None,
-        latency_ms=1.0,
-        prompt_tokens=0,
-        completion_tokens=0,
-        cost_usd=0.0,
-        cost_known=True,
-        error=error,
-        raw=None,
-    )
+    return reply_row(case_id, REPLY, error)
 
 
 def sample(case_id: str, criterion: str, n: int, vote: str) -> SampleRow:

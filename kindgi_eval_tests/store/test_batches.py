@@ -21,26 +21,14 @@ from kindgi_eval.store.compaction import compact
 from kindgi_eval.store.layout import SHARED, read_rows, table_path, write_atomically
 from kindgi_eval.store.rows import ReplyRow, RunRow
 from kindgi_eval.store.views import Views, connect, export_database
+from kindgi_eval_tests.rows import reply_row
 
 KEY = "demo-academy.golden"
 NEW_RUN_COLUMNS = ["resumed_from", "agent_calls_saved", "judge_calls_saved"]
 
 
 def reply(case_id: str) -> ReplyRow:
-    return ReplyRow(
-        case_id=case_id,
-        agent="mock:agent",
-        messages=[f"hi {case_id}"],
-        escalate=False,
-        reason=None,
-        latency_ms=1.0,
-        prompt_tokens=0,
-        completion_tokens=0,
-        cost_usd=0.0,
-        cost_known=True,
-        error=None,
-        raw=None,
-    )
+    return reply_row(case_id, [f"hi {case_id}"])
 
 
 def test_a_batch_is_written_every_few_rows_and_at_the_latest_a_moment_after_its_first(tmp_path: Path) -> None:
