@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,6 +20,8 @@ class Receiver:
     """Per path, the statuses of its posts in turn; the last one repeats; 200 for a path not scripted."""
     posts: list[tuple[str, int, dict]] = field(default_factory=list)
     """Every post: its path, the status answered and its JSON body."""
+    first_post_at: float | None = None
+    """When the first post came (`time.time()`), if one has."""
 
     def url(self, path: str) -> str:
         """The URL of one of its paths."""
@@ -46,6 +49,7 @@ def webhook_receiver() -> Iterator[Receiver]:
                 statuses = receiver.script.get(self.path, [200])
                 status = statuses.pop(0) if len(statuses) > 1 else statuses[0]
                 receiver.posts.append((self.path, status, body))
+                receiver.first_post_at = receiver.first_post_at or time.time()
             self.send_response(status)
             self.send_header("Content-Length", "0")
             self.end_headers()

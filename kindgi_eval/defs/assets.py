@@ -117,16 +117,16 @@ def suite(
     _inputs(
         lambda: write_pinned_version(context.run.tags, loaded.tenant.tenant, settings.eval_dir)
     )  # a tick's registered version
-    key = suite_key(loaded.tenant.tenant, settings.eval_dir)
+    tags = context.run.tags
+    # checked before the agent is asked anything: the suite, its kind's needs (a custom handler's sandbox), the budget
+    parsed, kind, pins = _inputs(lambda: preflight(settings, loaded, io_manager.root(), pinned_by(tags)))
+    key = suite_key(loaded.tenant.tenant, settings.eval_dir)  # after the suite's own problems, which say more
     if key != context.partition_key:
         raise dg.Failure(
             f"partition {context.partition_key} was asked for, but the suite is {key} "
             f"(tenant {loaded.tenant.tenant!r} in {loaded.config_dir}/tenant.toml, suite folder {settings.eval_dir}). "
             "A tenants file entry's name must equal its tenant.toml's tenant."
         )
-    tags = context.run.tags
-    # checked before the agent is asked anything: the suite, its kind's needs (a custom handler's sandbox), the budget
-    parsed, kind, pins = _inputs(lambda: preflight(settings, loaded, io_manager.root(), pinned_by(tags)))
     resolved = resolved_tags(pins)
     if any(tags.get(tag) != value for tag, value in resolved.items()):
         context.instance.add_run_tags(
