@@ -9,36 +9,8 @@ from kindgi_eval.kinds.custom.stage import CustomRow
 from kindgi_eval.kinds.regression.stage import RegressionRow
 from kindgi_eval.reports import case_marks, render
 from kindgi_eval.rules import Case
-from kindgi_eval.store import RunRow, StatusRow
-
-
-def run_row(**changes: object) -> RunRow:
-    fields = dict(
-        tenant="demo-academy",
-        eval_dir="evals/x",
-        suite_hash="s" * 64,
-        config_hash="c" * 64,
-        agent="mock:agent",
-        judge=None,
-        judge_prompt_hash=None,
-        code_version="v",
-        replies_from="r",
-        started_at="2026-12-01T02:00:00+00:00",
-        finished_at="2026-12-01T02:00:05+00:00",
-        cases=1,
-        passed=1,
-        failed=0,
-        judged_fail=0,
-        judged_pass=0,
-        reviewed=0,
-        ungraded=0,
-        agent_usd=0.0,
-        judge_usd=0.0,
-        cost_unknown=False,
-        stages=["opening"],
-        uncovered=[],
-    )
-    return RunRow(**{**fields, **changes})
+from kindgi_eval.store import StatusRow
+from kindgi_eval_tests.rows import run_row
 
 
 def status(case_id: str, state: str = "passed", messages: tuple[str, ...] = ("Hello!",)) -> StatusRow:

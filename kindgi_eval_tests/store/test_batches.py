@@ -21,7 +21,7 @@ from kindgi_eval.store.compaction import compact
 from kindgi_eval.store.layout import SHARED, read_rows, table_path, write_atomically
 from kindgi_eval.store.rows import ReplyRow, RunRow
 from kindgi_eval.store.views import Views, connect, export_database
-from kindgi_eval_tests.rows import reply_row
+from kindgi_eval_tests.rows import reply_row, run_row
 
 KEY = "demo-academy.golden"
 NEW_RUN_COLUMNS = ["resumed_from", "agent_calls_saved", "judge_calls_saved"]
@@ -98,35 +98,6 @@ def test_views_never_read_a_runs_recordings(tmp_path: Path) -> None:
         writer.add(reply("in-progress"))
     with connect(tmp_path, "SELECT case_id FROM replies") as con:
         assert con.execute("SELECT case_id, run_id FROM replies").fetchall() == [("stored", "r1")]
-
-
-def run_row(**changes: object) -> RunRow:
-    fields = dict(
-        tenant="demo-academy",
-        eval_dir="evals/golden",
-        suite_hash="s" * 64,
-        config_hash="c" * 64,
-        agent="mock:agent",
-        judge=None,
-        judge_prompt_hash=None,
-        code_version="0+test",
-        replies_from="",
-        started_at="2026-10-01T02:00:00+00:00",
-        finished_at="2026-10-01T02:00:05+00:00",
-        cases=1,
-        passed=1,
-        failed=0,
-        judged_fail=0,
-        judged_pass=0,
-        reviewed=0,
-        ungraded=0,
-        agent_usd=0.0,
-        judge_usd=0.0,
-        cost_unknown=False,
-        stages=["opening"],
-        uncovered=[],
-    )
-    return RunRow(**{**fields, **changes})
 
 
 def test_runs_stored_before_the_resume_columns_read_alongside_new_ones(tmp_path: Path) -> None:
