@@ -1,37 +1,30 @@
 """Every model call: the only importer of litellm, and the client of a LiteLLM gateway. Imports rules."""
 
-from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING
 
-_LAZY = {
-    "ModelCallError": "call_error",
-    "Gateway": "gateway",
-    "CREDENTIALS": "calls",
-    "CallPolicy": "calls",
-    "DEFAULT_POLICY": "calls",
-    "WELL_KNOWN_PROVIDERS": "calls",
-    "complete": "calls",
-    "ModelClient": "client",
-    "missing_credentials": "calls",
-    "prepare": "calls",
-    "provider_names": "calls",
-    "scrub": "calls",
-    "BATCH_PROVIDERS": "batch",
-    "POLL_S": "batch",
-    "run_batch": "batch",
-    "start_worker": "worker",
-    "stop_worker": "worker",
-    "workers_for": "worker",
-}
-"""Names loaded on first use (PEP 562), so that `llm.spawn` can start the litellm worker before anything heavier than
-the standard library is imported."""
+from kindgi_eval.rules import lazy_names
 
+if TYPE_CHECKING:
+    from kindgi_eval.llm.batch import BATCH_PROVIDERS, POLL_S, run_batch
+    from kindgi_eval.llm.call_error import ModelCallError
+    from kindgi_eval.llm.calls import (
+        CREDENTIALS,
+        DEFAULT_POLICY,
+        WELL_KNOWN_PROVIDERS,
+        CallPolicy,
+        complete,
+        missing_credentials,
+        prepare,
+        provider_names,
+        scrub,
+    )
+    from kindgi_eval.llm.client import ModelClient
+    from kindgi_eval.llm.gateway import Gateway
+    from kindgi_eval.llm.worker import start_worker, stop_worker, workers_for
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(import_module(f"kindgi_eval.llm.{_LAZY[name]}"), name)
-    raise AttributeError(f"module 'kindgi_eval.llm' has no attribute {name!r}")
-
+# Loaded on first use, so that `llm.spawn` can start the litellm worker before anything heavier than the standard
+# library is imported.
+__getattr__ = lazy_names(__name__, __file__)
 
 __all__ = [
     "BATCH_PROVIDERS",
